@@ -1,0 +1,39 @@
+"""A skills-based multi-agent orchestrator with progressive disclosure."""
+
+from .budget import TokenBudget, TokenCounter
+from .errors import (
+    ConfigError,
+    ModelError,
+    OrchestratorError,
+    PermissionDenied,
+    ToolError,
+    ToolInfrastructureError,
+)
+from .loop import Agent, RunResult
+from .messages import Message, ToolCall, ToolSpec, Usage
+from .tools import Tool, ToolContext, Toolset, tool
+from .trace import Trace, read_trace, rebuild_conversations
+
+__all__ = [
+    "Agent",
+    "ConfigError",
+    "Message",
+    "ModelError",
+    "OrchestratorError",
+    "PermissionDenied",
+    "RunResult",
+    "TokenBudget",
+    "TokenCounter",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolError",
+    "ToolInfrastructureError",
+    "ToolSpec",
+    "Toolset",
+    "Trace",
+    "Usage",
+    "read_trace",
+    "rebuild_conversations",
+    "tool",
+]

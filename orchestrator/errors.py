@@ -1,0 +1,63 @@
+"""The error tree. Control flow uses these few exceptions; each is caught in one place.
+
+    OrchestratorError
+    ├── ConfigError              bad user input: a model string, an option, a file
+    ├── ModelError               a model call failed (adapters map httpx errors to these)
+    │   ├── RetryableModelError  429, 5xx, overloaded, dropped stream: worth another attempt
+    │   └── ScriptExhausted      the scripted model has no turn left for an agent
+    └── ToolError                raised by a tool: its message goes back to the model as is
+        ├── PermissionDenied     the run's permissions forbid what the tool was asked to do
+        └── ToolInfrastructureError  the tool's machinery (a server, a process) failed, not the tool
+
+Tool failures never escape the loop: they become error observations (see `execution.py`).
+"""
+
+from __future__ import annotations
+
+
+class OrchestratorError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(OrchestratorError):
+    """Invalid configuration or input given by the user."""
+
+
+class ModelError(OrchestratorError):
+    """A model call failed. `provider` and `status` are set when known."""
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+
+
+class RetryableModelError(ModelError):
+    """A model call failed in a way that a later attempt may not."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.retry_after = retry_after
+
+
+class ScriptExhausted(ModelError):
+    """The scripted model was asked for a turn its script does not have."""
+
+
+class ToolError(OrchestratorError):
+    """Raised inside a tool to report a failure to the model in the tool's own words."""
+
+
+class PermissionDenied(ToolError):
+    """The run's permissions do not allow this action."""
+
+
+class ToolInfrastructureError(ToolError):
+    """The machinery behind a tool failed (a server would not start, a process died)."""

@@ -1,0 +1,414 @@
+"""The agent loop.
+
+One step: count the request, reserve it on the budget, call the model, append the assistant
+message, and run its tool calls, appending one result per call. A message without tool calls
+is the final answer. The invariants (DESIGN.md) are kept here and in `execution.py`: results
+for every call in model order, failures as observations, a hard step cap with a forced last
+answer, a repeat detector, a budget wrap-up, and a consistent record on cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from .budget import Reservation, TokenBudget, TokenCounter, default_counter
+from .errors import ModelError
+from .execution import ToolBatch
+from .messages import Message, ToolCall, Transcript, Usage
+from .models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
+from .models.registry import resolve_model
+from .tools import Tool, ToolContext, Toolset, as_tool
+from .trace import Trace
+
+Status = Literal[
+    "completed", "max_steps", "budget_exhausted", "loop_detected", "cancelled", "error"
+]
+
+REPEAT_WARN_AT = 3
+MIN_WRAP_UP_OUTPUT = 64
+REPEAT_NOTE = (
+    "[orchestrator] You have called {name} with the same arguments {count} times in a row and "
+    "got the same kind of answer. Do something different, or give your final answer. Calling "
+    "it again the same way ends the run."
+)
+WRAP_UP_NOTE = (
+    "[orchestrator] The token budget is nearly spent. Give your best final answer now from "
+    "what you have; no more tool calls are possible."
+)
+FORCED_ANSWER_NOTE = (
+    "[orchestrator] This is the last step. Give your final answer now; no more tool calls are "
+    "possible."
+)
+
+
+class RunResult(BaseModel):
+    """How one agent run ended, what it said, and what it cost."""
+
+    agent: str
+    status: Status
+    output: str = ""
+    messages: list[Message] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    steps: int = 0
+    error: str | None = None
+    children: list[Any] = Field(default_factory=list)
+
+    def usage_by_agent(self) -> dict[str, Usage]:
+        """Usage of this agent and every descendant, keyed by agent path."""
+        totals = {self.agent: self.usage}
+        for child in self.children:
+            if isinstance(child, RunResult):
+                totals.update(child.usage_by_agent())
+        return totals
+
+    @property
+    def total_usage(self) -> Usage:
+        return sum(self.usage_by_agent().values(), Usage())
+
+
+class Extension(Protocol):
+    """Something that adds to an agent: a section of its system prompt and tools."""
+
+    def system_prompt(self) -> str | None: ...
+
+    def tools(self) -> Sequence[Tool]: ...
+
+
+@dataclass
+class RunState:
+    """Everything one run of an agent keeps while it goes."""
+
+    transcript: Transcript
+    context: ToolContext
+    budget: TokenBudget
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    last_call: tuple[str, str] | None = None
+    repeats: int = 0
+    batch: ToolBatch | None = None
+    result: RunResult | None = None
+
+
+class Agent:
+    """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
+
+    `name` is the agent's path in traces (`planner/summarize`). `max_tokens` caps this agent;
+    with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
+    `time_limit` (seconds) ends a run as `cancelled`, its record complete.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel | str,
+        tools: Iterable[Tool | Any] = (),
+        *,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = 20,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Any = None,
+        extensions: Iterable[Extension] = (),
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.model = resolve_model(model)
+        self.extensions = list(extensions)
+        self.tools = [as_tool(t) for t in tools]
+        for extension in self.extensions:
+            self.tools.extend(extension.tools())
+        self.system = _system_prompt(system, self.extensions)
+        self.name = name
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.budget = budget
+        self.trace = trace
+        self.max_output_tokens = max_output_tokens
+        self.tool_concurrency = tool_concurrency
+        self.tool_timeout = tool_timeout
+        self.permissions = permissions
+        self.counter = counter or default_counter()
+        self.depth = depth
+        self.time_limit = time_limit
+
+    def run_sync(self, task: str) -> RunResult:
+        """Run to the end from synchronous code."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(task))
+        raise RuntimeError(
+            "run_sync was called inside a running event loop; use `await agent.run(...)`"
+        )
+
+    async def run(self, task: str) -> RunResult:
+        """Run until a final answer or a stop condition.
+
+        Past `time_limit` the run ends as `cancelled` with its record complete. Cancelling the
+        task that awaits this leaves the same record (trace included) and re-raises.
+        """
+        trace, own_trace = self._open_trace()
+        state = self._start(task, trace)
+        try:
+            async with asyncio.timeout(self.time_limit):
+                return await self._loop(state)
+        except TimeoutError:
+            if state.result is None:
+                raise
+            state.result.error = f"time limit of {self.time_limit:g} s reached"
+            return state.result
+        finally:
+            if own_trace and trace is not None:
+                trace.close()
+
+    async def _loop(self, state: RunState) -> RunResult:
+        try:
+            while state.result is None:
+                await self.step(state)
+        except ModelError as exc:
+            self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
+        except asyncio.CancelledError:
+            self._record_cancelled(state)
+            raise
+        return state.result
+
+    async def step(self, state: RunState) -> None:
+        """One model call and the tool calls it asked for; sets `state.result` when done."""
+        last_step = state.steps + 1 >= self.max_steps
+        if last_step and self.max_steps > 1:
+            self._append(state, Message.user(FORCED_ANSWER_NOTE))
+        response = await self.call_model(state, "none" if last_step else "auto")
+        if response is None:
+            await self._wrap_up(state)
+            return
+        message = response.message
+        self._append(state, message)
+        if not message.tool_calls:
+            self._finish(state, "max_steps" if last_step else "completed", message.content or "")
+        elif last_step:
+            self._refuse_calls(state, message.tool_calls, "the step limit was reached")
+            self._finish(state, "max_steps", message.content or "")
+        elif self._repeats_too_often(state, message.tool_calls):
+            self._refuse_calls(state, message.tool_calls, "the same call was repeated again")
+            self._finish(state, "loop_detected", message.content or "")
+        else:
+            await self.run_tools(state, message.tool_calls)
+            if state.repeats == REPEAT_WARN_AT:
+                name = state.last_call[0] if state.last_call else "a tool"
+                self._append(
+                    state, Message.user(REPEAT_NOTE.format(name=name, count=state.repeats))
+                )
+
+    async def call_model(
+        self,
+        state: RunState,
+        tool_choice: ToolChoice,
+        *,
+        max_output_tokens: int | None = None,
+    ) -> ModelResponse | None:
+        """Count, reserve, call, settle. None when the budget cannot cover the call."""
+        specs = () if tool_choice == "none" else state.context.toolset.specs
+        view = state.transcript.view()
+        input_tokens = self.counter.count_request(view, specs)
+        output_reserve = max_output_tokens or self.max_output_tokens
+        reservation = state.budget.try_reserve(input_tokens + output_reserve)
+        if reservation is None:
+            return None
+        request = ModelRequest(
+            messages=view,
+            tools=specs,
+            tool_choice=tool_choice,
+            max_output_tokens=output_reserve,
+            agent=self.name,
+            input_tokens=input_tokens,
+        )
+        return await self._send(state, request, reservation)
+
+    async def _send(
+        self, state: RunState, request: ModelRequest, reservation: Reservation
+    ) -> ModelResponse:
+        began = time.perf_counter()
+        try:
+            response = await self.model.complete(request)
+        except BaseException:
+            state.budget.release(reservation)
+            raise
+        usage = response.usage or Usage.of(
+            request.input_tokens or 0, self.counter.count_message(response.message)
+        )
+        state.budget.settle(reservation, usage.total_tokens)
+        state.usage = state.usage + usage
+        state.steps += 1
+        trace = state.context.trace
+        if trace is not None:
+            trace.emit(
+                "model_call",
+                self.name,
+                step=state.steps,
+                tool_choice=_choice_name(request),
+                input_estimate=request.input_tokens,
+                usage=usage.model_dump(),
+                reported=response.usage is not None,
+                finish_reason=response.finish_reason,
+                duration_ms=round((time.perf_counter() - began) * 1000, 3),
+                budget_remaining=state.budget.remaining,
+            )
+        return response
+
+    async def run_tools(self, state: RunState, calls: Sequence[ToolCall]) -> None:
+        """Run one turn's calls and append their results in the model's order."""
+        state.batch = ToolBatch(
+            calls,
+            state.context,
+            concurrency=self.tool_concurrency,
+            default_timeout=self.tool_timeout,
+        )
+        results = await state.batch.run()
+        state.batch = None
+        for result in results:
+            self._append(state, result)
+
+    async def _wrap_up(self, state: RunState) -> None:
+        """The budget cannot cover another normal call: one last call without tools, if it fits."""
+        self._append(state, Message.user(WRAP_UP_NOTE))
+        remaining = state.budget.remaining
+        needed = self.counter.count_request(state.transcript.view())
+        room = self.max_output_tokens if remaining is None else remaining - needed
+        text = ""
+        if room >= MIN_WRAP_UP_OUTPUT:
+            response = await self.call_model(
+                state, "none", max_output_tokens=min(room, self.max_output_tokens)
+            )
+            if response is not None:
+                self._append(state, response.message)
+                text = response.message.content or ""
+        self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
+
+    def _repeats_too_often(self, state: RunState, calls: Sequence[ToolCall]) -> bool:
+        for call in calls:
+            signature = (call.name, _canonical(call.arguments))
+            state.repeats = state.repeats + 1 if signature == state.last_call else 1
+            state.last_call = signature
+        return state.repeats > REPEAT_WARN_AT
+
+    def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:
+        for call in calls:
+            self._append(
+                state, Message.tool_result(call, f"Skipped: {reason}.", error_type="skipped")
+            )
+
+    def _record_cancelled(self, state: RunState) -> None:
+        if state.batch is not None:
+            for result in state.batch.finish_cancelled():
+                self._append(state, result)
+            state.batch = None
+        self._finish(state, "cancelled", _last_answer(state.transcript))
+
+    def _start(self, task: str, trace: Trace | None) -> RunState:
+        budget = self._run_budget()
+        context = ToolContext(
+            agent=self.name,
+            toolset=Toolset(self.tools),
+            permissions=self.permissions,
+            budget=budget,
+            trace=trace,
+            model=self.model,
+            depth=self.depth,
+        )
+        state = RunState(transcript=Transcript(), context=context, budget=budget)
+        if trace is not None:
+            trace.emit(
+                "run_start",
+                self.name,
+                model=self.model.name,
+                tools=context.toolset.names,
+                max_steps=self.max_steps,
+                max_tokens=self.max_tokens,
+                budget_remaining=budget.remaining,
+                depth=self.depth,
+            )
+        if self.system:
+            self._append(state, Message.system(self.system))
+        self._append(state, Message.user(task))
+        return state
+
+    def _run_budget(self) -> TokenBudget:
+        if self.budget is None:
+            return TokenBudget(self.max_tokens)
+        return self.budget if self.max_tokens is None else self.budget.scoped(self.max_tokens)
+
+    def _open_trace(self) -> tuple[Trace | None, bool]:
+        if self.trace is None or isinstance(self.trace, Trace):
+            return self.trace, False
+        return Trace(self.trace), True
+
+    def _append(self, state: RunState, message: Message) -> None:
+        state.transcript.append(message)
+        if state.context.trace is not None:
+            state.context.trace.message(self.name, message)
+
+    def _finish(
+        self, state: RunState, status: Status, output: str, *, error: str | None = None
+    ) -> None:
+        state.result = RunResult(
+            agent=self.name,
+            status=status,
+            output=output,
+            messages=list(state.transcript),
+            usage=state.usage,
+            steps=state.steps,
+            error=error,
+        )
+        if state.context.trace is not None:
+            state.context.trace.emit(
+                "run_end",
+                self.name,
+                status=status,
+                output=output,
+                steps=state.steps,
+                usage=state.usage.model_dump(),
+                error=error,
+            )
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
+
+
+def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str | None:
+    parts = [system] if system else []
+    parts.extend(p for e in extensions if (p := e.system_prompt()))
+    return "\n\n".join(parts) or None
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except ValueError:
+        return arguments
+
+
+def _choice_name(request: ModelRequest) -> str:
+    choice = request.tool_choice
+    return choice if isinstance(choice, str) else f"tool:{choice.name}"
+
+
+def _last_answer(transcript: Transcript) -> str:
+    for message in reversed(transcript):
+        if message.role == "assistant" and message.content:
+            return message.content
+    return ""

@@ -1,0 +1,196 @@
+"""Provider-neutral conversation types: Message, ToolCall, Usage, and the append-only Transcript.
+
+Every adapter translates to and from these; nothing above the adapters sees a wire format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, overload
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """A tool call as the model produced it; `arguments` is the raw JSON text, never parsed here."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Usage(BaseModel):
+    """Token usage of one model call, or a sum of several."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+    @classmethod
+    def of(cls, input_tokens: int, output_tokens: int) -> Usage:
+        return cls(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+        )
+
+
+class Message(BaseModel):
+    """One conversation message.
+
+    Assistants may carry `tool_calls`; a `tool` message answers one call through `tool_call_id`
+    and `name`, with `is_error` set (and `error_type` naming the kind) when the call failed.
+    `reasoning` holds a model's separate reasoning text, never mixed into `content`.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+    error_type: str | None = None
+    reasoning: str | None = None
+
+    _token_counts: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, content: str | None = None, tool_calls: Sequence[ToolCall] = ()) -> Message:
+        return cls(role="assistant", content=content, tool_calls=tuple(tool_calls))
+
+    @classmethod
+    def tool_result(
+        cls,
+        call: ToolCall,
+        content: str,
+        *,
+        error_type: str | None = None,
+    ) -> Message:
+        return cls(
+            role="tool",
+            content=content,
+            tool_call_id=call.id,
+            name=call.name,
+            is_error=error_type is not None,
+            error_type=error_type,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A compact JSON-ready dict: defaults are left out."""
+        return self.model_dump(exclude_defaults=True)
+
+
+class Transcript(Sequence[Message]):
+    """An append-only list of messages.
+
+    Because nothing is ever removed or replaced, a prefix of it is a stable snapshot:
+    `view()` hands a model the conversation as it is now in O(1), and per-prefix token
+    totals can be cached and extended instead of recounted.
+    """
+
+    __slots__ = ("_items", "_token_prefix")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self._items: list[Message] = list(messages)
+        self._token_prefix: dict[str, list[int]] = {}
+
+    def append(self, message: Message) -> None:
+        self._items.append(message)
+
+    def extend(self, messages: Sequence[Message]) -> None:
+        self._items.extend(messages)
+
+    def view(self) -> TranscriptView:
+        return TranscriptView(self, len(self._items))
+
+    def prefix_sums(self, key: str) -> list[int]:
+        """Cumulative token counts per prefix, cached under `key` (an encoding name)."""
+        return self._token_prefix.setdefault(key, [0])
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
+        return f"Transcript({len(self._items)} messages)"
+
+
+class TranscriptView(Sequence[Message]):
+    """The first `length` messages of a Transcript: what one model request saw."""
+
+    __slots__ = ("transcript", "length")
+
+    def __init__(self, transcript: Transcript, length: int) -> None:
+        self.transcript = transcript
+        self.length = length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        return list(self)[index] if isinstance(index, slice) else self._at(index)
+
+    def _at(self, index: int) -> Message:
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        return self.transcript[index]
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self.transcript
+        return (items[i] for i in range(self.length))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"TranscriptView({self.length} messages)"
+
+
+class ToolSpec(BaseModel):
+    """What a model is told about one tool: its name, description and JSON schema."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    _token_counts: dict[str, int] = PrivateAttr(default_factory=dict)

@@ -1,0 +1,55 @@
+"""The model interface: one async method from a provider-neutral request to a response."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from ..messages import Message, ToolSpec, Usage
+
+
+@dataclass(frozen=True)
+class ForcedTool:
+    """A tool choice that makes the model call this one tool."""
+
+    name: str
+
+
+ToolChoice = Literal["auto", "none", "required"] | ForcedTool
+
+
+@dataclass
+class ModelRequest:
+    """Everything one model call needs.
+
+    `agent` is the calling agent's path (`planner/summarize`); the scripted model keys its
+    replies by it and real providers ignore it. `input_tokens` is the loop's own count of this
+    request, for adapters that report no usage.
+    """
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    tool_choice: ToolChoice = "auto"
+    max_output_tokens: int = 4096
+    agent: str = "agent"
+    input_tokens: int | None = None
+
+
+@dataclass
+class ModelResponse:
+    """The assistant message and what the call cost; `usage` is None when the provider sent none."""
+
+    message: Message
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Any model: scripted, OpenAI-compatible, Anthropic. `name` is its model string."""
+
+    name: str
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...

@@ -1,0 +1,37 @@
+"""`resolve_model("provider:model")`: a model string to a ready ChatModel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ConfigError
+from .base import ChatModel
+from .scripted import ScriptedModel
+
+ModelFactory = Callable[..., ChatModel]
+
+
+def _scripted(target: str, **options: Any) -> ChatModel:
+    return ScriptedModel(target, **options)
+
+
+PROVIDERS: dict[str, ModelFactory] = {"scripted": _scripted}
+
+
+def resolve_model(model: str | ChatModel, **options: Any) -> ChatModel:
+    """Turn `provider:model` into a model; a ChatModel passes through unchanged.
+
+    `scripted:PATH` replays the script at PATH.
+    """
+    if not isinstance(model, str):
+        return model
+    provider, sep, target = model.partition(":")
+    if not sep or not target:
+        raise ConfigError(
+            f"model {model!r} must look like 'provider:model'; providers: {', '.join(PROVIDERS)}"
+        )
+    factory = PROVIDERS.get(provider)
+    if factory is None:
+        raise ConfigError(f"unknown model provider {provider!r}; known: {', '.join(PROVIDERS)}")
+    return factory(target, **options)

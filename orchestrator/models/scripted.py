@@ -1,0 +1,145 @@
+"""A deterministic model that replays a script of turns, keyed by agent.
+
+Tests and offline examples run every real path (tools, skills, the DAG, the budget, the trace)
+with only the model's decisions written down in advance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..budget import default_counter
+from ..errors import ConfigError, ScriptExhausted
+from ..messages import Message, ToolCall, Usage
+from .base import ModelRequest, ModelResponse
+
+Turn = Mapping[str, Any]
+FALLBACK = "*"
+_TURN_KEYS = {"content", "tool_calls", "reasoning"}
+
+
+class ScriptedModel:
+    """Replays `{agent: [turn, ...]}`; the key `"*"` serves agents without their own list.
+
+    An agent at path `planner/review` takes turns from `"planner/review"`, else `"review"`,
+    else `"*"`. A turn is `{"content": ...}` and/or `{"tool_calls": [{"name": ...,
+    "arguments": {...} or a raw string}]}`. Every request is kept in `requests`.
+    """
+
+    def __init__(
+        self,
+        script: Mapping[str, Sequence[Turn]] | str | Path,
+        *,
+        latency: float = 0.0,
+        name: str = "scripted",
+    ) -> None:
+        if isinstance(script, str | Path):
+            script = load_script(script)
+        self.script = {
+            agent: [_check_turn(agent, i, t) for i, t in enumerate(turns)]
+            for agent, turns in _check_script(script).items()
+        }
+        self.latency = latency
+        self.name = name
+        self.requests: list[ModelRequest] = []
+        self._position: dict[str, int] = dict.fromkeys(self.script, 0)
+        self._call_ids = itertools.count(1)
+        self._counter = default_counter()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        key = self._key_for(request.agent)
+        position = self._position.get(key, 0) if key else 0
+        turns = self.script.get(key, []) if key else []
+        if position >= len(turns):
+            raise ScriptExhausted(
+                f"scripted model: no turn left for agent {request.agent!r} "
+                f"(script key {key or 'none'!r} has {len(turns)} turns; this was call "
+                f"{position + 1})"
+            )
+        self._position[key] = position + 1
+        turn = turns[position]
+        if turn.get("tool_calls") and request.tool_choice == "none":
+            raise ScriptExhausted(
+                f"scripted model: turn {position + 1} for {request.agent!r} calls tools, "
+                "but the request said tool_choice='none'"
+            )
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        message = self._message(turn)
+        input_tokens = self._counter.count_request(request.messages, request.tools)
+        usage = Usage.of(input_tokens, self._counter.count_message(message))
+        finish = "tool_calls" if message.tool_calls else "stop"
+        return ModelResponse(message=message, usage=usage, finish_reason=finish)
+
+    def unused_turns(self) -> dict[str, int]:
+        """How many turns each script key has left."""
+        return {
+            key: len(turns) - self._position[key]
+            for key, turns in self.script.items()
+            if len(turns) > self._position[key]
+        }
+
+    def assert_all_used(self) -> None:
+        """Raise if any scripted turn was never asked for."""
+        left = self.unused_turns()
+        if left:
+            raise AssertionError(f"scripted model: turns never used: {left}")
+
+    def _key_for(self, agent: str) -> str | None:
+        for key in (agent, agent.rsplit("/", 1)[-1], FALLBACK):
+            if key in self.script:
+                return key
+        return None
+
+    def _message(self, turn: Turn) -> Message:
+        calls = [
+            ToolCall(id=f"call_{next(self._call_ids)}", name=c["name"], arguments=_raw(c))
+            for c in turn.get("tool_calls") or ()
+        ]
+        return Message(
+            role="assistant",
+            content=turn.get("content"),
+            tool_calls=tuple(calls),
+            reasoning=turn.get("reasoning"),
+        )
+
+
+def load_script(path: str | Path) -> dict[str, list[Turn]]:
+    """Read a script from a YAML (or JSON) file."""
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read model script {file}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"model script {file} is not valid YAML: {exc}") from None
+    return _check_script(data, source=str(file))
+
+
+def _check_script(data: Any, source: str = "script") -> dict[str, list[Turn]]:
+    if not isinstance(data, Mapping) or not all(isinstance(turns, list) for turns in data.values()):
+        raise ConfigError(f"{source}: a model script maps agent names to lists of turns")
+    return {str(agent): list(turns) for agent, turns in data.items()}
+
+
+def _check_turn(agent: str, index: int, turn: Any) -> Turn:
+    where = f"script[{agent!r}][{index}]"
+    if not isinstance(turn, Mapping) or not turn or set(turn) - _TURN_KEYS:
+        raise ConfigError(f"{where}: a turn is a mapping with 'content' and/or 'tool_calls'")
+    for call in turn.get("tool_calls") or ():
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise ConfigError(f"{where}: each tool call needs a 'name'")
+    return turn
+
+
+def _raw(call: Mapping[str, Any]) -> str:
+    arguments = call.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
