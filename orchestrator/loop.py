@@ -102,7 +102,8 @@ class Agent:
 
     `name` is the agent's path in traces (`planner/summarize`). `max_tokens` caps this agent;
     with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
-    `time_limit` (seconds) ends a run as `cancelled`, its record complete.
+    `time_limit` (seconds) ends a run as `cancelled`, its record complete. `skills` (a
+    SkillCatalog or skill folders) gives the agent the skill index and its meta-tools.
     """
 
     def __init__(
@@ -121,6 +122,7 @@ class Agent:
         tool_timeout: float | None = None,
         permissions: Any = None,
         extensions: Iterable[Extension] = (),
+        skills: Any = None,
         counter: TokenCounter | None = None,
         depth: int = 0,
         time_limit: float | None = None,
@@ -129,6 +131,8 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         self.model = resolve_model(model)
         self.extensions = list(extensions)
+        if skills is not None:
+            self.extensions.insert(0, _skills_extension(skills))
         self.tools = [as_tool(t) for t in tools]
         for extension in self.extensions:
             self.tools.extend(extension.tools())
@@ -236,6 +240,7 @@ class Agent:
             max_output_tokens=output_reserve,
             agent=self.name,
             input_tokens=input_tokens,
+            on_event=self._event_sink(state),
         )
         return await self._send(state, request, reservation)
 
@@ -357,6 +362,12 @@ class Agent:
             return self.trace, False
         return Trace(self.trace), True
 
+    def _event_sink(self, state: RunState) -> Any:
+        trace = state.context.trace
+        if trace is None:
+            return None
+        return lambda type, **fields: trace.emit(type, self.name, **fields)
+
     def _append(self, state: RunState, message: Message) -> None:
         state.transcript.append(message)
         if state.context.trace is not None:
@@ -387,6 +398,13 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
+
+
+def _skills_extension(skills: Any) -> Extension:
+    # Imported here: skills sit above the loop, and an agent without skills never needs them.
+    from .skills import skills_extension
+
+    return skills_extension(skills)
 
 
 def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str | None:

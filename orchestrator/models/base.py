@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..messages import Message, ToolSpec, Usage
 
@@ -25,7 +25,8 @@ class ModelRequest:
 
     `agent` is the calling agent's path (`planner/summarize`); the scripted model keys its
     replies by it and real providers ignore it. `input_tokens` is the loop's own count of this
-    request, for adapters that report no usage.
+    request, for adapters that report no usage. `emit` records an event in the calling agent's
+    trace (an adapter reports waits for a concurrency slot and retries through it).
     """
 
     messages: Sequence[Message]
@@ -34,6 +35,11 @@ class ModelRequest:
     max_output_tokens: int = 4096
     agent: str = "agent"
     input_tokens: int | None = None
+    on_event: Callable[..., None] | None = None
+
+    def emit(self, type: str, **fields: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(type, **fields)
 
 
 @dataclass

@@ -1,0 +1,41 @@
+"""The `orchestrator` command line. Each command group lives in its own `cli_*` module."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orchestrator",
+        description="Run skills-based multi-agent jobs.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for register in _command_groups():
+        register(commands)
+    return parser
+
+
+def _command_groups() -> list:
+    return []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    return int(handler(args) or 0)
+
+
+def _version() -> str:
+    try:
+        return version("orchestrator")
+    except PackageNotFoundError:
+        return "unknown"
