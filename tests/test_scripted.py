@@ -1,0 +1,148 @@
+"""The scripted model: replies keyed by agent, real usage, loud failures."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from orchestrator import Agent, Message, TokenCounter, tool
+from orchestrator.errors import ConfigError, ScriptExhausted
+from orchestrator.models import ModelRequest, ScriptedModel, resolve_model
+
+
+def request(agent: str, text: str = "hi") -> ModelRequest:
+    return ModelRequest(messages=[Message.user(text)], agent=agent)
+
+
+def test_turns_are_keyed_by_path_then_name_then_fallback() -> None:
+    model = ScriptedModel(
+        {
+            "planner/review": [{"content": "exact"}],
+            "review": [{"content": "by name"}],
+            "*": [{"content": "fallback"}],
+        }
+    )
+    replies = [
+        asyncio.run(model.complete(request(agent))).message.content
+        for agent in ("planner/review", "other/review", "someone")
+    ]
+    assert replies == ["exact", "by name", "fallback"]
+    model.assert_all_used()
+
+
+def test_running_out_names_the_agent_and_the_turn() -> None:
+    model = ScriptedModel({"writer": [{"content": "one"}]})
+    asyncio.run(model.complete(request("writer")))
+    with pytest.raises(ScriptExhausted, match=r"'writer'.*1 turns.*call 2"):
+        asyncio.run(model.complete(request("writer")))
+    with pytest.raises(ScriptExhausted, match="'reader'"):
+        asyncio.run(model.complete(request("reader")))
+
+
+def test_unused_turns_are_reported() -> None:
+    model = ScriptedModel({"a": [{"content": "1"}, {"content": "2"}], "b": [{"content": "3"}]})
+    asyncio.run(model.complete(request("a")))
+    assert model.unused_turns() == {"a": 1, "b": 1}
+    with pytest.raises(AssertionError, match="never used"):
+        model.assert_all_used()
+
+
+def test_tool_calls_get_ids_and_raw_arguments() -> None:
+    model = ScriptedModel(
+        {
+            "*": [
+                {
+                    "tool_calls": [
+                        {"name": "a", "arguments": {"x": 1}},
+                        {"name": "b", "arguments": "{oops"},
+                    ]
+                }
+            ]
+        }
+    )
+    reply = asyncio.run(model.complete(request("x"))).message
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("a", '{"x": 1}'), ("b", "{oops")]
+    assert len({c.id for c in reply.tool_calls}) == 2
+
+
+def test_usage_is_counted_like_a_provider_would() -> None:
+    model = ScriptedModel({"*": [{"content": "The answer is 42."}]})
+    req = request("x", "What is six times seven?")
+    response = asyncio.run(model.complete(req))
+    counter = TokenCounter()
+    assert response.usage is not None
+    assert response.usage.input_tokens == counter.count_request(req.messages)
+    assert response.usage.output_tokens == counter.count_message(response.message)
+    assert response.usage.total_tokens == response.usage.input_tokens + response.usage.output_tokens
+
+
+def test_requests_are_recorded_as_sent() -> None:
+    @tool
+    def lookup(term: str) -> str:
+        """Look a term up."""
+        return f"{term}: a fruit"
+
+    model = ScriptedModel(
+        {
+            "*": [
+                {"tool_calls": [{"name": "lookup", "arguments": {"term": "apple"}}]},
+                {"content": "done"},
+            ]
+        }
+    )
+    Agent(model, [lookup], system="sys").run_sync("define apple")
+    first, second = model.requests
+    assert [m.role for m in first.messages] == ["system", "user"]
+    assert [m.role for m in second.messages] == ["system", "user", "assistant", "tool"]
+    assert [t.name for t in first.tools] == ["lookup"]
+    assert first.tool_choice == "auto"
+
+
+def test_calling_tools_when_told_not_to_is_a_script_error() -> None:
+    model = ScriptedModel({"*": [{"tool_calls": [{"name": "a"}]}]})
+    req = ModelRequest(messages=[Message.user("x")], tool_choice="none")
+    with pytest.raises(ScriptExhausted, match="tool_choice='none'"):
+        asyncio.run(model.complete(req))
+
+
+def test_script_from_a_yaml_file_and_resolve_model(tmp_path: Path) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text("'*':\n  - content: from yaml\n")
+    model = resolve_model(f"scripted:{path}")
+    assert isinstance(model, ScriptedModel)
+    assert Agent(model).run_sync("go").output == "from yaml"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("- just a list\n", "maps agent names to lists of turns"),
+        ("a: [{contnt: typo}]\n", r"script\['a'\]\[0\]"),
+        ("a: [{tool_calls: [{arguments: {}}]}]\n", "needs a 'name'"),
+        ("a: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_bad_scripts_are_config_errors(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        ScriptedModel(path)
+
+
+def test_missing_script_file_and_bad_model_strings() -> None:
+    with pytest.raises(ConfigError, match="cannot read model script"):
+        ScriptedModel("/nonexistent/script.yaml")
+    with pytest.raises(ConfigError, match="provider:model"):
+        resolve_model("gpt-4o")
+    with pytest.raises(ConfigError, match="unknown model provider 'nope'"):
+        resolve_model("nope:thing")
+
+
+async def test_latency_is_simulated() -> None:
+    model = ScriptedModel({"*": [{"content": "a"}, {"content": "b"}]}, latency=0.05)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.gather(model.complete(request("x")), model.complete(request("y")))
+    assert loop.time() - began >= 0.05

@@ -1,0 +1,65 @@
+"""The JSONL trace: ordering, flushing, listeners, redaction, rebuilding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator import Agent, Message, Trace, read_trace, rebuild_conversations
+from orchestrator.models import ScriptedModel
+from orchestrator.trace import secrets_from_environment
+
+
+def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    trace = Trace(path, secrets=[])
+    trace.emit("custom", "planner", detail=1)
+    # Read before close: a crashed run still leaves every event written so far.
+    (event,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert event["type"] == "custom" and event["agent"] == "planner" and event["seq"] == 1
+    trace.close()
+
+
+def test_listeners_see_every_event_and_no_file_is_needed() -> None:
+    seen: list[dict] = []
+    trace = Trace(listeners=[seen.append], secrets=[])
+    trace.message("a", Message.user("hello"))
+    assert seen[0]["message"] == {"role": "user", "content": "hello"}
+
+
+def test_secrets_are_masked(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with Trace(path, secrets=["hunter2-secret-value"]) as trace:
+        trace.emit("note", "a", text="the password is hunter2-secret-value")
+    assert "hunter2-secret-value" not in path.read_text()
+    assert "[REDACTED]" in path.read_text()
+
+
+def test_secret_names_are_recognised() -> None:
+    env = {
+        "OPENAI_API_KEY": "sk-abcdefghij",
+        "GH_TOKEN": "ghp_1234567890",
+        "HOME": "/root/secret-dir",
+        "SHORT_KEY": "abc",
+    }
+    assert set(secrets_from_environment(env)) == {"sk-abcdefghij", "ghp_1234567890"}
+
+
+def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with Trace(path, secrets=[]) as trace:
+        trace.emit("a", "x")
+    with path.open("a") as handle:
+        handle.write('{"seq": 2, "ty')
+    assert [e["seq"] for e in read_trace(path)] == [1]
+
+
+def test_repeated_runs_of_one_agent_are_kept_apart(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    model = ScriptedModel({"*": [{"content": "first"}, {"content": "second"}]})
+    agent = Agent(model, trace=path)
+    agent.run_sync("one")
+    agent.run_sync("two")
+    conversations = rebuild_conversations(path)
+    assert [m.content for m in conversations["agent"]] == ["one", "first"]
+    assert [m.content for m in conversations["agent#2"]] == ["two", "second"]
