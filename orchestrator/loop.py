@@ -73,6 +73,14 @@ class RunResult(BaseModel):
     def total_usage(self) -> Usage:
         return sum(self.usage_by_agent().values(), Usage())
 
+    def __repr__(self) -> str:
+        output = self.output if len(self.output) <= 60 else f"{self.output[:57]}..."
+        return (
+            f"RunResult(agent={self.agent!r}, status={self.status!r}, output={output!r}, "
+            f"steps={self.steps}, messages={len(self.messages)}, "
+            f"tokens={self.usage.total_tokens}, children={len(self.children)})"
+        )
+
 
 class Extension(Protocol):
     """Something that adds to an agent: a section of its system prompt and tools."""

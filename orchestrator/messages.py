@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -64,17 +64,6 @@ class Message(BaseModel):
     is_error: bool = False
     error_type: str | None = None
     reasoning: str | None = None
-
-    _token_counts: dict[str, int] = PrivateAttr(default_factory=dict)
-
-    def __eq__(self, other: object) -> bool:
-        # Compare fields only: the token-count cache is not part of a message's identity.
-        if isinstance(other, Message):
-            return self.__dict__ == other.__dict__
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self.__dict__.values()))
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -201,13 +190,6 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any]
-
-    _token_counts: dict[str, int] = PrivateAttr(default_factory=dict)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ToolSpec):
-            return self.__dict__ == other.__dict__
-        return NotImplemented
 
     def __hash__(self) -> int:
         return hash((self.name, self.description))
