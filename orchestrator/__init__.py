@@ -9,8 +9,9 @@ from .errors import (
     ToolError,
     ToolInfrastructureError,
 )
-from .loop import Agent, RunResult
+from .loop import Agent
 from .messages import Message, ToolCall, ToolSpec, Usage
+from .results import RunResult, TaskResult
 from .tools import Tool, ToolContext, Toolset, tool
 from .trace import Trace, read_trace, rebuild_conversations
 
@@ -22,6 +23,7 @@ __all__ = [
     "OrchestratorError",
     "PermissionDenied",
     "RunResult",
+    "TaskResult",
     "TokenBudget",
     "TokenCounter",
     "Tool",

@@ -49,6 +49,13 @@ class TokenCounter:
     def count_text(self, text: str) -> int:
         return len(self._encoding.encode_ordinary(text)) if text else 0
 
+    def truncate(self, text: str, max_tokens: int) -> tuple[str, bool]:
+        """The text cut to at most `max_tokens` tokens, and whether anything was cut."""
+        tokens = self._encoding.encode_ordinary(text)
+        if len(tokens) <= max_tokens:
+            return text, False
+        return self._encoding.decode(tokens[:max_tokens]), True
+
     def count_message(self, message: Message) -> int:
         count = MESSAGE_OVERHEAD + self.count_text(message.content or "")
         for call in message.tool_calls:

@@ -15,9 +15,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-from pydantic import BaseModel, Field
+from typing import Any, Protocol
 
 from .budget import Reservation, TokenBudget, TokenCounter, default_counter
 from .errors import ModelError
@@ -25,12 +23,9 @@ from .execution import ToolBatch
 from .messages import Message, ToolCall, Transcript, Usage
 from .models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
 from .models.registry import resolve_model
+from .results import RunResult, Status
 from .tools import Tool, ToolContext, Toolset, as_tool
 from .trace import Trace
-
-Status = Literal[
-    "completed", "max_steps", "budget_exhausted", "loop_detected", "cancelled", "error"
-]
 
 REPEAT_WARN_AT = 3
 MIN_WRAP_UP_OUTPUT = 64
@@ -47,39 +42,6 @@ FORCED_ANSWER_NOTE = (
     "[orchestrator] This is the last step. Give your final answer now; no more tool calls are "
     "possible."
 )
-
-
-class RunResult(BaseModel):
-    """How one agent run ended, what it said, and what it cost."""
-
-    agent: str
-    status: Status
-    output: str = ""
-    messages: list[Message] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
-    steps: int = 0
-    error: str | None = None
-    children: list[Any] = Field(default_factory=list)
-
-    def usage_by_agent(self) -> dict[str, Usage]:
-        """Usage of this agent and every descendant, keyed by agent path."""
-        totals = {self.agent: self.usage}
-        for child in self.children:
-            if isinstance(child, RunResult):
-                totals.update(child.usage_by_agent())
-        return totals
-
-    @property
-    def total_usage(self) -> Usage:
-        return sum(self.usage_by_agent().values(), Usage())
-
-    def __repr__(self) -> str:
-        output = self.output if len(self.output) <= 60 else f"{self.output[:57]}..."
-        return (
-            f"RunResult(agent={self.agent!r}, status={self.status!r}, output={output!r}, "
-            f"steps={self.steps}, messages={len(self.messages)}, "
-            f"tokens={self.usage.total_tokens}, children={len(self.children)})"
-        )
 
 
 class Extension(Protocol):
@@ -332,6 +294,13 @@ class Agent:
             state.batch = None
         self._finish(state, "cancelled", _last_answer(state.transcript))
 
+    def first_call_tokens(self, task: str) -> int:
+        """What the first model call of a run of `task` would reserve: input plus output."""
+        messages = [Message.system(self.system)] if self.system else []
+        messages.append(Message.user(task))
+        specs = [t.spec for t in self.tools]
+        return self.counter.count_request(messages, specs) + self.max_output_tokens
+
     def _start(self, task: str, trace: Trace | None) -> RunState:
         budget = self._run_budget()
         context = ToolContext(
@@ -392,6 +361,7 @@ class Agent:
             usage=state.usage,
             steps=state.steps,
             error=error,
+            children=list(state.context.children),
         )
         if state.context.trace is not None:
             state.context.trace.emit(

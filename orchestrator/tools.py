@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -79,7 +79,8 @@ class ToolContext:
     `agent` is the calling agent's path; `toolset` is its run's tools (extensions add to it);
     `state` is shared by every tool of one run, for extensions to keep their per-run state;
     `budget`, `trace` and `model` are the run's own, for extensions that start agents of
-    their own (a sub-agent draws from the same budget and writes to the same trace).
+    their own (a sub-agent draws from the same budget and writes to the same trace), and
+    `children` collects the results of those agents for the run's result.
     """
 
     agent: str
@@ -90,6 +91,7 @@ class ToolContext:
     trace: Trace | None = None
     model: ChatModel | None = None
     depth: int = 0
+    children: list[Any] = field(default_factory=list)
 
 
 class ArgumentsError(ValueError):
@@ -253,7 +255,7 @@ def _arguments_model(
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ConfigError(f"tool {tool_name!r}: *args and **kwargs cannot be described")
         annotation = hints.get(param.name, Any)
-        if annotation is ToolContext:
+        if _is_context(annotation):
             context_param = param.name
             continue
         default = ... if param.default is param.empty else param.default
@@ -266,6 +268,11 @@ def _arguments_model(
         fields[param.name] = (annotation, info)
     model = create_model(_model_name(tool_name), __config__=ConfigDict(extra="forbid"), **fields)
     return model, context_param
+
+
+def _is_context(annotation: Any) -> bool:
+    """`ToolContext`, or `ToolContext | None` for a parameter with a default of None."""
+    return annotation is ToolContext or ToolContext in get_args(annotation)
 
 
 def _model_name(tool_name: str) -> str:

@@ -100,9 +100,18 @@ def test_requests_are_recorded_as_sent() -> None:
     assert first.tool_choice == "auto"
 
 
-def test_calling_tools_when_told_not_to_is_a_script_error() -> None:
-    model = ScriptedModel({"*": [{"tool_calls": [{"name": "a"}]}]})
+def test_with_tools_disabled_a_turn_answers_with_its_text_or_fails() -> None:
+    model = ScriptedModel(
+        {
+            "*": [
+                {"content": "checking", "tool_calls": [{"name": "a"}]},
+                {"tool_calls": [{"name": "a"}]},
+            ]
+        }
+    )
     req = ModelRequest(messages=[Message.user("x")], tool_choice="none")
+    reply = asyncio.run(model.complete(req)).message
+    assert (reply.content, reply.tool_calls) == ("checking", ())
     with pytest.raises(ScriptExhausted, match="tool_choice='none'"):
         asyncio.run(model.complete(req))
 

@@ -30,7 +30,9 @@ class ScriptedModel:
 
     An agent at path `planner/review` takes turns from `"planner/review"`, else `"review"`,
     else `"*"`. A turn is `{"content": ...}` and/or `{"tool_calls": [{"name": ...,
-    "arguments": {...} or a raw string}]}`. Every request is kept in `requests`.
+    "arguments": {...} or a raw string}]}`. When a request disables tools, a turn with both
+    answers with its content alone (as a real model would); one with calls only is a script
+    error. Every request is kept in `requests`.
     """
 
     def __init__(
@@ -67,10 +69,13 @@ class ScriptedModel:
         self._position[key] = position + 1
         turn = turns[position]
         if turn.get("tool_calls") and request.tool_choice == "none":
-            raise ScriptExhausted(
-                f"scripted model: turn {position + 1} for {request.agent!r} calls tools, "
-                "but the request said tool_choice='none'"
-            )
+            if not turn.get("content"):
+                raise ScriptExhausted(
+                    f"scripted model: turn {position + 1} for {request.agent!r} calls tools, "
+                    "but the request said tool_choice='none' and the turn has no content"
+                )
+            # Tools are disabled (a forced answer, a budget wrap-up): answer with the text alone.
+            turn = {"content": turn["content"]}
         if self.latency:
             await asyncio.sleep(self.latency)
         message = self._message(turn)

@@ -1,0 +1,156 @@
+"""Running a validated task graph: each task waits for its dependencies, then runs.
+
+Ready tasks run concurrently up to `max_parallel`. A task whose dependency ended in any status
+other than `completed` is skipped with the reason; independent tasks go on. Running one task is
+behind the small `TaskExecutor` interface, so tasks could later run elsewhere; a task's input
+(`TaskRequest`) and result (`TaskResult`) are plain, serializable models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict, Field
+
+from .graph import build_graph
+from .results import TaskResult
+from .trace import Trace
+
+TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
+
+
+class TaskSpec(BaseModel):
+    """One task of a fork, as the model writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=TASK_ID, description="A short unique id, e.g. 'load' or 'review-2'.")
+    task: str = Field(min_length=1, description="What to do: a complete, self-contained brief.")
+    agent: str | None = Field(
+        default=None, description="Which sub-agent runs it; the general one if left out."
+    )
+    depends_on: list[str] = Field(
+        default_factory=list, description="Ids of tasks whose results this one needs."
+    )
+    skills: list[str] | None = Field(
+        default=None, description="Limit the task to these skills (within what its agent allows)."
+    )
+
+
+class TaskRequest(BaseModel):
+    """Everything needed to run one task, once its dependencies are done."""
+
+    spec: TaskSpec
+    agent: str
+    path: str
+    prompt: str
+    depth: int
+
+
+class TaskExecutor(Protocol):
+    """Runs one task to its end and reports how it went (never raises for task failures)."""
+
+    async def run_task(self, request: TaskRequest) -> TaskResult: ...
+
+
+PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
+Gate = Callable[[TaskRequest], str | None]
+
+
+def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph:
+    """Validate the tasks as a DAG (unique ids, known dependencies, no cycles)."""
+    return build_graph(((s.id, s.depends_on) for s in specs), noun="task")
+
+
+class GraphRun:
+    """One run of a task graph: schedules, records in the trace, collects results."""
+
+    def __init__(
+        self,
+        specs: Sequence[TaskSpec],
+        executor: TaskExecutor,
+        *,
+        parent: str,
+        depth: int,
+        agent_of: Callable[[TaskSpec], str],
+        prompt_for: PromptBuilder,
+        gate: Gate | None = None,
+        max_parallel: int = 4,
+        trace: Trace | None = None,
+    ) -> None:
+        self.specs = list(specs)
+        self.executor = executor
+        self.parent = parent
+        self.depth = depth
+        self.agent_of = agent_of
+        self.prompt_for = prompt_for
+        self.gate = gate
+        self.trace = trace
+        self._slots = asyncio.Semaphore(max(1, max_parallel))
+        self._tasks: dict[str, asyncio.Task[TaskResult]] = {}
+
+    async def run(self) -> list[TaskResult]:
+        """Run every task; results come back in the order the tasks were given."""
+        if self.trace is not None:
+            self.trace.emit(
+                "fork",
+                self.parent,
+                tasks=[
+                    {"id": s.id, "agent": self.agent_of(s), "depends_on": s.depends_on}
+                    for s in self.specs
+                ],
+            )
+        async with asyncio.TaskGroup() as group:
+            for spec in self.specs:
+                self._tasks[spec.id] = group.create_task(self._run_node(spec))
+        return [self._tasks[s.id].result() for s in self.specs]
+
+    async def _run_node(self, spec: TaskSpec) -> TaskResult:
+        dependencies = [await self._tasks[d] for d in spec.depends_on]
+        failed = next((d for d in dependencies if d.status != "completed"), None)
+        if failed is not None:
+            reason = f"dependency {failed.id!r} ended {failed.status}"
+            return self._skipped(spec, reason)
+        async with self._slots:
+            request = TaskRequest(
+                spec=spec,
+                agent=self.agent_of(spec),
+                path=f"{self.parent}/{spec.id}",
+                prompt=self.prompt_for(spec, dependencies),
+                depth=self.depth,
+            )
+            refusal = self.gate(request) if self.gate else None
+            if refusal is not None:
+                return self._skipped(spec, refusal)
+            self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on)
+            result = await self.executor.run_task(request)
+            self._emit(
+                "task_end",
+                request.path,
+                id=spec.id,
+                status=result.status,
+                reason=result.reason,
+                usage=result.usage.model_dump(),
+            )
+            return result
+
+    def _skipped(self, spec: TaskSpec, reason: str) -> TaskResult:
+        path = f"{self.parent}/{spec.id}"
+        self._emit("task_end", path, id=spec.id, status="skipped", reason=reason)
+        return TaskResult(
+            id=spec.id,
+            agent=self.agent_of(spec),
+            path=path,
+            status="skipped",
+            reason=reason,
+            depends_on=spec.depends_on,
+            ended_at=time.time(),
+        )
+
+    def _emit(self, type: str, agent: str, **fields: object) -> None:
+        if self.trace is not None:
+            self.trace.emit(type, agent, **fields)
