@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
+from . import cli_jobs, cli_run, cli_skills, cli_subagents
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -21,7 +23,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_groups() -> list:
-    return []
+    return [
+        cli_jobs.register,
+        cli_skills.register,
+        cli_run.register,
+        cli_subagents.register,
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -67,7 +67,11 @@ def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph:
 
 
 class GraphRun:
-    """One run of a task graph: schedules, records in the trace, collects results."""
+    """One run of a task graph: schedules, records in the trace, collects results.
+
+    Each task's agent path is `<parent>/<id>`, or just `<id>` when `parent` is empty (the
+    steps of a job).
+    """
 
     def __init__(
         self,
@@ -98,7 +102,7 @@ class GraphRun:
         if self.trace is not None:
             self.trace.emit(
                 "fork",
-                self.parent,
+                self.parent or "job",
                 tasks=[
                     {"id": s.id, "agent": self.agent_of(s), "depends_on": s.depends_on}
                     for s in self.specs
@@ -119,7 +123,7 @@ class GraphRun:
             request = TaskRequest(
                 spec=spec,
                 agent=self.agent_of(spec),
-                path=f"{self.parent}/{spec.id}",
+                path=self._path(spec),
                 prompt=self.prompt_for(spec, dependencies),
                 depth=self.depth,
             )
@@ -138,8 +142,11 @@ class GraphRun:
             )
             return result
 
+    def _path(self, spec: TaskSpec) -> str:
+        return f"{self.parent}/{spec.id}" if self.parent else spec.id
+
     def _skipped(self, spec: TaskSpec, reason: str) -> TaskResult:
-        path = f"{self.parent}/{spec.id}"
+        path = self._path(spec)
         self._emit("task_end", path, id=spec.id, status="skipped", reason=reason)
         return TaskResult(
             id=spec.id,

@@ -2,6 +2,8 @@
 
     OrchestratorError
     ├── ConfigError              bad user input: a model string, an option, a file
+    │   ├── GraphError           tasks that do not form a DAG (graph.py)
+    │   └── SpecError            an invalid job spec, every problem by field path (spec_errors.py)
     ├── ModelError               a model call failed (adapters map httpx errors to these)
     │   ├── RetryableModelError  429, 5xx, overloaded, dropped stream: worth another attempt
     │   └── ScriptExhausted      the scripted model has no turn left for an agent

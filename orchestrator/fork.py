@@ -267,7 +267,7 @@ class _LocalExecutor:
             status=run.status,
             output=run.output,
             reason=reason,
-            usage=run.usage,
+            usage=run.total_usage,
             steps=run.steps,
             ended_at=time.time(),
             run=run,

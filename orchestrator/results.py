@@ -60,7 +60,9 @@ class TaskResult(BaseModel):
     output: str = ""
     reason: str | None = Field(default=None, description="Why it was skipped or failed.")
     depends_on: list[str] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Field(
+        default_factory=Usage, description="Tokens of the task's agent and every agent it forked."
+    )
     steps: int = 0
     started_at: float | None = None
     ended_at: float | None = None

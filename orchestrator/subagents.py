@@ -171,6 +171,16 @@ class SubagentRegistry:
         return "\n".join(f"- {a.name}: {a.description}" for a in self._agents.values())
 
 
+def builtin_subagent_folders(include: bool = True) -> list[Path]:
+    """The shipped sub-agents folder, when there is one and it is wanted."""
+    if not include:
+        return []
+    from .skills.builtin import shipped_folder
+
+    folder = shipped_folder("subagents")
+    return [folder] if folder is not None else []
+
+
 def check_subagent_folder(folder: str | Path) -> list[SubagentProblem]:
     """Every problem with every definition in a folder (strict: used by the check command)."""
     root = Path(folder)

@@ -1,0 +1,162 @@
+"""`Orchestrator`: a planner agent with the skill index, the skill meta-tools and `fork`.
+
+    orch = Orchestrator(model="openai:gpt-4o-mini", skills=["my_skills/"],
+                        subagents=["my_agents/"], max_tokens=200_000, max_parallel=8)
+    result = orch.run_sync("goal")
+
+Every agent of the tree (the planner, each sub-agent, nested forks) draws from one
+`TokenBudget` and writes to one trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .budget import TokenBudget
+from .fork import ForkExtension, ForkSettings
+from .jobs import JobResult, JobRunner
+from .loop import Agent
+from .models.base import ChatModel
+from .models.registry import resolve_model
+from .results import RunResult
+from .spec import Job
+from .subagents import SubagentRegistry, builtin_subagent_folders
+from .trace import Trace
+
+PLANNER_PROMPT = """\
+You are the planner. Reach the user's goal by the shortest sound path: do small things
+yourself with the skills listed below (load a skill to get its instructions and tools), and
+delegate parts that are independent or large to sub-agents with `fork`. Check what comes back,
+then give the final answer: complete, and in the form the goal asks for."""
+
+
+class Orchestrator:
+    """Runs goals with a planner over skills and sub-agents, under one token budget.
+
+    `skills` and `subagents` are folders searched in order before the built-in ones (set
+    `builtin=False` to leave the built-ins out). `max_tokens` is the budget of the whole tree.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel | str,
+        *,
+        skills: Sequence[str | Path] | Any = (),
+        subagents: Sequence[str | Path] | SubagentRegistry = (),
+        max_tokens: int | None = None,
+        max_steps: int = 30,
+        max_parallel: int = 4,
+        max_depth: int = 2,
+        output_cap_tokens: int = 1_000,
+        permissions: Any = None,
+        trace: Trace | str | Path | None = None,
+        system: str | None = None,
+        builtin: bool = True,
+    ) -> None:
+        self.model = resolve_model(model)
+        self.catalog = _catalog(skills, builtin)
+        self.subagents = (
+            subagents
+            if isinstance(subagents, SubagentRegistry)
+            else SubagentRegistry(folders=[*subagents, *builtin_subagent_folders(builtin)])
+        )
+        self.max_tokens = max_tokens
+        self.max_steps = max_steps
+        self.permissions = permissions
+        self.trace = trace
+        self.system = system or PLANNER_PROMPT
+        self.fork = ForkExtension(
+            self.subagents,
+            skills=self.catalog,
+            settings=ForkSettings(
+                max_parallel=max_parallel,
+                max_depth=max_depth,
+                output_cap_tokens=output_cap_tokens,
+                default_max_steps=max_steps,
+            ),
+        )
+
+    @classmethod
+    def from_job(cls, job: Job, **overrides: Any) -> Orchestrator:
+        """An orchestrator set up as the job spec says (keyword arguments override it)."""
+        settings: dict[str, Any] = {
+            "skills": job.skills,
+            "subagents": job.subagents,
+            "max_tokens": job.budget.max_tokens,
+            "max_steps": job.budget.max_steps,
+            "max_parallel": job.budget.max_parallel,
+            "permissions": job.permissions,
+            "trace": job.trace,
+        }
+        settings.update(overrides)
+        return cls(settings.pop("model", job.model), **settings)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems found while loading skills and sub-agents (each left out or shadowed)."""
+        found = [str(w) for w in getattr(self.catalog, "warnings", [])]
+        return found + [str(w) for w in self.subagents.warnings]
+
+    def planner(
+        self,
+        *,
+        name: str = "planner",
+        budget: TokenBudget | None = None,
+        trace: Trace | None = None,
+    ) -> Agent:
+        """The planner agent, ready to run (a job's planner steps use this too)."""
+        extensions = [self.fork] if self.fork.settings.max_depth > 0 else []
+        return Agent(
+            self.model,
+            system=self.system,
+            name=name,
+            max_steps=self.max_steps,
+            budget=budget if budget is not None else TokenBudget(self.max_tokens),
+            trace=trace,
+            permissions=self.permissions,
+            skills=self.catalog,
+            extensions=extensions,
+        )
+
+    async def run(self, goal: str) -> RunResult:
+        """Run the planner on `goal` until it answers or a limit stops it."""
+        trace, owned = _open_trace(self.trace)
+        try:
+            return await self.planner(trace=trace).run(goal)
+        finally:
+            if owned and trace is not None:
+                trace.close()
+
+    def run_sync(self, goal: str) -> RunResult:
+        """`run` from synchronous code."""
+        return asyncio.run(self.run(goal))
+
+    async def run_job(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
+        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget."""
+        opened, owned = _open_trace(trace if trace is not None else self.trace)
+        try:
+            return await JobRunner(self, job, opened).run()
+        finally:
+            if owned and opened is not None:
+                opened.close()
+
+    def run_job_sync(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
+        """`run_job` from synchronous code."""
+        return asyncio.run(self.run_job(job, trace=trace))
+
+
+def _open_trace(trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
+    if trace is None or isinstance(trace, Trace):
+        return trace, False
+    return Trace(trace), True
+
+
+def _catalog(skills: Any, builtin: bool) -> Any:
+    from .skills import SkillCatalog
+
+    if isinstance(skills, SkillCatalog):
+        return skills
+    return SkillCatalog([*skills], include_builtin=builtin)
