@@ -44,7 +44,7 @@ class TokenCounter:
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         self.encoding_name = encoding
         self._encoding = load_encoding(encoding)
-        self._tool_counts: dict[ToolSpec, int] = {}
+        self._tool_counts: dict[int, tuple[ToolSpec, int]] = {}
 
     def count_text(self, text: str) -> int:
         return len(self._encoding.encode_ordinary(text)) if text else 0
@@ -57,14 +57,16 @@ class TokenCounter:
         return self._encoding.decode(tokens[:max_tokens]), True
 
     def count_message(self, message: Message) -> int:
-        count = MESSAGE_OVERHEAD + self.count_text(message.content or "")
+        # One encode per message: its text parts joined, plus fixed overheads per part.
+        parts = [message.content or ""]
+        count = MESSAGE_OVERHEAD
         for call in message.tool_calls:
-            count += (
-                TOOL_CALL_OVERHEAD + self.count_text(call.name) + self.count_text(call.arguments)
-            )
+            parts += (call.name, call.arguments)
+            count += TOOL_CALL_OVERHEAD
         if message.name:
-            count += 1 + self.count_text(message.name)
-        return count
+            parts.append(message.name)
+            count += 1
+        return count + self.count_text("\n".join(parts))
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         if isinstance(messages, TranscriptView):
@@ -79,15 +81,18 @@ class TokenCounter:
         return sums[view.length]
 
     def count_tool(self, spec: ToolSpec) -> int:
-        count = self._tool_counts.get(spec)
-        if count is None:
-            if len(self._tool_counts) >= MAX_CACHED_TOOLS:
-                self._tool_counts.clear()
-            text = json.dumps(
-                {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
-                separators=(",", ":"),
-            )
-            count = self._tool_counts[spec] = self.count_text(text)
+        # Keyed by identity: schemas are long-lived objects, and comparing them is not cheap.
+        cached = self._tool_counts.get(id(spec))
+        if cached is not None and cached[0] is spec:
+            return cached[1]
+        if len(self._tool_counts) >= MAX_CACHED_TOOLS:
+            self._tool_counts.clear()
+        text = json.dumps(
+            {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+            separators=(",", ":"),
+        )
+        count = self.count_text(text)
+        self._tool_counts[id(spec)] = (spec, count)
         return count
 
     def count_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:

@@ -116,9 +116,13 @@ class ToolBatch:
 
     async def _outcome(self, found: Tool, kwargs: dict[str, object]) -> tuple[str, str | None]:
         timeout = found.timeout if found.timeout is not None else self.default_timeout
+        deadline = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout) as deadline:
+            if timeout is None:
                 value = await found.invoke(kwargs, self.context)
+            else:
+                async with deadline:
+                    value = await found.invoke(kwargs, self.context)
             return render_result(value), None
         except TimeoutError:
             if deadline.expired():

@@ -61,7 +61,7 @@ class RunState:
     budget: TokenBudget
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
-    last_call: tuple[str, str] | None = None
+    last_call: ToolCall | None = None
     repeats: int = 0
     batch: ToolBatch | None = None
     result: RunResult | None = None
@@ -183,7 +183,7 @@ class Agent:
         else:
             await self.run_tools(state, message.tool_calls)
             if state.repeats == REPEAT_WARN_AT:
-                name = state.last_call[0] if state.last_call else "a tool"
+                name = state.last_call.name if state.last_call else "a tool"
                 self._append(
                     state, Message.user(REPEAT_NOTE.format(name=name, count=state.repeats))
                 )
@@ -276,9 +276,9 @@ class Agent:
 
     def _repeats_too_often(self, state: RunState, calls: Sequence[ToolCall]) -> bool:
         for call in calls:
-            signature = (call.name, _canonical(call.arguments))
-            state.repeats = state.repeats + 1 if signature == state.last_call else 1
-            state.last_call = signature
+            same = state.last_call is not None and _same_call(state.last_call, call)
+            state.repeats = state.repeats + 1 if same else 1
+            state.last_call = call
         return state.repeats > REPEAT_WARN_AT
 
     def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:
@@ -391,11 +391,16 @@ def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str |
     return "\n\n".join(parts) or None
 
 
-def _canonical(arguments: str) -> str:
+def _same_call(previous: ToolCall, call: ToolCall) -> bool:
+    """Same tool, same arguments (compared as JSON values when the text differs)."""
+    if previous.name != call.name:
+        return False
+    if previous.arguments == call.arguments:
+        return True
     try:
-        return json.dumps(json.loads(arguments), sort_keys=True)
+        return json.loads(previous.arguments) == json.loads(call.arguments)
     except ValueError:
-        return arguments
+        return False
 
 
 def _choice_name(request: ModelRequest) -> str:

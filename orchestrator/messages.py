@@ -190,6 +190,3 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any]
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.description))
