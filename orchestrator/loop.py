@@ -196,7 +196,9 @@ class Agent:
         max_output_tokens: int | None = None,
     ) -> ModelResponse | None:
         """Count, reserve, call, settle. None when the budget cannot cover the call."""
-        specs = () if tool_choice == "none" else state.context.toolset.specs
+        # Tools stay in the request even when disabled: the prompt prefix stays the same (and
+        # provider caches warm), and Anthropic rejects tool blocks in a request without tools.
+        specs = state.context.toolset.specs
         view = state.transcript.view()
         input_tokens = self.counter.count_request(view, specs)
         output_reserve = max_output_tokens or self.max_output_tokens
@@ -262,7 +264,7 @@ class Agent:
         """The budget cannot cover another normal call: one last call without tools, if it fits."""
         self._append(state, Message.user(WRAP_UP_NOTE))
         remaining = state.budget.remaining
-        needed = self.counter.count_request(state.transcript.view())
+        needed = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         room = self.max_output_tokens if remaining is None else remaining - needed
         text = ""
         if room >= MIN_WRAP_UP_OUTPUT:

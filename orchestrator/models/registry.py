@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import ChatModel
+from .providers import PRESETS, preset_factory
 from .scripted import ScriptedModel
 
 ModelFactory = Callable[..., ChatModel]
@@ -16,13 +17,19 @@ def _scripted(target: str, **options: Any) -> ChatModel:
     return ScriptedModel(target, **options)
 
 
-PROVIDERS: dict[str, ModelFactory] = {"scripted": _scripted}
+PROVIDERS: dict[str, ModelFactory] = {
+    "scripted": _scripted,
+    **{name: preset_factory(name) for name in PRESETS},
+}
 
 
 def resolve_model(model: str | ChatModel, **options: Any) -> ChatModel:
     """Turn `provider:model` into a model; a ChatModel passes through unchanged.
 
-    `scripted:PATH` replays the script at PATH.
+    `scripted:PATH` replays the script at PATH. `openai:`, `anthropic:`, `deepseek:`,
+    `ollama:` and `openai-compatible:` reach real servers (see docs/models.md); `options`
+    are their connection settings (`base_url`, `api_key`, `timeout`, `max_retries`, ...) and
+    wire options (`stream`, `extra_body`, ...).
     """
     if not isinstance(model, str):
         return model

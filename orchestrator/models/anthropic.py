@@ -1,0 +1,399 @@
+"""Anthropic Messages: the wire format of `api.anthropic.com/v1/messages`.
+
+The system prompt goes in the top-level `system` field; assistant tool calls are `tool_use`
+blocks and tool results are `tool_result` blocks in a user turn. Roles must alternate, so
+consecutive messages of one role (several tool results, then a note from the loop) are merged
+into one turn. `EventAssembler` rebuilds a streamed reply; `AnthropicModel` sends requests over
+a Connection, which owns everything about reaching the server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message, ToolCall, ToolSpec, Usage
+from .base import ModelRequest, ModelResponse, ToolChoice
+from .http import Connection, bad_reply, is_event_stream, read_json, stream_error
+from .sse import ServerSentEvent, aiter_events, iter_events
+
+PATH = "/v1/messages"
+API_VERSION = "2023-06-01"
+FINISH_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+}
+ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+DELTA_TEXT = {
+    "text_delta": "text",
+    "input_json_delta": "partial_json",
+    "thinking_delta": "thinking",
+}
+DELTA_BLOCK = {"text_delta": "text", "input_json_delta": "tool_use", "thinking_delta": "thinking"}
+USAGE_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class AnthropicOptions(BaseModel):
+    """How to speak the Messages API to one server. Each can be passed to `resolve_model`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stream: bool = True
+    """Stream the reply (server-sent events); False waits for the whole reply."""
+    tool_choice_none: bool = True
+    """The server accepts `tool_choice: {"type": "none"}`. When False, a request that must not
+    call tools sends no tools, and earlier tool calls and results are written as text."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields added to every request body as they are: `temperature`, `metadata`, ..."""
+
+
+def build_body(model: str, request: ModelRequest, options: AnthropicOptions) -> dict[str, Any]:
+    """The JSON body of one request; `max_tokens` is always sent (the API requires it)."""
+    tools, choice = _tool_setup(request, options)
+    system, turns = to_turns(request.messages, tools_as_text=not tools)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_output_tokens,
+        "messages": turns,
+    }
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = choice
+    if options.stream:
+        body["stream"] = True
+    return {**body, **options.extra_body}
+
+
+def _tool_setup(
+    request: ModelRequest, options: AnthropicOptions
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    if request.tool_choice == "none" and not options.tool_choice_none:
+        return [], None
+    if request.tools:
+        return [_wire_tool(spec) for spec in request.tools], _wire_choice(request.tool_choice)
+    if options.tool_choice_none and _uses_tools(request.messages):
+        # The API rejects tool_use/tool_result blocks in a request that defines no tools, so
+        # a request without tools declares the ones the conversation used, and forbids them.
+        return _placeholder_tools(request.messages), {"type": "none"}
+    return [], None
+
+
+def to_turns(
+    messages: Sequence[Message], *, tools_as_text: bool = False
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """The `system` text and the alternating user/assistant turns of a conversation."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message, tools_as_text)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(system) or None, turns
+
+
+def _blocks(message: Message, tools_as_text: bool) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [_text_result(message) if tools_as_text else _result_block(message)]
+    blocks = []
+    if message.content and message.content.strip():  # the API rejects blank text blocks
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append(_text_call(call) if tools_as_text else _call_block(call))
+    return blocks
+
+
+def _call_block(call: ToolCall) -> dict[str, Any]:
+    try:
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        arguments = None
+    # `input` must be an object; arguments that were not one went back to the model as an
+    # error result already, so an empty object stands in for them here.
+    return {
+        "type": "tool_use",
+        "id": call.id,
+        "name": call.name,
+        "input": arguments if isinstance(arguments, dict) else {},
+    }
+
+
+def _result_block(message: Message) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    if message.content:
+        block["content"] = message.content
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _text_call(call: ToolCall) -> dict[str, Any]:
+    text = f"[called tool {call.name} (call {call.id}) with arguments {call.arguments}]"
+    return {"type": "text", "text": text}
+
+
+def _text_result(message: Message) -> dict[str, Any]:
+    status = "error" if message.is_error else "result"
+    header = f"[{status} of tool {message.name} (call {message.tool_call_id})]"
+    return {"type": "text", "text": f"{header}\n{message.content or ''}"}
+
+
+def _uses_tools(messages: Sequence[Message]) -> bool:
+    return any(m.role == "tool" or m.tool_calls for m in messages)
+
+
+def _placeholder_tools(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    called = [c.name for m in messages for c in m.tool_calls]
+    answered = [m.name for m in messages if m.role == "tool" and m.name]
+    names = dict.fromkeys(called + answered)
+    return [
+        {"name": name, "description": "Not available now.", "input_schema": {"type": "object"}}
+        for name in names or ["unavailable"]
+    ]
+
+
+def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def _wire_choice(choice: ToolChoice) -> dict[str, Any]:
+    if choice == "required":
+        return {"type": "any"}
+    if isinstance(choice, str):
+        return {"type": choice}
+    return {"type": "tool", "name": choice.name}
+
+
+def parse_message(data: Any, provider: str = "anthropic") -> ModelResponse:
+    """A whole (non-streamed) Messages reply as a response."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        if isinstance(data, dict) and data.get("type") == "error":
+            raise _error(provider, data.get("error"))
+        raise bad_reply(provider, "the reply has no content")
+    assembler = EventAssembler(provider)
+    assembler.start(data)
+    for index, block in enumerate(data["content"]):
+        if isinstance(block, dict):
+            assembler.add_block(index, block)
+    assembler.finish(data)
+    return assembler.response()
+
+
+@dataclass
+class _Block:
+    type: str
+    parts: list[str] = field(default_factory=list)
+    id: str = ""
+    name: str = ""
+    input: Any = None
+
+
+class EventAssembler:
+    """Rebuilds one reply from its stream events.
+
+    Text deltas, `input_json_delta` fragments (a tool call's arguments, kept as raw text even
+    when cut off unfinished) and thinking deltas are collected per content block; `ping` and
+    event types it does not know are ignored; an `error` event is raised (retryable when the
+    server is overloaded or failing). Feed events until `feed` returns True (`message_stop`),
+    then take `response()`.
+    """
+
+    def __init__(self, provider: str = "anthropic") -> None:
+        self.provider = provider
+        self.blocks: dict[int, _Block] = {}
+        self.stop_reason: str | None = None
+        self.usage: dict[str, int] = {}
+        self.meta: dict[str, Any] = {}
+        self.done = False
+
+    def feed(self, event: ServerSentEvent) -> bool:
+        """Take one event; True once the stream says it is done."""
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise bad_reply(
+                self.provider, f"malformed stream event: {event.data[:200]!r}"
+            ) from None
+        if not isinstance(data, dict):
+            raise bad_reply(self.provider, f"malformed stream event: {event.data[:200]!r}")
+        kind = data.get("type") or event.event
+        if kind == "message_start":
+            self.start(data.get("message") or {})
+        elif kind == "content_block_start":
+            self.add_block(data.get("index", len(self.blocks)), data.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._delta(data.get("index", 0), data.get("delta") or {})
+        elif kind == "message_delta":
+            self._message_delta(data)
+        elif kind == "message_stop":
+            self.done = True
+        elif kind == "error":
+            raise _error(self.provider, data.get("error"))
+        return self.done
+
+    def start(self, message: Mapping[str, Any]) -> None:
+        self.meta.update({key: message[key] for key in ("id", "model") if key in message})
+        self._add_usage(message.get("usage"))
+
+    def add_block(self, index: int, block: Mapping[str, Any]) -> None:
+        text = block.get("text") or block.get("thinking")
+        self.blocks[index] = _Block(
+            type=str(block.get("type", "")),
+            parts=[text] if isinstance(text, str) and text else [],
+            id=str(block.get("id", "")),
+            name=str(block.get("name", "")),
+            input=block.get("input"),
+        )
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> None:
+        kind = delta.get("type", "")
+        if kind not in DELTA_TEXT:  # signature_delta, citations_delta, ...: nothing to keep
+            return
+        block = self.blocks.setdefault(index, _Block(type=DELTA_BLOCK[kind]))
+        piece = delta.get(DELTA_TEXT[kind])
+        if isinstance(piece, str) and piece:
+            block.parts.append(piece)
+
+    def finish(self, message: Mapping[str, Any]) -> None:
+        """End with a whole message's stop reason (a reply that was not streamed)."""
+        self._message_delta({"delta": message})
+        self.done = True
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta") or {}
+        self.stop_reason = delta.get("stop_reason") or self.stop_reason
+        details = delta.get("stop_details")
+        if isinstance(details, Mapping) and isinstance(details.get("explanation"), str):
+            self.meta["refusal"] = details["explanation"]
+        self._add_usage(data.get("usage"))
+
+    def _add_usage(self, usage: Any) -> None:
+        # Counts in message_delta are cumulative, so a later value replaces an earlier one.
+        if isinstance(usage, Mapping):
+            self.usage.update({k: v for k, v in usage.items() if isinstance(v, int)})
+
+    def response(self) -> ModelResponse:
+        """The assembled reply; a stream that stopped before its end is an error to retry."""
+        if not self.done and self.stop_reason is None:
+            raise bad_reply(self.provider, "the stream ended before the reply was complete")
+        ordered = [self.blocks[i] for i in sorted(self.blocks)]
+        text = "".join("".join(b.parts) for b in ordered if b.type == "text")
+        thinking = "".join("".join(b.parts) for b in ordered if b.type == "thinking")
+        calls = [_tool_call(b) for b in ordered if b.type == "tool_use"]
+        message = Message(
+            role="assistant",
+            # A refusal's explanation is the answer the user should see when there is no other.
+            content=text or self.meta.get("refusal") or None,
+            tool_calls=tuple(calls),
+            reasoning=thinking or None,
+        )
+        extra = {**self.meta, "stop_reason": self.stop_reason}
+        return ModelResponse(
+            message=message,
+            usage=self._usage(),
+            finish_reason=FINISH_REASONS.get(self.stop_reason or "", self.stop_reason),
+            extra=extra,
+        )
+
+    def _usage(self) -> Usage | None:
+        if not self.usage:
+            return None
+        # Anthropic counts cached input apart from `input_tokens`; the budget wants it all.
+        input_tokens = sum(self.usage.get(key, 0) for key in USAGE_INPUT_KEYS)
+        return Usage.of(input_tokens, self.usage.get("output_tokens", 0))
+
+
+def _tool_call(block: _Block) -> ToolCall:
+    arguments = "".join(block.parts)
+    if not arguments:
+        arguments = json.dumps(block.input) if isinstance(block.input, dict) else "{}"
+    return ToolCall(id=block.id, name=block.name, arguments=arguments)
+
+
+def parse_stream(body: str, provider: str = "anthropic") -> ModelResponse:
+    """A whole recorded stream (a `text/event-stream` body) as a response."""
+    assembler = EventAssembler(provider)
+    for event in iter_events(body):
+        if assembler.feed(event):
+            break
+    return assembler.response()
+
+
+class AnthropicModel:
+    """A ChatModel for the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        model: str,
+        connection: Connection,
+        options: AnthropicOptions | None = None,
+        *,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.connection = connection
+        self.options = options or AnthropicOptions()
+        self.name = name or f"{connection.provider}:{model}"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        body = build_body(self.model, request, self.options)
+        read = self._read_stream if self.options.stream else self._read_whole
+        headers = {"anthropic-version": API_VERSION}
+        return await self.connection.post(PATH, body, request, read, headers=headers)
+
+    async def _read_whole(self, response: httpx.Response) -> ModelResponse:
+        return parse_message(await read_json(response, self.provider), self.provider)
+
+    async def _read_stream(self, response: httpx.Response) -> ModelResponse:
+        if not is_event_stream(response):
+            return await self._read_whole(response)
+        assembler = EventAssembler(self.provider)
+        async for event in aiter_events(response.aiter_lines()):
+            if assembler.feed(event):
+                break
+        return assembler.response()
+
+    @property
+    def provider(self) -> str:
+        return self.connection.provider
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r}, {self.connection.base_url!r})"
+
+
+def _error(provider: str, error: Any) -> Exception:
+    if not isinstance(error, Mapping):
+        return stream_error(provider, str(error), None)
+    kind = str(error.get("type", ""))
+    message = str(error.get("message") or "an error occurred during streaming")
+    return stream_error(
+        provider, f"{message} [{kind}]" if kind else message, ERROR_STATUS.get(kind)
+    )
