@@ -9,8 +9,10 @@ from .errors import (
     ToolError,
     ToolInfrastructureError,
 )
+from .jobs import JobResult, load_job
 from .loop import Agent
 from .messages import Message, ToolCall, ToolSpec, Usage
+from .planner import Orchestrator
 from .results import RunResult, TaskResult
 from .tools import Tool, ToolContext, Toolset, tool
 from .trace import Trace, read_trace, rebuild_conversations
@@ -18,8 +20,10 @@ from .trace import Trace, read_trace, rebuild_conversations
 __all__ = [
     "Agent",
     "ConfigError",
+    "JobResult",
     "Message",
     "ModelError",
+    "Orchestrator",
     "OrchestratorError",
     "PermissionDenied",
     "RunResult",
@@ -35,6 +39,7 @@ __all__ = [
     "Toolset",
     "Trace",
     "Usage",
+    "load_job",
     "read_trace",
     "rebuild_conversations",
     "tool",

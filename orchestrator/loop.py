@@ -164,7 +164,8 @@ class Agent:
     async def step(self, state: RunState) -> None:
         """One model call and the tool calls it asked for; sets `state.result` when done."""
         last_step = state.steps + 1 >= self.max_steps
-        if last_step and self.max_steps > 1:
+        forced = last_step and self.max_steps > 1  # a one-step agent just answers
+        if forced:
             self._append(state, Message.user(FORCED_ANSWER_NOTE))
         response = await self.call_model(state, "none" if last_step else "auto")
         if response is None:
@@ -173,7 +174,7 @@ class Agent:
         message = response.message
         self._append(state, message)
         if not message.tool_calls:
-            self._finish(state, "max_steps" if last_step else "completed", message.content or "")
+            self._finish(state, "max_steps" if forced else "completed", message.content or "")
         elif last_step:
             self._refuse_calls(state, message.tool_calls, "the step limit was reached")
             self._finish(state, "max_steps", message.content or "")
@@ -261,7 +262,7 @@ class Agent:
             self._append(state, result)
 
     async def _wrap_up(self, state: RunState) -> None:
-        """The budget cannot cover another normal call: one last call without tools, if it fits."""
+        """The budget cannot cover another call: one last one with tools disabled, if it fits."""
         self._append(state, Message.user(WRAP_UP_NOTE))
         remaining = state.budget.remaining
         needed = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
@@ -273,6 +274,7 @@ class Agent:
             )
             if response is not None:
                 self._append(state, response.message)
+                self._refuse_calls(state, response.message.tool_calls, "the budget is spent")
                 text = response.message.content or ""
         self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
 

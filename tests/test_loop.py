@@ -427,3 +427,11 @@ async def test_the_trace_rebuilds_every_message_the_model_saw(
         "run_end",
     }
     assert all({"seq", "ts", "agent", "type"} <= e.keys() for e in events)
+
+
+async def test_a_one_step_agent_simply_answers() -> None:
+    model = ScriptedModel({"*": [{"content": "42"}]})
+    result = await Agent(model, [read_note], max_steps=1).run("What is six times seven?")
+    assert (result.status, result.output) == ("completed", "42")
+    assert model.requests[0].tool_choice == "none"
+    assert [m.role for m in model.requests[0].messages] == ["user"]  # no last-step note
