@@ -1,0 +1,31 @@
+"""Skills: folders in the open Agent Skills layout, disclosed to an agent one level at a time.
+
+Level 0 is the index in the system prompt (`SkillCatalog.index`), level 1 is `load_skill`
+(instructions and tools), level 2 is `read_skill_file`. `Agent(skills=...)` wires it all up
+through `skills_extension`. See docs/skills.md.
+"""
+
+from .builtin import builtin_skills_folder, shipped_folder
+from .catalog import SkillCatalog, search_path
+from .check import check_folders
+from .frontmatter import Problem
+from .index import DEFAULT_INDEX_TOKENS
+from .meta_tools import SkillsExtension, skills_extension
+from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, qualified_tool_name
+
+__all__ = [
+    "DEFAULT_INDEX_TOKENS",
+    "LoadedSkill",
+    "Problem",
+    "SkillCatalog",
+    "SkillError",
+    "SkillInfo",
+    "SkillWarning",
+    "SkillsExtension",
+    "builtin_skills_folder",
+    "check_folders",
+    "qualified_tool_name",
+    "search_path",
+    "shipped_folder",
+    "skills_extension",
+]

@@ -1,0 +1,208 @@
+"""The skill catalog: discovery along a search path, shadowing, lookup and on-demand loading.
+
+A scan reads each SKILL.md's frontmatter and nothing else; a skill's body and `tools.py` are
+read on its first `load`. Folders on the search path are either a skill themselves (they hold
+a SKILL.md) or hold skill folders. Earlier folders win: a user's skills come before the
+built-in ones and may shadow them, with a warning. Broken folders never raise: they are left
+out, each with a warning naming the folder and the rule it breaks (`catalog.warnings`, and the
+`orchestrator.skills` logger).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import logging
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..budget import TokenCounter
+from .builtin import builtin_skills_folder
+from .frontmatter import (
+    FrontmatterError,
+    Problem,
+    fatal,
+    find_frontmatter,
+    parse_yaml,
+    skill_file_in,
+    to_info,
+    validate,
+)
+from .index import DEFAULT_INDEX_TOKENS, render_index
+from .loader import load_folder
+from .search import SearchIndex
+from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning
+
+logger = logging.getLogger("orchestrator.skills")
+
+PathLike = str | os.PathLike[str]
+
+
+class SkillCatalog:
+    """Every skill found on a search path, by name, in search-path order.
+
+    `paths` come first, then (with `include_builtin=True`) the skills shipped with the package.
+    """
+
+    def __init__(
+        self, paths: PathLike | Iterable[PathLike] = (), *, include_builtin: bool = True
+    ) -> None:
+        self.paths = search_path(paths, include_builtin=include_builtin)
+        self.skills: dict[str, SkillInfo] = {}
+        self.warnings: list[SkillWarning] = []
+        self._loaded: dict[str, LoadedSkill] = {}
+        self._broken: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._search: SearchIndex | None = None
+        for root in self.paths:
+            self._scan_root(root)
+
+    def __len__(self) -> int:
+        return len(self.skills)
+
+    def __iter__(self) -> Iterator[SkillInfo]:
+        return iter(self.skills.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.skills
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.skills)
+
+    def subset(self, names: Iterable[str]) -> SkillCatalog:
+        """A catalog of only the named skills (in this one's order), sharing what it loaded."""
+        wanted = set(names)
+        view = copy.copy(self)
+        view.skills = {n: info for n, info in self.skills.items() if n in wanted}
+        view.warnings = []
+        view._search = None
+        return view
+
+    def get(self, name: str) -> SkillInfo | None:
+        return self.skills.get(name.strip())
+
+    def require(self, name: str) -> SkillInfo:
+        """The skill called `name`, or a SkillError that suggests close names."""
+        info = self.get(name)
+        if info is None:
+            raise SkillError(self.unknown_message(name))
+        return info
+
+    def unknown_message(self, name: str) -> str:
+        close = self.suggest(name)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        return f"Unknown skill {name!r}.{hint} search_skills(query) finds skills by topic."
+
+    def suggest(self, name: str, limit: int = 3) -> list[str]:
+        """Names close to `name`: by spelling first, then by search rank."""
+        close = difflib.get_close_matches(name.strip().lower(), self.names, n=limit, cutoff=0.6)
+        for info in self.search(name, limit=limit):
+            if info.name not in close:
+                close.append(info.name)
+        return close[:limit]
+
+    def search(self, query: str, limit: int = 5) -> list[SkillInfo]:
+        """Skills ranked by how well their name, keywords and description match `query`."""
+        if self._search is None:
+            self._search = SearchIndex(list(self.skills.values()))
+        return [info for info, _ in self._search.rank(query, limit)]
+
+    def index(
+        self, max_tokens: int = DEFAULT_INDEX_TOKENS, counter: TokenCounter | None = None
+    ) -> str | None:
+        """Level 0: the system-prompt section listing skills, at most `max_tokens` long."""
+        return render_index(list(self.skills.values()), max_tokens=max_tokens, counter=counter)
+
+    def load(self, name: str) -> LoadedSkill:
+        """Level 1: the skill's body and tools, read once and then kept."""
+        info = self.require(name)
+        with self._lock:
+            if info.name in self._loaded:
+                return self._loaded[info.name]
+            if info.name in self._broken:
+                raise SkillError(self._broken[info.name])
+            try:
+                loaded = load_folder(info)
+            except SkillError as exc:
+                self._broken[info.name] = str(exc)
+                self._warn(info.folder, Problem("tools-import", str(exc), True))
+                raise
+            self._loaded[info.name] = loaded
+            return loaded
+
+    def is_loaded(self, name: str) -> bool:
+        return name in self._loaded
+
+    def _scan_root(self, root: Path) -> None:
+        if not root.is_dir():
+            self._warn(root, Problem("search-path", "skill folder not found"))
+            return
+        if skill_file_in(root) is not None:
+            self._add(root)
+            return
+        with os.scandir(root) as entries:
+            names = sorted(e.name for e in entries if e.name[0] != "." and e.is_dir())
+        for name in names:
+            self._add(root / name)
+
+    def _add(self, folder: Path) -> None:
+        info = self._inspect(folder)
+        if info is None:
+            return
+        first = self.skills.get(info.name)
+        if first is not None:
+            self._warn(
+                folder,
+                Problem(
+                    "shadowed",
+                    f"skill {info.name!r} is shadowed by {first.folder} (earlier on the search "
+                    "path)",
+                ),
+            )
+            return
+        self.skills[info.name] = info
+
+    def _inspect(self, folder: Path) -> SkillInfo | None:
+        try:
+            found = find_frontmatter(folder)
+            if found is None:
+                return None
+            skill_file, text, problems = found
+            data, more = parse_yaml(text)
+        except FrontmatterError as exc:
+            self._warn(folder, exc.problem)
+            return None
+        problems = problems + more + validate(data, folder.name)
+        stop = fatal(problems)
+        if stop is not None:
+            self._warn(folder, stop)
+            return None
+        for problem in problems:
+            self._warn(folder, problem)
+        return to_info(data, skill_file)
+
+    def _warn(self, folder: Path, problem: Problem) -> None:
+        warning = SkillWarning(folder, problem.rule, problem.message, left_out=problem.fatal)
+        self.warnings.append(warning)
+        logger.warning("%s", warning)
+
+    def __repr__(self) -> str:
+        return f"SkillCatalog({len(self.skills)} skills from {len(self.paths)} folders)"
+
+
+def search_path(
+    paths: PathLike | Iterable[PathLike], *, include_builtin: bool = True
+) -> list[Path]:
+    """User folders in the order given, then the built-in folder; duplicates dropped."""
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    folders = [Path(p).expanduser() for p in given]
+    shipped = builtin_skills_folder() if include_builtin else None
+    if shipped is not None:
+        folders.append(shipped)
+    unique: dict[Path, Path] = {}
+    for folder in folders:
+        unique.setdefault(folder.resolve(), folder)
+    return list(unique.values())

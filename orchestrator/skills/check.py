@@ -1,0 +1,114 @@
+"""`orchestrator skills check`: every rule of the specification, every problem, strictly.
+
+Unlike a catalog scan, a check reads the whole SKILL.md and imports `tools.py` (the user asked
+for this folder to be checked), and every problem counts, fatal or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..tools import Tool
+from .frontmatter import (
+    FrontmatterError,
+    Problem,
+    parse_yaml,
+    skill_file_in,
+    split_skill_text,
+    validate,
+)
+from .loader import TOOLS_FILE, import_module_from
+from .skill import SkillError, qualified_tool_name
+
+
+@dataclass
+class FolderReport:
+    """What a check found in one skill folder."""
+
+    folder: Path
+    name: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_folders(paths: Iterable[str | Path]) -> list[FolderReport]:
+    """Check each path: a skill folder, or a folder of skill folders."""
+    reports: list[FolderReport] = []
+    for path in map(Path, paths):
+        reports += [check_folder(folder) for folder in _skill_folders(path)]
+    _flag_duplicates(reports)
+    return reports
+
+
+def _skill_folders(path: Path) -> list[Path]:
+    if not path.is_dir() or skill_file_in(path) is not None:
+        return [path]
+    children = sorted(
+        child
+        for child in path.iterdir()
+        if child.is_dir() and not child.name.startswith((".", "__"))
+    )
+    return children or [path]
+
+
+def check_folder(folder: Path) -> FolderReport:
+    """Every problem of one skill folder."""
+    report = FolderReport(folder)
+    if not folder.is_dir():
+        report.problems.append(Problem("folder", "not a folder", True))
+        return report
+    skill_file = skill_file_in(folder)
+    if skill_file is None:
+        report.problems.append(Problem("skill-file", "the folder has no SKILL.md", True))
+        return report
+    try:
+        frontmatter, _, problems = split_skill_text(skill_file.read_text(encoding="utf-8"))
+        data, more = parse_yaml(frontmatter)
+    except UnicodeDecodeError:
+        report.problems.append(Problem("encoding", "SKILL.md is not UTF-8 text", True))
+        return report
+    except FrontmatterError as exc:
+        report.problems.append(exc.problem)
+        return report
+    report.problems += problems + more + validate(data, folder.name)
+    name = data.get("name")
+    report.name = name if isinstance(name, str) else None
+    _check_tools(folder, report.name or folder.name, report)
+    return report
+
+
+def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
+    path = folder / TOOLS_FILE
+    if not path.is_file():
+        return
+    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:12]
+    try:
+        module = import_module_from(path, f"_orchestrator_check_{digest}")
+    except SkillError as exc:
+        report.problems.append(Problem("tools-import", str(exc), True))
+        return
+    names = [v.name for v in vars(module).values() if isinstance(v, Tool)]
+    report.tools = [qualified_tool_name(skill, n) for n in dict.fromkeys(names)]
+
+
+def _flag_duplicates(reports: list[FolderReport]) -> None:
+    first: dict[str, Path] = {}
+    for report in reports:
+        if report.name is None:
+            continue
+        if report.name in first:
+            report.problems.append(
+                Problem(
+                    "duplicate-name",
+                    f"another skill is also named {report.name!r}: {first[report.name]}",
+                )
+            )
+        else:
+            first[report.name] = report.folder

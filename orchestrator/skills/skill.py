@@ -1,0 +1,89 @@
+"""What the catalog knows of a skill: its frontmatter (level 0) and, once loaded, the rest."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import OrchestratorError
+from ..tools import Tool
+
+TOOL_SEPARATOR = "__"
+MAX_TOOL_NAME = 64
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class SkillError(OrchestratorError):
+    """A skill cannot be used: it is unknown, or its folder is broken."""
+
+
+@dataclass(frozen=True)
+class SkillWarning:
+    """A problem found in a skill folder; `left_out` when the skill could not be used."""
+
+    folder: Path
+    rule: str
+    message: str
+    left_out: bool = False
+
+    def __str__(self) -> str:
+        outcome = "; skill left out" if self.left_out else ""
+        return f"{self.folder}: {self.message} [{self.rule}]{outcome}"
+
+
+@dataclass(frozen=True)
+class SkillInfo:
+    """A skill as a scan sees it: the frontmatter of its SKILL.md, nothing more."""
+
+    name: str
+    description: str
+    folder: Path
+    skill_file: Path
+    license: str | None = None
+    compatibility: str | None = None
+    allowed_tools: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    keywords: tuple[str, ...] = ()
+
+    @property
+    def has_tools(self) -> bool:
+        return (self.folder / "tools.py").is_file()
+
+    def summary(self) -> str:
+        """The one index line: name and description, whitespace collapsed."""
+        return f"- {self.name}: {' '.join(self.description.split())}"
+
+
+@dataclass(frozen=True)
+class LoadedSkill:
+    """A skill after `load_skill`: its instructions and its tools, named for the provider."""
+
+    info: SkillInfo
+    body: str
+    tools: tuple[Tool, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+def parse_keywords(value: object) -> tuple[str, ...]:
+    """`metadata.keywords`: a comma-separated string (a YAML list is accepted too)."""
+    items = value if isinstance(value, list) else str(value or "").split(",")
+    return tuple(word for item in items if (word := " ".join(str(item).split())))
+
+
+def qualified_tool_name(skill: str, tool: str) -> str:
+    """`{skill}__{tool}`, kept to `^[a-zA-Z0-9_-]{1,64}$`.
+
+    Unsafe characters become `_`; a name that is too long keeps its start and ends in a short
+    hash of the full name, so two long names never collide.
+    """
+    full = f"{skill}{TOOL_SEPARATOR}{tool}"
+    safe = _UNSAFE.sub("_", full)
+    if len(safe) <= MAX_TOOL_NAME:
+        return safe
+    digest = hashlib.sha1(full.encode()).hexdigest()[:8]
+    return f"{safe[: MAX_TOOL_NAME - 9]}_{digest}"

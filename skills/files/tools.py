@@ -1,0 +1,255 @@
+"""Tools of the `files` skill: read, write, edit, list, glob and grep inside the workspace.
+
+Every path is relative to the workspace root of the run's permissions; `..`, absolute paths
+and symbolic links that lead out of the workspace are refused.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePath
+
+from orchestrator import ToolContext, ToolError, tool
+from orchestrator.permissions import Permissions
+from orchestrator.workspace import PathRefused, is_inside, relative_name, resolve_inside
+
+MAX_READ_CHARS = 50_000
+MAX_ENTRIES = 500
+MAX_LINE_CHARS = 300
+MAX_GREP_FILE_BYTES = 2_000_000
+SKIPPED_DIRS = frozenset(
+    {".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+)
+
+
+def _root(ctx: ToolContext) -> Path:
+    return Permissions.coerce(ctx.permissions).workspace_root()
+
+
+def _text_of(target: Path, shown: str) -> str:
+    data = target.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{shown} is a binary file ({len(data)} bytes); it cannot be shown.")
+    # Decoding bytes keeps line endings exactly as they are on disk.
+    return data.decode("utf-8", errors="replace")
+
+
+def _existing_file(root: Path, path: str) -> Path:
+    target = resolve_inside(root, path)
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a folder; list_dir shows what is in it.")
+    if not target.is_file():
+        raise ToolError(f"There is no file {path!r} in the workspace.")
+    return target
+
+
+@tool
+def read_file(path: str, ctx: ToolContext, start_line: int = 1, end_line: int | None = None) -> str:
+    """Read a text file in the workspace, whole or a range of its lines.
+
+    Args:
+        path: The file's path, relative to the workspace root.
+        start_line: The first line to return (1-based).
+        end_line: The last line to return (inclusive); leave out to read to the end.
+    """
+    target = _existing_file(_root(ctx), path)
+    lines = _text_of(target, repr(path)).splitlines(keepends=True)
+    if not lines:
+        return "(empty file)"
+    first = max(1, start_line)
+    last = len(lines) if end_line is None else min(end_line, len(lines))
+    if first > last:
+        raise ToolError(f"{path!r} has {len(lines)} lines; lines {first}-{last} do not exist.")
+    chosen, size = [], 0
+    for line in lines[first - 1 : last]:
+        if chosen and size + len(line) > MAX_READ_CHARS:
+            break
+        chosen.append(line)
+        size += len(line)
+    shown_last = first + len(chosen) - 1
+    text = "".join(chosen)
+    if first == 1 and shown_last == len(lines):
+        return text
+    note = f"[lines {first}-{shown_last} of {len(lines)}"
+    if shown_last < last:
+        note += f"; output capped, read on with start_line={shown_last + 1}"
+    return f"{text.rstrip(chr(10))}\n{note}]"
+
+
+@tool
+def write_file(path: str, content: str, ctx: ToolContext) -> str:
+    """Write a text file in the workspace, replacing it if it exists; folders are created.
+
+    Args:
+        path: The file's path, relative to the workspace root.
+        content: The whole new content of the file.
+    """
+    root = _root(ctx)
+    target = resolve_inside(root, path)
+    if target.is_dir():
+        raise ToolError(f"{path!r} is a folder, not a file.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content.encode("utf-8"))
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    return f"Wrote {len(content)} characters ({lines} lines) to {relative_name(root, target)}."
+
+
+@tool
+def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
+    """Replace one exact, unique piece of text in a file; the file is untouched otherwise.
+
+    The edit is refused if old_text is not found or is found more than once: then include
+    more of the surrounding text so that it matches exactly one place.
+
+    Args:
+        path: The file's path, relative to the workspace root.
+        old_text: The exact text to replace, whitespace and line breaks included.
+        new_text: The text to put in its place.
+    """
+    if not old_text:
+        raise ToolError("old_text is empty; give the exact text to replace.")
+    target = _existing_file(_root(ctx), path)
+    text = _text_of(target, repr(path))
+    count = text.count(old_text)
+    if count == 0:
+        raise ToolError(
+            f"old_text was not found in {path!r}; the file is unchanged. Read the file and "
+            "copy the text exactly, including whitespace."
+        )
+    if count > 1:
+        lines = _match_lines(text, old_text)
+        raise ToolError(
+            f"old_text occurs {count} times in {path!r} (lines {', '.join(map(str, lines))}); "
+            "the file is unchanged. Include more surrounding text so it matches once."
+        )
+    start = text.index(old_text)
+    target.write_bytes(text.replace(old_text, new_text, 1).encode("utf-8"))
+    line = text.count("\n", 0, start) + 1
+    return (
+        f"Edited {path!r} at line {line}: replaced {len(old_text)} characters with {len(new_text)}."
+    )
+
+
+def _match_lines(text: str, needle: str, limit: int = 10) -> list[int]:
+    lines, start = [], 0
+    while len(lines) < limit and (found := text.find(needle, start)) >= 0:
+        lines.append(text.count("\n", 0, found) + 1)
+        start = found + max(1, len(needle))
+    return lines
+
+
+@tool
+def list_dir(ctx: ToolContext, path: str = ".") -> str:
+    """List a folder of the workspace: sub-folders (ending in /) first, then files with sizes.
+
+    Args:
+        path: The folder's path, relative to the workspace root.
+    """
+    target = resolve_inside(_root(ctx), path)
+    if not target.is_dir():
+        raise ToolError(f"{path!r} is not a folder in the workspace.")
+    with os.scandir(target) as found:
+        entries = sorted(found, key=lambda e: (not e.is_dir(), e.name))
+    lines = []
+    for entry in entries[:MAX_ENTRIES]:
+        if entry.is_symlink():
+            lines.append(f"{entry.name} (symbolic link)")
+        elif entry.is_dir():
+            lines.append(f"{entry.name}/")
+        else:
+            lines.append(f"{entry.name} ({entry.stat().st_size} bytes)")
+    if len(entries) > MAX_ENTRIES:
+        lines.append(f"[... {len(entries) - MAX_ENTRIES} more entries]")
+    return "\n".join(lines) or "(empty folder)"
+
+
+@tool
+def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
+    """Find files whose paths match a glob pattern, such as **/*.py or docs/*.md.
+
+    Args:
+        pattern: The glob pattern, relative to `path`; ** matches any depth of folders.
+        path: The folder to search from, relative to the workspace root.
+    """
+    pure = PurePath(pattern)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise PathRefused(f"pattern {pattern!r} must be relative and may not contain '..'.")
+    root = _root(ctx)
+    base = resolve_inside(root, path)
+    found = sorted(
+        relative_name(root, match)
+        for match in base.glob(pattern)
+        if is_inside(root, match) and not SKIPPED_DIRS.intersection(match.parts)
+    )
+    if not found:
+        return f"No file matches {pattern!r}."
+    shown = found[:MAX_ENTRIES]
+    more = [f"[... {len(found) - len(shown)} more matches]"] if len(found) > len(shown) else []
+    return "\n".join(shown + more)
+
+
+@tool
+def grep(
+    pattern: str,
+    ctx: ToolContext,
+    path: str = ".",
+    include: str | None = None,
+    ignore_case: bool = False,
+    max_matches: int = 100,
+) -> str:
+    """Search file contents for a regular expression; shows path:line: text for each match.
+
+    Args:
+        pattern: A Python regular expression.
+        path: A file or folder to search, relative to the workspace root.
+        include: Only search files whose names match this glob, e.g. *.py.
+        ignore_case: Match letters regardless of case.
+        max_matches: Stop after this many matching lines.
+    """
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise ToolError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+    root = _root(ctx)
+    base = resolve_inside(root, path)
+    if not base.exists():
+        raise ToolError(f"There is no file or folder {path!r} in the workspace.")
+    limit = max(1, min(max_matches, 1000))
+    matches: list[str] = []
+    for file in _searchable_files(root, base, include):
+        matches += _grep_file(root, file, regex, limit - len(matches))
+        if len(matches) >= limit:
+            matches.append(f"[stopped after {limit} matches]")
+            break
+    return "\n".join(matches) if matches else f"No match for {pattern!r}."
+
+
+def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[Path]:
+    if base.is_file():
+        yield base
+        return
+    for current, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            file = Path(current) / name
+            if include and not fnmatch.fnmatch(name, include):
+                continue
+            if is_inside(root, file) and file.stat().st_size <= MAX_GREP_FILE_BYTES:
+                yield file
+
+
+def _grep_file(root: Path, file: Path, regex: re.Pattern[str], limit: int) -> list[str]:
+    data = file.read_bytes()
+    if b"\x00" in data[:8192]:
+        return []
+    shown = relative_name(root, file)
+    found = []
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if regex.search(line):
+            found.append(f"{shown}:{number}: {line[:MAX_LINE_CHARS]}")
+            if len(found) >= limit:
+                break
+    return found

@@ -1,0 +1,49 @@
+"""Tools of the `python` skill: run a Python snippet in a separate process (CodeAct style).
+
+Off unless the run's permissions have `python=True`. The snippet is written to a temporary
+file and run by the same interpreter as the orchestrator, with the workspace as its working
+folder and on its import path, a timeout that kills it, and capped output.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from orchestrator import ToolContext, tool
+from orchestrator.permissions import Permissions
+from orchestrator.skills.process import (
+    DEFAULT_TIMEOUT,
+    child_environment,
+    clamp_timeout,
+    run_process,
+)
+
+
+@tool
+async def run(code: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_TIMEOUT) -> str:
+    """Run a Python program in a fresh process; returns its exit code and what it printed.
+
+    Nothing carries over between calls: import, compute and print in one snippet.
+
+    Args:
+        code: The Python source to run; print() the results you want to see.
+        timeout_seconds: Seconds before the process is killed (1-600).
+    """
+    permissions = Permissions.coerce(ctx.permissions)
+    permissions.require_python()
+    root = permissions.workspace_root()
+    seconds = clamp_timeout(timeout_seconds)
+    search_path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    env = child_environment(
+        {"PYTHONPATH": search_path, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
+    )
+    with tempfile.TemporaryDirectory(prefix="orchestrator-python-") as folder:
+        script = Path(folder) / "snippet.py"
+        script.write_text(code, encoding="utf-8")
+        result = await run_process(
+            [sys.executable, str(script)], cwd=root, timeout_seconds=seconds, env=env
+        )
+    return result.render(seconds)

@@ -1,0 +1,91 @@
+"""The built-in skills ship inside the package: a regular (non-editable) build finds them.
+
+The build runs setuptools' `build_py` offline on a copy of the project, which is what a wheel
+is made of; `pip install .` does the same through a build backend (checked by hand, see
+docs/skills.md). No network is needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILTINS = ["data", "files", "http", "python", "shell"]
+
+
+def copy_project(target: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    target.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, target / name)
+    for name in ("orchestrator", "skills"):
+        shutil.copytree(ROOT / name, target / name, symlinks=True, ignore=ignore)
+    # A stray compiled file in a skill folder must not be shipped.
+    (target / "skills" / "files" / "__pycache__").mkdir()
+    (target / "skills" / "files" / "__pycache__" / "tools.cpython-311.pyc").write_bytes(b"")
+    return target
+
+
+def test_a_regular_build_ships_the_builtin_skills(tmp_path: Path) -> None:
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("setuptools is not installed")
+    source = copy_project(tmp_path / "source")
+    built = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from setuptools import setup; setup()",
+            "-q",
+            "build_py",
+            "--build-lib",
+            str(built),
+        ],
+        cwd=source,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    shipped = built / "orchestrator" / "_builtin" / "skills"
+    assert shipped.is_dir() and not shipped.is_symlink()
+    assert sorted(p.name for p in shipped.iterdir()) == BUILTINS
+    for name in BUILTINS:
+        assert (shipped / name / "SKILL.md").read_text() == (
+            ROOT / "skills" / name / "SKILL.md"
+        ).read_text()
+        assert (shipped / name / "tools.py").is_file()
+    assert not list(shipped.rglob("__pycache__"))
+
+    probe = (
+        "import json, orchestrator\n"
+        "from orchestrator.skills import SkillCatalog\n"
+        "catalog = SkillCatalog()\n"
+        "print(json.dumps({'package': orchestrator.__file__, 'paths': [str(p) for p in "
+        "catalog.paths], 'names': catalog.names, 'tools': [t.name for t in "
+        "catalog.load('files').tools]}))\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(built)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    found = json.loads(done.stdout)
+    assert found["package"].startswith(str(built))
+    assert found["paths"] == [str(shipped)]
+    assert found["names"] == BUILTINS
+    assert "files__edit_file" in found["tools"]
