@@ -12,8 +12,10 @@ from .errors import (
 from .jobs import JobResult, load_job
 from .loop import Agent
 from .messages import Message, ToolCall, ToolSpec, Usage
+from .permissions import Permissions
 from .planner import Orchestrator
 from .results import RunResult, TaskResult
+from .skills import SkillCatalog
 from .tools import Tool, ToolContext, Toolset, tool
 from .trace import Trace, read_trace, rebuild_conversations
 
@@ -25,8 +27,10 @@ __all__ = [
     "ModelError",
     "Orchestrator",
     "OrchestratorError",
+    "Permissions",
     "PermissionDenied",
     "RunResult",
+    "SkillCatalog",
     "TaskResult",
     "TokenBudget",
     "TokenCounter",

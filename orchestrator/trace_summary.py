@@ -6,8 +6,7 @@ tokens and steps per agent, the skills each loaded, and every error.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .trace import Event
@@ -62,57 +61,74 @@ def summarize(events: Iterable[Event]) -> RunSummary:
 
 
 def _fold(summary: RunSummary, event: Event) -> None:
-    kind, path = event["type"], event["agent"]
-    if kind == "job_start":
-        summary.job = event.get("name")
-    elif kind == "job_end":
-        summary.job_status = event.get("status")
-    elif kind == "fork":
-        prefix = "" if path == "job" else f"{path}/"
-        for task in event["tasks"]:
-            summary.agent(f"{prefix}{task['id']}").depends_on = list(task["depends_on"])
-    elif kind == "run_start":
-        agent = summary.agent(path)
-        agent.status, agent.started = "running", event["ts"]
-    elif kind == "model_call":
-        agent = summary.agent(path)
-        agent.steps = event["step"]
-        agent.tokens += event["usage"]["total_tokens"]
-    elif kind == "run_end":
-        _fold_end(summary, summary.agent(path), event)
-    elif kind == "task_end" and event["status"] == "skipped":
-        agent = summary.agent(path)
+    handler = _HANDLERS.get(event["type"])
+    if handler is not None:
+        handler(summary, event)
+
+
+def _job_start(summary: RunSummary, event: Event) -> None:
+    summary.job = event.get("name")
+
+
+def _job_end(summary: RunSummary, event: Event) -> None:
+    summary.job_status = event.get("status")
+
+
+def _fork(summary: RunSummary, event: Event) -> None:
+    prefix = "" if event["agent"] == "job" else f"{event['agent']}/"
+    for task in event["tasks"]:
+        summary.agent(f"{prefix}{task['id']}").depends_on = list(task["depends_on"])
+
+
+def _run_start(summary: RunSummary, event: Event) -> None:
+    agent = summary.agent(event["agent"])
+    agent.status, agent.started = "running", event["ts"]
+
+
+def _model_call(summary: RunSummary, event: Event) -> None:
+    agent = summary.agent(event["agent"])
+    agent.steps = event["step"]
+    agent.tokens += event["usage"]["total_tokens"]
+
+
+def _task_end(summary: RunSummary, event: Event) -> None:
+    if event["status"] == "skipped":
+        agent = summary.agent(event["agent"])
         agent.status, agent.reason = "skipped", event.get("reason")
-    elif kind == "message":
-        _fold_message(summary, summary.agent(path), event["message"])
 
 
-def _fold_end(summary: RunSummary, agent: AgentSummary, event: Event) -> None:
+def _skill_loaded(summary: RunSummary, event: Event) -> None:
+    summary.agent(event["agent"]).skills.append(event["skill"])
+
+
+def _message(summary: RunSummary, event: Event) -> None:
+    message = event["message"]
+    if message.get("role") == "tool" and message.get("is_error"):
+        first_line = (message.get("content") or "").strip().splitlines()[:1]
+        text = first_line[0] if first_line else ""
+        kind = message.get("error_type") or "error"
+        summary.errors.append(f"{event['agent']}: {message.get('name')} [{kind}] {text}")
+
+
+def _run_end(summary: RunSummary, event: Event) -> None:
+    agent = summary.agent(event["agent"])
     agent.status, agent.ended = event["status"], event["ts"]
     if event.get("error"):
         agent.reason = event["error"]
         summary.errors.append(f"{agent.path}: run ended {event['status']}: {event['error']}")
 
 
-def _fold_message(summary: RunSummary, agent: AgentSummary, message: dict) -> None:
-    for call in message.get("tool_calls") or ():
-        if call["name"] == "load_skill":
-            name = _argument(call.get("arguments", ""), "name")
-            if name and name not in agent.skills:
-                agent.skills.append(name)
-    if message.get("role") == "tool" and message.get("is_error"):
-        first_line = (message.get("content") or "").strip().splitlines()[:1]
-        text = first_line[0] if first_line else ""
-        kind = message.get("error_type") or "error"
-        summary.errors.append(f"{agent.path}: {message.get('name')} [{kind}] {text}")
-
-
-def _argument(raw: str, key: str) -> str | None:
-    try:
-        value = json.loads(raw).get(key)
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
+_HANDLERS: dict[str, Callable[[RunSummary, Event], None]] = {
+    "job_start": _job_start,
+    "job_end": _job_end,
+    "fork": _fork,
+    "run_start": _run_start,
+    "model_call": _model_call,
+    "task_end": _task_end,
+    "skill_loaded": _skill_loaded,
+    "message": _message,
+    "run_end": _run_end,
+}
 
 
 def render(summary: RunSummary) -> str:
