@@ -16,7 +16,9 @@ from typing import Protocol
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field
 
+from .errors import ConfigError
 from .graph import build_graph
+from .loop import Agent
 from .results import TaskResult
 from .trace import Trace
 
@@ -55,6 +57,35 @@ class TaskExecutor(Protocol):
     """Runs one task to its end and reports how it went (never raises for task failures)."""
 
     async def run_task(self, request: TaskRequest) -> TaskResult: ...
+
+
+async def run_agent_task(request: TaskRequest, build: Callable[[], Agent]) -> TaskResult:
+    """Build the task's agent, run it on the task's prompt, and report how it went.
+
+    A task that cannot even start (its agent's model cannot be resolved, say) ends `error`.
+    """
+    base = {
+        "id": request.spec.id,
+        "agent": request.agent,
+        "path": request.path,
+        "depends_on": request.spec.depends_on,
+        "started_at": time.time(),
+    }
+    try:
+        run = await build().run(request.prompt)
+    except (ConfigError, OSError) as exc:
+        return TaskResult(**base, status="error", reason=str(exc), ended_at=time.time())
+    reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
+    return TaskResult(
+        **base,
+        status=run.status,
+        output=run.output,
+        reason=reason,
+        usage=run.total_usage,
+        steps=run.steps,
+        ended_at=time.time(),
+        run=run,
+    )
 
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]

@@ -8,7 +8,6 @@ with its status, capped output and tokens. Sub-agents get `fork` too, up to `max
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -16,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from .budget import TokenCounter, default_counter
-from .dag import GraphRun, TaskRequest, TaskSpec, task_graph
+from .dag import GraphRun, TaskRequest, TaskSpec, run_agent_task, task_graph
 from .errors import ConfigError, ToolError
 from .graph import GraphError, suggest
 from .loop import Agent
@@ -248,27 +247,4 @@ class _LocalExecutor:
         self.ctx = ctx
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
-        started = time.time()
-        base = {
-            "id": request.spec.id,
-            "agent": request.agent,
-            "path": request.path,
-            "depends_on": request.spec.depends_on,
-            "started_at": started,
-        }
-        try:
-            agent = self.extension.build_agent(request, self.ctx)
-            run = await agent.run(request.prompt)
-        except (ConfigError, OSError) as exc:
-            return TaskResult(**base, status="error", reason=str(exc), ended_at=time.time())
-        reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
-        return TaskResult(
-            **base,
-            status=run.status,
-            output=run.output,
-            reason=reason,
-            usage=run.total_usage,
-            steps=run.steps,
-            ended_at=time.time(),
-            run=run,
-        )
+        return await run_agent_task(request, lambda: self.extension.build_agent(request, self.ctx))

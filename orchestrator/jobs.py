@@ -11,7 +11,6 @@ step whose dependency did not complete is skipped. A planner step gets the skill
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -19,8 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from .budget import TokenBudget
-from .dag import GraphRun, TaskRequest, TaskSpec
-from .errors import ConfigError
+from .dag import GraphRun, TaskRequest, TaskSpec, run_agent_task
 from .loop import Agent
 from .messages import Usage
 from .results import TaskResult
@@ -144,31 +142,10 @@ class JobRunner:
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
         """Run one step (the executor interface of GraphRun)."""
-        started = time.time()
-        base = {
-            "id": request.spec.id,
-            "agent": request.agent,
-            "path": request.path,
-            "depends_on": request.spec.depends_on,
-            "started_at": started,
-        }
-        try:
-            run = await self._agent_for(request).run(request.prompt)
-        except (ConfigError, OSError) as exc:
-            return TaskResult(**base, status="error", reason=str(exc), ended_at=time.time())
-        if run.status == "completed":
-            self.outputs[request.spec.id] = run.output
-        reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
-        return TaskResult(
-            **base,
-            status=run.status,
-            output=run.output,
-            reason=reason,
-            usage=run.total_usage,
-            steps=run.steps,
-            ended_at=time.time(),
-            run=run,
-        )
+        result = await run_agent_task(request, lambda: self._agent_for(request))
+        if result.status == "completed":
+            self.outputs[request.spec.id] = result.output
+        return result
 
     def _agent_for(self, request: TaskRequest) -> Agent:
         if request.agent == "planner":
