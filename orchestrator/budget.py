@@ -22,6 +22,8 @@ MESSAGE_OVERHEAD = 3
 TOOL_CALL_OVERHEAD = 3
 REQUEST_OVERHEAD = 3
 MAX_CACHED_TOOLS = 10_000
+MAX_CACHED_TEXTS = 2_048
+MAX_CACHED_TEXT_LENGTH = 4_096
 
 
 @lru_cache(maxsize=8)
@@ -45,9 +47,21 @@ class TokenCounter:
         self.encoding_name = encoding
         self._encoding = load_encoding(encoding)
         self._tool_counts: dict[int, tuple[ToolSpec, int]] = {}
+        self._text_counts: dict[str, int] = {}
 
     def count_text(self, text: str) -> int:
-        return len(self._encoding.encode_ordinary(text)) if text else 0
+        # Many texts recur (system prompts of sibling sub-agents, a reply counted by the model
+        # and then by the loop): remember recent ones rather than encode them again.
+        if not text:
+            return 0
+        if len(text) > MAX_CACHED_TEXT_LENGTH:
+            return len(self._encoding.encode_ordinary(text))
+        count = self._text_counts.get(text)
+        if count is None:
+            if len(self._text_counts) >= MAX_CACHED_TEXTS:
+                self._text_counts.clear()
+            count = self._text_counts[text] = len(self._encoding.encode_ordinary(text))
+        return count
 
     def truncate(self, text: str, max_tokens: int) -> tuple[str, bool]:
         """The text cut to at most `max_tokens` tokens, and whether anything was cut."""
