@@ -27,6 +27,7 @@ from orchestrator.subagents import SubagentRegistry
 
 TOOL_STEPS = 3
 CALLS_ON_CRITICAL_PATH = 2 + TOOL_STEPS + 1
+TASK = "Look up every item."
 
 
 @tool
@@ -35,11 +36,20 @@ async def lookup(key: str) -> str:
     return f"value of {key}"
 
 
+def tasks(width: int) -> list[dict[str, str]]:
+    return [{"id": f"w{i}", "task": f"Look up the three parts of item {i}."} for i in range(width)]
+
+
+def prompts(width: int) -> dict[str, str]:
+    """Script keys by each conversation's first user message (for peers' fake models)."""
+    keys = {t["task"]: f"planner/{t['id']}" for t in tasks(width)}
+    return {TASK: "planner", **keys}
+
+
 def script(width: int) -> dict[str, list[dict[str, Any]]]:
-    tasks = [{"id": f"w{i}", "task": f"Look up the three parts of item {i}."} for i in range(width)]
     turns: dict[str, list[dict[str, Any]]] = {
         "planner": [
-            {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+            {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks(width)}}]},
             {"content": "all parts looked up"},
         ]
     }
@@ -62,7 +72,7 @@ async def one_run(width: int, latency: float) -> float:
     )
     planner = Agent(model, name="planner", extensions=[extension], budget=TokenBudget())
     began = time.perf_counter()
-    result = await planner.run("Look up every item.")
+    result = await planner.run(TASK)
     elapsed = time.perf_counter() - began
     statuses = {child.status for child in result.children}
     if result.status != "completed" or statuses != {"completed"}:

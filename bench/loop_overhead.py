@@ -1,7 +1,8 @@
 """The loop's own cost per step: scripted model, zero latency, a trivial tool.
 
 Reports the median microseconds per step over several runs, the share spent in token
-counting, and whether the cost stays flat as the history grows (first vs last 100 steps).
+counting (the loop's and the scripted model's usage count), the share spent inside the scripted
+model, and whether the cost stays flat as the history grows (first vs last 100 steps).
 
     python bench/loop_overhead.py [--steps 1000] [--runs 5] [--trace] [--sync-tool]
 """
@@ -21,6 +22,7 @@ from typing import Any
 from orchestrator import Agent, TokenCounter, Trace, tool
 from orchestrator.loop import RunState
 from orchestrator.models import ScriptedModel
+from orchestrator.models.base import ModelRequest, ModelResponse
 
 
 @tool(name="echo")
@@ -50,6 +52,21 @@ class TimedCounter(TokenCounter):
             self.seconds += time.perf_counter() - began
 
 
+class TimedModel(ScriptedModel):
+    """A scripted model that adds up the time spent inside it (its reply and its usage count)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seconds = 0.0
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        began = time.perf_counter()
+        try:
+            return await super().complete(request)
+        finally:
+            self.seconds += time.perf_counter() - began
+
+
 class TimedAgent(Agent):
     """An agent that records how long each step took."""
 
@@ -73,7 +90,7 @@ def script(steps: int) -> dict[str, list[dict[str, Any]]]:
 
 def one_run(steps: int, trace_dir: Path | None, sync_tool: bool = False) -> dict[str, float]:
     counter = TimedCounter()
-    model = ScriptedModel(script(steps))
+    model = TimedModel(script(steps))
     # The scripted model counts its requests too, as a provider would; time both.
     model._counter = counter
     trace = Trace(trace_dir / "run.jsonl", secrets=[]) if trace_dir else None
@@ -93,6 +110,7 @@ def one_run(steps: int, trace_dir: Path | None, sync_tool: bool = False) -> dict
         "first_100_us": statistics.median(per_step[:100]) * 1e6,
         "last_100_us": statistics.median(per_step[-100:]) * 1e6,
         "counting_share": counter.seconds / total,
+        "model_share": model.seconds / total,
     }
 
 
