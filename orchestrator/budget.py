@@ -48,6 +48,7 @@ class TokenCounter:
         self._encoding = load_encoding(encoding)
         self._tool_counts: dict[int, tuple[ToolSpec, int]] = {}
         self._text_counts: dict[str, int] = {}
+        self._toolset_counts: dict[int, tuple[Sequence[ToolSpec], int]] = {}
 
     def count_text(self, text: str) -> int:
         # Many texts recur (system prompts of sibling sub-agents, a reply counted by the model
@@ -111,9 +112,18 @@ class TokenCounter:
 
     def count_request(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> int:
         """The input tokens of one request: its messages and its tool schemas."""
-        total = REQUEST_OVERHEAD + self.count_messages(messages)
-        for spec in tools:
-            total += self.count_tool(spec)
+        return REQUEST_OVERHEAD + self.count_messages(messages) + self.count_tools(tools)
+
+    def count_tools(self, tools: Sequence[ToolSpec]) -> int:
+        # A toolset hands out the same tuple until a tool is added: total it once per tuple.
+        cached = self._toolset_counts.get(id(tools))
+        if cached is not None and cached[0] is tools:
+            return cached[1]
+        total = sum(self.count_tool(spec) for spec in tools)
+        if isinstance(tools, tuple):
+            if len(self._toolset_counts) >= MAX_CACHED_TOOLS:
+                self._toolset_counts.clear()
+            self._toolset_counts[id(tools)] = (tools, total)
         return total
 
 

@@ -106,7 +106,7 @@ class ScriptedModel:
 
     def _message(self, turn: Turn) -> Message:
         calls = [
-            ToolCall(id=f"call_{next(self._call_ids)}", name=c["name"], arguments=_raw(c))
+            ToolCall(id=f"call_{next(self._call_ids)}", name=c["name"], arguments=c["arguments"])
             for c in turn.get("tool_calls") or ()
         ]
         return Message(
@@ -136,13 +136,16 @@ def _check_script(data: Any, source: str = "script") -> dict[str, list[Turn]]:
 
 
 def _check_turn(agent: str, index: int, turn: Any) -> Turn:
+    """Check a turn and give each of its tool calls its raw JSON arguments, once."""
     where = f"script[{agent!r}][{index}]"
     if not isinstance(turn, Mapping) or not turn or set(turn) - _TURN_KEYS:
         raise ConfigError(f"{where}: a turn is a mapping with 'content' and/or 'tool_calls'")
+    calls = []
     for call in turn.get("tool_calls") or ():
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
             raise ConfigError(f"{where}: each tool call needs a 'name'")
-    return turn
+        calls.append({"name": call["name"], "arguments": _raw(call)})
+    return {**turn, "tool_calls": calls} if calls else turn
 
 
 def _raw(call: Mapping[str, Any]) -> str:
