@@ -25,6 +25,7 @@ Listener = Callable[[Event], None]
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
 MASK = "[REDACTED]"
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 
 
 def secrets_from_environment(environ: dict[str, str] | None = None) -> list[str]:
@@ -64,7 +65,7 @@ class Trace:
             event: Event = {"seq": self._seq, "ts": time.time(), "agent": agent, "type": type}
             event.update(fields)
             if self._file is not None:
-                self._file.write(self._redact(json.dumps(event, default=str)) + "\n")
+                self._file.write(self._redact(_ENCODER.encode(event)) + "\n")
                 self._file.flush()
         for listener in self.listeners:
             listener(event)
