@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
@@ -22,6 +22,7 @@ from .loop import Agent
 from .models.base import ChatModel
 from .models.registry import resolve_model
 from .results import TaskResult
+from .skills import SkillCatalog
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .tools import Tool, ToolContext
 
@@ -59,7 +60,7 @@ class ForkExtension:
         self,
         subagents: SubagentRegistry,
         *,
-        skills: Any = None,
+        skills: SkillCatalog | None = None,
         tools: Sequence[Tool] = (),
         settings: ForkSettings | None = None,
         counter: TokenCounter | None = None,
@@ -189,7 +190,7 @@ class ForkExtension:
             max_output_tokens=self.settings.max_output_tokens,
         )
 
-    def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> Any:
+    def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
         if self.skills is None:
             return None
         names = [n for n in self.skills.names if definition.allows_skill(n)]

@@ -22,6 +22,7 @@ from .loop import Agent
 from .models.base import ChatModel
 from .models.registry import resolve_model
 from .results import RunResult
+from .skills import SkillCatalog
 from .spec import Job
 from .subagents import SubagentRegistry, builtin_subagent_folders
 from .trace import Trace
@@ -44,7 +45,7 @@ class Orchestrator:
         self,
         model: ChatModel | str,
         *,
-        skills: Sequence[str | Path] | Any = (),
+        skills: Sequence[str | Path] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
         max_tokens: int | None = None,
         max_steps: int = 30,
@@ -97,7 +98,7 @@ class Orchestrator:
     @property
     def warnings(self) -> list[str]:
         """Problems found while loading skills and sub-agents (each left out or shadowed)."""
-        found = [str(w) for w in getattr(self.catalog, "warnings", [])]
+        found = [str(w) for w in self.catalog.warnings]
         return found + [str(w) for w in self.subagents.warnings]
 
     def planner(
@@ -154,9 +155,7 @@ def _open_trace(trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
     return Trace(trace), True
 
 
-def _catalog(skills: Any, builtin: bool) -> Any:
-    from .skills import SkillCatalog
-
+def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:
     if isinstance(skills, SkillCatalog):
         return skills
     return SkillCatalog([*skills], include_builtin=builtin)
