@@ -198,13 +198,6 @@ class TokenBudget:
         """Give a reservation back unused (the call never happened)."""
         self._close(reservation, 0)
 
-    def charge(self, tokens: int) -> None:
-        """Record usage that had no reservation (here and in every budget above)."""
-        with self._lock:
-            self.used += tokens
-        if self.parent is not None:
-            self.parent.charge(tokens)
-
     def _close(self, reservation: Reservation, used: int) -> None:
         if reservation.budget is not self:
             raise ValueError("reservation belongs to another budget")

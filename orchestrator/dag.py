@@ -16,6 +16,7 @@ from typing import Protocol
 import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field
 
+from .budget import TokenBudget
 from .errors import ConfigError
 from .graph import build_graph
 from .loop import Agent
@@ -88,6 +89,17 @@ async def run_agent_task(request: TaskRequest, build: Callable[[], Agent]) -> Ta
     )
 
 
+def budget_refusal(budget: TokenBudget | None, agent: Agent, prompt: str) -> str | None:
+    """Why a task cannot start within what is left of the budget, or None if it can."""
+    remaining = budget.remaining if budget is not None else None
+    if remaining is None:
+        return None
+    needed = agent.first_call_tokens(prompt)
+    if remaining < needed:
+        return f"budget: {remaining} tokens left, the first call needs {needed}"
+    return None
+
+
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
 Gate = Callable[[TaskRequest], str | None]
 
@@ -158,11 +170,15 @@ class GraphRun:
                 prompt=self.prompt_for(spec, dependencies),
                 depth=self.depth,
             )
-            refusal = self.gate(request) if self.gate else None
-            if refusal is not None:
-                return self._skipped(spec, refusal)
-            self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on)
-            result = await self.executor.run_task(request)
+            try:
+                refusal = self.gate(request) if self.gate else None
+                if refusal is not None:
+                    return self._skipped(spec, refusal)
+                self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on)
+                result = await self.executor.run_task(request)
+            except Exception as exc:
+                # One task's failure must not cancel its siblings: it becomes its result.
+                result = self._failed(request, exc)
             self._emit(
                 "task_end",
                 request.path,
@@ -175,6 +191,17 @@ class GraphRun:
 
     def _path(self, spec: TaskSpec) -> str:
         return f"{self.parent}/{spec.id}" if self.parent else spec.id
+
+    def _failed(self, request: TaskRequest, exc: Exception) -> TaskResult:
+        return TaskResult(
+            id=request.spec.id,
+            agent=request.agent,
+            path=request.path,
+            status="error",
+            reason=f"{type(exc).__name__}: {exc}",
+            depends_on=request.spec.depends_on,
+            ended_at=time.time(),
+        )
 
     def _skipped(self, spec: TaskSpec, reason: str) -> TaskResult:
         path = self._path(spec)

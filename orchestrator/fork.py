@@ -15,7 +15,7 @@ from typing import Annotated
 from pydantic import Field
 
 from .budget import TokenCounter, default_counter
-from .dag import GraphRun, TaskRequest, TaskSpec, run_agent_task, task_graph
+from .dag import GraphRun, TaskRequest, TaskSpec, budget_refusal, run_agent_task, task_graph
 from .errors import ConfigError, ToolError
 from .graph import GraphError, suggest
 from .loop import Agent
@@ -27,6 +27,7 @@ from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .tools import Tool, ToolContext
 
 OUTPUTS_KEY = "fork.outputs"
+IDS_KEY = "fork.ids"
 FORK_PROMPT = """\
 ## Sub-agents
 When the work splits into parts, delegate them with `fork(tasks=[...])`. Each task runs as its
@@ -72,7 +73,8 @@ class ForkExtension:
         self.counter = counter or default_counter()
         self._models: dict[str, ChatModel] = {}
         self._tools = [
-            Tool(self.fork, name="fork"),
+            # Exclusive: two forks in one turn would run side by side with nothing to order them.
+            Tool(self.fork, name="fork", exclusive=True),
             Tool(self.read_task_output, name="read_task_output"),
         ]
 
@@ -91,15 +93,16 @@ class ForkExtension:
             tasks: the tasks; each needs an `id` and a `task`, and may name an `agent`,
                 the ids it `depends_on`, and the `skills` it may use.
         """
-        self._validate(tasks)
+        self._validate(tasks, ctx.state.setdefault(IDS_KEY, set()))
+        executor = _LocalExecutor(self, ctx)
         run = GraphRun(
             tasks,
-            _LocalExecutor(self, ctx),
+            executor,
             parent=ctx.agent,
             depth=ctx.depth + 1,
             agent_of=lambda spec: spec.agent or GENERAL,
             prompt_for=self._prompt,
-            gate=lambda request: self._budget_refusal(request, ctx),
+            gate=executor.budget_refusal,
             max_parallel=self.settings.max_parallel,
             trace=ctx.trace,
         )
@@ -121,7 +124,8 @@ class ForkExtension:
             raise ToolError(f"No task {id!r}{suggest(id, outputs)}. Tasks run so far: {known}.")
         return outputs[id]
 
-    def _validate(self, tasks: Sequence[TaskSpec]) -> None:
+    def _validate(self, tasks: Sequence[TaskSpec], used: set[str]) -> None:
+        """Raise one error listing every problem; on success, the ids count as used."""
         problems = []
         try:
             task_graph(tasks)
@@ -129,10 +133,16 @@ class ForkExtension:
             problems.extend(f"- tasks[{p.index}]: {p.message}" for p in exc.problems)
         for index, spec in enumerate(tasks):
             problems.extend(f"- tasks[{index}]: {p}" for p in self._spec_problems(spec))
+            if spec.id in used:
+                problems.append(
+                    f"- tasks[{index}]: id {spec.id!r} was used by an earlier fork of this run; "
+                    "give each task a new id (read_task_output still returns the earlier one)"
+                )
         if problems:
             raise ToolError(
                 "The fork was not run; fix these and call fork again:\n" + "\n".join(problems)
             )
+        used.update(spec.id for spec in tasks)
 
     def _spec_problems(self, spec: TaskSpec) -> list[str]:
         name = spec.agent or GENERAL
@@ -158,16 +168,6 @@ class ForkExtension:
                 text += f"\n[... cut at {self.settings.dependency_cap_tokens} tokens]"
             parts.append(f'<result task="{dep.id}" status="{dep.status}">\n{text}\n</result>')
         return "\n".join(parts)
-
-    def _budget_refusal(self, request: TaskRequest, ctx: ToolContext) -> str | None:
-        if ctx.budget is None or ctx.budget.remaining is None:
-            return None
-        needed = self.build_agent(request, ctx).first_call_tokens(request.prompt)
-        if ctx.budget.remaining < needed:
-            return (
-                f"budget: {ctx.budget.remaining} tokens left, the task's first call needs {needed}"
-            )
-        return None
 
     def build_agent(self, request: TaskRequest, ctx: ToolContext) -> Agent:
         """The agent loop for one task: its definition's prompt, skills and limits."""
@@ -246,6 +246,16 @@ class _LocalExecutor:
     def __init__(self, extension: ForkExtension, ctx: ToolContext) -> None:
         self.extension = extension
         self.ctx = ctx
+        self._agents: dict[str, Agent] = {}
+
+    def agent_for(self, request: TaskRequest) -> Agent:
+        """The task's agent, built once for the budget check and the run alike."""
+        if request.path not in self._agents:
+            self._agents[request.path] = self.extension.build_agent(request, self.ctx)
+        return self._agents[request.path]
+
+    def budget_refusal(self, request: TaskRequest) -> str | None:
+        return budget_refusal(self.ctx.budget, self.agent_for(request), request.prompt)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
-        return await run_agent_task(request, lambda: self.extension.build_agent(request, self.ctx))
+        return await run_agent_task(request, lambda: self.agent_for(request))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from .budget import TokenBudget
-from .dag import GraphRun, TaskRequest, TaskSpec, run_agent_task
+from .dag import GraphRun, TaskRequest, TaskSpec, budget_refusal, run_agent_task
 from .loop import Agent
 from .messages import Usage
 from .results import TaskResult
@@ -54,7 +54,8 @@ class JobResult(BaseModel):
     def usage_by_agent(self) -> dict[str, Usage]:
         totals: dict[str, Usage] = {}
         for step in self.steps:
-            totals.update(step.usage_by_agent())
+            for agent, usage in step.usage_by_agent().items():
+                totals[agent] = totals[agent] + usage if agent in totals else usage
         return totals
 
 
@@ -99,6 +100,7 @@ class JobRunner:
         self.trace = trace
         self.budget = TokenBudget(orchestrator.max_tokens)
         self.outputs: dict[str, str] = {}
+        self._agents: dict[str, Agent] = {}
         self.context = ToolContext(
             agent="job",
             permissions=orchestrator.permissions,
@@ -148,6 +150,12 @@ class JobRunner:
         return result
 
     def _agent_for(self, request: TaskRequest) -> Agent:
+        """The step's agent, built once for the budget check and the run alike."""
+        if request.path not in self._agents:
+            self._agents[request.path] = self._build(request)
+        return self._agents[request.path]
+
+    def _build(self, request: TaskRequest) -> Agent:
         if request.agent == "planner":
             return self.orchestrator.planner(
                 name=request.path, budget=self.budget, trace=self.trace
@@ -155,10 +163,4 @@ class JobRunner:
         return self.orchestrator.fork.build_agent(request, self.context)
 
     def _budget_refusal(self, request: TaskRequest) -> str | None:
-        remaining = self.budget.remaining
-        if remaining is None:
-            return None
-        needed = self._agent_for(request).first_call_tokens(request.prompt)
-        if remaining < needed:
-            return f"budget: {remaining} tokens left, the step's first call needs {needed}"
-        return None
+        return budget_refusal(self.budget, self._agent_for(request), request.prompt)

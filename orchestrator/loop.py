@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .budget import Reservation, TokenBudget, TokenCounter, default_counter
-from .errors import ModelError
+from .errors import ConfigError, ModelError
 from .execution import ToolBatch
 from .messages import Message, ToolCall, Transcript, Usage
 from .models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
@@ -61,7 +61,7 @@ class RunState:
     budget: TokenBudget
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
-    last_call: ToolCall | None = None
+    last_turn: tuple[ToolCall, ...] | None = None
     repeats: int = 0
     batch: ToolBatch | None = None
     result: RunResult | None = None
@@ -106,6 +106,7 @@ class Agent:
         self.tools = [as_tool(t) for t in tools]
         for extension in self.extensions:
             self.tools.extend(extension.tools())
+        _refuse_duplicate_names(self.tools)
         self.system = _system_prompt(system, self.extensions)
         self.name = name
         self.max_steps = max_steps
@@ -156,6 +157,11 @@ class Agent:
                 await self.step(state)
         except ModelError as exc:
             self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
+        except Exception as exc:
+            # A model adapter (or extension) of the user's own failed in a way it should not:
+            # the run still ends with a result and a complete record.
+            error = f"{type(exc).__name__}: {exc}"
+            self._finish(state, "error", _last_answer(state.transcript), error=error)
         except asyncio.CancelledError:
             self._record_cancelled(state)
             raise
@@ -184,7 +190,7 @@ class Agent:
         else:
             await self.run_tools(state, message.tool_calls)
             if state.repeats == REPEAT_WARN_AT:
-                name = state.last_call.name if state.last_call else "a tool"
+                name = ", ".join(c.name for c in state.last_turn or ())
                 self._append(
                     state, Message.user(REPEAT_NOTE.format(name=name, count=state.repeats))
                 )
@@ -279,10 +285,12 @@ class Agent:
         self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
 
     def _repeats_too_often(self, state: RunState, calls: Sequence[ToolCall]) -> bool:
-        for call in calls:
-            same = state.last_call is not None and _same_call(state.last_call, call)
-            state.repeats = state.repeats + 1 if same else 1
-            state.last_call = call
+        """Count turns that repeat the previous turn's calls exactly (same tools, same
+        arguments, same order); True once that goes past the warning."""
+        turn = tuple(calls)
+        same = state.last_turn is not None and _same_turn(state.last_turn, turn)
+        state.repeats = state.repeats + 1 if same else 1
+        state.last_turn = turn
         return state.repeats > REPEAT_WARN_AT
 
     def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:
@@ -382,6 +390,18 @@ class Agent:
         return f"Agent({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
 
 
+def _refuse_duplicate_names(tools: Sequence[Tool]) -> None:
+    seen: set[str] = set()
+    for item in tools:
+        if item.name in seen:
+            raise ConfigError(
+                f"two tools are named {item.name!r}; tool names must be unique "
+                "(the names fork, read_task_output, load_skill, read_skill_file and "
+                "search_skills belong to the built-in meta-tools)"
+            )
+        seen.add(item.name)
+
+
 def _skills_extension(skills: Any) -> Extension:
     # Imported here: skills sit above the loop, and an agent without skills never needs them.
     from .skills import skills_extension
@@ -393,6 +413,10 @@ def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str |
     parts = [system] if system else []
     parts.extend(p for e in extensions if (p := e.system_prompt()))
     return "\n\n".join(parts) or None
+
+
+def _same_turn(previous: tuple[ToolCall, ...], turn: tuple[ToolCall, ...]) -> bool:
+    return len(previous) == len(turn) and all(map(_same_call, previous, turn))
 
 
 def _same_call(previous: ToolCall, call: ToolCall) -> bool:

@@ -34,7 +34,7 @@ class RunResult(BaseModel):
         """Usage of this agent and every descendant, keyed by agent path."""
         totals = {self.agent: self.usage}
         for child in self.children:
-            totals.update(child.usage_by_agent())
+            _add_usage(totals, child.usage_by_agent())
         return totals
 
     @property
@@ -70,6 +70,11 @@ class TaskResult(BaseModel):
 
     def usage_by_agent(self) -> dict[str, Usage]:
         return self.run.usage_by_agent() if self.run else {}
+
+
+def _add_usage(totals: dict[str, Usage], more: dict[str, Usage]) -> None:
+    for agent, usage in more.items():
+        totals[agent] = totals[agent] + usage if agent in totals else usage
 
 
 RunResult.model_rebuild()

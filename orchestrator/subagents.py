@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 
@@ -52,6 +52,15 @@ class SubagentDef(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, description="A cap inside the budget.")
     system: str = Field(default="", description="The system prompt: the file's body.")
     path: Path | None = Field(default=None, description="The file it was read from.")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not NAME.match(name) or len(name) > 64:
+            raise ValueError(
+                f"{name!r} must be 1-64 lowercase letters, digits and single inner hyphens"
+            )
+        return name
 
     def allows_skill(self, skill: str) -> bool:
         return self.skills == "*" or skill in self.skills
@@ -97,11 +106,6 @@ def parse_subagent(path: Path) -> SubagentDef:
         agent = SubagentDef(**meta, system=match.group(2).strip(), path=path)
     except ValidationError as exc:
         raise ConfigError(f"{path}: {_describe(exc)}") from None
-    if not NAME.match(agent.name) or len(agent.name) > 64:
-        raise ConfigError(
-            f"{path}: name {agent.name!r} must be 1-64 lowercase letters, digits and single "
-            "inner hyphens"
-        )
     return agent
 
 

@@ -22,7 +22,12 @@ from .messages import Message
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
 
-SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
+# Whole words of a variable's name: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, but not
+# GIT_AUTHOR_NAME or KEYBOARD; SSH_AUTH_SOCK is a socket path, not a secret.
+SECRET_NAME = re.compile(
+    r"(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|AUTH|CREDENTIALS?)(_|$)", re.IGNORECASE
+)
+NOT_SECRET = {"SSH_AUTH_SOCK"}
 MIN_SECRET_LENGTH = 8
 MASK = "[REDACTED]"
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
@@ -31,8 +36,13 @@ _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps build
 def secrets_from_environment(environ: dict[str, str] | None = None) -> list[str]:
     """Values of environment variables whose names say they are secret."""
     env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
+    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is secret."""
+    return name.upper() not in NOT_SECRET and SECRET_NAME.search(name) is not None
 
 
 class Trace:
@@ -50,7 +60,13 @@ class Trace:
     ) -> None:
         self.path = Path(path) if path is not None else None
         self.listeners: list[Listener] = list(listeners)
-        self.secrets = list(secrets) if secrets is not None else secrets_from_environment()
+        given = list(secrets) if secrets is not None else secrets_from_environment()
+        # Mask each secret as it appears in a JSON line, escapes included (a quote, a backslash).
+        self.secrets = sorted(
+            {form for s in given for form in (s, json.dumps(s, ensure_ascii=False)[1:-1])},
+            key=len,
+            reverse=True,
+        )
         self._seq = 0
         self._lock = threading.Lock()
         self._file: IO[str] | None = None

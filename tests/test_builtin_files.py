@@ -189,6 +189,14 @@ async def test_grep(tools: dict[str, Tool], ctx: ToolContext, ws: Path) -> None:
         await call(grep, ctx, pattern="(")
 
 
+async def test_grep_skips_dangling_links(
+    tools: dict[str, Tool], ctx: ToolContext, ws: Path
+) -> None:
+    (ws / "src" / "gone.py").symlink_to(ws / "src" / "deleted.py")
+    result = await call(tools["grep"], ctx, pattern=r"return \d")
+    assert result == "src/app.py:2:     return 1\nsrc/app.py:6:     return 1"
+
+
 def test_through_the_loop_a_refusal_is_a_denied_observation(ws: Path) -> None:
     agent, _ = scripted_agent(
         [

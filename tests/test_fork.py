@@ -340,3 +340,48 @@ async def test_cancelling_a_running_fork_leaves_every_call_with_a_result(tmp_pat
     assert [m.error_type for m in conversations["planner"] if m.role == "tool"] == ["aborted"]
     ends = {e["agent"]: e["status"] for e in read_trace(trace_path) if e["type"] == "run_end"}
     assert ends == {"planner": "cancelled", "planner/a": "cancelled"}
+
+
+async def test_a_sub_agent_whose_model_cannot_be_built_fails_alone() -> None:
+    registry = SubagentRegistry(
+        [SubagentDef(name="remote", description="Elsewhere.", model="nowhere:x", system="Hi.")]
+    )
+    script = {
+        "planner": [
+            fork_call(
+                {"id": "far", "task": "Go far.", "agent": "remote"},
+                {"id": "near", "task": "Stay near."},
+            ),
+            {"content": "one of two"},
+        ],
+        "planner/near": [{"content": "near done"}],
+    }
+    result = await planner(
+        ScriptedModel(script), registry=registry, budget=TokenBudget(50_000)
+    ).run("go")
+
+    statuses = {c.id: (c.status, c.reason) for c in result.children}
+    assert statuses["near"] == ("completed", None)
+    assert statuses["far"][0] == "error" and "unknown model provider 'nowhere'" in (
+        statuses["far"][1] or ""
+    )
+    assert result.status == "completed"
+
+
+async def test_task_ids_are_unique_across_the_forks_of_a_run() -> None:
+    script = {
+        "planner": [
+            fork_call({"id": "a", "task": "First."}),
+            fork_call({"id": "a", "task": "Again."}),
+            fork_call({"id": "a2", "task": "Again, new id."}),
+            {"content": "done"},
+        ],
+        "planner/a": [{"content": "first"}],
+        "planner/a2": [{"content": "second"}],
+    }
+    result = await planner(ScriptedModel(script)).run("go")
+
+    forks = [m for m in result.messages if m.role == "tool"]
+    assert forks[1].is_error and "id 'a' was used by an earlier fork" in (forks[1].content or "")
+    assert [c.id for c in result.children] == ["a", "a2"]
+    assert set(result.usage_by_agent()) == {"planner", "planner/a", "planner/a2"}

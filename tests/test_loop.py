@@ -435,3 +435,56 @@ async def test_a_one_step_agent_simply_answers() -> None:
     assert (result.status, result.output) == ("completed", "42")
     assert model.requests[0].tool_choice == "none"
     assert [m.role for m in model.requests[0].messages] == ["user"]  # no last-step note
+
+
+async def test_identical_calls_within_one_turn_are_not_a_loop() -> None:
+    @tool
+    def ping(host: str) -> str:
+        """Check a host."""
+        return f"{host} is up"
+
+    four = {"tool_calls": [call("ping", host="db")] * 4}
+    result = await Agent(ScriptedModel({"*": [four, {"content": "up"}]}), [ping]).run("go")
+    assert result.status == "completed"
+    assert [m.error_type for m in tool_messages(result.messages)] == [None] * 4
+
+
+async def test_a_repeated_multi_call_turn_is_a_loop() -> None:
+    @tool
+    def look(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    pair = {"tool_calls": [call("look", key="a"), call("look", key="b")]}
+    model = ScriptedModel({"*": [pair] * 4 + [{"content": "never"}]})
+    result = await Agent(model, [look], max_steps=10).run("go")
+    assert result.status == "loop_detected"
+    assert any("look, look" in (m.content or "") for m in result.messages if m.role == "user")
+
+
+async def test_a_model_that_breaks_unexpectedly_ends_the_run_as_error(tmp_path: Path) -> None:
+    class BrokenModel:
+        name = "broken"
+
+        async def complete(self, request: object) -> object:
+            raise RuntimeError("adapter bug")
+
+    trace_path = tmp_path / "t.jsonl"
+    result = await Agent(BrokenModel(), trace=trace_path).run("go")
+    assert (result.status, result.error) == ("error", "RuntimeError: adapter bug")
+    assert [e["status"] for e in read_trace(trace_path) if e["type"] == "run_end"] == ["error"]
+
+
+def test_two_tools_of_one_name_are_refused() -> None:
+    @tool(name="fork")
+    def my_fork() -> str:
+        """Not the real fork."""
+        return ""
+
+    from orchestrator.errors import ConfigError
+    from orchestrator.fork import ForkExtension
+    from orchestrator.subagents import SubagentRegistry
+
+    model = ScriptedModel({"*": []})
+    with pytest.raises(ConfigError, match="two tools are named 'fork'"):
+        Agent(model, [my_fork], extensions=[ForkExtension(SubagentRegistry())])

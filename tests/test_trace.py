@@ -63,3 +63,22 @@ def test_repeated_runs_of_one_agent_are_kept_apart(tmp_path: Path) -> None:
     conversations = rebuild_conversations(path)
     assert [m.content for m in conversations["agent"]] == ["one", "first"]
     assert [m.content for m in conversations["agent#2"]] == ["two", "second"]
+
+
+def test_secrets_with_json_escapes_are_masked(tmp_path: Path) -> None:
+    secret = 'pa"ss\\word-123'
+    path = tmp_path / "t.jsonl"
+    with Trace(path, secrets=[secret]) as trace:
+        trace.emit("note", "a", text=f"the password is {secret}")
+    text = path.read_text()
+    assert "ss\\\\word" not in text and "[REDACTED]" in text
+    assert json.loads(text)["text"] == "the password is [REDACTED]"
+
+
+def test_only_whole_secret_words_make_a_name_secret() -> None:
+    from orchestrator.trace import is_secret_name
+
+    secret = ["OPENAI_API_KEY", "GH_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "API_KEY"]
+    plain = ["GIT_AUTHOR_NAME", "KEYBOARD_LAYOUT", "SSH_AUTH_SOCK", "HOME", "MONKEY"]
+    assert [n for n in secret if is_secret_name(n)] == secret
+    assert [n for n in plain if is_secret_name(n)] == []

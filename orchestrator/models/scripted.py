@@ -61,10 +61,10 @@ class ScriptedModel:
         position = self._position.get(key, 0) if key else 0
         turns = self.script.get(key, []) if key else []
         if position >= len(turns):
+            where = f"its script key {key!r} has {len(turns)} turns" if key else "no script key"
             raise ScriptExhausted(
-                f"scripted model: no turn left for agent {request.agent!r} "
-                f"(script key {key or 'none'!r} has {len(turns)} turns; this was call "
-                f"{position + 1})"
+                f"scripted model: no turn left for agent {request.agent!r} ({where}; "
+                f"this was call {position + 1})"
             )
         self._position[key] = position + 1
         turn = turns[position]

@@ -133,9 +133,6 @@ class SkillCatalog:
             self._loaded[info.name] = loaded
             return loaded
 
-    def is_loaded(self, name: str) -> bool:
-        return name in self._loaded
-
     def _scan_root(self, root: Path) -> None:
         if not root.is_dir():
             self._warn(root, Problem("search-path", "skill folder not found"))

@@ -4,8 +4,8 @@ The child runs in a session of its own, so on a timeout (or when the calling too
 cancelled) the whole process group is killed, not only the shell in front of it. Output
 (stdout and stderr together) is kept up to a cap: its beginning and its end, with a note of
 how much was left out between them. The child's environment leaves out variables whose names
-look secret (API keys, tokens, passwords), so a command cannot print them into the
-conversation.
+look secret (API keys, tokens, passwords), so they do not turn up in a casual `env`; the
+child still runs as the same user, so this is hygiene, not a security boundary.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..trace import SECRET_NAME
+from ..trace import is_secret_name
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 600.0
@@ -75,7 +75,7 @@ class _CappedOutput:
 
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The parent's environment without secret-looking variables, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not SECRET_NAME.search(k)}
+    env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
     env.update(extra or {})
     return env
 

@@ -237,12 +237,23 @@ def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[P
             file = Path(current) / name
             if include and not fnmatch.fnmatch(name, include):
                 continue
-            if is_inside(root, file) and file.stat().st_size <= MAX_GREP_FILE_BYTES:
+            if is_inside(root, file) and _size(file) <= MAX_GREP_FILE_BYTES:
                 yield file
 
 
+def _size(file: Path) -> int:
+    """The file's size; a dangling link or an unreadable entry counts as too big to search."""
+    try:
+        return file.stat().st_size
+    except OSError:
+        return MAX_GREP_FILE_BYTES + 1
+
+
 def _grep_file(root: Path, file: Path, regex: re.Pattern[str], limit: int) -> list[str]:
-    data = file.read_bytes()
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return []
     if b"\x00" in data[:8192]:
         return []
     shown = relative_name(root, file)
