@@ -61,7 +61,7 @@ class RunState:
     budget: TokenBudget
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
-    last_turn: tuple[ToolCall, ...] | None = None
+    last_turn: tuple[tuple[str, object], ...] | None = None
     repeats: int = 0
     batch: ToolBatch | None = None
     result: RunResult | None = None
@@ -190,7 +190,7 @@ class Agent:
         else:
             await self.run_tools(state, message.tool_calls)
             if state.repeats == REPEAT_WARN_AT:
-                name = ", ".join(c.name for c in state.last_turn or ())
+                name = ", ".join(name for name, _ in state.last_turn or ())
                 self._append(
                     state, Message.user(REPEAT_NOTE.format(name=name, count=state.repeats))
                 )
@@ -287,9 +287,8 @@ class Agent:
     def _repeats_too_often(self, state: RunState, calls: Sequence[ToolCall]) -> bool:
         """Count turns that repeat the previous turn's calls exactly (same tools, same
         arguments, same order); True once that goes past the warning."""
-        turn = tuple(calls)
-        same = state.last_turn is not None and _same_turn(state.last_turn, turn)
-        state.repeats = state.repeats + 1 if same else 1
+        turn = tuple((call.name, _arguments_value(call.arguments)) for call in calls)
+        state.repeats = state.repeats + 1 if turn == state.last_turn else 1
         state.last_turn = turn
         return state.repeats > REPEAT_WARN_AT
 
@@ -415,20 +414,12 @@ def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str |
     return "\n\n".join(parts) or None
 
 
-def _same_turn(previous: tuple[ToolCall, ...], turn: tuple[ToolCall, ...]) -> bool:
-    return len(previous) == len(turn) and all(map(_same_call, previous, turn))
-
-
-def _same_call(previous: ToolCall, call: ToolCall) -> bool:
-    """Same tool, same arguments (compared as JSON values when the text differs)."""
-    if previous.name != call.name:
-        return False
-    if previous.arguments == call.arguments:
-        return True
+def _arguments_value(arguments: str) -> object:
+    """Arguments as a comparable value: parsed JSON, or the raw text if it is not JSON."""
     try:
-        return json.loads(previous.arguments) == json.loads(call.arguments)
+        return json.loads(arguments)
     except ValueError:
-        return False
+        return arguments
 
 
 def _choice_name(request: ModelRequest) -> str:
