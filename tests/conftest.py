@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+
+from orchestrator.models import close_connections
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -43,3 +45,11 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", _guarded_connect_ex)
     yield
+
+
+@pytest.fixture(autouse=True)
+async def close_model_clients() -> AsyncIterator[None]:
+    """Model adapters share one HTTP client per endpoint and event loop: close them after
+    each test, whose event loop ends with it."""
+    yield
+    await close_connections()

@@ -21,7 +21,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from orchestrator.messages import Message
-from orchestrator.models import ForcedTool, ModelRequest, ScriptedModel, ToolChoice
+from orchestrator.models import (
+    ChatModel,
+    ForcedTool,
+    ModelRequest,
+    ScriptedModel,
+    ToolChoice,
+    resolve_model,
+)
 from orchestrator.models.anthropic import ERROR_STATUS
 
 FaultKind = Literal["status", "json", "slow", "drop", "cut", "malformed", "error_event"]
@@ -95,6 +102,12 @@ class ProviderServer:
     @property
     def openai_url(self) -> str:
         return f"{self.url}/v1"
+
+    def adapter(self, provider: str, api_key: str, **options: Any) -> ChatModel:
+        """A real adapter for `provider` pointed at this server, with tiny retry delays."""
+        base_url = self.openai_url if provider == "openai" else self.url
+        settings = {"api_key": api_key, "backoff_base": 0.01, "backoff_cap": 0.05, **options}
+        return resolve_model(f"{provider}:test-model", base_url=base_url, **settings)
 
     def fail(self, *faults: Fault) -> None:
         """Make the next requests fail, one fault per request, in order."""

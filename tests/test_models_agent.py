@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,7 @@ from provider_server import ProviderServer
 from orchestrator import Agent, Message, Trace, tool
 from orchestrator.errors import ToolError
 from orchestrator.messages import Usage
-from orchestrator.models import ChatModel, close_connections, resolve_model
+from orchestrator.models import ChatModel
 from orchestrator.trace import Event
 
 KEY = "sk-test-agent-0123456789"
@@ -40,16 +39,8 @@ def divide(a: int, b: int) -> float:
     return a / b
 
 
-@pytest.fixture(autouse=True)
-async def close_clients() -> AsyncIterator[None]:
-    yield
-    await close_connections()
-
-
 def model_for(provider: str, server: ProviderServer, **options: Any) -> ChatModel:
-    base_url = server.openai_url if provider == "openai" else server.url
-    settings = {"api_key": KEY, "backoff_base": 0.01, "backoff_cap": 0.05, **options}
-    return resolve_model(f"{provider}:test-model", base_url=base_url, **settings)
+    return server.adapter(provider, KEY, **options)
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from provider_server import Fault, ProviderServer, anthropic_whole, openai_whole
 from orchestrator import Agent, Trace
 from orchestrator.errors import ModelError, RetryableModelError
 from orchestrator.messages import Message
-from orchestrator.models import ChatModel, ModelRequest, close_connections, resolve_model
+from orchestrator.models import ChatModel, ModelRequest
 from orchestrator.trace import Event
 
 KEY = "sk-test-faults-0123456789"
@@ -22,16 +21,8 @@ PROVIDERS = ["openai", "anthropic"]
 HELLO = {"*": [{"content": "Hello there, friend."}]}
 
 
-@pytest.fixture(autouse=True)
-async def close_clients() -> AsyncIterator[None]:
-    yield
-    await close_connections()
-
-
 def model_for(provider: str, server: ProviderServer, **options: Any) -> ChatModel:
-    base_url = server.openai_url if provider == "openai" else server.url
-    settings = {"api_key": KEY, "backoff_base": 0.01, "backoff_cap": 0.05, **options}
-    return resolve_model(f"{provider}:test-model", base_url=base_url, **settings)
+    return server.adapter(provider, KEY, **options)
 
 
 async def run(model: ChatModel, trace_path: Path | None = None) -> tuple[Any, list[Event]]:
