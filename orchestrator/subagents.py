@@ -84,28 +84,41 @@ class SubagentProblem:
         return f"{self.path}: {self.message}"
 
 
+class SubagentError(ConfigError):
+    """A definition file that cannot be understood: which file, and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _definition_files(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.glob("*.md")) if p.name.lower() != "readme.md"]
+
+
 def parse_subagent(path: Path) -> SubagentDef:
     """Read one definition; raise ConfigError naming the file and the rule broken."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc})") from None
+        raise SubagentError(path, f"cannot be read ({exc})") from None
     match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", text, re.DOTALL)
     if match is None:
-        raise ConfigError(f"{path}: no YAML frontmatter (the file must start with a '---' line)")
+        raise SubagentError(path, "no YAML frontmatter (the file must start with a '---' line)")
     try:
         meta = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: frontmatter is not valid YAML ({exc})") from None
+        raise SubagentError(path, f"frontmatter is not valid YAML ({exc})") from None
     if not isinstance(meta, dict):
-        raise ConfigError(f"{path}: frontmatter must be a mapping of fields")
+        raise SubagentError(path, "frontmatter must be a mapping of fields")
     for reserved in ("system", "path"):
         if reserved in meta:
-            raise ConfigError(f"{path}: unknown field {reserved!r}")
+            raise SubagentError(path, f"unknown field {reserved!r}")
     try:
         agent = SubagentDef(**meta, system=match.group(2).strip(), path=path)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: {_describe(exc)}") from None
+        raise SubagentError(path, _describe(exc)) from None
     return agent
 
 
@@ -138,13 +151,11 @@ class SubagentRegistry:
         if not folder.is_dir():
             self.warnings.append(SubagentProblem(folder, "not a folder; skipped"))
             return
-        for path in sorted(folder.glob("*.md")):
-            if path.name.lower() == "readme.md":
-                continue
+        for path in _definition_files(folder):
             try:
                 agent = parse_subagent(path)
-            except ConfigError as exc:
-                self.warnings.append(SubagentProblem(path, f"left out: {_strip_path(exc, path)}"))
+            except SubagentError as exc:
+                self.warnings.append(SubagentProblem(path, f"left out: {exc.reason}"))
                 continue
             first = self._agents.get(agent.name)
             if first is not None:
@@ -192,13 +203,11 @@ def check_subagent_folder(folder: str | Path) -> list[SubagentProblem]:
         return [SubagentProblem(root, "not a folder")]
     problems: list[SubagentProblem] = []
     seen: dict[str, Path] = {}
-    for path in sorted(root.glob("*.md")):
-        if path.name.lower() == "readme.md":
-            continue
+    for path in _definition_files(root):
         try:
             agent = parse_subagent(path)
-        except ConfigError as exc:
-            problems.append(SubagentProblem(path, _strip_path(exc, path)))
+        except SubagentError as exc:
+            problems.append(SubagentProblem(path, exc.reason))
             continue
         if agent.name != path.stem:
             problems.append(
@@ -212,9 +221,3 @@ def check_subagent_folder(folder: str | Path) -> list[SubagentProblem]:
         if not agent.system:
             problems.append(SubagentProblem(path, "the body (the system prompt) is empty"))
     return problems
-
-
-def _strip_path(exc: ConfigError, path: Path) -> str:
-    text = str(exc)
-    prefix = f"{path}: "
-    return text[len(prefix) :] if text.startswith(prefix) else text
