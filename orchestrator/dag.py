@@ -147,7 +147,12 @@ class GraphRun:
                 "fork",
                 self.parent or "job",
                 tasks=[
-                    {"id": s.id, "agent": self.agent_of(s), "depends_on": s.depends_on}
+                    {
+                        "id": s.id,
+                        "path": self._path(s),
+                        "agent": self.agent_of(s),
+                        "depends_on": s.depends_on,
+                    }
                     for s in self.specs
                 ],
             )

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,6 +66,7 @@ class RunState:
     repeats: int = 0
     batch: ToolBatch | None = None
     result: RunResult | None = None
+    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
 
 
 class Agent:
@@ -219,7 +221,7 @@ class Agent:
             max_output_tokens=output_reserve,
             agent=self.name,
             input_tokens=input_tokens,
-            on_event=self._event_sink(state),
+            on_event=state.on_event,
         )
         return await self._send(state, request, reservation)
 
@@ -325,6 +327,8 @@ class Agent:
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
         if trace is not None:
+            state.on_event = partial(trace.emit, agent=self.name)
+        if trace is not None:
             trace.emit(
                 "run_start",
                 self.name,
@@ -349,12 +353,6 @@ class Agent:
         if self.trace is None or isinstance(self.trace, Trace):
             return self.trace, False
         return Trace(self.trace), True
-
-    def _event_sink(self, state: RunState) -> Any:
-        trace = state.context.trace
-        if trace is None:
-            return None
-        return lambda type, **fields: trace.emit(type, self.name, **fields)
 
     def _append(self, state: RunState, message: Message) -> None:
         state.transcript.append(message)

@@ -68,8 +68,7 @@ class ProgressState:
 
     def _on_fork(self, event: Event) -> AgentState | None:
         for task in event["tasks"]:
-            prefix = f"{event['agent']}/" if event["agent"] != "job" else ""
-            self.agent(f"{prefix}{task['id']}")
+            self.agent(task["path"])
         return None
 
     def _on_run_start(self, event: Event) -> AgentState:

@@ -75,9 +75,8 @@ def _job_end(summary: RunSummary, event: Event) -> None:
 
 
 def _fork(summary: RunSummary, event: Event) -> None:
-    prefix = "" if event["agent"] == "job" else f"{event['agent']}/"
     for task in event["tasks"]:
-        summary.agent(f"{prefix}{task['id']}").depends_on = list(task["depends_on"])
+        summary.agent(task["path"]).depends_on = list(task["depends_on"])
 
 
 def _run_start(summary: RunSummary, event: Event) -> None:

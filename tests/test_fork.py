@@ -81,6 +81,7 @@ async def test_diamond_dependents_see_outputs_and_independent_tasks_overlap(tmp_
     fork_event = next(e for e in events if e["type"] == "fork")
     assert fork_event["tasks"][3] == {
         "id": "report",
+        "path": "planner/report",
         "agent": "general",
         "depends_on": ["north", "south"],
     }
