@@ -163,6 +163,7 @@ class _HTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
+    _ended = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -175,10 +176,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         provider = self.server.provider
         fault = provider._begin(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        self._ended = False
         try:
             self._answer(provider, wire, body, fault)
         finally:
-            provider._end()
+            self._end_request()
+
+    def _end_request(self) -> None:
+        # Called just before a response's last bytes go out: once the client has them it may
+        # send its next request at once, and that must not count as overlapping this one.
+        if not self._ended:
+            self._ended = True
+            self.server.provider._end()
 
     def _answer(
         self, provider: ProviderServer, wire: str, body: dict[str, Any], fault: Fault | None
@@ -219,6 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
+        self._end_request()
         self.wfile.write(data)
 
     def _stream(self, wire: str, frames: list[str], fault: Fault | None) -> None:
@@ -239,6 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if fault.kind in ("cut", "error_event"):
                     break
             self._chunk(frame)
+        self._end_request()
         self._chunk("")
 
     def _chunk(self, text: str) -> None:
