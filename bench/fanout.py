@@ -21,9 +21,8 @@ import tracemalloc
 from typing import Any
 
 from orchestrator import Agent, TokenBudget, tool
-from orchestrator.fork import ForkExtension, ForkSettings
 from orchestrator.models import ScriptedModel
-from orchestrator.subagents import SubagentRegistry
+from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
 
 TOOL_STEPS = 3
 CALLS_ON_CRITICAL_PATH = 2 + TOOL_STEPS + 1

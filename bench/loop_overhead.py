@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import Agent, TokenCounter, Trace, tool
-from orchestrator.loop import RunState
+from orchestrator.agent import RunState
 from orchestrator.models import ScriptedModel
 from orchestrator.models.base import ModelRequest, ModelResponse
 

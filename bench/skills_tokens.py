@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import Agent
+from orchestrator.agent import Tool
 from orchestrator.models import ScriptedModel
 from orchestrator.skills import DEFAULT_INDEX_TOKENS, SkillCatalog, SkillsExtension
-from orchestrator.tools import Tool
 
 PLANNER_SYSTEM = "You are the planner. Reach the user's goal with the tools you have."
 TASK = "Prepare the monthly summary of open invoices and send it to the finance team."

@@ -1,6 +1,6 @@
 """A skills-based multi-agent orchestrator with progressive disclosure."""
 
-from .budget import TokenBudget, TokenCounter
+from .agent import RunResult, TaskResult, TokenBudget, Tool, ToolContext, Toolset, tool
 from .errors import (
     ConfigError,
     ModelError,
@@ -10,13 +10,11 @@ from .errors import (
     ToolInfrastructureError,
 )
 from .jobs import JobResult, load_job
-from .loop import Agent
 from .messages import Message, ToolCall, ToolSpec, Usage
-from .permissions import Permissions
 from .planner import Orchestrator
-from .results import RunResult, TaskResult
-from .skills import SkillCatalog
-from .tools import Tool, ToolContext, Toolset, tool
+from .security import Permissions
+from .skills import Agent, SkillCatalog
+from .tokens import TokenCounter
 from .trace import Trace, read_trace, rebuild_conversations
 
 __all__ = [

@@ -15,16 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .budget import TokenBudget
-from .fork import ForkExtension, ForkSettings
-from .jobs import JobResult, JobRunner
-from .loop import Agent
+from .agent import RunResult, TokenBudget
+from .jobs import Job, JobResult, JobRunner
 from .models.base import ChatModel
 from .models.registry import resolve_model
-from .results import RunResult
-from .skills import SkillCatalog
-from .spec import Job
-from .subagents import SubagentRegistry, builtin_subagent_folders
+from .skills import Agent, SkillCatalog
+from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Trace
 
 PLANNER_PROMPT = """\

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import Agent, ToolContext
+from orchestrator.agent import Tool
 from orchestrator.models import ScriptedModel
-from orchestrator.permissions import Permissions
-from orchestrator.tools import Tool
+from orchestrator.security import Permissions
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 ANTHROPIC_SKILLS = CORPUS / "anthropic-skills"

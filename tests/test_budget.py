@@ -8,9 +8,9 @@ import threading
 import tiktoken
 
 from orchestrator import Agent, Message, TokenBudget, TokenCounter, tool
-from orchestrator.budget import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
 from orchestrator.messages import ToolCall, Transcript
 from orchestrator.models import ScriptedModel
+from orchestrator.tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD
 
 
 def test_counts_match_tiktoken() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from skill_factory import call, context
 
+from orchestrator.agent import Tool, ToolContext
 from orchestrator.errors import PermissionDenied, ToolError
 from orchestrator.skills import SkillCatalog
-from orchestrator.tools import Tool, ToolContext
 
 SALES = """region,product,amount,units,paid,date
 north,apple,10.5,3,true,2024-01-05

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from skill_factory import call, context, scripted_agent
 
+from orchestrator.agent import Tool, ToolContext
 from orchestrator.errors import PermissionDenied, ToolError
-from orchestrator.permissions import Permissions
+from orchestrator.security import Permissions
 from orchestrator.skills import SkillCatalog
-from orchestrator.tools import Tool, ToolContext
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from skill_factory import call, context
 
+from orchestrator.agent import Tool, ToolContext
 from orchestrator.errors import PermissionDenied, ToolError
 from orchestrator.skills import SkillCatalog
-from orchestrator.tools import Tool, ToolContext
 
 
 class Handler(BaseHTTPRequestHandler):

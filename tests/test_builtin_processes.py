@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from skill_factory import call, context, scripted_agent
 
+from orchestrator.agent import Tool
 from orchestrator.errors import PermissionDenied
-from orchestrator.permissions import Permissions
+from orchestrator.security import Permissions
 from orchestrator.skills import SkillCatalog
-from orchestrator.tools import Tool
 
 
 @pytest.fixture(scope="module")

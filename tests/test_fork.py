@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
-from orchestrator.fork import ForkExtension, ForkSettings
 from orchestrator.models import ScriptedModel
-from orchestrator.subagents import SubagentDef, SubagentRegistry
+from orchestrator.tasks import ForkExtension, ForkSettings, SubagentDef, SubagentRegistry
 
 
 def fork_call(*tasks: dict[str, Any]) -> dict[str, Any]:

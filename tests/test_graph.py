@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.graph import (
+from orchestrator.tasks.graph import (
     GraphError,
     GraphProblem,
     build_graph,

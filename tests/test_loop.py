@@ -482,8 +482,7 @@ def test_two_tools_of_one_name_are_refused() -> None:
         return ""
 
     from orchestrator.errors import ConfigError
-    from orchestrator.fork import ForkExtension
-    from orchestrator.subagents import SubagentRegistry
+    from orchestrator.tasks import ForkExtension, SubagentRegistry
 
     model = ScriptedModel({"*": []})
     with pytest.raises(ConfigError, match="two tools are named 'fork'"):

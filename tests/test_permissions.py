@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError, PermissionDenied
-from orchestrator.permissions import Permissions
-from orchestrator.workspace import PathRefused, relative_name, resolve_inside
+from orchestrator.security import PathRefused, Permissions, relative_name, resolve_inside
 
 
 def test_everything_risky_is_off_by_default(

@@ -8,9 +8,9 @@ import pytest
 from skill_factory import scripted_agent, synthetic_skills, write_skill
 
 from orchestrator import Agent, RunResult, read_trace
+from orchestrator.agent import tool
 from orchestrator.models import ScriptedModel
 from orchestrator.skills import SkillCatalog, SkillsExtension, skills_extension
-from orchestrator.tools import tool
 
 TOOLS = '''
 from orchestrator import tool

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.permissions import Permissions
-from orchestrator.spec import GOAL_STEP, Job, SpecError, load_job, parse_set_options
+from orchestrator.jobs import GOAL_STEP, Job, SpecError, parse_set_options
+from orchestrator.jobs import load_spec as load_job
+from orchestrator.security import Permissions
 
 GOOD = """\
 name: quarterly-sales-review

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.subagents import (
+from orchestrator.tasks.subagents import (
     GENERAL,
     SubagentRegistry,
     check_subagent_folder,

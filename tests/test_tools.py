@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from orchestrator import Tool, ToolContext, Toolset, tool
+from orchestrator.agent.tools import ArgumentsError, parse_docstring, render_result
 from orchestrator.errors import ConfigError
-from orchestrator.tools import ArgumentsError, parse_docstring, render_result
 
 
 class Point(BaseModel):

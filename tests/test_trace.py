@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator import Agent, Message, Trace, read_trace, rebuild_conversations
 from orchestrator.models import ScriptedModel
-from orchestrator.trace import secrets_from_environment
+from orchestrator.security import secrets_from_environment
 
 
 def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_secrets_with_json_escapes_are_masked(tmp_path: Path) -> None:
 
 
 def test_only_whole_secret_words_make_a_name_secret() -> None:
-    from orchestrator.trace import is_secret_name
+    from orchestrator.security import is_secret_name
 
     secret = ["OPENAI_API_KEY", "GH_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "API_KEY"]
     plain = ["GIT_AUTHOR_NAME", "KEYBOARD_LAYOUT", "SSH_AUTH_SOCK", "HOME", "MONKEY"]

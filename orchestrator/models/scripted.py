@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from ..budget import default_counter
 from ..errors import ConfigError, ScriptExhausted
 from ..messages import Message, ToolCall, Usage
+from ..tokens import default_counter
 from .base import ModelRequest, ModelResponse
 
 Turn = Mapping[str, Any]

@@ -5,6 +5,7 @@ Level 0 is the index in the system prompt (`SkillCatalog.index`), level 1 is `lo
 through `skills_extension`. See docs/skills.md.
 """
 
+from .agent import Agent
 from .builtin import builtin_skills_folder, shipped_folder
 from .catalog import SkillCatalog, search_path
 from .check import check_folders
@@ -15,6 +16,7 @@ from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, qualified_t
 
 __all__ = [
     "DEFAULT_INDEX_TOKENS",
+    "Agent",
     "LoadedSkill",
     "Problem",
     "SkillCatalog",

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..budget import TokenCounter
+from ..tokens import TokenCounter
 from .builtin import builtin_skills_folder
 from .frontmatter import (
     FrontmatterError,

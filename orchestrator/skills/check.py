@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..tools import Tool
+from ..agent import Tool
 from .frontmatter import (
     FrontmatterError,
     Problem,
@@ -20,8 +20,8 @@ from .frontmatter import (
     split_skill_text,
     validate,
 )
-from .loader import TOOLS_FILE, import_module_from
 from .skill import SkillError, qualified_tool_name
+from .sources import TOOLS_FILE, import_module_from
 
 
 @dataclass

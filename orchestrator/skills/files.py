@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import ToolError
-from ..workspace import is_inside, relative_name, resolve_inside
+from ..security import is_inside, relative_name, resolve_inside
 from .skill import SkillInfo
 
 DEFAULT_MAX_FILE_CHARS = 20_000

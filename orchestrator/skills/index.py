@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..budget import TokenCounter, default_counter
+from ..tokens import TokenCounter, default_counter
 from .skill import SkillInfo
 
 DEFAULT_INDEX_TOKENS = 2000

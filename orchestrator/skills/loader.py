@@ -1,32 +1,13 @@
-"""Level 1 from disk: a skill's SKILL.md body and its `tools.py`, read only on first load.
+"""Level 1 from disk: a skill's SKILL.md body and its tools, read only on first load.
 
-`tools.py` is imported from its file path under a module name of its own (the skill's name
-plus a hash of its folder), so two skills' `tools.py` never meet in `sys.modules`, and no
-`__pycache__` is written into the skill folder. Every `Tool` at its top level (a function
-decorated `@tool`) becomes one of the skill's tools, named `{skill}__{tool}`.
+The tools come from the skill's tool sources (`sources/`): its `tools.py` today.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
-from ..tools import Tool
 from .frontmatter import FrontmatterError, split_skill_text
-from .skill import LoadedSkill, SkillError, SkillInfo, qualified_tool_name
-
-TOOLS_FILE = "tools.py"
-
-
-class _NoCacheLoader(importlib.machinery.SourceFileLoader):
-    """A source loader that never writes bytecode next to the skill's files."""
-
-    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
-        return None
+from .skill import LoadedSkill, SkillError, SkillInfo
+from .sources import import_tools
 
 
 def load_folder(info: SkillInfo) -> LoadedSkill:
@@ -42,39 +23,3 @@ def read_body(info: SkillInfo) -> str:
         raise SkillError(f"{info.folder}: cannot read SKILL.md: {exc}") from None
     except FrontmatterError as exc:
         raise SkillError(f"{info.folder}: {exc}") from None
-
-
-def import_tools(info: SkillInfo) -> tuple[Tool, ...]:
-    """The skill's tools, renamed `{skill}__{tool}`; () for a skill without tools.py."""
-    path = info.folder / TOOLS_FILE
-    if not path.is_file():
-        return ()
-    module = import_module_from(path, module_name(info))
-    tools: dict[str, Tool] = {}
-    for value in vars(module).values():
-        if isinstance(value, Tool):
-            name = qualified_tool_name(info.name, value.name)
-            tools.setdefault(name, value.renamed(name))
-    return tuple(tools.values())
-
-
-def module_name(info: SkillInfo) -> str:
-    digest = hashlib.sha1(str(info.folder.resolve()).encode()).hexdigest()[:12]
-    safe = "".join(c if c.isalnum() else "_" for c in info.name)
-    return f"_orchestrator_skill_{safe}_{digest}"
-
-
-def import_module_from(path: Path, name: str) -> ModuleType:
-    """Import one Python file as module `name`; SkillError, naming the file, if that fails."""
-    loader = _NoCacheLoader(name, str(path))
-    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-    if spec is None:
-        raise SkillError(f"{path}: cannot be imported")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
-        sys.modules.pop(name, None)
-        raise SkillError(f"{path} failed to import: {type(exc).__name__}: {exc}") from exc
-    return module

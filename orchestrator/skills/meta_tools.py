@@ -15,9 +15,9 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..budget import TokenCounter
+from ..agent import Tool, ToolContext
 from ..errors import ToolError
-from ..tools import Tool, ToolContext
+from ..tokens import TokenCounter
 from .catalog import SkillCatalog
 from .files import DEFAULT_MAX_FILE_CHARS, list_files, read_file
 from .index import DEFAULT_INDEX_TOKENS

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..trace import is_secret_name
+from ..security import is_secret_name
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 600.0

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..agent import Tool
 from ..errors import OrchestratorError
-from ..tools import Tool
 
 TOOL_SEPARATOR = "__"
 MAX_TOOL_NAME = 64

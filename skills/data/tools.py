@@ -19,8 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from orchestrator import ToolContext, ToolError, tool
-from orchestrator.permissions import Permissions
-from orchestrator.workspace import resolve_inside
+from orchestrator.security import Permissions, resolve_inside
 
 Row = dict[str, Any]
 MAX_ROWS_SHOWN = 200

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePath
 
 from orchestrator import ToolContext, ToolError, tool
-from orchestrator.permissions import Permissions
-from orchestrator.workspace import PathRefused, is_inside, relative_name, resolve_inside
+from orchestrator.security import PathRefused, Permissions, is_inside, relative_name, resolve_inside
 
 MAX_READ_CHARS = 50_000
 MAX_ENTRIES = 500

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from orchestrator import ToolContext, ToolError, tool
-from orchestrator.permissions import Permissions
+from orchestrator.security import Permissions
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 120.0

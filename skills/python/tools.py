@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from orchestrator import ToolContext, tool
-from orchestrator.permissions import Permissions
+from orchestrator.security import Permissions
 from orchestrator.skills.process import (
     DEFAULT_TIMEOUT,
     child_environment,

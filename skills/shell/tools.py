@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 
 from orchestrator import ToolContext, tool
-from orchestrator.permissions import Permissions
+from orchestrator.security import Permissions
 from orchestrator.skills.process import DEFAULT_TIMEOUT, clamp_timeout, run_process
 
 

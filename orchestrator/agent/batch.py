@@ -1,0 +1,148 @@
+"""Running the tool calls of one assistant turn.
+
+Invariants kept here: every call gets exactly one result, carrying its call id, in the order
+the model gave the calls; failures become error results, never exceptions; calls run
+concurrently up to a limit, and an `exclusive` tool runs alone, as a barrier. If the batch is
+cancelled, `finish_cancelled` gives calls that had started an `aborted` result and calls that
+never started a `skipped` one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import time
+from collections.abc import Iterator, Sequence
+
+from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
+from ..messages import Message, ToolCall
+from .tools import ArgumentsError, Tool, ToolContext, render_result
+
+DEFAULT_MAX_RESULT_CHARS = 100_000
+
+
+class ToolBatch:
+    """The calls of one turn, their results, and which of them have started."""
+
+    def __init__(
+        self,
+        calls: Sequence[ToolCall],
+        context: ToolContext,
+        *,
+        concurrency: int = 8,
+        default_timeout: float | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        self.calls = list(calls)
+        self.context = context
+        self.default_timeout = default_timeout
+        self.max_result_chars = max_result_chars
+        self.results: list[Message | None] = [None] * len(self.calls)
+        self.started = [False] * len(self.calls)
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+
+    async def run(self) -> list[Message]:
+        for group in self._groups():
+            if len(group) == 1:
+                await self._run_one(group[0])
+            else:
+                await asyncio.gather(*(self._run_one(i) for i in group))
+        return [r for r in self.results if r is not None]
+
+    def finish_cancelled(self) -> list[Message]:
+        """Results for every call, filling in `aborted` and `skipped` where none exists yet."""
+        for index, call in enumerate(self.calls):
+            if self.results[index] is None:
+                if self.started[index]:
+                    text, kind = "Aborted: the run was cancelled while this call ran.", "aborted"
+                else:
+                    text, kind = (
+                        "Skipped: the run was cancelled before this call started.",
+                        "skipped",
+                    )
+                self.results[index] = Message.tool_result(call, text, error_type=kind)
+        return [r for r in self.results if r is not None]
+
+    def _groups(self) -> Iterator[list[int]]:
+        group: list[int] = []
+        for index, call in enumerate(self.calls):
+            found = self.context.toolset.get(call.name)
+            if found is not None and found.exclusive:
+                if group:
+                    yield group
+                yield [index]
+                group = []
+            else:
+                group.append(index)
+        if group:
+            yield group
+
+    async def _run_one(self, index: int) -> None:
+        call = self.calls[index]
+        found = self.context.toolset.get(call.name)
+        if found is None:
+            self.results[index] = Message.tool_result(
+                call, self._unknown_tool_text(call.name), error_type="unknown_tool"
+            )
+            return
+        try:
+            kwargs = found.parse_arguments(call.arguments)
+        except ArgumentsError as exc:
+            self.results[index] = Message.tool_result(call, str(exc), error_type=exc.kind)
+            return
+        async with self._slots:
+            self.started[index] = True
+            self.results[index] = await self._invoke(found, call, kwargs)
+
+    async def _invoke(self, found: Tool, call: ToolCall, kwargs: dict[str, object]) -> Message:
+        trace, agent = self.context.trace, self.context.agent
+        if trace is not None:
+            trace.emit("tool_start", agent, call_id=call.id, name=call.name)
+        began = time.perf_counter()
+        text, kind = await self._outcome(found, kwargs)
+        if len(text) > self.max_result_chars:
+            cut = len(text) - self.max_result_chars
+            text = f"{text[: self.max_result_chars]}\n[... {cut} more characters cut]"
+        if trace is not None:
+            trace.emit(
+                "tool_end",
+                agent,
+                call_id=call.id,
+                name=call.name,
+                error_type=kind,
+                duration_ms=round((time.perf_counter() - began) * 1000, 3),
+            )
+        return Message.tool_result(call, text, error_type=kind)
+
+    async def _outcome(self, found: Tool, kwargs: dict[str, object]) -> tuple[str, str | None]:
+        timeout = found.timeout if found.timeout is not None else self.default_timeout
+        deadline = asyncio.timeout(timeout)
+        try:
+            if timeout is None:
+                value = await found.invoke(kwargs, self.context)
+            else:
+                async with deadline:
+                    value = await found.invoke(kwargs, self.context)
+            return render_result(value), None
+        except TimeoutError:
+            if deadline.expired():
+                return f"Tool {found.name} timed out after {timeout:g} s.", "timeout"
+            return f"Tool {found.name} raised TimeoutError.", "tool_error"
+        except PermissionDenied as exc:
+            return f"Permission denied: {exc}", "denied"
+        except ToolInfrastructureError as exc:
+            return (
+                f"Tool {found.name} is unavailable (infrastructure failure): {exc}",
+                "infrastructure",
+            )
+        except ToolError as exc:
+            return str(exc), "tool_error"
+        except Exception as exc:
+            return f"Tool {found.name} raised {type(exc).__name__}: {exc}", "tool_error"
+
+    def _unknown_tool_text(self, name: str) -> str:
+        names = self.context.toolset.names
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        available = ", ".join(names) if len(names) <= 30 else f"{len(names)} tools"
+        return f"Unknown tool {name!r}.{hint} Available: {available or 'none'}."

@@ -1,0 +1,398 @@
+"""The agent loop.
+
+One step: count the request, reserve it on the budget, call the model, append the assistant
+message, and run its tool calls, appending one result per call. A message without tool calls
+is the final answer. The invariants (DESIGN.md) are kept here and in `batch.py`: results for
+every call in model order, failures as observations, a hard step cap with a forced last answer,
+a repeat detector (`repeats.py`), a budget wrap-up, and a consistent record on cancellation.
+
+`AgentLoop` knows nothing of skills or forks: those are extensions (`extension.py`) that add a
+section to the system prompt and tools, from the layers above.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ModelError
+from ..messages import Message, ToolCall, Transcript, Usage
+from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
+from ..models.registry import resolve_model
+from ..tokens import TokenCounter, default_counter
+from ..trace import Trace
+from .batch import ToolBatch
+from .budget import Reservation, TokenBudget
+from .extension import Extension
+from .repeats import REPEAT_WARN_AT, RepeatDetector
+from .results import RunResult, Status
+from .tools import Tool, ToolContext, Toolset, as_tool
+
+MIN_WRAP_UP_OUTPUT = 64
+WRAP_UP_NOTE = (
+    "[orchestrator] The token budget is nearly spent. Give your best final answer now from "
+    "what you have; no more tool calls are possible."
+)
+FORCED_ANSWER_NOTE = (
+    "[orchestrator] This is the last step. Give your final answer now; no more tool calls are "
+    "possible."
+)
+
+
+ModelLike = ChatModel | str
+"""What an agent accepts as its model: a ChatModel, or a model string (`openai:gpt-4o-mini`)."""
+
+
+@dataclass
+class RunState:
+    """Everything one run of an agent keeps while it goes."""
+
+    transcript: Transcript
+    context: ToolContext
+    budget: TokenBudget
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    repeats: RepeatDetector = field(default_factory=RepeatDetector)
+    batch: ToolBatch | None = None
+    result: RunResult | None = None
+    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
+
+
+class AgentLoop:
+    """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
+
+    `name` is the agent's path in traces (`planner/summarize`). `max_tokens` caps this agent;
+    with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
+    `time_limit` (seconds) ends a run as `cancelled`, its record complete. `extensions` add
+    system-prompt sections and tools (the skills and fork extensions of the layers above).
+    """
+
+    def __init__(
+        self,
+        model: ModelLike,
+        tools: Iterable[Tool | Any] = (),
+        *,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = 20,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Any = None,
+        extensions: Iterable[Extension] = (),
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self.model = resolve_model(model)
+        self.extensions = list(extensions)
+        self.tools = [as_tool(t) for t in tools]
+        for extension in self.extensions:
+            self.tools.extend(extension.tools())
+        _refuse_duplicate_names(self.tools)
+        self.system = _system_prompt(system, self.extensions)
+        self.name = name
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.budget = budget
+        self.trace = trace
+        self.max_output_tokens = max_output_tokens
+        self.tool_concurrency = tool_concurrency
+        self.tool_timeout = tool_timeout
+        self.permissions = permissions
+        self.counter = counter or default_counter()
+        self.depth = depth
+        self.time_limit = time_limit
+
+    def run_sync(self, task: str) -> RunResult:
+        """Run to the end from synchronous code."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(task))
+        raise RuntimeError(
+            "run_sync was called inside a running event loop; use `await agent.run(...)`"
+        )
+
+    async def run(self, task: str) -> RunResult:
+        """Run until a final answer or a stop condition.
+
+        Past `time_limit` the run ends as `cancelled` with its record complete. Cancelling the
+        task that awaits this leaves the same record (trace included) and re-raises.
+        """
+        trace, own_trace = self._open_trace()
+        state = self._start(task, trace)
+        try:
+            async with asyncio.timeout(self.time_limit):
+                return await self._loop(state)
+        except TimeoutError:
+            if state.result is None:
+                raise
+            state.result.error = f"time limit of {self.time_limit:g} s reached"
+            return state.result
+        finally:
+            if own_trace and trace is not None:
+                trace.close()
+
+    async def _loop(self, state: RunState) -> RunResult:
+        try:
+            while state.result is None:
+                await self.step(state)
+        except ModelError as exc:
+            self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
+        except Exception as exc:
+            # A model adapter (or extension) of the user's own failed in a way it should not:
+            # the run still ends with a result and a complete record.
+            error = f"{type(exc).__name__}: {exc}"
+            self._finish(state, "error", _last_answer(state.transcript), error=error)
+        except asyncio.CancelledError:
+            self._record_cancelled(state)
+            raise
+        return state.result
+
+    async def step(self, state: RunState) -> None:
+        """One model call and the tool calls it asked for; sets `state.result` when done."""
+        last_step = state.steps + 1 >= self.max_steps
+        forced = last_step and self.max_steps > 1  # a one-step agent just answers
+        if forced:
+            self._append(state, Message.user(FORCED_ANSWER_NOTE))
+        response = await self.call_model(state, "none" if last_step else "auto")
+        if response is None:
+            await self._wrap_up(state)
+            return
+        message = response.message
+        self._append(state, message)
+        if not message.tool_calls:
+            self._finish(state, "max_steps" if forced else "completed", message.content or "")
+        elif last_step:
+            self._refuse_calls(state, message.tool_calls, "the step limit was reached")
+            self._finish(state, "max_steps", message.content or "")
+        elif state.repeats.too_often(message.tool_calls):
+            self._refuse_calls(state, message.tool_calls, "the same call was repeated again")
+            self._finish(state, "loop_detected", message.content or "")
+        else:
+            await self.run_tools(state, message.tool_calls)
+            if state.repeats.count == REPEAT_WARN_AT:
+                self._append(state, Message.user(state.repeats.note()))
+
+    async def call_model(
+        self,
+        state: RunState,
+        tool_choice: ToolChoice,
+        *,
+        max_output_tokens: int | None = None,
+    ) -> ModelResponse | None:
+        """Count, reserve, call, settle. None when the budget cannot cover the call."""
+        # Tools stay in the request even when disabled: the prompt prefix stays the same (and
+        # provider caches warm), and Anthropic rejects tool blocks in a request without tools.
+        specs = state.context.toolset.specs
+        view = state.transcript.view()
+        input_tokens = self.counter.count_request(view, specs)
+        output_reserve = max_output_tokens or self.max_output_tokens
+        reservation = state.budget.try_reserve(input_tokens + output_reserve)
+        if reservation is None:
+            return None
+        request = ModelRequest(
+            messages=view,
+            tools=specs,
+            tool_choice=tool_choice,
+            max_output_tokens=output_reserve,
+            agent=self.name,
+            input_tokens=input_tokens,
+            on_event=state.on_event,
+        )
+        return await self._send(state, request, reservation)
+
+    async def _send(
+        self, state: RunState, request: ModelRequest, reservation: Reservation
+    ) -> ModelResponse:
+        began = time.perf_counter()
+        try:
+            response = await self.model.complete(request)
+        except BaseException:
+            state.budget.release(reservation)
+            raise
+        usage = response.usage or Usage.of(
+            request.input_tokens or 0, self.counter.count_message(response.message)
+        )
+        state.budget.settle(reservation, usage.total_tokens)
+        state.usage = state.usage + usage
+        state.steps += 1
+        trace = state.context.trace
+        if trace is not None:
+            trace.emit(
+                "model_call",
+                self.name,
+                step=state.steps,
+                tool_choice=_choice_name(request),
+                input_estimate=request.input_tokens,
+                usage=usage.model_dump(),
+                reported=response.usage is not None,
+                finish_reason=response.finish_reason,
+                duration_ms=round((time.perf_counter() - began) * 1000, 3),
+                budget_remaining=state.budget.remaining,
+            )
+        return response
+
+    async def run_tools(self, state: RunState, calls: Sequence[ToolCall]) -> None:
+        """Run one turn's calls and append their results in the model's order."""
+        state.batch = ToolBatch(
+            calls,
+            state.context,
+            concurrency=self.tool_concurrency,
+            default_timeout=self.tool_timeout,
+        )
+        results = await state.batch.run()
+        state.batch = None
+        for result in results:
+            self._append(state, result)
+
+    async def _wrap_up(self, state: RunState) -> None:
+        """The budget cannot cover another call: one last one with tools disabled, if it fits."""
+        self._append(state, Message.user(WRAP_UP_NOTE))
+        remaining = state.budget.remaining
+        needed = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
+        room = self.max_output_tokens if remaining is None else remaining - needed
+        text = ""
+        if room >= MIN_WRAP_UP_OUTPUT:
+            response = await self.call_model(
+                state, "none", max_output_tokens=min(room, self.max_output_tokens)
+            )
+            if response is not None:
+                self._append(state, response.message)
+                self._refuse_calls(state, response.message.tool_calls, "the budget is spent")
+                text = response.message.content or ""
+        self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
+
+    def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:
+        for call in calls:
+            self._append(
+                state, Message.tool_result(call, f"Skipped: {reason}.", error_type="skipped")
+            )
+
+    def _record_cancelled(self, state: RunState) -> None:
+        if state.batch is not None:
+            for result in state.batch.finish_cancelled():
+                self._append(state, result)
+            state.batch = None
+        self._finish(state, "cancelled", _last_answer(state.transcript))
+
+    def first_call_tokens(self, task: str) -> int:
+        """What the first model call of a run of `task` would reserve: input plus output."""
+        messages = [Message.system(self.system)] if self.system else []
+        messages.append(Message.user(task))
+        specs = [t.spec for t in self.tools]
+        return self.counter.count_request(messages, specs) + self.max_output_tokens
+
+    def _start(self, task: str, trace: Trace | None) -> RunState:
+        budget = self._run_budget()
+        context = ToolContext(
+            agent=self.name,
+            toolset=Toolset(self.tools),
+            permissions=self.permissions,
+            budget=budget,
+            trace=trace,
+            model=self.model,
+            depth=self.depth,
+        )
+        state = RunState(transcript=Transcript(), context=context, budget=budget)
+        if trace is not None:
+            state.on_event = partial(trace.emit, agent=self.name)
+        if trace is not None:
+            trace.emit(
+                "run_start",
+                self.name,
+                model=self.model.name,
+                tools=context.toolset.names,
+                max_steps=self.max_steps,
+                max_tokens=self.max_tokens,
+                budget_remaining=budget.remaining,
+                depth=self.depth,
+            )
+        if self.system:
+            self._append(state, Message.system(self.system))
+        self._append(state, Message.user(task))
+        return state
+
+    def _run_budget(self) -> TokenBudget:
+        if self.budget is None:
+            return TokenBudget(self.max_tokens)
+        return self.budget if self.max_tokens is None else self.budget.scoped(self.max_tokens)
+
+    def _open_trace(self) -> tuple[Trace | None, bool]:
+        if self.trace is None or isinstance(self.trace, Trace):
+            return self.trace, False
+        return Trace(self.trace), True
+
+    def _append(self, state: RunState, message: Message) -> None:
+        state.transcript.append(message)
+        if state.context.trace is not None:
+            state.context.trace.message(self.name, message)
+
+    def _finish(
+        self, state: RunState, status: Status, output: str, *, error: str | None = None
+    ) -> None:
+        state.result = RunResult(
+            agent=self.name,
+            status=status,
+            output=output,
+            messages=list(state.transcript),
+            usage=state.usage,
+            steps=state.steps,
+            error=error,
+            children=list(state.context.children),
+        )
+        if state.context.trace is not None:
+            state.context.trace.emit(
+                "run_end",
+                self.name,
+                status=status,
+                output=output,
+                steps=state.steps,
+                usage=state.usage.model_dump(),
+                error=error,
+            )
+
+    def __repr__(self) -> str:
+        kind = type(self).__name__
+        return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
+
+
+def _refuse_duplicate_names(tools: Sequence[Tool]) -> None:
+    seen: set[str] = set()
+    for item in tools:
+        if item.name in seen:
+            raise ConfigError(
+                f"two tools are named {item.name!r}; tool names must be unique "
+                "(the names fork, read_task_output, load_skill, read_skill_file and "
+                "search_skills belong to the built-in meta-tools)"
+            )
+        seen.add(item.name)
+
+
+def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str | None:
+    parts = [system] if system else []
+    parts.extend(p for e in extensions if (p := e.system_prompt()))
+    return "\n\n".join(parts) or None
+
+
+def _choice_name(request: ModelRequest) -> str:
+    choice = request.tool_choice
+    return choice if isinstance(choice, str) else f"tool:{choice.name}"
+
+
+def _last_answer(transcript: Transcript) -> str:
+    for message in reversed(transcript):
+        if message.role == "assistant" and message.content:
+            return message.content
+    return ""

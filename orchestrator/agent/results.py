@@ -1,0 +1,80 @@
+"""What runs return: `RunResult` for an agent run, `TaskResult` for one task of a fork.
+
+Both are plain pydantic models (serializable, no live objects), so a task could run in another
+process or on another machine and send its result back.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..messages import Message, Usage
+
+Status = Literal[
+    "completed", "max_steps", "budget_exhausted", "loop_detected", "cancelled", "error"
+]
+TaskStatus = Status | Literal["skipped"]
+
+
+class RunResult(BaseModel):
+    """How one agent run ended, what it said, and what it cost."""
+
+    agent: str
+    status: Status
+    output: str = ""
+    messages: list[Message] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    steps: int = 0
+    error: str | None = None
+    children: list[TaskResult] = Field(default_factory=list)
+
+    def usage_by_agent(self) -> dict[str, Usage]:
+        """Usage of this agent and every descendant, keyed by agent path."""
+        totals = {self.agent: self.usage}
+        for child in self.children:
+            _add_usage(totals, child.usage_by_agent())
+        return totals
+
+    @property
+    def total_usage(self) -> Usage:
+        return sum(self.usage_by_agent().values(), Usage())
+
+    def __repr__(self) -> str:
+        output = self.output if len(self.output) <= 60 else f"{self.output[:57]}..."
+        return (
+            f"RunResult(agent={self.agent!r}, status={self.status!r}, output={output!r}, "
+            f"steps={self.steps}, messages={len(self.messages)}, "
+            f"tokens={self.usage.total_tokens}, children={len(self.children)})"
+        )
+
+
+class TaskResult(BaseModel):
+    """One task of a fork: how it ended and, if it ran, its agent's whole result."""
+
+    id: str
+    agent: str = Field(description="The sub-agent definition that ran it.")
+    path: str = Field(description="The agent path in the trace, e.g. planner/load.")
+    status: TaskStatus
+    output: str = ""
+    reason: str | None = Field(default=None, description="Why it was skipped or failed.")
+    depends_on: list[str] = Field(default_factory=list)
+    usage: Usage = Field(
+        default_factory=Usage, description="Tokens of the task's agent and every agent it forked."
+    )
+    steps: int = 0
+    started_at: float | None = None
+    ended_at: float | None = None
+    run: RunResult | None = None
+
+    def usage_by_agent(self) -> dict[str, Usage]:
+        return self.run.usage_by_agent() if self.run else {}
+
+
+def _add_usage(totals: dict[str, Usage], more: dict[str, Usage]) -> None:
+    for agent, usage in more.items():
+        totals[agent] = totals[agent] + usage if agent in totals else usage
+
+
+RunResult.model_rebuild()

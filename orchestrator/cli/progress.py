@@ -1,0 +1,196 @@
+"""Live progress of a run, fed by trace events.
+
+`ProgressState` folds events into a picture of the run (each agent's status, steps, tokens,
+running tool). `LiveView` draws it with rich on a terminal: a tree of steps and sub-agents and
+a budget bar. `PlainProgress` writes one line per notable event, for pipes and CI.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ..trace import Event
+
+STYLES = {
+    "waiting": "dim",
+    "running": "yellow",
+    "completed": "green",
+    "skipped": "dim",
+    "max_steps": "magenta",
+    "budget_exhausted": "magenta",
+    "loop_detected": "magenta",
+    "cancelled": "red",
+    "error": "red",
+}
+
+
+@dataclass
+class AgentState:
+    """What the view knows of one agent."""
+
+    path: str
+    status: str = "waiting"
+    steps: int = 0
+    tokens: int = 0
+    tool: str | None = None
+    note: str | None = None
+    started: float | None = None
+    ended: float | None = None
+
+
+@dataclass
+class ProgressState:
+    """Every agent seen so far, in the order they appeared, and the budget."""
+
+    max_tokens: int | None = None
+    agents: dict[str, AgentState] = field(default_factory=dict)
+    budget_remaining: int | None = None
+
+    def agent(self, path: str) -> AgentState:
+        if path not in self.agents:
+            self.agents[path] = AgentState(path)
+        return self.agents[path]
+
+    def update(self, event: Event) -> AgentState | None:
+        """Fold one event in; returns the agent it changed, if any."""
+        handler = getattr(self, f"_on_{event['type']}", None)
+        return handler(event) if handler else None
+
+    def _on_fork(self, event: Event) -> AgentState | None:
+        for task in event["tasks"]:
+            self.agent(task["path"])
+        return None
+
+    def _on_run_start(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.status, state.started = "running", event["ts"]
+        if event.get("budget_remaining") is not None and self.budget_remaining is None:
+            self.budget_remaining = event["budget_remaining"]
+        return state
+
+    def _on_model_call(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.steps = event["step"]
+        state.tokens += event["usage"]["total_tokens"]
+        if event.get("budget_remaining") is not None:
+            self.budget_remaining = event["budget_remaining"]
+        return state
+
+    def _on_tool_start(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.tool = event["name"]
+        return state
+
+    def _on_tool_end(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.tool = None
+        return state
+
+    def _on_run_end(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.status, state.ended, state.tool = event["status"], event["ts"], None
+        state.note = event.get("error")
+        return state
+
+    def _on_task_end(self, event: Event) -> AgentState | None:
+        if event["status"] != "skipped":
+            return None
+        state = self.agent(event["agent"])
+        state.status, state.note, state.ended = "skipped", event.get("reason"), event["ts"]
+        return state
+
+    @property
+    def used(self) -> int:
+        return sum(a.tokens for a in self.agents.values())
+
+
+class PlainProgress:
+    """One line per agent start and end, and per skipped task, on a stream (stderr)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.state = ProgressState()
+        self.began = time.time()
+
+    def __call__(self, event: Event) -> None:
+        changed = self.state.update(event)
+        if changed is None or event["type"] not in ("run_start", "run_end", "task_end"):
+            return
+        elapsed = event["ts"] - self.began
+        line = f"[{elapsed:7.2f}s] {changed.path}: {changed.status}"
+        if event["type"] != "run_start":
+            line += f" (steps {changed.steps}, tokens {changed.tokens:,})"
+        if changed.note:
+            line += f": {changed.note}"
+        print(line, file=self.stream, flush=True)
+
+
+class LiveView:
+    """A rich live display of the run: a tree of agents and a budget bar."""
+
+    def __init__(self, title: str, max_tokens: int | None, console: Console | None = None) -> None:
+        self.title = title
+        self.state = ProgressState(max_tokens=max_tokens)
+        self.console = console or Console(stderr=True)
+        self.live = Live(self.render(), console=self.console, refresh_per_second=8, transient=False)
+
+    def __call__(self, event: Event) -> None:
+        if self.state.update(event) is not None:
+            self.live.update(self.render())
+
+    def __enter__(self) -> LiveView:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.live.update(self.render())
+        self.live.__exit__(*exc)
+
+    def render(self) -> Group:
+        return Group(self._tree(), self._budget())
+
+    def _tree(self) -> Tree:
+        root = Tree(Text(self.title, style="bold"))
+        nodes: dict[str, Tree] = {}
+        for path, agent in self.state.agents.items():
+            parent_path = path.rsplit("/", 1)[0] if "/" in path else None
+            parent = nodes.get(parent_path, root) if parent_path else root
+            nodes[path] = parent.add(self._label(agent))
+        return root
+
+    @staticmethod
+    def _label(agent: AgentState) -> Text:
+        name = agent.path.rsplit("/", 1)[-1]
+        label = Text(f"{name} ", style="bold")
+        label.append(agent.status, style=STYLES.get(agent.status, ""))
+        if agent.status != "waiting" and agent.status != "skipped":
+            label.append(f"  steps {agent.steps}  tokens {agent.tokens:,}", style="dim")
+        if agent.tool:
+            label.append(f"  ▸ {agent.tool}", style="cyan")
+        if agent.note:
+            label.append(f"  {agent.note}", style="dim")
+        return label
+
+    def _budget(self) -> Table:
+        table = Table.grid(padding=(0, 1))
+        used = self.state.used
+        total = self.state.max_tokens
+        if total:
+            table.add_row(
+                Text("budget"),
+                ProgressBar(total=total, completed=min(used, total), width=40),
+                Text(f"{used:,} / {total:,} tokens"),
+            )
+        else:
+            table.add_row(Text("tokens"), Text(f"{used:,} (no budget set)"))
+        return table

@@ -1,0 +1,118 @@
+"""`orchestrator run JOB.yaml`.
+
+`run` shows a live view on a terminal (plain progress lines on stderr otherwise), writes the
+job's output to stdout (or, with --json, a JSON object), always writes a trace, and exits with
+a code that says how the job ended (see EXIT_* in jobs.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..jobs import Job, JobResult
+from ..planner import Orchestrator
+from ..trace import Trace
+from .jobs import (
+    EXIT_BUDGET,
+    EXIT_FAILED_STEP,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SPEC_ERROR,
+    add_job_arguments,
+    load_job_from_args,
+)
+from .progress import LiveView, PlainProgress
+
+DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
+EXIT_CODES = {
+    "completed": EXIT_OK,
+    "failed": EXIT_FAILED_STEP,
+    "budget_exhausted": EXIT_BUDGET,
+    "cancelled": EXIT_INTERRUPTED,
+}
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser("run", help="run a job spec")
+    add_job_arguments(run)
+    run.add_argument("--trace", type=Path, help="where to write the JSONL trace")
+    run.add_argument("--json", action="store_true", help="print a JSON result on stdout")
+    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        job = load_job_from_args(args, trace=args.trace)
+        orchestrator = Orchestrator.from_job(job)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    for warning in orchestrator.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    trace_path = job.trace or default_trace_path(job.name)
+    progress, view = _progress(args, job)
+    began = time.time()
+    trace = Trace(trace_path, listeners=[progress] if progress else [])
+    try:
+        with view:
+            result = asyncio.run(orchestrator.run_job(job, trace=trace))
+    except KeyboardInterrupt:
+        print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        trace.close()
+    _report(args, result, time.time() - began)
+    return EXIT_CODES[result.status]
+
+
+def default_trace_path(name: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+    return DEFAULT_TRACE_DIR / f"{stamp}-{safe}.jsonl"
+
+
+def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None] | None, Any]:
+    if args.quiet:
+        return None, nullcontext()
+    if sys.stderr.isatty():
+        view = LiveView(f"job {job.name}", job.budget.max_tokens)
+        return view, view
+    return PlainProgress(sys.stderr), nullcontext()
+
+
+def _report(args: argparse.Namespace, result: JobResult, seconds: float) -> None:
+    if args.json:
+        print(json.dumps(_as_json(result), indent=2))
+    else:
+        print(result.output)
+    if not args.quiet:
+        print(
+            f"job {result.name}: {result.status} in {seconds:.1f}s, "
+            f"{result.usage.total_tokens:,} tokens; trace: {result.trace}",
+            file=sys.stderr,
+        )
+
+
+def _as_json(result: JobResult) -> dict[str, Any]:
+    return {
+        "name": result.name,
+        "status": result.status,
+        "output": result.output,
+        "output_step": result.output_step,
+        "usage": result.usage.model_dump(),
+        "steps": [
+            step.model_dump(include={"id", "agent", "status", "output", "reason", "usage", "steps"})
+            for step in result.steps
+        ],
+        "trace": result.trace,
+    }

@@ -1,0 +1,153 @@
+"""`orchestrator skills list | show | check`: the skill catalog on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from typing import Any
+
+from ..skills import SkillCatalog, SkillError, builtin_skills_folder, check_folders
+from ..skills.check import FolderReport
+from ..skills.files import list_files
+
+
+def register(subparsers: Any) -> None:
+    """Add the `skills` command group to the top-level parser's subparsers."""
+    group = subparsers.add_parser(
+        "skills",
+        help="list, show and check skills",
+        description="Skills are folders with a SKILL.md; see docs/skills.md.",
+    )
+    group.set_defaults(handler=lambda args: _print_help(group))
+    commands = group.add_subparsers(dest="skills_command", metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="list the skills on the search path")
+    _search_path_options(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(handler=list_command)
+
+    show = commands.add_parser("show", help="show one skill: fields, tools, files, body")
+    show.add_argument("name", help="the skill's name")
+    _search_path_options(show)
+    show.set_defaults(handler=show_command)
+
+    check = commands.add_parser(
+        "check", help="check skill folders against the specification, strictly"
+    )
+    check.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="a skill folder, or a folder of skill folders"
+    )
+    check.set_defaults(handler=check_command)
+
+
+def _search_path_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--skills",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a skill folder or a folder of skills, searched before the built-in ones "
+        "(repeatable; earlier folders win)",
+    )
+    parser.add_argument("--no-builtin", action="store_true", help="leave the built-in skills out")
+
+
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _catalog(args: argparse.Namespace) -> SkillCatalog:
+    # The command prints the catalog's warnings itself; keep the logger from repeating them.
+    logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
+    catalog = SkillCatalog(args.skills, include_builtin=not args.no_builtin)
+    for warning in catalog.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return catalog
+
+
+def list_command(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    builtin = builtin_skills_folder()
+    rows = [
+        {
+            "name": info.name,
+            "source": "built-in" if builtin and info.folder.parent == builtin else str(info.folder),
+            "description": " ".join(info.description.split()),
+            "tools": info.has_tools,
+        }
+        for info in catalog
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    if not rows:
+        print("No skills found.")
+        return 0
+    width = max(len(row["name"]) for row in rows)
+    room = max(30, shutil.get_terminal_size((120, 24)).columns - width - 3)
+    for row in rows:
+        text = row["description"]
+        text = text if len(text) <= room else text[: room - 3] + "..."
+        print(f"{row['name']:<{width}}  {text}")
+    print(f"\n{len(rows)} skills from: {', '.join(map(str, catalog.paths))}")
+    return 0
+
+
+def show_command(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    info = catalog.get(args.name)
+    if info is None:
+        close = catalog.suggest(args.name)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        print(f"Unknown skill {args.name!r}.{hint} (`skills list` shows all)", file=sys.stderr)
+        return 1
+    try:
+        skill = catalog.load(info.name)
+    except SkillError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    fields = {
+        "name": info.name,
+        "description": " ".join(info.description.split()),
+        "folder": str(info.folder),
+        "license": info.license,
+        "compatibility": info.compatibility,
+        "allowed-tools": info.allowed_tools,
+        "keywords": ", ".join(info.keywords) or None,
+    }
+    for key, value in fields.items():
+        if value:
+            print(f"{key}: {value}")
+    print("tools:" if skill.tools else "tools: none (instructions only)")
+    for found in skill.tools:
+        print(f"  - {found.name}: {' '.join(found.description.split())}")
+    files = list_files(info)
+    print(f"files: {', '.join(files)}")
+    print(f"\n{skill.body}")
+    return 0
+
+
+def check_command(args: argparse.Namespace) -> int:
+    reports = check_folders(args.dirs)
+    for report in reports:
+        _print_report(report)
+    failed = sum(not report.ok for report in reports)
+    print(
+        f"\n{len(reports)} folders checked: {len(reports) - failed} valid, {failed} with problems"
+    )
+    return 1 if failed else 0
+
+
+def _print_report(report: FolderReport) -> None:
+    if report.ok:
+        count = len(report.tools)
+        tools = f", {count} tool{'' if count == 1 else 's'}" if count else ""
+        print(f"ok    {report.folder} ({report.name}{tools})")
+        return
+    print(f"FAIL  {report.folder}")
+    for problem in report.problems:
+        print(f"  - {problem.message} [{problem.rule}]")

@@ -1,0 +1,24 @@
+"""Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
+
+from .loading import load_job, load_spec, parse_set_options, read_yaml
+from .problems import Problem, SpecError
+from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
+from .spec import GOAL_STEP, Budget, Job, Step
+
+__all__ = [
+    "GOAL_STEP",
+    "Budget",
+    "Job",
+    "JobResult",
+    "JobRunner",
+    "JobStatus",
+    "Problem",
+    "SpecError",
+    "Step",
+    "StepAgents",
+    "job_status",
+    "load_job",
+    "load_spec",
+    "parse_set_options",
+    "read_yaml",
+]

@@ -1,0 +1,160 @@
+"""Reading a job spec file: YAML (safe, no duplicate keys), command-line overrides, one error.
+
+`load_job(path)` reads the file with PyYAML's safe loader, applies overrides (`--model`,
+`--set`, `--trace`), validates it as a `Job`, and checks its agents against the sub-agents it
+can see. Any problem, at any stage, ends in a single `SpecError` naming the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import ConfigError
+from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
+from .problems import Problem, SpecError, describe, problems_from
+from .spec import Job
+
+
+def load_job(
+    path: str | Path,
+    *,
+    model: str | None = None,
+    inputs: Mapping[str, str] | None = None,
+    trace: str | Path | None = None,
+    builtin: bool = True,
+) -> Job:
+    """Read and validate a job spec, checking its agents against the sub-agents it can see.
+
+    Raises `SpecError` (a `ConfigError`) naming the file and every problem.
+    """
+    overrides = {"model": model, "inputs": inputs, "trace": trace}
+    job = load_spec(path, **overrides)
+    registry = SubagentRegistry(folders=[*job.subagents, *builtin_subagent_folders(builtin)])
+    return load_spec(path, known_agents=registry.names, **overrides)
+
+
+def load_spec(
+    path: str | Path,
+    *,
+    known_agents: Iterable[str] | None = None,
+    model: str | None = None,
+    inputs: Mapping[str, str] | None = None,
+    trace: str | Path | None = None,
+) -> Job:
+    """Read, override and validate the job spec at `path`, or raise one SpecError.
+
+    `known_agents`: names `agent:` may use (`general` is always known); None skips the check.
+    `model`, `inputs` and `trace` override the spec; their paths resolve against the
+    current directory, as a user typing them expects.
+    """
+    path = Path(path)
+    data = read_yaml(path)
+    problems = _override(data, model=model, inputs=inputs or {}, trace=trace)
+    context = {
+        "base_dir": path.resolve().parent,
+        "known_agents": None if known_agents is None else set(known_agents),
+        "source": path,
+    }
+    try:
+        job = Job.model_validate(data, context=context)
+    except ValidationError as error:
+        raise SpecError(path, problems + problems_from(error, Job)) from None
+    except SpecError as error:
+        raise SpecError(path, problems + error.problems) from None
+    if problems:
+        raise SpecError(path, problems)
+    return job
+
+
+def parse_set_options(options: Sequence[str]) -> dict[str, str]:
+    """`["region=APAC", "year=2025"]` -> `{"region": "APAC", "year": "2025"}`; last one wins."""
+    values: dict[str, str] = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {option!r}: expected KEY=VALUE, e.g. --set region=APAC")
+        values[key] = value
+    return values
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+
+
+def _unique_keys_mapping(loader: _SpecLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[str] = set()
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode):
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key_node.value!r} is given twice", key_node.start_mark
+                )
+            seen.add(key_node.value)
+    return loader.construct_mapping(node)
+
+
+_SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_keys_mapping)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """The spec file as a mapping, or a SpecError (missing file, bad YAML, not a mapping)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise SpecError(path, [Problem("", f"cannot read the file: {error.strerror}")]) from None
+    try:
+        data = yaml.load(text, Loader=_SpecLoader)
+    except yaml.MarkedYAMLError as error:
+        raise SpecError(path, [_yaml_problem(error)]) from None
+    except yaml.YAMLError as error:
+        raise SpecError(path, [Problem("", f"invalid YAML: {error}")]) from None
+    if not isinstance(data, dict):
+        expected = "a mapping of fields (name, model, goal or steps, ...)"
+        got = "an empty file" if data is None else describe(data)
+        raise SpecError(path, [Problem("", f"expected {expected}, got {got}")])
+    return data
+
+
+def _yaml_problem(error: yaml.MarkedYAMLError) -> Problem:
+    mark = error.problem_mark or error.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    message = f"{where}invalid YAML: {error.problem or error.context}"
+    if error.context and error.problem and error.context_mark:
+        message += f" ({error.context} on line {error.context_mark.line + 1})"
+    return Problem("", message)
+
+
+def _override(
+    data: dict[str, Any],
+    *,
+    model: str | None,
+    inputs: Mapping[str, str],
+    trace: str | Path | None,
+) -> list[Problem]:
+    """Apply overrides to `data` in place; return the problems with `--set` keys."""
+    if model is not None:
+        provider, _, target = model.partition(":")
+        data["model"] = f"scripted:{Path(target).resolve()}" if provider == "scripted" else model
+    if trace is not None:
+        data["trace"] = str(Path(trace).resolve())
+    declared = data.get("inputs")
+    if not inputs or not isinstance(declared, dict | None):
+        return []
+    declared = dict(declared or {})
+    problems = []
+    for key, value in inputs.items():
+        if key in declared:
+            declared[key] = value
+        else:
+            names = ", ".join(map(str, declared)) or "none"
+            hint = suggest(key, declared)
+            message = f"{key!r} is not an input of this job{hint}; declared inputs: {names}"
+            problems.append(Problem(f"--set {key}", message))
+    data["inputs"] = declared
+    return problems

@@ -1,0 +1,165 @@
+"""`SpecError`: every problem of a job spec, by field path, in one exception.
+
+Pydantic's errors are translated here: the `loc` tuple becomes a path such as
+`steps[1].depends_on[0]`, and the error type becomes a sentence that says what was expected
+and what was found.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from ..errors import ConfigError
+from ..tasks import suggest
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec: where (`steps[1].task`, or "" for the file) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class SpecError(ConfigError):
+    """A job spec is invalid; `problems` lists every reason found, `source` is its file."""
+
+    def __init__(self, source: str | Path | None, problems: Sequence[Problem]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f"{self.source}" if self.source is not None else "job spec"
+        if len(self.problems) == 1:
+            return f"{where}: {self.problems[0]}"
+        lines = [f"{where}: {len(self.problems)} problems"]
+        lines.extend(f"  - {problem}" for problem in self.problems)
+        return "\n".join(lines)
+
+
+def format_path(loc: Sequence[str | int]) -> str:
+    """`("steps", 1, "depends_on", 0)` -> `steps[1].depends_on[0]`."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def describe(value: Any) -> str:
+    """A value as a user would name it: `'EMEA'`, `the number 3`, `a list`."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 60 else value[:57] + "...")
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def problems_from(error: ValidationError, model: type[BaseModel]) -> list[Problem]:
+    """Translate pydantic's errors on `model` into Problems with paths and plain messages."""
+    problems = []
+    for detail in error.errors():
+        loc, message = detail["loc"], _message(detail, model)
+        if loc[-1:] == ("[key]",):
+            # pydantic puts a mapping key's own error at (..., key, "[key]").
+            loc, message = loc[:-2], f"key {loc[-2]!r}: {message}"
+        problems.append(Problem(format_path(loc), message))
+    return problems
+
+
+_EXPECTED = {
+    "string_type": "expected text",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping (key: value)",
+    "model_type": "expected a mapping of fields (key: value)",
+    "model_attributes_type": "expected a mapping of fields (key: value)",
+    "path_type": "expected a path",
+}
+
+
+def _message(detail: ErrorDetails, model: type[BaseModel]) -> str:
+    kind, value, ctx = detail["type"], detail.get("input"), detail.get("ctx") or {}
+    if kind == "missing":
+        return "required, but missing"
+    if kind == "extra_forbidden":
+        return _unknown_field(detail["loc"], model)
+    if kind in _EXPECTED:
+        return f"{_EXPECTED[kind]}, got {describe(value)}{_hint(kind, value)}"
+    if kind in ("greater_than", "greater_than_equal"):
+        bound = f"above {ctx['gt']}" if "gt" in ctx else f"at least {ctx.get('ge')}"
+        return f"expected a number {bound}, got {describe(value)}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_pattern_mismatch":
+        return (
+            f"expected a name of letters, digits, '_' and '-' (not starting with '-'), "
+            f"got {describe(value)}"
+        )
+    if kind == "value_error":
+        return str(ctx.get("error", detail["msg"]))
+    return f"{detail['msg']}, got {describe(value)}"
+
+
+def _hint(kind: str, value: Any) -> str:
+    if kind == "string_type" and isinstance(value, int | float | bool):
+        return " (put it in quotes)"
+    if kind == "list_type" and isinstance(value, str):
+        return f" (write [{value}])"
+    return ""
+
+
+def _unknown_field(loc: Sequence[str | int], model: type[BaseModel]) -> str:
+    name = str(loc[-1])
+    owner = _model_at(model, loc[:-1])
+    if owner is None:
+        return "unknown field"
+    fields = list(owner.model_fields)
+    return f"unknown field {name!r}{suggest(name, fields)}; expected one of: {', '.join(fields)}"
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model class that validates the value at `loc`, walking field annotations."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if current is None or part not in current.model_fields:
+            return None
+        current = _inner_model(current.model_fields[part].annotation)
+    return current
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None

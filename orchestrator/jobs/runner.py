@@ -1,0 +1,143 @@
+"""Running a job spec: its steps as a DAG of agent loops under one budget and one trace.
+
+    job = load_job("review.yaml", inputs={"region": "APAC"})
+    result = Orchestrator.from_job(job).run_job_sync(job)
+
+Each step runs as soon as the steps it depends on have completed (up to `max_parallel` at a
+time); its task is the spec's template with `{inputs.x}` and `{steps.id.output}` filled in. A
+step whose dependency did not complete is skipped. A planner step gets the skill index and
+`fork`; any other step runs its sub-agent definition.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
+from ..messages import Usage
+from ..models.base import ChatModel
+from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
+from ..trace import Trace
+from .spec import Job
+
+JobStatus = Literal["completed", "failed", "budget_exhausted", "cancelled"]
+
+
+class JobResult(BaseModel):
+    """How a job ended: its output, every step's result, and what it cost."""
+
+    name: str
+    status: JobStatus
+    output: str = ""
+    output_step: str
+    usage: Usage = Field(default_factory=Usage)
+    steps: list[TaskResult] = Field(default_factory=list)
+    trace: str | None = None
+
+    def step(self, step_id: str) -> TaskResult:
+        for result in self.steps:
+            if result.id == step_id:
+                return result
+        raise KeyError(step_id)
+
+    def usage_by_agent(self) -> dict[str, Usage]:
+        totals: dict[str, Usage] = {}
+        for step in self.steps:
+            for agent, usage in step.usage_by_agent().items():
+                totals[agent] = totals[agent] + usage if agent in totals else usage
+        return totals
+
+
+def job_status(results: list[TaskResult]) -> JobStatus:
+    """completed if every step completed; otherwise why not, most telling reason first."""
+    statuses = {r.status for r in results}
+    if statuses == {"completed"}:
+        return "completed"
+    if "cancelled" in statuses:
+        return "cancelled"
+    if "budget_exhausted" in statuses or any(
+        (r.reason or "").startswith("budget:") for r in results
+    ):
+        return "budget_exhausted"
+    return "failed"
+
+
+class StepAgents(Protocol):
+    """What a job runner needs to build its steps' agents (the Orchestrator is one)."""
+
+    model: ChatModel
+    max_tokens: int | None
+    permissions: Any
+    fork: ForkExtension
+
+    def planner(
+        self, *, name: str = ..., budget: TokenBudget | None = ..., trace: Trace | None = ...
+    ) -> AgentLoop: ...
+
+
+class JobRunner:
+    """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
+
+    def __init__(self, orchestrator: StepAgents, job: Job, trace: Trace | None) -> None:
+        self.orchestrator = orchestrator
+        self.job = job
+        self.trace = trace
+        self.budget = TokenBudget(orchestrator.max_tokens)
+        self.outputs: dict[str, str] = {}
+        self.executor = LocalExecutor(self._build, self.budget)
+        self.context = ToolContext(
+            agent="job",
+            permissions=orchestrator.permissions,
+            budget=self.budget,
+            trace=trace,
+            model=orchestrator.model,
+        )
+
+    async def run(self) -> JobResult:
+        specs = [
+            TaskSpec(id=s.id, task=s.task, agent=s.agent_name, depends_on=s.depends_on)
+            for s in self.job.plan
+        ]
+        if self.trace is not None:
+            self.trace.emit("job_start", "job", name=self.job.name, steps=len(specs))
+        graph = GraphRun(
+            specs,
+            self,
+            parent="",
+            depth=1,
+            agent_of=lambda spec: spec.agent or "general",
+            prompt_for=lambda spec, _deps: self.job.render_task(spec.id, self.outputs),
+            gate=self.executor.budget_refusal,
+            max_parallel=self.job.budget.max_parallel,
+            trace=self.trace,
+        )
+        results = await graph.run()
+        output_step = self.job.output_step
+        result = JobResult(
+            name=self.job.name,
+            status=job_status(results),
+            output=next((r.output for r in results if r.id == output_step), ""),
+            output_step=output_step,
+            usage=sum((r.usage for r in results), Usage()),
+            steps=results,
+            trace=str(self.trace.path) if self.trace and self.trace.path else None,
+        )
+        if self.trace is not None:
+            self.trace.emit("job_end", "job", status=result.status, usage=result.usage.model_dump())
+        return result
+
+    async def run_task(self, request: TaskRequest) -> TaskResult:
+        """Run one step (the executor interface of GraphRun)."""
+        result = await self.executor.run_task(request)
+        if result.status == "completed":
+            self.outputs[request.spec.id] = result.output
+        return result
+
+    def _build(self, request: TaskRequest) -> AgentLoop:
+        if request.agent == "planner":
+            return self.orchestrator.planner(
+                name=request.path, budget=self.budget, trace=self.trace
+            )
+        return self.orchestrator.fork.build_agent(request, self.context)

@@ -1,0 +1,217 @@
+"""The YAML job spec as pydantic models: `Job`, `Step`, `Budget`.
+
+Validation checks the structure (`extra="forbid"`), then what pydantic cannot see alone
+(checks.py): goal or steps, the step DAG, agents, template references and required inputs. Any
+problem ends in a single `SpecError` naming each field path. Paths in the spec resolve against
+the spec file's folder (the `base_dir` of the validation context). Reading a file and applying
+command-line overrides is `loading.py`. See docs/job-spec.md.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import networkx as nx
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    ValidationInfo,
+    model_validator,
+)
+
+from ..security import Permissions
+from ..tasks import GENERAL as GENERAL_AGENT
+from ..tasks import build_graph, suggest
+from .checks import check_job
+from .problems import SpecError, describe
+from .templating import NAME, Template
+
+GOAL_STEP = "goal"
+
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+Name = Annotated[str, StringConstraints(pattern=rf"^{NAME}$", max_length=64)]
+Text = Annotated[str, StringConstraints(min_length=1)]
+Positive = Annotated[StrictInt, Field(ge=1)]
+
+
+def _base_dir(info: ValidationInfo) -> Path:
+    context = info.context or {}
+    return Path(context.get("base_dir") or Path.cwd())
+
+
+def _absolute(path: Path, info: ValidationInfo) -> Path:
+    return (_base_dir(info) / path.expanduser()).resolve()
+
+
+def _existing_folder(path: Path, info: ValidationInfo) -> Path:
+    folder = _absolute(path, info)
+    if not folder.is_dir():
+        raise ValueError(f"expected an existing folder, but {folder} is not one")
+    return folder
+
+
+def _model_string(value: str, info: ValidationInfo) -> str:
+    provider, _, target = value.partition(":")
+    if not provider or not target:
+        raise ValueError(
+            f"expected 'provider:model' (e.g. 'openai:gpt-4o-mini'), got {describe(value)}"
+        )
+    if provider != "scripted":
+        return value
+    script = _absolute(Path(target), info)
+    if not script.is_file():
+        raise ValueError(f"the scripted model's script {script} does not exist")
+    return f"scripted:{script}"
+
+
+def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
+    """The workspace resolves against the spec's folder, and defaults to it."""
+    if not isinstance(value, dict):
+        return value
+    workspace = value.get("workspace", ".")
+    if not isinstance(workspace, str | Path):
+        return value
+    return {**value, "workspace": _absolute(Path(workspace), info)}
+
+
+def _input_text(value: Any) -> Any:
+    """Inputs are text; YAML numbers, booleans and dates are read as the text they show."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | datetime.date):
+        return str(value)
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"expected text, a number or true/false, got {describe(value)}")
+
+
+Location = Annotated[Path, AfterValidator(_absolute)]
+Folder = Annotated[Path, AfterValidator(_existing_folder)]
+ModelString = Annotated[str, AfterValidator(_model_string)]
+InputValue = Annotated[str | None, BeforeValidator(_input_text)]
+SpecPermissions = Annotated[Permissions, BeforeValidator(_permissions_in_spec_folder)]
+
+
+class Budget(BaseModel):
+    """Limits for the whole job."""
+
+    model_config = _CONFIG
+
+    max_tokens: Positive | None = None
+    """Tokens (prompt and completion) for every model call of the job together; none: no cap."""
+    max_steps: Positive = 20
+    """Step cap of each agent loop in the job."""
+    max_parallel: Positive = 4
+    """How many steps or forked tasks may run at the same time."""
+
+
+class Step(BaseModel):
+    """One unit of work: a sub-agent loop, or the planner loop."""
+
+    model_config = _CONFIG
+
+    id: Name
+    """Unique name of the step; other steps use it in `depends_on` and `{steps.ID.output}`."""
+    task: Text
+    """What to do: the prompt, with `{inputs.NAME}` and `{steps.ID.output}` filled in."""
+    agent: Text | None = None
+    """Sub-agent to run the task; without it (and without `planner`), the `general` agent."""
+    planner: StrictBool = False
+    """Run the task with the planner loop, which may load skills and fork sub-agents."""
+    depends_on: list[str] = Field(default_factory=list)
+    """Steps that must finish first; only their outputs may appear in `task`."""
+
+    @property
+    def agent_name(self) -> str:
+        """The agent that runs this step: its `agent`, `planner`, or `general`."""
+        if self.planner:
+            return "planner"
+        return self.agent or GENERAL_AGENT
+
+
+class Job(BaseModel):
+    """A validated job spec; every path in it is absolute."""
+
+    model_config = _CONFIG
+
+    name: Text
+    """Name of the job, shown in output and traces."""
+    model: ModelString
+    """Model for every agent without its own, as `provider:model`; `--model` overrides it."""
+    budget: Budget = Field(default_factory=Budget)
+    """Token, step and parallelism limits."""
+    skills: list[Folder] = Field(default_factory=list)
+    """Skill catalog folders (each holds one folder per skill)."""
+    subagents: list[Folder] = Field(default_factory=list)
+    """Folders of sub-agent definitions (one `.md` file each)."""
+    permissions: SpecPermissions = Field(default_factory=dict, validate_default=True)
+    """What tools may do: workspace folder, shell, python, network hosts."""
+    inputs: dict[Name, InputValue] = Field(default_factory=dict)
+    """Named values for `{inputs.NAME}`; a null value is required from `--set NAME=VALUE`."""
+    goal: Text | None = None
+    """A goal for the planner alone; give either `goal` or `steps`."""
+    steps: list[Step] = Field(default_factory=list)
+    """Steps forming a DAG through `depends_on`; give either `goal` or `steps`."""
+    output: str | None = None
+    """Step whose output is the job's output; defaults to the last step."""
+    trace: Location | None = None
+    """JSONL trace file to write; `--trace` overrides it."""
+
+    _source: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> Job:
+        context = info.context or {}
+        problems = check_job(self, context.get("known_agents"))
+        if problems:
+            raise SpecError(context.get("source"), problems)
+        self._source = context.get("source")
+        return self
+
+    @property
+    def source(self) -> Path | None:
+        """The spec file this job was loaded from, if any."""
+        return self._source
+
+    @property
+    def plan(self) -> list[Step]:
+        """The steps to run; a `goal` job is one planner step with id `goal`."""
+        if self.goal is not None:
+            return [Step(id=GOAL_STEP, task=self.goal, planner=True)]
+        return list(self.steps)
+
+    @property
+    def output_step(self) -> str:
+        """Id of the step whose output is the job's output."""
+        return self.output or self.plan[-1].id
+
+    def step(self, step_id: str) -> Step:
+        for step in self.plan:
+            if step.id == step_id:
+                return step
+        raise KeyError(f"unknown step {step_id!r}{suggest(step_id, self.step_ids())}")
+
+    def step_ids(self) -> list[str]:
+        return [step.id for step in self.plan]
+
+    def graph(self) -> nx.DiGraph:
+        """The steps' DAG (edges from a dependency to its dependent)."""
+        return build_graph(((s.id, s.depends_on) for s in self.plan), noun="step")
+
+    def render_task(self, step_id: str, outputs: Mapping[str, str]) -> str:
+        """The step's task with `{inputs.x}` and `{steps.id.output}` substituted.
+
+        `outputs` maps step ids to their outputs; every step the task refers to must be in it.
+        """
+        inputs = {name: value or "" for name, value in self.inputs.items()}
+        return Template.parse(self.step(step_id).task).render(inputs, outputs)

@@ -1,0 +1,103 @@
+"""What the tools of one run may do: an explicit object handed to the run, never a global.
+
+Everything risky is off unless the run turns it on: shell commands, Python snippets, and any
+network host not on the allow-list. File tools are confined to `workspace`. A tool that is
+refused raises `PermissionDenied` naming the missing permission; the loop turns that into an
+error observation of type `denied`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError, PermissionDenied
+
+
+class Permissions(BaseModel):
+    """The permissions of one run. Pass it as `Agent(permissions=...)`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    workspace: Path = Field(default_factory=Path.cwd)
+    """Root folder of the file tools; every path they take is relative to it and stays in it."""
+
+    shell: bool = False
+    """Allow shell commands (the `shell` skill)."""
+
+    python: bool = False
+    """Allow running Python snippets in a separate process (the `python` skill)."""
+
+    network: list[str] = Field(default_factory=list)
+    """Hosts the `http` skill may reach: `example.com`, `*.example.com` (any subdomain),
+    `127.0.0.1:8080` (one port only), or `*` (any host)."""
+
+    @classmethod
+    def coerce(cls, value: Any) -> Permissions:
+        """The run's permissions from what the loop holds: None means the defaults."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            try:
+                return cls.model_validate(value)
+            except ValidationError as exc:
+                raise ConfigError(f"invalid permissions: {exc}") from None
+        raise ConfigError(f"permissions must be a Permissions object, not {type(value).__name__}")
+
+    def workspace_root(self) -> Path:
+        """The workspace as an absolute, resolved folder; it must exist."""
+        root = self.workspace.expanduser().resolve()
+        if not root.is_dir():
+            raise ConfigError(f"the workspace {root} is not a folder")
+        return root
+
+    def require_shell(self) -> None:
+        if not self.shell:
+            raise PermissionDenied(
+                "running shell commands needs the `shell` permission, which this run does not "
+                "have (Permissions(shell=True))."
+            )
+
+    def require_python(self) -> None:
+        if not self.python:
+            raise PermissionDenied(
+                "running Python code needs the `python` permission, which this run does not "
+                "have (Permissions(python=True))."
+            )
+
+    def allows_host(self, host: str, port: int | None = None) -> bool:
+        """Whether `host` (and `port`, when the entry names one) is on the allow-list."""
+        host = host.lower().rstrip(".")
+        return any(_host_matches(entry.lower(), host, port) for entry in self.network)
+
+    def require_host(self, host: str, port: int | None = None) -> None:
+        if not self.allows_host(host, port):
+            where = host if port is None else f"{host}:{port}"
+            allowed = ", ".join(self.network) or "none"
+            raise PermissionDenied(
+                f"network access to {where} needs that host in the `network` permission "
+                f"(allowed hosts: {allowed})."
+            )
+
+
+def _host_matches(entry: str, host: str, port: int | None) -> bool:
+    if entry == "*":
+        return True
+    name, sep, entry_port = entry.rpartition(":") if _has_port(entry) else (entry, "", "")
+    if sep and str(port) != entry_port:
+        return False
+    name = name.strip("[]")
+    if name.startswith("*."):
+        return host.endswith(name[1:])
+    return host == name
+
+
+def _has_port(entry: str) -> bool:
+    # An IPv6 literal has colons of its own; only `[::1]:8080` or `host:8080` name a port.
+    if entry.startswith("["):
+        return "]:" in entry
+    return entry.count(":") == 1

@@ -1,0 +1,48 @@
+"""Secrets: which environment variables hold them, and masking their values in text."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+# Whole words of a variable's name: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, but not
+# GIT_AUTHOR_NAME or KEYBOARD; SSH_AUTH_SOCK is a socket path, not a secret.
+SECRET_NAME = re.compile(
+    r"(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|AUTH|CREDENTIALS?)(_|$)", re.IGNORECASE
+)
+NOT_SECRET = {"SSH_AUTH_SOCK"}
+MIN_SECRET_LENGTH = 8
+MASK = "[REDACTED]"
+
+
+def secrets_from_environment(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables whose names say they are secret."""
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
+    return sorted(values, key=len, reverse=True)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is secret."""
+    return name.upper() not in NOT_SECRET and SECRET_NAME.search(name) is not None
+
+
+class SecretMask:
+    """Replaces every known secret in a text by `[REDACTED]`, JSON-escaped forms included
+    (a secret holding a quote or a backslash appears escaped in a JSON line)."""
+
+    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+        given = list(secrets) if secrets is not None else secrets_from_environment()
+        self.secrets = sorted(
+            {form for s in given if s for form in (s, json.dumps(s, ensure_ascii=False)[1:-1])},
+            key=len,
+            reverse=True,
+        )
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text

@@ -1,0 +1,42 @@
+"""Sub-agents as a DAG: graph validation, the scheduler, executors, `fork`, and definitions."""
+
+from .executor import LocalExecutor, TaskExecutor, budget_refusal, run_agent_task
+from .fork import ForkExtension, ForkSettings
+from .graph import GraphError, GraphProblem, build_graph, suggest
+from .scheduler import GraphRun, task_graph
+from .subagents import (
+    GENERAL,
+    GENERAL_AGENT,
+    SubagentDef,
+    SubagentError,
+    SubagentProblem,
+    SubagentRegistry,
+    builtin_subagent_folders,
+    check_subagent_folder,
+)
+from .task import TaskRequest, TaskSpec
+
+__all__ = [
+    "GENERAL",
+    "GENERAL_AGENT",
+    "ForkExtension",
+    "ForkSettings",
+    "GraphError",
+    "GraphProblem",
+    "GraphRun",
+    "LocalExecutor",
+    "SubagentDef",
+    "SubagentError",
+    "SubagentProblem",
+    "SubagentRegistry",
+    "TaskExecutor",
+    "TaskRequest",
+    "TaskSpec",
+    "budget_refusal",
+    "build_graph",
+    "check_subagent_folder",
+    "builtin_subagent_folders",
+    "run_agent_task",
+    "suggest",
+    "task_graph",
+]

@@ -1,0 +1,87 @@
+"""Running one task: the `TaskExecutor` interface and the local executor behind it.
+
+The scheduler hands an executor a `TaskRequest` and gets a `TaskResult` back; an executor never
+raises for a task's own failure. `LocalExecutor` runs each task as an agent loop in this
+process; other executors (another process, a cluster) only have to keep the same interface.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from ..agent import AgentLoop, TaskResult, TokenBudget
+from ..errors import ConfigError
+from .task import TaskRequest
+
+
+class TaskExecutor(Protocol):
+    """Runs one task to its end and reports how it went (never raises for task failures)."""
+
+    async def run_task(self, request: TaskRequest) -> TaskResult: ...
+
+
+async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -> TaskResult:
+    """Build the task's agent, run it on the task's prompt, and report how it went.
+
+    A task that cannot even start (its agent's model cannot be resolved, say) ends `error`.
+    """
+    base = {
+        "id": request.spec.id,
+        "agent": request.agent,
+        "path": request.path,
+        "depends_on": request.spec.depends_on,
+        "started_at": time.time(),
+    }
+    try:
+        run = await build().run(request.prompt)
+    except (ConfigError, OSError) as exc:
+        return TaskResult(**base, status="error", reason=str(exc), ended_at=time.time())
+    reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
+    return TaskResult(
+        **base,
+        status=run.status,
+        output=run.output,
+        reason=reason,
+        usage=run.total_usage,
+        steps=run.steps,
+        ended_at=time.time(),
+        run=run,
+    )
+
+
+def budget_refusal(budget: TokenBudget | None, agent: AgentLoop, prompt: str) -> str | None:
+    """Why a task cannot start within what is left of the budget, or None if it can."""
+    remaining = budget.remaining if budget is not None else None
+    if remaining is None:
+        return None
+    needed = agent.first_call_tokens(prompt)
+    if remaining < needed:
+        return f"budget: {remaining} tokens left, the first call needs {needed}"
+    return None
+
+
+class LocalExecutor:
+    """Runs tasks as agent loops in this process; `build` makes a task's agent.
+
+    Each task's agent is built once, for the budget check before it starts and the run alike.
+    """
+
+    def __init__(
+        self, build: Callable[[TaskRequest], AgentLoop], budget: TokenBudget | None
+    ) -> None:
+        self.build = build
+        self.budget = budget
+        self._agents: dict[str, AgentLoop] = {}
+
+    def agent_for(self, request: TaskRequest) -> AgentLoop:
+        if request.path not in self._agents:
+            self._agents[request.path] = self.build(request)
+        return self._agents[request.path]
+
+    def budget_refusal(self, request: TaskRequest) -> str | None:
+        return budget_refusal(self.budget, self.agent_for(request), request.prompt)
+
+    async def run_task(self, request: TaskRequest) -> TaskResult:
+        return await run_agent_task(request, lambda: self.agent_for(request))

@@ -1,0 +1,240 @@
+"""The `fork` and `read_task_output` meta-tools: sub-agents as a DAG, results as one observation.
+
+`fork(tasks=[...])` validates the tasks as a graph before anything runs (a bad graph is an
+error observation the model can correct), runs each task as a fresh agent loop named
+`<parent>/<id>` on the same budget and trace, and returns one observation listing every task
+with its status, capped output and tokens. Sub-agents get `fork` too, up to `max_depth`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field
+
+from ..agent import TaskResult, Tool, ToolContext
+from ..errors import ConfigError, ToolError
+from ..models.base import ChatModel
+from ..models.registry import resolve_model
+from ..skills import Agent, SkillCatalog
+from ..tokens import TokenCounter, default_counter
+from .executor import LocalExecutor
+from .graph import GraphError, suggest
+from .scheduler import GraphRun, task_graph
+from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
+from .task import TaskRequest, TaskSpec
+
+OUTPUTS_KEY = "fork.outputs"
+IDS_KEY = "fork.ids"
+FORK_PROMPT = """\
+## Sub-agents
+When the work splits into parts, delegate them with `fork(tasks=[...])`. Each task runs as its
+own agent with a fresh conversation: write each `task` as a complete brief. Tasks run
+concurrently unless one lists another in `depends_on`; a dependent task receives the results of
+its dependencies. The fork returns every task's status and output (long outputs are cut; call
+`read_task_output(id)` for the whole text). Agents you can assign (`agent`):
+{agents}"""
+
+
+@dataclass
+class ForkSettings:
+    """How forks run: concurrency, nesting, and how much of each output comes back."""
+
+    max_parallel: int = 4
+    max_depth: int = 2
+    output_cap_tokens: int = 1_000
+    dependency_cap_tokens: int = 2_000
+    default_max_steps: int = 20
+    max_output_tokens: int = 4_096
+
+
+class ForkExtension:
+    """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use.
+
+    `skills` is the catalog sub-agents choose from (each within what its definition allows);
+    `tools` are given to every sub-agent as they are.
+    """
+
+    def __init__(
+        self,
+        subagents: SubagentRegistry,
+        *,
+        skills: SkillCatalog | None = None,
+        tools: Sequence[Tool] = (),
+        settings: ForkSettings | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.subagents = subagents
+        self.skills = skills
+        self.shared_tools = list(tools)
+        self.settings = settings or ForkSettings()
+        self.counter = counter or default_counter()
+        self._models: dict[str, ChatModel] = {}
+        self._tools = [
+            # Exclusive: two forks in one turn would run side by side with nothing to order them.
+            Tool(self.fork, name="fork", exclusive=True),
+            Tool(self.read_task_output, name="read_task_output"),
+        ]
+
+    def system_prompt(self) -> str:
+        return FORK_PROMPT.format(agents=self.subagents.index())
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    async def fork(
+        self, tasks: Annotated[list[TaskSpec], Field(min_length=1)], ctx: ToolContext
+    ) -> str:
+        """Run tasks as sub-agents, concurrently where their dependencies allow.
+
+        Args:
+            tasks: the tasks; each needs an `id` and a `task`, and may name an `agent`,
+                the ids it `depends_on`, and the `skills` it may use.
+        """
+        self._validate(tasks, ctx.state.setdefault(IDS_KEY, set()))
+        executor = LocalExecutor(lambda request: self.build_agent(request, ctx), ctx.budget)
+        run = GraphRun(
+            tasks,
+            executor,
+            parent=ctx.agent,
+            depth=ctx.depth + 1,
+            agent_of=lambda spec: spec.agent or GENERAL,
+            prompt_for=self._prompt,
+            gate=executor.budget_refusal,
+            max_parallel=self.settings.max_parallel,
+            trace=ctx.trace,
+        )
+        results = await run.run()
+        ctx.children.extend(results)
+        outputs = ctx.state.setdefault(OUTPUTS_KEY, {})
+        outputs.update({r.id: r.output for r in results})
+        return self._observation(results, ctx)
+
+    def read_task_output(self, id: str, ctx: ToolContext) -> str:
+        """Return the whole output of a task from an earlier fork.
+
+        Args:
+            id: the task's id
+        """
+        outputs: dict[str, str] = ctx.state.get(OUTPUTS_KEY, {})
+        if id not in outputs:
+            known = ", ".join(outputs) or "none yet"
+            raise ToolError(f"No task {id!r}{suggest(id, outputs)}. Tasks run so far: {known}.")
+        return outputs[id]
+
+    def _validate(self, tasks: Sequence[TaskSpec], used: set[str]) -> None:
+        """Raise one error listing every problem; on success, the ids count as used."""
+        problems = []
+        try:
+            task_graph(tasks)
+        except GraphError as exc:
+            problems.extend(f"- tasks[{p.index}]: {p.message}" for p in exc.problems)
+        for index, spec in enumerate(tasks):
+            problems.extend(f"- tasks[{index}]: {p}" for p in self._spec_problems(spec))
+            if spec.id in used:
+                problems.append(
+                    f"- tasks[{index}]: id {spec.id!r} was used by an earlier fork of this run; "
+                    "give each task a new id (read_task_output still returns the earlier one)"
+                )
+        if problems:
+            raise ToolError(
+                "The fork was not run; fix these and call fork again:\n" + "\n".join(problems)
+            )
+        used.update(spec.id for spec in tasks)
+
+    def _spec_problems(self, spec: TaskSpec) -> list[str]:
+        name = spec.agent or GENERAL
+        definition = self.subagents.get(name)
+        if definition is None:
+            known = ", ".join(self.subagents.names)
+            return [f"unknown agent {name!r}{suggest(name, self.subagents.names)} (known: {known})"]
+        problems = []
+        for skill in spec.skills or ():
+            if not definition.allows_skill(skill):
+                problems.append(f"agent {name!r} may not use skill {skill!r}")
+            elif self.skills is not None and skill not in self.skills:
+                problems.append(f"unknown skill {skill!r}{suggest(skill, self.skills.names)}")
+        return problems
+
+    def _prompt(self, spec: TaskSpec, dependencies: Sequence[TaskResult]) -> str:
+        if not dependencies:
+            return spec.task
+        parts = [spec.task, "", "Results of the tasks this one depends on:"]
+        for dep in dependencies:
+            text, cut = self.counter.truncate(dep.output, self.settings.dependency_cap_tokens)
+            if cut:
+                text += f"\n[... cut at {self.settings.dependency_cap_tokens} tokens]"
+            parts.append(f'<result task="{dep.id}" status="{dep.status}">\n{text}\n</result>')
+        return "\n".join(parts)
+
+    def build_agent(self, request: TaskRequest, ctx: ToolContext) -> Agent:
+        """The agent loop for one task: its definition's prompt, skills and limits."""
+        definition = self.subagents.get(request.agent) or GENERAL_AGENT
+        extensions = [self] if request.depth < self.settings.max_depth else []
+        return Agent(
+            self._model_for(definition, ctx),
+            self.shared_tools,
+            system=definition.system,
+            name=request.path,
+            max_steps=definition.max_steps or self.settings.default_max_steps,
+            max_tokens=definition.max_tokens,
+            budget=ctx.budget,
+            trace=ctx.trace,
+            permissions=ctx.permissions,
+            extensions=extensions,
+            skills=self._skills_for(definition, request.spec),
+            depth=request.depth,
+            counter=self.counter,
+            max_output_tokens=self.settings.max_output_tokens,
+        )
+
+    def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
+        if self.skills is None:
+            return None
+        names = [n for n in self.skills.names if definition.allows_skill(n)]
+        if spec.skills is not None:
+            names = [n for n in names if n in spec.skills]
+        return self.skills.subset(names) if names else None
+
+    def _model_for(self, definition: SubagentDef, ctx: ToolContext) -> ChatModel:
+        if definition.model is None:
+            if ctx.model is None:
+                raise ConfigError("no model for sub-agents: the parent agent has none")
+            return ctx.model
+        if definition.model not in self._models:
+            self._models[definition.model] = resolve_model(definition.model)
+        return self._models[definition.model]
+
+    def _observation(self, results: Sequence[TaskResult], ctx: ToolContext) -> str:
+        counts: dict[str, int] = {}
+        for result in results:
+            counts[result.status] = counts.get(result.status, 0) + 1
+        summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+        spent = sum(r.usage.total_tokens for r in results)
+        remaining = ctx.budget.remaining if ctx.budget else None
+        left = "unlimited" if remaining is None else f"{remaining:,} tokens"
+        lines = [
+            f"Fork finished: {len(results)} tasks ({summary}). Tokens used: {spent:,}. "
+            f"Budget remaining: {left}."
+        ]
+        for result in results:
+            lines.append("")
+            lines.append(self._task_block(result))
+        return "\n".join(lines)
+
+    def _task_block(self, result: TaskResult) -> str:
+        head = f"### {result.id} [{result.status}] agent={result.agent}"
+        if result.status == "skipped":
+            return f"{head}\nreason: {result.reason}"
+        head += f" tokens={result.usage.total_tokens:,} steps={result.steps}"
+        if result.reason:
+            head += f"\nreason: {result.reason}"
+        text, cut = self.counter.truncate(result.output, self.settings.output_cap_tokens)
+        if cut:
+            text += (
+                f"\n[output cut at {self.settings.output_cap_tokens} tokens; "
+                f"read_task_output(id={result.id!r}) returns all of it]"
+            )
+        return f"{head}\n{text or '(no output)'}"

@@ -1,0 +1,222 @@
+"""Sub-agent definitions: markdown files with YAML frontmatter; the body is the system prompt.
+
+    ---
+    name: researcher
+    description: Reads files and answers with citations.
+    skills: [files, data]      # allowed skills, or "*" for all
+    model: openai:gpt-4o-mini  # optional; defaults to the run's model
+    max_steps: 15              # optional
+    max_tokens: 40000          # optional; a cap inside the run's one budget
+    ---
+    You are a careful researcher...
+
+Loading is lenient (a bad file is left out with a warning naming it and the problem);
+`check_subagent_folder` is strict and reports every problem. The first folder on the search
+path wins when two files share a name. A general-purpose agent, `general`, always exists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+from ..skills.builtin import shipped_folder
+
+NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+GENERAL = "general"
+GENERAL_PROMPT = (
+    "You are a capable general-purpose worker agent. Do the task you are given, using the "
+    "tools and skills available to you, and finish with a complete, self-contained answer: "
+    "the agent that gave you the task sees only your final message."
+)
+
+
+class SubagentDef(BaseModel):
+    """One sub-agent definition."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Lowercase letters, digits and single inner hyphens.")
+    description: str = Field(description="One line: what this agent is good at.")
+    skills: list[str] | Literal["*"] = Field(
+        default="*", description="Skill names this agent may use, or '*' for all."
+    )
+    model: str | None = Field(default=None, description="A model string; the run's by default.")
+    max_steps: int | None = Field(default=None, ge=1, description="A cap on model calls.")
+    max_tokens: int | None = Field(default=None, ge=1, description="A cap inside the budget.")
+    system: str = Field(default="", description="The system prompt: the file's body.")
+    path: Path | None = Field(default=None, description="The file it was read from.")
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not NAME.match(name) or len(name) > 64:
+            raise ValueError(
+                f"{name!r} must be 1-64 lowercase letters, digits and single inner hyphens"
+            )
+        return name
+
+    def allows_skill(self, skill: str) -> bool:
+        return self.skills == "*" or skill in self.skills
+
+
+GENERAL_AGENT = SubagentDef(
+    name=GENERAL,
+    description="A general-purpose worker for any self-contained task.",
+    system=GENERAL_PROMPT,
+)
+
+
+@dataclass(frozen=True)
+class SubagentProblem:
+    """Why a file was left out or would fail the strict check."""
+
+    path: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class SubagentError(ConfigError):
+    """A definition file that cannot be understood: which file, and why."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _definition_files(folder: Path) -> list[Path]:
+    return [p for p in sorted(folder.glob("*.md")) if p.name.lower() != "readme.md"]
+
+
+def parse_subagent(path: Path) -> SubagentDef:
+    """Read one definition; raise ConfigError naming the file and the rule broken."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SubagentError(path, f"cannot be read ({exc})") from None
+    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", text, re.DOTALL)
+    if match is None:
+        raise SubagentError(path, "no YAML frontmatter (the file must start with a '---' line)")
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise SubagentError(path, f"frontmatter is not valid YAML ({exc})") from None
+    if not isinstance(meta, dict):
+        raise SubagentError(path, "frontmatter must be a mapping of fields")
+    for reserved in ("system", "path"):
+        if reserved in meta:
+            raise SubagentError(path, f"unknown field {reserved!r}")
+    try:
+        agent = SubagentDef(**meta, system=match.group(2).strip(), path=path)
+    except ValidationError as exc:
+        raise SubagentError(path, _describe(exc)) from None
+    return agent
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in error["loc"]) or "frontmatter"
+        message = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        parts.append(f"{field}: {message}")
+    return "; ".join(parts)
+
+
+class SubagentRegistry:
+    """The sub-agents available to a run, found in folders of `*.md` files."""
+
+    def __init__(
+        self, agents: Iterable[SubagentDef] = (), *, folders: Sequence[str | Path] = ()
+    ) -> None:
+        """Definitions given directly come first, then folders scanned in order; the first
+        definition of a name wins (later ones are warned about). `general` is added last."""
+        self._agents: dict[str, SubagentDef] = {}
+        self.warnings: list[SubagentProblem] = []
+        for agent in agents:
+            self._agents.setdefault(agent.name, agent)
+        for folder in folders:
+            self._scan(Path(folder))
+        self._agents.setdefault(GENERAL, GENERAL_AGENT)
+
+    def _scan(self, folder: Path) -> None:
+        if not folder.is_dir():
+            self.warnings.append(SubagentProblem(folder, "not a folder; skipped"))
+            return
+        for path in _definition_files(folder):
+            try:
+                agent = parse_subagent(path)
+            except SubagentError as exc:
+                self.warnings.append(SubagentProblem(path, f"left out: {exc.reason}"))
+                continue
+            first = self._agents.get(agent.name)
+            if first is not None:
+                self.warnings.append(
+                    SubagentProblem(path, f"name {agent.name!r} already defined by {first.path}")
+                )
+                continue
+            self._agents[agent.name] = agent
+
+    def get(self, name: str) -> SubagentDef | None:
+        return self._agents.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._agents)
+
+    def __iter__(self) -> Iterator[SubagentDef]:
+        return iter(self._agents.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._agents
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def index(self) -> str:
+        """One line per agent, for a planner's system prompt."""
+        return "\n".join(f"- {a.name}: {a.description}" for a in self._agents.values())
+
+
+def builtin_subagent_folders(include: bool = True) -> list[Path]:
+    """The shipped sub-agents folder, when there is one and it is wanted."""
+    if not include:
+        return []
+    folder = shipped_folder("subagents")
+    return [folder] if folder is not None else []
+
+
+def check_subagent_folder(folder: str | Path) -> list[SubagentProblem]:
+    """Every problem with every definition in a folder (strict: used by the check command)."""
+    root = Path(folder)
+    if not root.is_dir():
+        return [SubagentProblem(root, "not a folder")]
+    problems: list[SubagentProblem] = []
+    seen: dict[str, Path] = {}
+    for path in _definition_files(root):
+        try:
+            agent = parse_subagent(path)
+        except SubagentError as exc:
+            problems.append(SubagentProblem(path, exc.reason))
+            continue
+        if agent.name != path.stem:
+            problems.append(
+                SubagentProblem(path, f"name {agent.name!r} differs from the file name")
+            )
+        if agent.name in seen:
+            problems.append(
+                SubagentProblem(path, f"name {agent.name!r} also defined in {seen[agent.name]}")
+            )
+        seen.setdefault(agent.name, path)
+        if not agent.system:
+            problems.append(SubagentProblem(path, "the body (the system prompt) is empty"))
+    return problems

@@ -1,0 +1,40 @@
+"""A task of a fork or a job step, as plain serializable models: what to run and how it ended.
+
+`TaskSpec` is a task as the model (or the job spec) writes it; `TaskRequest` is everything an
+executor needs to run it once its dependencies are done. Results are `TaskResult`
+(agent/results.py). None of them holds a live object, so a task can run in another process.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
+
+
+class TaskSpec(BaseModel):
+    """One task of a fork, as the model writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=TASK_ID, description="A short unique id, e.g. 'load' or 'review-2'.")
+    task: str = Field(min_length=1, description="What to do: a complete, self-contained brief.")
+    agent: str | None = Field(
+        default=None, description="Which sub-agent runs it; the general one if left out."
+    )
+    depends_on: list[str] = Field(
+        default_factory=list, description="Ids of tasks whose results this one needs."
+    )
+    skills: list[str] | None = Field(
+        default=None, description="Limit the task to these skills (within what its agent allows)."
+    )
+
+
+class TaskRequest(BaseModel):
+    """Everything needed to run one task, once its dependencies are done."""
+
+    spec: TaskSpec
+    agent: str
+    path: str
+    prompt: str
+    depth: int
