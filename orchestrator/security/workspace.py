@@ -36,7 +36,10 @@ def resolve_inside(root: Path, path: str, *, label: str = "workspace") -> Path:
     if ".." in pure.parts:
         raise PathRefused(f"{path!r} contains '..'; paths must stay inside the {label}.")
     base = root.resolve()
-    target = (base / pure).resolve()
+    try:
+        target = (base / pure).resolve()
+    except OSError as exc:  # a loop of links, or a path changing while it is resolved
+        raise PathRefused(f"{path!r} cannot be resolved ({exc.strerror}).") from None
     if target != base and not target.is_relative_to(base):
         raise PathRefused(f"{path!r} leads outside the {label} through a symbolic link.")
     return target
