@@ -21,7 +21,7 @@ from .models.base import ChatModel
 from .models.registry import resolve_model
 from .skills import Agent, SkillCatalog
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Trace
+from .trace import Trace, open_trace
 
 PLANNER_PROMPT = """\
 You are the planner. Reach the user's goal by the shortest sound path: do small things
@@ -120,7 +120,7 @@ class Orchestrator:
 
     async def run(self, goal: str) -> RunResult:
         """Run the planner on `goal` until it answers or a limit stops it."""
-        trace, owned = _open_trace(self.trace)
+        trace, owned = open_trace(self.trace)
         try:
             return await self.planner(trace=trace).run(goal)
         finally:
@@ -133,7 +133,7 @@ class Orchestrator:
 
     async def run_job(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget."""
-        opened, owned = _open_trace(trace if trace is not None else self.trace)
+        opened, owned = open_trace(trace if trace is not None else self.trace)
         try:
             return await JobRunner(self, job, opened).run()
         finally:
@@ -143,12 +143,6 @@ class Orchestrator:
     def run_job_sync(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
         """`run_job` from synchronous code."""
         return asyncio.run(self.run_job(job, trace=trace))
-
-
-def _open_trace(trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
-    if trace is None or isinstance(trace, Trace):
-        return trace, False
-    return Trace(trace), True
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:
