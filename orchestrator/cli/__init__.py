@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import jobs, run, skills, subagents, trace
+from . import jobs, report, run, skills, subagents, trace
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +29,7 @@ def _command_groups() -> list:
         skills.register,
         run.register,
         trace.register,
+        report.register,
         subagents.register,
     ]
 
