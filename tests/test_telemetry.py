@@ -133,6 +133,33 @@ def test_nested_forks_give_nested_spans_whose_chat_tokens_are_the_budget_spend(
         assert span.end_time >= span.start_time
 
 
+def test_a_failed_task_and_the_one_it_skipped(
+    exporter: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, exported = exporter
+    script = {
+        "planner": [
+            fork_call({"id": "a", "task": "x"}, {"id": "b", "task": "y", "depends_on": ["a"]}),
+            {"content": "a failed"},
+        ],
+        "planner/a": [],  # no turns: its run ends in an error
+    }
+    with instrument(provider):
+        planner(ScriptedModel(script)).run_sync("go")
+
+    spans = exported.get_finished_spans()
+    failed = by_name(spans, "invoke_agent planner/a")
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["error.type"] == "error"
+    assert "no turn left" in failed.status.description
+    fork = by_name(spans, "fork planner")
+    assert [(e.name, e.attributes["orchestrator.task.id"]) for e in fork.events] == [
+        ("task_skipped", "b")
+    ]
+    assert "dependency 'a' ended error" in fork.events[0].attributes["reason"]
+    assert not [s for s in spans if s.name == "invoke_agent planner/b"]
+
+
 def test_a_job_is_a_workflow_span_over_its_steps(
     exporter: tuple[TracerProvider, InMemorySpanExporter], tmp_path: Path
 ) -> None:

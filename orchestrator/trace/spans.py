@@ -55,6 +55,8 @@ class _Pending:
 
 @dataclass
 class _Fork:
+    """A fork's open span and the task paths whose `task_end` it still waits for."""
+
     span: Span
     waiting: set[str]
 
@@ -82,7 +84,8 @@ class SpanSink:
         self._job: Span | None = None
         self._agents: dict[str, _Agent] = {}
         self._forks: dict[str, _Fork] = {}  # task path -> the fork it belongs to
-        self._subagents: dict[str, str] = {}  # task path -> sub-agent definition
+        self._subagents: dict[str, str | None] = {}  # task path -> sub-agent definition
+        self._ran: set[str] = set()  # paths that had a run_start
         self._chats: dict[str, _Pending] = {}  # agent -> its chat span awaiting the reply
         self._tools: dict[tuple[str, str], _Pending] = {}  # (agent, call id) -> tool span
         self._handlers: dict[str, Callable[[Event], None]] = {
@@ -190,7 +193,7 @@ class SpanSink:
         fork = self._forks.get(event["agent"])
         if fork is None:
             return
-        if event.get("status") == "skipped" or event["agent"] not in self._agents:
+        if event["agent"] not in self._ran:  # skipped, or could not even start
             fork.span.add_event(
                 f"task_{event.get('status')}",
                 genai.clean(
@@ -204,6 +207,7 @@ class SpanSink:
 
     def _run_start(self, event: Event) -> None:
         path = event["agent"]
+        self._ran.add(path)
         fork = self._forks.get(path)
         parent = fork.span if fork else None
         if parent is None:

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from .writer import Sink, Trace, add_sink, remove_sink
+
+if TYPE_CHECKING:  # the otel extra may not be installed
+    from opentelemetry.trace import TracerProvider
 
 INSTALL_HINT = 'pip install "orchestrator[otel]"'
 CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -31,7 +34,13 @@ class Instrumentation:
     shuts the provider down (exporting what is left) when `instrument_otlp` made it.
     """
 
-    def __init__(self, tracer_provider: Any, *, capture_content: bool, owns_provider: bool):
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None,
+        *,
+        capture_content: bool,
+        owns_provider: bool,
+    ) -> None:
         self.tracer_provider = tracer_provider
         self.capture_content = capture_content
         self.owns_provider = owns_provider
@@ -45,8 +54,8 @@ class Instrumentation:
 
     def uninstrument(self) -> None:
         remove_sink(self.sink)
-        if self.owns_provider:
-            self.tracer_provider.shutdown()
+        if self.owns_provider and self.tracer_provider is not None:
+            self.tracer_provider.shutdown()  # the SDK's provider: exports what is left
 
     def __enter__(self) -> Instrumentation:
         return self
@@ -61,7 +70,7 @@ class Instrumentation:
 
 
 def instrument(
-    tracer_provider: Any = None, *, capture_content: bool | None = None
+    tracer_provider: TracerProvider | None = None, *, capture_content: bool | None = None
 ) -> Instrumentation:
     """Make every run from now on emit GenAI spans to `tracer_provider`.
 
@@ -85,20 +94,20 @@ def instrument_otlp(
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
         raise ConfigError(f"OpenTelemetry export needs the otel extra: {INSTALL_HINT}") from exc
     resource = Resource.create()
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": "orchestrator"}))
-    provider = TracerProvider(resource=resource)
+    provider = SdkTracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     return _install(provider, capture_content, owns_provider=True)
 
 
 def _install(
-    provider: Any, capture_content: bool | None, *, owns_provider: bool
+    provider: TracerProvider | None, capture_content: bool | None, *, owns_provider: bool
 ) -> Instrumentation:
     if capture_content is None:
         capture_content = os.environ.get(CONTENT_VARIABLE, "").strip().lower() in ("true", "1")

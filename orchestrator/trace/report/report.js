@@ -20,8 +20,10 @@
     return node;
   }
 
+  // The first lines of a long text, or null when folding would hide only a little.
   function previewOf(text, lines) {
     var parts = text.split("\n");
+    if (parts.length <= lines + 3 && text.length <= PREVIEW_CHARS * 1.5) return null;
     var cut = parts.slice(0, lines).join("\n");
     if (cut.length > PREVIEW_CHARS) cut = cut.slice(0, PREVIEW_CHARS);
     return cut.length < text.length ? cut : null;
@@ -35,11 +37,14 @@
     var short = el("pre", "", preview + " …");
     var more = el("details");
     var count = text.split("\n").length;
-    more.appendChild(el("summary", "", "show all (" + text.length.toLocaleString() +
-      " characters, " + count.toLocaleString() + " lines)"));
+    var label = "show all (" + text.length.toLocaleString() + " characters, " +
+      count.toLocaleString() + " lines)";
+    var summary = el("summary", "", label);
+    more.appendChild(summary);
     more.addEventListener("toggle", function () {
       if (more.open && more.childNodes.length === 1) more.appendChild(el("pre", "", text));
       short.classList.toggle("hidden", more.open);
+      summary.textContent = more.open ? "show less" : label;
     });
     box.appendChild(short);
     box.appendChild(more);
