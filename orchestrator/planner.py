@@ -19,6 +19,7 @@ from .agent import RunResult, TokenBudget
 from .jobs import Job, JobResult, JobRunner
 from .models.base import ChatModel
 from .models.registry import resolve_model
+from .security import Permissions
 from .skills import Agent, SkillCatalog
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Trace, open_trace
@@ -62,7 +63,10 @@ class Orchestrator:
         )
         self.max_tokens = max_tokens
         self.max_steps = max_steps
-        self.permissions = permissions
+        # The model must not rewrite what defines its own run: skills and sub-agents.
+        self.permissions = Permissions.coerce(permissions).protecting(
+            [*self.catalog.paths, *self.subagents.folders]
+        )
         self.trace = trace
         self.system = system or PLANNER_PROMPT
         self.fork = ForkExtension(
@@ -85,7 +89,7 @@ class Orchestrator:
             "max_tokens": job.budget.max_tokens,
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
-            "permissions": job.permissions,
+            "permissions": job.permissions.protecting([job.source]),
             "trace": job.trace,
         }
         settings.update(overrides)
@@ -121,6 +125,7 @@ class Orchestrator:
     async def run(self, goal: str) -> RunResult:
         """Run the planner on `goal` until it answers or a limit stops it."""
         trace, owned = open_trace(self.trace)
+        self._protect(trace)
         try:
             return await self.planner(trace=trace).run(goal)
         finally:
@@ -134,6 +139,7 @@ class Orchestrator:
     async def run_job(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget."""
         opened, owned = open_trace(trace if trace is not None else self.trace)
+        self._protect(opened)
         try:
             return await JobRunner(self, job, opened).run()
         finally:
@@ -143,6 +149,11 @@ class Orchestrator:
     def run_job_sync(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
         """`run_job` from synchronous code."""
         return asyncio.run(self.run_job(job, trace=trace))
+
+    def _protect(self, trace: Trace | None) -> None:
+        """The trace of a run is read-only to its agents, like its skills and sub-agents."""
+        if trace is not None and trace.path is not None:
+            self.permissions = self.permissions.protecting([trace.path])
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:

@@ -18,7 +18,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Message, ToolCall, ToolSpec, Usage
-from .base import ModelRequest, ModelResponse, ToolChoice
+from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
 from .http import Connection, bad_reply, is_event_stream, read_json, stream_error
 from .sse import ServerSentEvent, aiter_events, iter_events
 
@@ -300,7 +300,11 @@ def _response(
         reasoning=reasoning or None,
     )
     return ModelResponse(
-        message=message, usage=_usage(usage), finish_reason=finish_reason, extra=extra
+        message=message,
+        usage=_usage(usage),
+        finish_reason=finish_reason,
+        extra=extra,
+        raw_usage=usage,
     )
 
 
@@ -327,12 +331,13 @@ def _arguments(raw: Mapping[str, Any]) -> str:
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, Mapping):
         return None
-    prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
-    if prompt is None and completion is None:
+    prompt = usage_count(raw.get("prompt_tokens"))
+    completion = usage_count(raw.get("completion_tokens"))
+    if prompt is None or completion is None:
         return None
-    usage = Usage.of(prompt or 0, completion or 0)
-    total = raw.get("total_tokens")
-    return usage.model_copy(update={"total_tokens": total}) if total else usage
+    usage = Usage.of(prompt, completion)
+    total = usage_count(raw.get("total_tokens"))
+    return usage.model_copy(update={"total_tokens": total}) if total is not None else usage
 
 
 def _reasoning(part: Mapping[str, Any]) -> str | None:
