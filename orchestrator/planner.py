@@ -22,7 +22,7 @@ from .models.registry import resolve_model
 from .security import Permissions
 from .skills import Agent, SkillCatalog
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Trace
+from .trace import Trace, open_trace
 
 PLANNER_PROMPT = """\
 You are the planner. Reach the user's goal by the shortest sound path: do small things
@@ -124,7 +124,7 @@ class Orchestrator:
 
     async def run(self, goal: str) -> RunResult:
         """Run the planner on `goal` until it answers or a limit stops it."""
-        trace, owned = _open_trace(self.trace)
+        trace, owned = open_trace(self.trace)
         self._protect(trace)
         try:
             return await self.planner(trace=trace).run(goal)
@@ -138,7 +138,7 @@ class Orchestrator:
 
     async def run_job(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget."""
-        opened, owned = _open_trace(trace if trace is not None else self.trace)
+        opened, owned = open_trace(trace if trace is not None else self.trace)
         self._protect(opened)
         try:
             return await JobRunner(self, job, opened).run()
@@ -154,12 +154,6 @@ class Orchestrator:
         """The trace of a run is read-only to its agents, like its skills and sub-agents."""
         if trace is not None and trace.path is not None:
             self.permissions = self.permissions.protecting([trace.path])
-
-
-def _open_trace(trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
-    if trace is None or isinstance(trace, Trace):
-        return trace, False
-    return Trace(trace), True
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:

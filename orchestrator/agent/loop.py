@@ -25,7 +25,7 @@ from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
 from ..models.registry import resolve_model
 from ..tokens import TokenCounter, default_counter
-from ..trace import Trace
+from ..trace import Trace, open_trace
 from .accounting import charge
 from .batch import ToolBatch
 from .budget import Reservation, TokenBudget
@@ -127,7 +127,7 @@ class AgentLoop:
         Past `time_limit` the run ends as `cancelled` with its record complete. Cancelling the
         task that awaits this leaves the same record (trace included) and re-raises.
         """
-        trace, own_trace = self._open_trace()
+        trace, own_trace = open_trace(self.trace)
         state = self._start(task, trace)
         try:
             async with asyncio.timeout(self.time_limit):
@@ -238,6 +238,9 @@ class AgentLoop:
                 "model_call",
                 self.name,
                 step=state.steps,
+                model=self.model.name,
+                response_model=response.extra.get("model"),
+                response_id=response.extra.get("id"),
                 tool_choice=_choice_name(request),
                 input_estimate=request.input_tokens,
                 usage=usage.model_dump(),
@@ -335,11 +338,6 @@ class AgentLoop:
         if self.budget is None:
             return TokenBudget(self.max_tokens)
         return self.budget if self.max_tokens is None else self.budget.scoped(self.max_tokens)
-
-    def _open_trace(self) -> tuple[Trace | None, bool]:
-        if self.trace is None or isinstance(self.trace, Trace):
-            return self.trace, False
-        return Trace(self.trace), True
 
     def _append(self, state: RunState, message: Message) -> None:
         state.transcript.append(message)

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import jobs, run, skills, subagents, trace
+from . import jobs, report, run, skills, subagents, trace
 from .output import masked_output
 
 
@@ -30,6 +30,7 @@ def _command_groups() -> list:
         skills.register,
         run.register,
         trace.register,
+        report.register,
         subagents.register,
     ]
 

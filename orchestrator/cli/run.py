@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..trace import Trace
+from ..trace.telemetry import instrument_otlp
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -47,6 +48,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--trace", type=Path, help="where to write the JSONL trace")
     run.add_argument("--json", action="store_true", help="print a JSON result on stdout")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument(
+        "--otel",
+        action="store_true",
+        help="also export OpenTelemetry spans (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -54,6 +60,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
         orchestrator = Orchestrator.from_job(job)
+        telemetry = instrument_otlp() if args.otel else nullcontext()
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_SPEC_ERROR
@@ -62,15 +69,17 @@ def run_command(args: argparse.Namespace) -> int:
     trace_path = job.trace or default_trace_path(job.name)
     progress, view = _progress(args, job)
     began = time.time()
-    trace = Trace(trace_path, listeners=[progress] if progress else [])
-    try:
-        with view:
-            result = asyncio.run(orchestrator.run_job(job, trace=trace))
-    except KeyboardInterrupt:
-        print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        trace.close()
+    with telemetry:
+        trace = Trace(trace_path, listeners=[progress] if progress else [])
+        try:
+            with view:
+                result = asyncio.run(orchestrator.run_job(job, trace=trace))
+        except KeyboardInterrupt:
+            print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
+            print(f"report: orchestrator report {trace_path}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            trace.close()
     _report(args, result, time.time() - began)
     return EXIT_CODES[result.status]
 
@@ -101,6 +110,7 @@ def _report(args: argparse.Namespace, result: JobResult, seconds: float) -> None
             f"{result.usage.total_tokens:,} tokens; trace: {result.trace}",
             file=sys.stderr,
         )
+        print(f"report: orchestrator report {result.trace}", file=sys.stderr)
 
 
 def _as_json(result: JobResult) -> dict[str, Any]:
