@@ -93,7 +93,10 @@ def one_run(steps: int, trace_dir: Path | None, sync_tool: bool = False) -> dict
     model = TimedModel(script(steps))
     # The scripted model counts its requests too, as a provider would; time both.
     model._counter = counter
-    trace = Trace(trace_dir / "run.jsonl", secrets=[]) if trace_dir else None
+    trace = None
+    if trace_dir:
+        (trace_dir / "run.jsonl").unlink(missing_ok=True)  # a trace holds one run
+        trace = Trace(trace_dir / "run.jsonl", secrets=[])
     echo = echo_sync if sync_tool else echo_async
     agent = TimedAgent(model, [echo], max_steps=steps + 1, trace=trace, counter=counter)
     began = time.perf_counter()

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from .agent import RunResult, TokenBudget
-from .jobs import Job, JobResult, JobRunner
+from .jobs import Job, JobResult, JobRunner, Resumption, fast_forward, prepare_resume
 from .models.base import ChatModel
 from .models.registry import resolve_model
 from .security import Permissions
 from .skills import Agent, SkillCatalog
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Trace, open_trace
+from .trace import Listener, Trace, open_trace
 
 PLANNER_PROMPT = """\
 You are the planner. Reach the user's goal by the shortest sound path: do small things
@@ -149,6 +149,46 @@ class Orchestrator:
     def run_job_sync(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
         """`run_job` from synchronous code."""
         return asyncio.run(self.run_job(job, trace=trace))
+
+    @classmethod
+    def for_resume(cls, resumption: Resumption) -> tuple[Orchestrator, Job]:
+        """The orchestrator of a run to resume, set up as its job spec says, and the job."""
+        if resumption.job is None:
+            raise ValueError("the run had finished: there is nothing to resume")
+        orchestrator = cls.from_job(resumption.job)
+        fast_forward(orchestrator.model, resumption.checkpoint)
+        return orchestrator, resumption.job
+
+    @classmethod
+    async def resume(
+        cls,
+        trace: str | Path,
+        *,
+        model: str | None = None,
+        force: bool = False,
+        listeners: Sequence[Listener] = (),
+    ) -> JobResult:
+        """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
+
+        Steps and forked tasks that had ended keep their results; those that were running
+        restart from their last complete turn; the budget goes on from what was spent. A run
+        that had finished is not run again: its recorded result is returned. The spec, inputs
+        and model are the run's (`model` overrides the model); a spec that changed since is
+        refused (`ResumeError`) unless `force`.
+        """
+        resumption = prepare_resume(trace, model=model, force=force)
+        if resumption.finished is not None:
+            return resumption.finished
+        orchestrator, job = cls.for_resume(resumption)
+        with Trace(resumption.path, resume=resumption.checkpoint, listeners=listeners) as opened:
+            return await orchestrator.run_job(job, trace=opened)
+
+    @classmethod
+    def resume_sync(
+        cls, trace: str | Path, *, model: str | None = None, force: bool = False
+    ) -> JobResult:
+        """`resume` from synchronous code."""
+        return asyncio.run(cls.resume(trace, model=model, force=force))
 
     def _protect(self, trace: Trace | None) -> None:
         """The trace of a run is read-only to its agents, like its skills and sub-agents."""

@@ -1,7 +1,7 @@
 """Traces of real runs, for the report's tests: the three examples through the command line,
-a job whose step fails, one interrupted with Ctrl-C, one run again into the same trace (as a
-resumed job is), nested forks, a run whose model output is hostile markup, and a fan-out to
-1,000 sub-agents. All offline, with the scripted model.
+a job whose step fails, one interrupted with Ctrl-C, one killed half-way and resumed, nested
+forks, a run whose model output is hostile markup, and a fan-out to 1,000 sub-agents. All
+offline, with the scripted model.
 """
 
 from __future__ import annotations
@@ -60,16 +60,19 @@ def make_traces(root: Path) -> dict[str, Path]:
     failed, resumed, cancelled = root / "failed", root / "resumed", root / "cancelled"
     script = "first:\n  - tool_calls: [{name: nope, arguments: {}}]\n  - content: hello\n"
     runs["failed"] = _start(failed, _job(failed, "failing", script, TWO_STEPS), "t.jsonl")
-    # The same job run twice into one trace, as a resumed job is: `second` fails, then not.
-    first = _job(resumed, "resumed", "first: [{content: hello}]\n", TWO_STEPS)
-    runs["resumed"] = _start(resumed, first, "t.jsonl")
+    # Killed (SIGKILL) while `second` runs a long shell command, then resumed.
+    runs["resumed"] = _start(resumed, _job(resumed, "resumed", KILLED, TWO_STEPS), "t.jsonl")
     runs["cancelled"] = _start(cancelled, _job(cancelled, "interrupted", *SLOW), "t.jsonl")
     _interrupt(runs.pop("cancelled"), cancelled / "t.jsonl")
+    _kill(runs.pop("resumed"), resumed / "t.jsonl")
+    runs["resumed"] = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "resume", "t.jsonl", "--quiet", "--json"],
+        cwd=resumed,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for name, process in runs.items():
-        assert process.wait(120) == {"failed": 3, "resumed": 3}.get(name, 0), name
-    script = "first: [{content: hello}]\nsecond: [{content: hi}]\nthird: [{content: done}]\n"
-    (resumed / "script.yaml").write_text(script)
-    assert _start(resumed, first, "t.jsonl").wait(120) == 0
+        assert process.wait(120) == {"failed": 3}.get(name, 0), name
     traces.update({n: root / n / "t.jsonl" for n in ("failed", "resumed", "cancelled")})
     with loopback_only("tests"):
         traces["nested"] = _nested(root / "nested.jsonl")
@@ -86,6 +89,26 @@ def _start(cwd: Path, job: Path, trace: Path | str) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+KILLED = """\
+first: [{content: hello}]
+second:
+  - tool_calls: [{name: load_skill, arguments: {name: shell}}]
+  - tool_calls: [{name: shell__run, arguments: {command: "sleep 5"}}]
+  - content: hi
+third: [{content: done}]
+"""
+
+
+def _kill(process: subprocess.Popen[bytes], trace: Path) -> None:
+    """SIGKILL the run once the second step's command runs (the command, in a session of its
+    own, outlives it by a few seconds)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _started(trace, "shell__run"):
+        time.sleep(0.05)
+    process.kill()
+    process.wait(60)
 
 
 SLOW = (

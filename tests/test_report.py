@@ -68,7 +68,8 @@ def test_the_graph_and_the_conversations_hold_every_agent(
     assert {a["data-path"] for a in markup.having("g", "node")} == nodes
     drawn = {(a["data-source"], a["data-target"]) for a in markup.having("path", "edge")}
     assert drawn == edges
-    runs = [e["agent"] for e in events if e["type"] == "run_start"]
+    # A run resumed in a later attempt goes on as the same run.
+    runs = [e["agent"] for e in events if e["type"] == "run_start" and not e.get("resumed")]
     conversations = markup.having("details", "conv")
     assert len(conversations) == len(runs) == len(markup.having("div", "trow")) - 1
     assert {a["data-agent"].partition("#")[0] for a in conversations} == set(runs)
@@ -130,22 +131,32 @@ def test_a_failed_job_shows_the_failure_and_what_it_skipped(report_traces: dict[
 def test_a_cancelled_job_shows_what_was_cut_short(report_traces: dict[str, Path]) -> None:
     report = collect(read_trace(report_traces["cancelled"]))
 
-    assert report.job_status is None and report.status == "cancelled"
+    assert report.job_status == "cancelled" and report.status == "cancelled"
     slow = report.agents["slow"]
     assert slow.status == "cancelled" and slow.skills == ["shell"]
     (shell,) = [b for b in slow.bars if b.label == "shell__run"]
     assert shell.error == "aborted" and shell.end is not None
     assert report.agents["quick"].status == "completed"
     assert "after" in report.tasks and "after" not in report.agents  # never started
+    assert report.tasks["after"].status == "skipped"
 
 
-def test_a_job_run_again_into_its_trace_shows_both_runs(report_traces: dict[str, Path]) -> None:
+def test_a_killed_and_resumed_job_shows_one_run_in_two_attempts(
+    report_traces: dict[str, Path],
+) -> None:
     report = collect(read_trace(report_traces["resumed"]))
 
-    assert report.job_runs == 2 and report.status == "completed"
-    assert list(report.agents) == ["first", "second", "first#2", "second#2", "third"]
-    assert report.latest_runs()["second"].status == "completed"
-    assert "2 runs in this trace" in render_report(read_trace(report_traces["resumed"]))
+    assert report.attempts == 2 and report.status == "completed"
+    assert list(report.agents) == ["first", "second", "third"]  # `second` went on, not again
+    second = report.agents["second"]
+    assert second.status == "completed" and second.steps == 3
+    (shell,) = [b for b in second.bars if b.label == "shell__run"]
+    assert shell.error == "interrupted" and shell.end is not None  # ended with attempt 1
+    assert [m.get("error_type") for m in second.messages if m.get("role") == "tool"] == [
+        None,
+        "aborted",
+    ]
+    assert "resumed: 2 attempts" in render_report(read_trace(report_traces["resumed"]))
 
 
 def test_a_trace_cut_off_by_a_crash_still_makes_a_report(report_traces: dict[str, Path]) -> None:

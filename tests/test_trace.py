@@ -57,9 +57,10 @@ def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
 def test_repeated_runs_of_one_agent_are_kept_apart(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     model = ScriptedModel({"*": [{"content": "first"}, {"content": "second"}]})
-    agent = Agent(model, trace=path)
-    agent.run_sync("one")
-    agent.run_sync("two")
+    with Trace(path) as trace:  # one Trace shared on purpose: both runs are one run id
+        agent = Agent(model, trace=trace)
+        agent.run_sync("one")
+        agent.run_sync("two")
     conversations = rebuild_conversations(path)
     assert [m.content for m in conversations["agent"]] == ["one", "first"]
     assert [m.content for m in conversations["agent#2"]] == ["two", "second"]

@@ -5,8 +5,9 @@ Nothing here knows of skills, forks or jobs; they extend the loop from the layer
 
 from .budget import Reservation, TokenBudget
 from .extension import Extension
-from .loop import AgentLoop, ModelLike, RunState
+from .loop import AgentLoop, ModelLike
 from .results import RunResult, Status, TaskResult, TaskStatus
+from .state import RunState
 from .tools import ArgumentsError, Tool, ToolContext, Toolset, as_tool, render_result, tool
 
 __all__ = [

@@ -5,6 +5,11 @@ the model gave the calls; failures become error results, never exceptions; calls
 concurrently up to a limit, and an `exclusive` tool runs alone, as a barrier. If the batch is
 cancelled, `finish_cancelled` gives calls that had started an `aborted` result and calls that
 never started a `skipped` one.
+
+Results are handed to `on_result` in the model's order as soon as every call before them has
+one, not only when the whole turn is done: the trace then records each finished call's result
+while slower calls of the same turn still run, and a run killed half-way through a turn loses
+only the results it truly had not got.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
@@ -23,7 +28,11 @@ DEFAULT_MAX_RESULT_CHARS = 100_000
 
 
 class ToolBatch:
-    """The calls of one turn, their results, and which of them have started."""
+    """The calls of one turn, their results, and which of them have started.
+
+    `known` gives some calls their result in advance (a resumed run's cut turn): those calls
+    are not run, and their results are handed on in order with the others.
+    """
 
     def __init__(
         self,
@@ -33,6 +42,8 @@ class ToolBatch:
         concurrency: int = 8,
         default_timeout: float | None = None,
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        on_result: Callable[[Message], None] | None = None,
+        known: Sequence[Message | None] = (),
     ) -> None:
         self.calls = list(calls)
         self.context = context
@@ -40,9 +51,16 @@ class ToolBatch:
         self.max_result_chars = max_result_chars
         self.results: list[Message | None] = [None] * len(self.calls)
         self.started = [False] * len(self.calls)
+        self.on_result = on_result
+        self.delivered = 0
         self._slots = asyncio.Semaphore(max(1, concurrency))
+        for index, result in enumerate(known):
+            if result is not None:  # a result given in advance (a resumed turn): not run
+                self.results[index] = result
+                self.started[index] = True
 
     async def run(self) -> list[Message]:
+        self._set_ready()
         for group in self._groups():
             if len(group) == 1:
                 await self._run_one(group[0])
@@ -51,7 +69,8 @@ class ToolBatch:
         return [r for r in self.results if r is not None]
 
     def finish_cancelled(self) -> list[Message]:
-        """Results for every call, filling in `aborted` and `skipped` where none exists yet."""
+        """Results for every call not yet handed to `on_result` (every call, without one),
+        filling in `aborted` and `skipped` where none exists yet."""
         for index, call in enumerate(self.calls):
             if self.results[index] is None:
                 if self.started[index]:
@@ -62,7 +81,24 @@ class ToolBatch:
                         "skipped",
                     )
                 self.results[index] = Message.tool_result(call, text, error_type=kind)
-        return [r for r in self.results if r is not None]
+        rest = self.results[self.delivered :] if self.on_result else self.results
+        self.delivered = len(self.results)
+        return [r for r in rest if r is not None]
+
+    def _set(self, index: int, result: Message) -> None:
+        """Keep a call's result, and hand on every result whose turn has come."""
+        self.results[index] = result
+        self._set_ready()
+
+    def _set_ready(self) -> None:
+        """Hand `on_result` every result, in order, up to the first call still without one."""
+        while (
+            self.on_result is not None
+            and self.delivered < len(self.results)
+            and (ready := self.results[self.delivered]) is not None
+        ):
+            self.delivered += 1
+            self.on_result(ready)
 
     def _groups(self) -> Iterator[list[int]]:
         group: list[int] = []
@@ -79,21 +115,22 @@ class ToolBatch:
             yield group
 
     async def _run_one(self, index: int) -> None:
+        if self.results[index] is not None:
+            return
         call = self.calls[index]
         found = self.context.toolset.get(call.name)
         if found is None:
-            self.results[index] = Message.tool_result(
-                call, self._unknown_tool_text(call.name), error_type="unknown_tool"
-            )
+            text = self._unknown_tool_text(call.name)
+            self._set(index, Message.tool_result(call, text, error_type="unknown_tool"))
             return
         try:
             kwargs = found.parse_arguments(call.arguments)
         except ArgumentsError as exc:
-            self.results[index] = Message.tool_result(call, str(exc), error_type=exc.kind)
+            self._set(index, Message.tool_result(call, str(exc), error_type=exc.kind))
             return
         async with self._slots:
             self.started[index] = True
-            self.results[index] = await self._invoke(found, call, kwargs)
+            self._set(index, await self._invoke(found, call, kwargs))
 
     async def _invoke(self, found: Tool, call: ToolCall, kwargs: dict[str, object]) -> Message:
         trace, agent = self.context.trace, self.context.agent

@@ -69,6 +69,12 @@ class TokenBudget:
             return None
         return Reservation(tokens, self, parent_reservation)
 
+    def record_spent(self, tokens: int) -> None:
+        """Count tokens spent before this budget existed (the earlier attempts of a resumed
+        run) as used, here only: a budget above counts them on its own."""
+        with self._lock:
+            self.used += max(0, tokens)
+
     def settle(self, reservation: Reservation, used: int) -> None:
         """Replace a reservation by what the call really used."""
         self._close(reservation, used)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,10 @@ from .accounting import charge
 from .batch import ToolBatch
 from .budget import Reservation, TokenBudget
 from .extension import Extension, assemble
-from .repeats import REPEAT_WARN_AT, RepeatDetector
+from .repeats import REPEAT_WARN_AT
 from .results import RunResult, Status
+from .resume import resume_run
+from .state import RunState
 from .tools import Tool, ToolContext, Toolset
 
 MIN_WRAP_UP_OUTPUT = 64
@@ -49,21 +50,6 @@ ModelLike = ChatModel | str
 """What an agent accepts as its model: a ChatModel, or a model string (`openai:gpt-4o-mini`)."""
 
 
-@dataclass
-class RunState:
-    """Everything one run of an agent keeps while it goes."""
-
-    transcript: Transcript
-    context: ToolContext
-    budget: TokenBudget
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    repeats: RepeatDetector = field(default_factory=RepeatDetector)
-    batch: ToolBatch | None = None
-    result: RunResult | None = None
-    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
-
-
 class AgentLoop:
     """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
 
@@ -71,6 +57,9 @@ class AgentLoop:
     with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
     `time_limit` (seconds) ends a run as `cancelled`, its record complete. `extensions` add
     system-prompt sections and tools (the skills and fork extensions of the layers above).
+    A trace opened to resume a run makes a run at a path cut off there go on from its last
+    complete turn (agent/resume.py). `last_result` is the latest run's result, kept also when
+    the run was cancelled (and `run` re-raised).
     """
 
     def __init__(
@@ -110,6 +99,7 @@ class AgentLoop:
         self.counter = counter or default_counter()
         self.depth = depth
         self.time_limit = time_limit
+        self.last_result: RunResult | None = None
 
     def run_sync(self, task: str) -> RunResult:
         """Run to the end from synchronous code."""
@@ -143,6 +133,8 @@ class AgentLoop:
 
     async def _loop(self, state: RunState) -> RunResult:
         try:
+            if state.resume is not None:
+                await self._finish_turn(state)
             while state.result is None:
                 await self.step(state)
         except ModelError as exc:
@@ -254,18 +246,29 @@ class AgentLoop:
             raise UntrustedUsage(f"{charged.doubt}; the run was stopped", provider=self.model.name)
         return response
 
-    async def run_tools(self, state: RunState, calls: Sequence[ToolCall]) -> None:
-        """Run one turn's calls and append their results in the model's order."""
+    async def run_tools(
+        self, state: RunState, calls: Sequence[ToolCall], known: Sequence[Message | None] = ()
+    ) -> None:
+        """Run one turn's calls, appending each result in the model's order as soon as the
+        calls before it have theirs; `known` gives some calls their result in advance."""
         state.batch = ToolBatch(
             calls,
             state.context,
             concurrency=self.tool_concurrency,
             default_timeout=self.tool_timeout,
+            on_result=partial(self._append, state),
+            known=known,
         )
-        results = await state.batch.run()
+        await state.batch.run()
         state.batch = None
-        for result in results:
-            self._append(state, result)
+
+    async def _finish_turn(self, state: RunState) -> None:
+        """A resumed run: give the cut turn its missing results (or end with its answer)."""
+        cut, state.resume = state.resume, None
+        if cut is not None and cut.calls:
+            await self.run_tools(state, cut.calls, cut.known)
+        if cut is not None and cut.final is not None:
+            self._finish(state, "completed", cut.final.content or "")
 
     async def _wrap_up(self, state: RunState) -> None:
         """The budget cannot cover another call: one last one with tools disabled, if it fits."""
@@ -316,9 +319,15 @@ class AgentLoop:
             depth=self.depth,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
+        resumed = resume_run(
+            state,
+            trace,
+            extensions=self.extensions,
+            notes=(FORCED_ANSWER_NOTE, WRAP_UP_NOTE),
+            shared_budget=budget is self.budget,
+        )
         if trace is not None:
             state.on_event = partial(trace.emit, agent=self.name)
-        if trace is not None:
             trace.emit(
                 "run_start",
                 self.name,
@@ -328,10 +337,12 @@ class AgentLoop:
                 max_tokens=self.max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
+                **resumed,
             )
-        if self.system:
-            self._append(state, Message.system(self.system))
-        self._append(state, Message.user(task))
+        if not resumed:
+            if self.system:
+                self._append(state, Message.system(self.system))
+            self._append(state, Message.user(task))
         return state
 
     def _run_budget(self) -> TokenBudget:
@@ -357,6 +368,7 @@ class AgentLoop:
             error=error,
             children=list(state.context.children),
         )
+        self.last_result = state.result
         if state.context.trace is not None:
             state.context.trace.emit(
                 "run_end",
@@ -371,10 +383,6 @@ class AgentLoop:
     def __repr__(self) -> str:
         kind = type(self).__name__
         return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
-
-
-def _counted_usage(counter: TokenCounter, request: ModelRequest, response: ModelResponse) -> Usage:
-    return Usage.of(request.input_tokens or 0, counter.count_message(response.message))
 
 
 def _choice_name(request: ModelRequest) -> str:

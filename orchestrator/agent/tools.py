@@ -103,7 +103,11 @@ class ArgumentsError(ValueError):
 
 
 class Tool:
-    """A callable tool: a function, its schema, and how it must be run."""
+    """A callable tool: a function, its schema, and how it must be run.
+
+    A `resumable` tool resumes itself from the run's trace (as `fork` does), so a resumed run
+    calls it again where an earlier attempt was cut off in it, instead of answering `aborted`.
+    """
 
     def __init__(
         self,
@@ -113,6 +117,7 @@ class Tool:
         description: str | None = None,
         timeout: float | None = None,
         exclusive: bool = False,
+        resumable: bool = False,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -122,6 +127,7 @@ class Tool:
         self.description = description or summary or self.name
         self.timeout = timeout
         self.exclusive = exclusive
+        self.resumable = resumable
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args_model, self.context_param = _arguments_model(fn, self.name, arg_docs)
         self.spec = ToolSpec(

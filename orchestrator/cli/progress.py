@@ -74,6 +74,10 @@ class ProgressState:
     def _on_run_start(self, event: Event) -> AgentState:
         state = self.agent(event["agent"])
         state.status, state.started = "running", event["ts"]
+        if event.get("resumed"):  # a run going on from an earlier attempt: what it had done
+            state.steps = event.get("steps") or 0
+            state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
+            state.note = "resumed"
         if event.get("budget_remaining") is not None and self.budget_remaining is None:
             self.budget_remaining = event["budget_remaining"]
         return state
@@ -103,10 +107,17 @@ class ProgressState:
         return state
 
     def _on_task_end(self, event: Event) -> AgentState | None:
-        if event["status"] != "skipped":
-            return None
         state = self.agent(event["agent"])
-        state.status, state.note, state.ended = "skipped", event.get("reason"), event["ts"]
+        if event.get("restored"):  # ended in an earlier attempt of a resumed run
+            state.status, state.ended = event["status"], event["ts"]
+            state.steps = event.get("steps") or 0
+            state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
+            state.note = "kept from an earlier attempt"
+            return state
+        if event["status"] != "skipped" and state.status not in ("waiting", "running"):
+            return None
+        state.status, state.ended, state.tool = event["status"], event["ts"], None
+        state.note = event.get("reason")
         return state
 
     @property

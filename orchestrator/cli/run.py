@@ -2,7 +2,10 @@
 
 `run` shows a live view on a terminal (plain progress lines on stderr otherwise), writes the
 job's output to stdout (or, with --json, a JSON object), always writes a trace, and exits with
-a code that says how the job ended (see EXIT_* in jobs.py).
+a code that says how the job ended (see EXIT_* in jobs.py). Every run gets a run id and a trace
+of its own: by default a new file named after both under `.orchestrator/runs/`; a `--trace`
+path that already holds a run is refused (`orchestrator resume` goes on with that run).
+`execute` is shared with `resume` (resume.py).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
-from ..trace import Trace
+from ..trace import Listener, Trace, new_run_id
 from ..trace.telemetry import instrument_otlp
 from .jobs import (
     EXIT_BUDGET,
@@ -60,34 +63,55 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
         orchestrator = Orchestrator.from_job(job)
-        telemetry = instrument_otlp() if args.otel else nullcontext()
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_SPEC_ERROR
+    run_id = new_run_id()
+    path = job.trace or default_trace_path(job.name, run_id)
+    return execute(
+        args,
+        job,
+        orchestrator,
+        lambda listeners: Trace(path, listeners=listeners, run_id=run_id),
+    )
+
+
+TraceOpener = Callable[[list[Listener]], Trace]
+
+
+def execute(
+    args: argparse.Namespace, job: Job, orchestrator: Orchestrator, open_trace: TraceOpener
+) -> int:
+    """Run (or resume) `job` on the trace `open_trace` makes: progress, output, exit code."""
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    trace_path = job.trace or default_trace_path(job.name)
     progress, view = _progress(args, job)
     began = time.time()
-    with telemetry:
-        trace = Trace(trace_path, listeners=[progress] if progress else [])
-        try:
-            with view:
-                result = asyncio.run(orchestrator.run_job(job, trace=trace))
-        except KeyboardInterrupt:
-            print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
-            print(f"report: orchestrator report {trace_path}", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        finally:
-            trace.close()
-    _report(args, result, time.time() - began)
+    try:
+        telemetry = instrument_otlp() if args.otel else nullcontext()
+        with telemetry:
+            trace = open_trace([progress] if progress else [])
+            try:
+                with view:
+                    result = asyncio.run(orchestrator.run_job(job, trace=trace))
+            except KeyboardInterrupt:
+                print(f"interrupted; the trace is in {trace.path}", file=sys.stderr)
+                print(f"report: orchestrator report {trace.path}", file=sys.stderr)
+                print(f"resume: orchestrator resume {trace.path}", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            finally:
+                trace.close()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    report(args, result, time.time() - began)
     return EXIT_CODES[result.status]
 
 
-def default_trace_path(name: str) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+def default_trace_path(name: str, run_id: str) -> Path:
+    """A new trace's default path: `.orchestrator/runs/RUN-ID-NAME.jsonl`."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
-    return DEFAULT_TRACE_DIR / f"{stamp}-{safe}.jsonl"
+    return DEFAULT_TRACE_DIR / f"{run_id}-{safe}.jsonl"
 
 
 def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None] | None, Any]:
@@ -99,7 +123,8 @@ def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None]
     return PlainProgress(sys.stderr), nullcontext()
 
 
-def _report(args: argparse.Namespace, result: JobResult, seconds: float) -> None:
+def report(args: argparse.Namespace, result: JobResult, seconds: float) -> None:
+    """The job's output (or JSON) on stdout; unless quiet, how it went on stderr."""
     if args.json:
         print(json.dumps(_as_json(result), indent=2))
     else:

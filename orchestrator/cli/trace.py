@@ -1,27 +1,92 @@
-"""`orchestrator trace show TRACE`: a finished run, summarized from its trace."""
+"""`orchestrator trace show TRACE|last` and `orchestrator trace list`: runs from their traces."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
 from ..trace import read_trace
+from ..trace.history import RunInfo, list_runs
+from ..trace.lock import is_locked
 from ..trace.summary import render, summarize
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
+from .resume import trace_argument
+from .run import DEFAULT_TRACE_DIR
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     trace = commands.add_parser("trace", help="read traces")
     actions = trace.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="summarize a run from its trace")
-    show.add_argument("path", type=Path, metavar="TRACE")
+    show.add_argument("path", metavar="TRACE", help="a trace file, or `last` (the newest run)")
+    show.add_argument("--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks")
     show.set_defaults(handler=show_command)
+    listing = actions.add_parser("list", help="recent runs, newest first")
+    listing.add_argument(
+        "--dir", type=Path, default=DEFAULT_TRACE_DIR, help="the folder of traces to list"
+    )
+    listing.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per run")
+    listing.set_defaults(handler=list_command)
 
 
 def show_command(args: argparse.Namespace) -> int:
-    if not args.path.is_file():
-        print(f"error: no trace at {args.path}", file=sys.stderr)
+    path = trace_argument(args.path, args.dir)
+    if path is None:
+        print(f"error: no runs in {args.dir}", file=sys.stderr)
         return EXIT_SPEC_ERROR
-    print(render(summarize(read_trace(args.path))))
+    if not path.is_file():
+        print(f"error: no trace at {path}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    if args.path == "last":
+        print(f"trace: {path}")
+    print(render(summarize(read_trace(path), live=is_locked(path))))
     return EXIT_OK
+
+
+def list_command(args: argparse.Namespace) -> int:
+    runs = list_runs(args.dir, limit=max(0, args.limit))
+    if args.json:
+        for run in runs:
+            print(json.dumps(_as_json(run)))
+        return EXIT_OK
+    if not runs:
+        print(f"no runs in {args.dir}", file=sys.stderr)
+        return EXIT_OK
+    rows = [("RUN", "JOB", "STATUS", "TOKENS", "COST", "STARTED", "TRACE")]
+    rows.extend(_row(run) for run in runs)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]))
+    return EXIT_OK
+
+
+def _row(run: RunInfo) -> tuple[str, ...]:
+    status = run.status if run.attempts <= 1 else f"{run.status} ({run.attempts} attempts)"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started or 0))
+    cost = f"{run.cost:.4f}" if run.cost is not None else "-"
+    return (
+        run.run_id or "-",
+        run.job or "-",
+        status,
+        f"{run.tokens:,}",
+        cost,
+        started,
+        str(run.path),
+    )
+
+
+def _as_json(run: RunInfo) -> dict[str, object]:
+    return {
+        "run": run.run_id,
+        "job": run.job,
+        "status": run.status,
+        "attempts": run.attempts,
+        "tokens": run.tokens,
+        "cost": run.cost,
+        "started": run.started,
+        "trace": str(run.path),
+    }

@@ -2,6 +2,8 @@
 
 from .loading import load_job, load_spec, parse_set_options, read_yaml
 from .problems import Problem, SpecError
+from .record import job_record, spec_digest
+from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
 from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
 from .spec import GOAL_STEP, Budget, Job, Step
 
@@ -13,12 +15,19 @@ __all__ = [
     "JobRunner",
     "JobStatus",
     "Problem",
+    "ResumeError",
+    "Resumption",
     "SpecError",
     "Step",
     "StepAgents",
+    "fast_forward",
+    "job_record",
     "job_status",
     "load_job",
     "load_spec",
     "parse_set_options",
+    "prepare_resume",
     "read_yaml",
+    "recorded_result",
+    "spec_digest",
 ]

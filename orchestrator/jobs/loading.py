@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
 from .problems import Problem, SpecError, describe, problems_from
-from .spec import Job
+from .spec import FILE_MODELS, Job
 
 
 def load_job(
@@ -140,7 +140,7 @@ def _override(
     """Apply overrides to `data` in place; return the problems with `--set` keys."""
     if model is not None:
         provider, _, target = model.partition(":")
-        data["model"] = f"scripted:{Path(target).resolve()}" if provider == "scripted" else model
+        data["model"] = f"{provider}:{Path(target).resolve()}" if provider in FILE_MODELS else model
     if trace is not None:
         data["trace"] = str(Path(trace).resolve())
     declared = data.get("inputs")

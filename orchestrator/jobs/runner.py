@@ -7,10 +7,15 @@ Each step runs as soon as the steps it depends on have completed (up to `max_par
 time); its task is the spec's template with `{inputs.x}` and `{steps.id.output}` filled in. A
 step whose dependency did not complete is skipped. A planner step gets the skill index and
 `fork`; any other step runs its sub-agent definition.
+
+A job cancelled half-way (Ctrl-C) still records its `job_end`, status `cancelled`. On a trace
+opened to resume the job's run, the budget starts with everything the run spent before, and
+the steps that had ended keep their results (jobs/resume.py, docs/resume.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -20,6 +25,7 @@ from ..messages import Usage
 from ..models.base import ChatModel
 from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
 from ..trace import Trace
+from .record import job_record
 from .spec import Job
 
 JobStatus = Literal["completed", "failed", "budget_exhausted", "cancelled"]
@@ -85,7 +91,10 @@ class JobRunner:
         self.job = job
         self.trace = trace
         self.budget = TokenBudget(orchestrator.max_tokens)
+        if trace is not None and trace.checkpoint is not None:
+            self.budget.record_spent(trace.checkpoint.usage.total_tokens)
         self.outputs: dict[str, str] = {}
+        self.ended: list[TaskResult] = []
         self.executor = LocalExecutor(self._build, self.budget)
         self.context = ToolContext(
             agent="job",
@@ -101,7 +110,11 @@ class JobRunner:
             for s in self.job.plan
         ]
         if self.trace is not None:
-            self.trace.emit("job_start", "job", name=self.job.name, steps=len(specs))
+            resumed = {"resumed": True} if self.trace.checkpoint is not None else {}
+            record = job_record(self.job)
+            self.trace.emit(
+                "job_start", "job", name=self.job.name, steps=len(specs), **record, **resumed
+            )
         graph = GraphRun(
             specs,
             self,
@@ -112,28 +125,40 @@ class JobRunner:
             gate=self.executor.budget_refusal,
             max_parallel=self.job.budget.max_parallel,
             trace=self.trace,
+            on_result=self._step_ended,
         )
-        results = await graph.run()
+        try:
+            results = await graph.run()
+        except asyncio.CancelledError:
+            self._end(self._result(self.ended, status="cancelled"))
+            raise
+        return self._end(self._result(results))
+
+    def _result(self, results: list[TaskResult], status: JobStatus | None = None) -> JobResult:
         output_step = self.job.output_step
-        result = JobResult(
+        return JobResult(
             name=self.job.name,
-            status=job_status(results),
+            status=status or job_status(results),
             output=next((r.output for r in results if r.id == output_step), ""),
             output_step=output_step,
             usage=sum((r.usage for r in results), Usage()),
             steps=results,
             trace=str(self.trace.path) if self.trace and self.trace.path else None,
         )
+
+    def _end(self, result: JobResult) -> JobResult:
         if self.trace is not None:
             self.trace.emit("job_end", "job", status=result.status, usage=result.usage.model_dump())
         return result
 
+    def _step_ended(self, result: TaskResult) -> None:
+        self.ended.append(result)
+        if result.status == "completed":
+            self.outputs[result.id] = result.output
+
     async def run_task(self, request: TaskRequest) -> TaskResult:
         """Run one step (the executor interface of GraphRun)."""
-        result = await self.executor.run_task(request)
-        if result.status == "completed":
-            self.outputs[request.spec.id] = result.output
-        return result
+        return await self.executor.run_task(request)
 
     def _build(self, request: TaskRequest) -> AgentLoop:
         if request.agent == "planner":

@@ -37,6 +37,8 @@ from .problems import SpecError, describe
 from .templating import NAME, Template
 
 GOAL_STEP = "goal"
+FILE_MODELS = {"scripted": "scripted model's script", "replay": "replayed trace"}
+"""Model providers whose target is a file; its path resolves against the spec's folder."""
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 Name = Annotated[str, StringConstraints(pattern=rf"^{NAME}$", max_length=64)]
@@ -66,12 +68,12 @@ def _model_string(value: str, info: ValidationInfo) -> str:
         raise ValueError(
             f"expected 'provider:model' (e.g. 'openai:gpt-4o-mini'), got {describe(value)}"
         )
-    if provider != "scripted":
+    if provider not in FILE_MODELS:
         return value
     script = _absolute(Path(target), info)
     if not script.is_file():
-        raise ValueError(f"the scripted model's script {script} does not exist")
-    return f"scripted:{script}"
+        raise ValueError(f"the {FILE_MODELS[provider]} {script} does not exist")
+    return f"{provider}:{script}"
 
 
 def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:

@@ -7,6 +7,7 @@ from .http import Connection, ConnectionSettings
 from .openai import OpenAIChatModel, OpenAIOptions
 from .providers import PRESETS
 from .registry import PROVIDERS, resolve_model
+from .replay import ReplayMismatch, ReplayModel
 from .retry import RetryPolicy
 from .scripted import ScriptedModel
 
@@ -23,6 +24,8 @@ __all__ = [
     "ModelResponse",
     "OpenAIChatModel",
     "OpenAIOptions",
+    "ReplayMismatch",
+    "ReplayModel",
     "RetryPolicy",
     "ScriptedModel",
     "ToolChoice",

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import ConfigError
 from .base import ChatModel
 from .providers import PRESETS, preset_factory
+from .replay import ReplayModel
 from .scripted import ScriptedModel
 
 ModelFactory = Callable[..., ChatModel]
@@ -17,8 +18,13 @@ def _scripted(target: str, **options: Any) -> ChatModel:
     return ScriptedModel(target, **options)
 
 
+def _replay(target: str, **options: Any) -> ChatModel:
+    return ReplayModel(target, **options)
+
+
 PROVIDERS: dict[str, ModelFactory] = {
     "scripted": _scripted,
+    "replay": _replay,
     **{name: preset_factory(name) for name in PRESETS},
 }
 
@@ -26,7 +32,8 @@ PROVIDERS: dict[str, ModelFactory] = {
 def resolve_model(model: str | ChatModel, **options: Any) -> ChatModel:
     """Turn `provider:model` into a model; a ChatModel passes through unchanged.
 
-    `scripted:PATH` replays the script at PATH. `openai:`, `anthropic:`, `deepseek:`,
+    `scripted:PATH` replays the script at PATH; `replay:TRACE` answers with the responses
+    recorded in a trace (models/replay.py). `openai:`, `anthropic:`, `deepseek:`,
     `ollama:` and `openai-compatible:` reach real servers (see docs/models.md); `options`
     are their connection settings (`base_url`, `api_key`, `timeout`, `max_retries`, ...) and
     wire options (`stream`, `extra_body`, ...).

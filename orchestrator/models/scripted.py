@@ -22,7 +22,7 @@ from .base import ModelRequest, ModelResponse
 
 Turn = Mapping[str, Any]
 FALLBACK = "*"
-_TURN_KEYS = {"content", "tool_calls", "reasoning"}
+_TURN_KEYS = {"content", "tool_calls", "reasoning", "latency"}
 
 
 class ScriptedModel:
@@ -32,7 +32,8 @@ class ScriptedModel:
     else `"*"`. A turn is `{"content": ...}` and/or `{"tool_calls": [{"name": ...,
     "arguments": {...} or a raw string}]}`. When a request disables tools, a turn with both
     answers with its content alone (as a real model would); one with calls only is a script
-    error. Every request is kept in `requests`.
+    error. A turn's `latency` (seconds) makes that one call slow, on top of the model's
+    `latency`. Every request is kept in `requests`.
     """
 
     def __init__(
@@ -76,13 +77,26 @@ class ScriptedModel:
                 )
             # Tools are disabled (a forced answer, a budget wrap-up): answer with the text alone.
             turn = {"content": turn["content"]}
-        if self.latency:
-            await asyncio.sleep(self.latency)
+        delay = self.latency + float(turn.get("latency") or 0)
+        if delay:
+            await asyncio.sleep(delay)
         message = self._message(turn)
         input_tokens = self._counter.count_request(request.messages, request.tools)
         usage = Usage.of(input_tokens, self._counter.count_message(message))
         finish = "tool_calls" if message.tool_calls else "stop"
         return ModelResponse(message=message, usage=usage, finish_reason=finish)
+
+    def fast_forward(self, agent: str, calls: int) -> None:
+        """Count `calls` turns of `agent` as served already: a resumed run's earlier attempts
+        used them, and its agents go on with the turns after."""
+        key = self._key_for(agent)
+        if key is None:
+            return
+        start = self._position[key]
+        self._position[key] = min(len(self.script[key]), start + calls)
+        served = self.script[key][start : self._position[key]]
+        # Their calls had ids: the new ones must not repeat them.
+        self._call_ids = itertools.count(next(self._call_ids) + _calls_in(served))
 
     def unused_turns(self) -> dict[str, int]:
         """How many turns each script key has left."""
@@ -115,6 +129,10 @@ class ScriptedModel:
             tool_calls=tuple(calls),
             reasoning=turn.get("reasoning"),
         )
+
+
+def _calls_in(turns: Sequence[Turn]) -> int:
+    return sum(len(turn.get("tool_calls") or ()) for turn in turns)
 
 
 def load_script(path: str | Path) -> dict[str, list[Turn]]:

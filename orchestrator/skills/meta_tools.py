@@ -17,8 +17,10 @@ from typing import Any
 from ..agent import Tool, ToolContext
 from ..agent.threads import run_in_thread
 from ..errors import ToolError
+from ..messages import Message
 from ..security import Permissions, is_inside
 from ..tokens import TokenCounter
+from ..trace import AgentRecord
 from .catalog import SkillCatalog
 from .files import DEFAULT_MAX_FILE_CHARS, list_files, read_file
 from .index import DEFAULT_INDEX_TOKENS
@@ -86,6 +88,25 @@ class SkillsExtension:
         if ctx.trace is not None:
             ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
         return render_loaded(skill)
+
+    def restore(
+        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+    ) -> None:
+        """A resumed run: the skills its earlier attempt loaded are loaded again, their tools
+        in the same order (nothing is recorded again: the trace has their `skill_loaded`)."""
+        loaded: set[str] = context.state.setdefault(STATE_KEY, set())
+        permissions = Permissions.coerce(context.permissions)
+        for name in record.skills:
+            info = self.catalog.get(name)
+            if info is None or info.name in loaded or untrusted_code(info, permissions):
+                continue
+            try:
+                skill = self.catalog.load(info.name)
+            except SkillError:
+                continue  # the model's next call of its tools gets an unknown-tool result
+            for item in skill.tools:
+                context.toolset.add(item)
+            loaded.add(info.name)
 
     def read_skill_file(self, skill: str, path: str, ctx: ToolContext, offset: int = 0) -> str:
         """Read a file inside a skill's folder, such as a reference its instructions mention.

@@ -3,6 +3,7 @@
 from .executor import LocalExecutor, TaskExecutor, budget_refusal, run_agent_task
 from .fork import ForkExtension, ForkSettings
 from .graph import GraphError, GraphProblem, build_graph, suggest
+from .restore import restored_children, restored_task
 from .scheduler import GraphRun, task_graph
 from .subagents import (
     GENERAL,
@@ -36,6 +37,8 @@ __all__ = [
     "build_graph",
     "check_subagent_folder",
     "builtin_subagent_folders",
+    "restored_children",
+    "restored_task",
     "run_agent_task",
     "suggest",
     "task_graph",

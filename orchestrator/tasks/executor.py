@@ -3,10 +3,15 @@
 The scheduler hands an executor a `TaskRequest` and gets a `TaskResult` back; an executor never
 raises for a task's own failure. `LocalExecutor` runs each task as an agent loop in this
 process; other executors (another process, a cluster) only have to keep the same interface.
+
+A task cancelled while it runs (the scheduler cancels its graph) returns its result with
+status `cancelled`, its partial run and usage attached, rather than raising: the scheduler
+records it, and re-raises the cancellation once every task of the graph has ended.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -25,7 +30,8 @@ class TaskExecutor(Protocol):
 async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -> TaskResult:
     """Build the task's agent, run it on the task's prompt, and report how it went.
 
-    A task that cannot even start (its agent's model cannot be resolved, say) ends `error`.
+    A task that cannot even start (its agent's model cannot be resolved, say) ends `error`;
+    one cancelled while it runs ends `cancelled`, with what its agent had done.
     """
     base = {
         "id": request.spec.id,
@@ -35,9 +41,14 @@ async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -
         "started_at": time.time(),
     }
     try:
-        run = await build().run(request.prompt)
+        agent = build()
+        run = await agent.run(request.prompt)
     except (ConfigError, OSError) as exc:
         return TaskResult(**base, status="error", reason=str(exc), ended_at=time.time())
+    except asyncio.CancelledError:
+        if agent.last_result is None:
+            raise
+        run = agent.last_result
     reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
     return TaskResult(
         **base,

@@ -8,6 +8,12 @@ with its status, capped output and tokens. Sub-agents get `fork` too, up to `max
 Nothing widens down the tree: a sub-agent's skills are those its definition and task allow
 among its parent's own (`within`), its permissions are its parent's, its depth is one more,
 and its budget is a cap inside its parent's.
+
+Each task's result joins the caller's children as soon as the task ends, so a fork cut short
+(a time limit, Ctrl-C) still accounts for every sub-agent's usage. `fork` is resumable: when a
+run is resumed in the middle of a fork, the caller calls it again with the same tasks, and the
+tasks that had ended keep their results (docs/resume.md); `restore` brings back the caller's
+earlier forks (ids used, outputs, children).
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from pydantic import Field
 
 from ..agent import TaskResult, Tool, ToolContext
 from ..errors import ConfigError, ToolError
+from ..messages import Message
 from ..models.base import ChatModel
 from ..models.registry import resolve_model
 from ..skills import Agent, SkillCatalog
 from ..tokens import TokenCounter, default_counter
+from ..trace import AgentRecord
 from .executor import LocalExecutor
 from .graph import GraphError, suggest
+from .restore import restored_children
 from .scheduler import GraphRun, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
@@ -80,7 +89,7 @@ class ForkExtension:
         self._all_skills = skills
         self._tools = [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
-            Tool(self.fork, name="fork", exclusive=True),
+            Tool(self.fork, name="fork", exclusive=True, resumable=True),
             Tool(self.read_task_output, name="read_task_output"),
         ]
 
@@ -122,12 +131,34 @@ class ForkExtension:
             gate=executor.budget_refusal,
             max_parallel=self.settings.max_parallel,
             trace=ctx.trace,
+            on_result=ctx.children.append,
         )
+        first = len(ctx.children)
         results = await run.run()
-        ctx.children.extend(results)
+        ctx.children[first:] = results  # the whole fork done: in the order the tasks were given
         outputs = ctx.state.setdefault(OUTPUTS_KEY, {})
         outputs.update({r.id: r.output for r in results})
         return self._observation(results, ctx)
+
+    def restore(
+        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+    ) -> None:
+        """A resumed run: the forks it made and got results for count again (their ids are
+        used, their outputs readable, their results among its children). A fork still
+        without a result is not restored: the resumed run calls it again."""
+        checkpoint = context.trace.checkpoint if context.trace is not None else None
+        if checkpoint is None:
+            return
+        answered = {m.tool_call_id for m in messages if m.role == "tool"}
+        used = context.state.setdefault(IDS_KEY, set())
+        outputs = context.state.setdefault(OUTPUTS_KEY, {})
+        for fork in checkpoint.forks_of(record.path):
+            if fork.call_id not in answered:
+                continue
+            children = restored_children(checkpoint, fork)
+            used.update(checkpoint.tasks[p].id for p in fork.paths if p in checkpoint.tasks)
+            outputs.update({c.id: c.output for c in children})
+            context.children.extend(children)
 
     def read_task_output(self, id: str, ctx: ToolContext) -> str:
         """Return the whole output of a task from an earlier fork.

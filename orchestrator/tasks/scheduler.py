@@ -3,6 +3,12 @@
 Ready tasks run concurrently up to `max_parallel`. A task whose dependency ended in any status
 other than `completed` is skipped with the reason; independent tasks go on. Running one task is
 behind the small `TaskExecutor` interface (executor.py), so tasks could run elsewhere.
+
+Every task gets a `task_end`, also when the graph is cancelled (Ctrl-C, a time limit): a task
+that was running ends `cancelled` with what it had done, one that had not started is skipped.
+Each result is handed to `on_result` as soon as its task ends. When the trace resumes a run,
+a task that ran to an end in an earlier attempt is not run again: its recorded result stands
+(restore.py), and its `task_end` says `restored`.
 """
 
 from __future__ import annotations
@@ -13,14 +19,16 @@ from collections.abc import Callable, Sequence
 
 import networkx as nx
 
-from ..agent import TaskResult
+from ..agent import TaskResult, TaskStatus
 from ..trace import Trace
 from .executor import TaskExecutor
 from .graph import build_graph
+from .restore import restored_task
 from .task import TaskRequest, TaskSpec
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
 Gate = Callable[[TaskRequest], str | None]
+NOT_STARTED = "the run was cancelled before this task started"
 
 
 def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph:
@@ -47,6 +55,7 @@ class GraphRun:
         gate: Gate | None = None,
         max_parallel: int = 4,
         trace: Trace | None = None,
+        on_result: Callable[[TaskResult], None] | None = None,
     ) -> None:
         self.specs = list(specs)
         self.executor = executor
@@ -56,6 +65,7 @@ class GraphRun:
         self.prompt_for = prompt_for
         self.gate = gate
         self.trace = trace
+        self.on_result = on_result
         self._slots = asyncio.Semaphore(max(1, max_parallel))
         self._tasks: dict[str, asyncio.Task[TaskResult]] = {}
 
@@ -81,48 +91,69 @@ class GraphRun:
         return [self._tasks[s.id].result() for s in self.specs]
 
     async def _run_node(self, spec: TaskSpec) -> TaskResult:
-        dependencies = [await self._tasks[d] for d in spec.depends_on]
-        failed = next((d for d in dependencies if d.status != "completed"), None)
-        if failed is not None:
-            reason = f"dependency {failed.id!r} ended {failed.status}"
-            return self._skipped(spec, reason)
-        async with self._slots:
-            request = TaskRequest(
-                spec=spec,
-                agent=self.agent_of(spec),
-                path=self._path(spec),
-                prompt=self.prompt_for(spec, dependencies),
-                depth=self.depth,
-            )
-            try:
-                refusal = self.gate(request) if self.gate else None
-                if refusal is not None:
-                    return self._skipped(spec, refusal)
-                self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on)
-                result = await self.executor.run_task(request)
-            except Exception as exc:
-                # One task's failure must not cancel its siblings: it becomes its result.
-                result = self._failed(request, exc)
-            self._emit(
-                "task_end",
-                request.path,
-                id=spec.id,
-                status=result.status,
-                reason=result.reason,
-                usage=result.usage.model_dump(),
-            )
-            return result
+        path = self._path(spec)
+        restored = restored_task(self.trace, path, spec.id, self.agent_of(spec), spec.depends_on)
+        if restored is not None:
+            return self._ended(restored, restored=True)
+        try:
+            dependencies = [await self._tasks[d] for d in spec.depends_on]
+            failed = next((d for d in dependencies if d.status != "completed"), None)
+            if failed is not None:
+                return self._skipped(spec, f"dependency {failed.id!r} ended {failed.status}")
+            async with self._slots:
+                return await self._start(spec, dependencies)
+        except asyncio.CancelledError:
+            # The graph is being cancelled: the task ends on the record, then the graph
+            # re-raises the cancellation (the TaskGroup does) once every task has ended.
+            return self._skipped(spec, NOT_STARTED)
+
+    async def _start(self, spec: TaskSpec, dependencies: Sequence[TaskResult]) -> TaskResult:
+        request = TaskRequest(
+            spec=spec,
+            agent=self.agent_of(spec),
+            path=self._path(spec),
+            prompt=self.prompt_for(spec, dependencies),
+            depth=self.depth,
+        )
+        try:
+            refusal = self.gate(request) if self.gate else None
+            if refusal is not None:
+                return self._skipped(spec, refusal)
+            self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on)
+            result = await self.executor.run_task(request)
+        except asyncio.CancelledError:
+            result = self._failed(request, "cancelled", "the run was cancelled")
+        except Exception as exc:
+            # One task's failure must not cancel its siblings: it becomes its result.
+            result = self._failed(request, "error", f"{type(exc).__name__}: {exc}")
+        return self._ended(result)
+
+    def _ended(self, result: TaskResult, *, restored: bool = False) -> TaskResult:
+        """Record a task's end and hand its result on."""
+        fields = {"restored": True, "steps": result.steps} if restored else {}
+        self._emit(
+            "task_end",
+            result.path,
+            id=result.id,
+            status=result.status,
+            reason=result.reason,
+            usage=result.usage.model_dump(),
+            **fields,
+        )
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
 
     def _path(self, spec: TaskSpec) -> str:
         return f"{self.parent}/{spec.id}" if self.parent else spec.id
 
-    def _failed(self, request: TaskRequest, exc: Exception) -> TaskResult:
+    def _failed(self, request: TaskRequest, status: TaskStatus, reason: str) -> TaskResult:
         return TaskResult(
             id=request.spec.id,
             agent=request.agent,
             path=request.path,
-            status="error",
-            reason=f"{type(exc).__name__}: {exc}",
+            status=status,
+            reason=reason,
             depends_on=request.spec.depends_on,
             ended_at=time.time(),
         )
@@ -130,7 +161,7 @@ class GraphRun:
     def _skipped(self, spec: TaskSpec, reason: str) -> TaskResult:
         path = self._path(spec)
         self._emit("task_end", path, id=spec.id, status="skipped", reason=reason)
-        return TaskResult(
+        result = TaskResult(
             id=spec.id,
             agent=self.agent_of(spec),
             path=path,
@@ -139,6 +170,9 @@ class GraphRun:
             depends_on=spec.depends_on,
             ended_at=time.time(),
         )
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
 
     def _emit(self, type: str, agent: str, **fields: object) -> None:
         if self.trace is not None:

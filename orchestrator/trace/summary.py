@@ -1,7 +1,9 @@
 """A readable summary of a finished (or interrupted) run, from its trace alone.
 
-Used by `orchestrator trace show`: the DAG of agents with their statuses and dependencies,
-tokens and steps per agent, the skills each loaded, and every error.
+Used by `orchestrator trace show`: the run's id and attempts, the DAG of agents (each nested
+under the agent that forked it, with its full path where the short name is ambiguous) with
+their statuses and dependencies, tokens and steps per agent over every attempt, the skills each
+loaded, and every error.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .writer import Event
+from .events import Event
 
 
 @dataclass
@@ -25,6 +27,7 @@ class AgentSummary:
     started: float | None = None
     ended: float | None = None
     skills: list[str] = field(default_factory=list)
+    restored: bool = False
 
     @property
     def seconds(self) -> float | None:
@@ -32,15 +35,28 @@ class AgentSummary:
             return None
         return self.ended - self.started
 
+    @property
+    def parent(self) -> str | None:
+        return self.path.rpartition("/")[0] or None
+
 
 @dataclass
 class RunSummary:
     """Everything `trace show` prints."""
 
+    run_id: str | None = None
+    attempts: int = 0
     job: str | None = None
     job_status: str | None = None
     agents: dict[str, AgentSummary] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    error_attempts: list[int] = field(default_factory=list)
+    skipped_lines: int = 0
+
+    def error(self, event: Event, text: str) -> None:
+        self.errors.append(text)
+        attempt = event.get("attempt")
+        self.error_attempts.append(attempt if isinstance(attempt, int) else 1)
 
     def agent(self, path: str) -> AgentSummary:
         if path not in self.agents:
@@ -51,23 +67,44 @@ class RunSummary:
     def total_tokens(self) -> int:
         return sum(a.tokens for a in self.agents.values())
 
+    def tree(self) -> list[AgentSummary]:
+        """Every agent, each under the agent that forked it, in order of appearance."""
+        children: dict[str | None, list[AgentSummary]] = {}
+        for agent in self.agents.values():
+            parent = agent.parent if agent.parent in self.agents else None
+            children.setdefault(parent, []).append(agent)
+        ordered: list[AgentSummary] = []
+        stack = list(reversed(children.get(None, [])))
+        while stack:
+            agent = stack.pop()
+            ordered.append(agent)
+            stack.extend(reversed(children.get(agent.path, [])))
+        return ordered
 
-def summarize(events: Iterable[Event]) -> RunSummary:
-    """Fold a trace's events into a summary."""
+
+def summarize(events: Iterable[Event], *, live: bool = False) -> RunSummary:
+    """Fold a trace's events into a summary. Agents still running when the trace ends are
+    `unfinished`, unless the run is `live` (still being written)."""
     summary = RunSummary()
     for event in events:
-        _fold(summary, event)
+        summary.run_id = summary.run_id or event.get("run")
+        attempt = event.get("attempt")
+        summary.attempts = max(summary.attempts, attempt if isinstance(attempt, int) else 1)
+        handler = _HANDLERS.get(event["type"])
+        if handler is not None:
+            handler(summary, event)
+    skipped = getattr(events, "skipped", 0)
+    summary.skipped_lines = skipped if isinstance(skipped, int) else 0
+    if not live:
+        for agent in summary.agents.values():
+            if agent.status == "running":
+                agent.status = "unfinished"
     return summary
-
-
-def _fold(summary: RunSummary, event: Event) -> None:
-    handler = _HANDLERS.get(event["type"])
-    if handler is not None:
-        handler(summary, event)
 
 
 def _job_start(summary: RunSummary, event: Event) -> None:
     summary.job = event.get("name")
+    summary.job_status = None
 
 
 def _job_end(summary: RunSummary, event: Event) -> None:
@@ -81,7 +118,9 @@ def _fork(summary: RunSummary, event: Event) -> None:
 
 def _run_start(summary: RunSummary, event: Event) -> None:
     agent = summary.agent(event["agent"])
-    agent.status, agent.started = "running", event["ts"]
+    agent.status = "running"
+    if not event.get("resumed") or agent.started is None:
+        agent.started = event["ts"]
 
 
 def _model_call(summary: RunSummary, event: Event) -> None:
@@ -91,13 +130,16 @@ def _model_call(summary: RunSummary, event: Event) -> None:
 
 
 def _task_end(summary: RunSummary, event: Event) -> None:
-    if event["status"] == "skipped":
-        agent = summary.agent(event["agent"])
-        agent.status, agent.reason = "skipped", event.get("reason")
+    agent = summary.agent(event["agent"])
+    agent.restored = agent.restored or bool(event.get("restored"))
+    if event["status"] == "skipped" or agent.status in ("not started", "running"):
+        agent.status, agent.reason = event["status"], event.get("reason")
 
 
 def _skill_loaded(summary: RunSummary, event: Event) -> None:
-    summary.agent(event["agent"]).skills.append(event["skill"])
+    skills = summary.agent(event["agent"]).skills
+    if event["skill"] not in skills:
+        skills.append(event["skill"])
 
 
 def _message(summary: RunSummary, event: Event) -> None:
@@ -106,7 +148,7 @@ def _message(summary: RunSummary, event: Event) -> None:
         first_line = (message.get("content") or "").strip().splitlines()[:1]
         text = first_line[0] if first_line else ""
         kind = message.get("error_type") or "error"
-        summary.errors.append(f"{event['agent']}: {message.get('name')} [{kind}] {text}")
+        summary.error(event, f"{event['agent']}: {message.get('name')} [{kind}] {text}")
 
 
 def _run_end(summary: RunSummary, event: Event) -> None:
@@ -114,7 +156,7 @@ def _run_end(summary: RunSummary, event: Event) -> None:
     agent.status, agent.ended = event["status"], event["ts"]
     if event.get("error"):
         agent.reason = event["error"]
-        summary.errors.append(f"{agent.path}: run ended {event['status']}: {event['error']}")
+        summary.error(event, f"{agent.path}: run ended {event['status']}: {event['error']}")
 
 
 _HANDLERS: dict[str, Callable[[RunSummary, Event], None]] = {
@@ -135,26 +177,41 @@ def render(summary: RunSummary) -> str:
     lines = []
     if summary.job:
         lines.append(f"job {summary.job}: {summary.job_status or 'did not finish'}")
+    if summary.run_id:
+        resumed = f", resumed {summary.attempts - 1}x" if summary.attempts > 1 else ""
+        lines.append(f"run {summary.run_id} ({summary.attempts} attempts{resumed})")
     lines.append(f"{len(summary.agents)} agents, {summary.total_tokens:,} tokens")
+    if summary.skipped_lines:
+        lines.append(f"{summary.skipped_lines} unreadable lines skipped")
     lines.append("")
-    for path, agent in summary.agents.items():
-        depth = path.count("/")
-        line = f"{'  ' * depth}{path.rsplit('/', 1)[-1]}  [{agent.status}]"
-        if agent.status != "skipped":
-            line += f"  steps {agent.steps}  tokens {agent.tokens:,}"
-        if agent.seconds is not None:
-            line += f"  {agent.seconds:.2f}s"
-        if agent.depends_on:
-            line += f"  after {', '.join(agent.depends_on)}"
-        if agent.skills:
-            line += f"  skills: {', '.join(agent.skills)}"
-        if agent.reason:
-            line += f"  ({agent.reason})"
-        lines.append(line)
+    names = [a.path.rsplit("/", 1)[-1] for a in summary.agents.values()]
+    for agent in summary.tree():
+        lines.append(_line(agent, ambiguous=names.count(agent.path.rsplit("/", 1)[-1]) > 1))
     lines.append("")
     if summary.errors:
         lines.append(f"{len(summary.errors)} errors:")
-        lines.extend(f"  {error}" for error in summary.errors)
+        for error, attempt in zip(summary.errors, summary.error_attempts, strict=False):
+            where = f"[attempt {attempt}] " if summary.attempts > 1 else ""
+            lines.append(f"  {where}{error}")
     else:
         lines.append("no errors")
     return "\n".join(lines)
+
+
+def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
+    depth = agent.path.count("/")
+    name = agent.path if ambiguous else agent.path.rsplit("/", 1)[-1]
+    line = f"{'  ' * depth}{name}  [{agent.status}]"
+    if agent.status != "skipped":
+        line += f"  steps {agent.steps}  tokens {agent.tokens:,}"
+    if agent.seconds is not None:
+        line += f"  {agent.seconds:.2f}s"
+    if agent.depends_on:
+        line += f"  after {', '.join(agent.depends_on)}"
+    if agent.skills:
+        line += f"  skills: {', '.join(agent.skills)}"
+    if agent.restored:
+        line += "  (kept from an earlier attempt)"
+    if agent.reason:
+        line += f"  ({agent.reason})"
+    return line

@@ -1,9 +1,15 @@
 """The JSONL event trace: one event per line, written and flushed as it happens.
 
-Every event has `seq`, `ts`, `agent` (a path such as `planner/summarize`) and `type`. Events of
-type `message` carry whole messages, so `rebuild_conversations` can restore every conversation
-from the file alone. Values of secret-looking environment variables are masked before a line is
-written. The event types are documented in docs/trace.md.
+Every event has `seq`, `ts`, `run` (the run's id), `attempt`, `agent` (a path such as
+`planner/summarize`) and `type`. Events of type `message` carry whole messages, so
+`rebuild_conversations` can restore every conversation from the file alone. Values of
+secret-looking environment variables are masked before a line is written. The event types are
+documented in docs/trace.md.
+
+One file holds one run: a Trace refuses a file that already holds events, except to resume
+the run recorded there (`Trace(path, resume=checkpoint)`), which appends its next attempt
+under the same run id. While a Trace writes a file it holds a lock on it, so a second process
+cannot resume (or write) a run that is still going.
 
 Sinks are listeners that every new Trace gets without being asked: `add_sink(factory)` is the
 process-wide opt-in switch behind `orchestrator.telemetry.instrument()`. While a sink is
@@ -20,11 +26,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from ..errors import ConfigError
 from ..messages import Message
 from ..security.secrets import SecretMask
+from .checkpoint import Checkpoint
+from .events import Event, Listener, new_run_id
+from .lock import FileBusy, lock_file
 
-Event = dict[str, Any]
-Listener = Callable[[Event], None]
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 
 
@@ -64,12 +72,24 @@ def open_trace(trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
     return Trace(trace), True
 
 
+class TraceExists(ConfigError):
+    """The trace file already holds a run: a new run never appends to it."""
+
+
+class TraceBusy(ConfigError):
+    """Another process is writing this trace: its run is still going."""
+
+
 class Trace:
     """Writes events to a JSONL file (if a path is given) and hands them to listeners.
 
-    One Trace is shared by every agent of a run; `seq` orders events across all of them.
-    Besides `listeners`, it gets one sink from each installed sink factory (see `add_sink`),
-    and closes those sinks when it closes.
+    One Trace is shared by every agent of a run; `seq` orders events across all of them, and
+    every event carries the run's id (`run_id`, new unless given) and `attempt`. A path that
+    already holds events is refused (`TraceExists`) unless `resume` is the checkpoint read
+    from it: then the run goes on in the same file, as its next attempt, and `checkpoint` tells
+    the run's agents and task graphs what the earlier attempts did. Besides `listeners`, it
+    gets one sink from each installed sink factory (see `add_sink`), and closes those sinks
+    when it closes.
     """
 
     def __init__(
@@ -78,23 +98,57 @@ class Trace:
         *,
         listeners: Iterable[Listener] = (),
         secrets: Iterable[str] | None = None,
+        run_id: str | None = None,
+        resume: Checkpoint | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else None
         self.mask = SecretMask(secrets)
-        self.sinks: list[Sink] = [make(self) for make in list(_SINKS)]
-        self.listeners: list[Listener] = [*listeners, *self.sinks]
-        self._seq = 0
+        self.checkpoint = resume
+        self.run_id = resume.run_id if resume and resume.run_id else run_id or new_run_id()
+        self.attempt = resume.attempts + 1 if resume else 1
+        self._seq = resume.last_seq if resume else 0
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
+            self._file = self._open(self.path, resume is not None)
+        self.sinks: list[Sink] = [make(self) for make in list(_SINKS)]
+        self.listeners: list[Listener] = [*listeners, *self.sinks]
+
+    def _open(self, path: Path, resuming: bool) -> IO[str]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file = path.open("a+", encoding="utf-8")
+        try:
+            lock_file(file)
+        except FileBusy:
+            file.close()
+            raise TraceBusy(
+                f"trace {path} is being written by another run (its run is still going)"
+            ) from None
+        file.seek(0, 2)
+        if file.tell() > 0 and not resuming:
+            file.close()
+            raise TraceExists(
+                f"trace {path} already holds a run; a trace holds one run only. Give a new "
+                f"path (or none, for a fresh name under .orchestrator/runs/), or continue that "
+                f"run with `orchestrator resume {path}`"
+            )
+        if resuming and not _ends_with_newline(path):
+            file.write("\n")  # a line torn by the crash stays a line of its own
+            file.flush()
+        return file
 
     def emit(self, type: str, agent: str, **fields: Any) -> Event:
         """Record one event; returns it as written."""
         with self._lock:
             self._seq += 1
-            event: Event = {"seq": self._seq, "ts": time.time(), "agent": agent, "type": type}
+            event: Event = {
+                "seq": self._seq,
+                "ts": time.time(),
+                "run": self.run_id,
+                "attempt": self.attempt,
+                "agent": agent,
+                "type": type,
+            }
             event.update(fields)
             if self._file is not None:
                 self._file.write(self.mask(_ENCODER.encode(event)) + "\n")
@@ -120,3 +174,12 @@ class Trace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as file:
+        file.seek(0, 2)
+        if file.tell() == 0:
+            return True
+        file.seek(-1, 2)
+        return file.read(1) == b"\n"

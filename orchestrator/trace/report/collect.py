@@ -1,9 +1,9 @@
 """Folding a trace's events into a `RunReport`.
 
 Works on any trace: finished, failed, cancelled, cut off by a crash (agents without `run_end`
-are `unfinished`, their open tool calls end at the last event), and traces that hold more than
-one run of a job (a job run again into the same file: each path's later runs are `path#2`, ...).
-Events are taken in file order, since `seq` starts again with each run.
+are `unfinished`, their open tool calls end at the last event), and resumed runs (each attempt
+after the first goes on with the same agent runs; tool calls an attempt left open end with its
+last event, as `interrupted`). Events are taken in file order.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ class Collector:
         self.open_tools: dict[tuple[str, str], Bar] = {}  # (run key, call id) -> bar
 
     def add(self, event: Event) -> None:
+        self.report.run_id = self.report.run_id or event.get("run")
+        attempt = event.get("attempt")
+        if isinstance(attempt, int) and attempt > self.report.attempts:
+            self._next_attempt(attempt)
         ts = event.get("ts")
         if isinstance(ts, int | float):
             report = self.report
@@ -34,6 +38,13 @@ class Collector:
         handler = HANDLERS.get(event.get("type", ""))
         if handler is not None and "agent" in event:
             handler(self, event)
+
+    def _next_attempt(self, attempt: int) -> None:
+        """A resumed run's next attempt begins: what the last one left open ended with it."""
+        for bar in self.open_tools.values():
+            bar.end, bar.error = self.report.last_ts, bar.error or "interrupted"
+        self.open_tools = {}
+        self.report.attempts = attempt
 
     def run(self, event: Event) -> AgentRun | None:
         key = self.current.get(event["agent"])
@@ -75,12 +86,15 @@ def _fork(c: Collector, event: Event) -> None:
     prefix = "" if caller == "job" else f"{caller}/"
     for task in event.get("tasks") or []:
         path = task.get("path") or f"{prefix}{task['id']}"
+        known = c.report.tasks.get(path)  # the same graph again, in a later attempt
         c.report.tasks[path] = Task(
             path=path,
             id=str(task.get("id")),
             caller=caller,
             subagent=task.get("agent"),
             depends_on=[f"{prefix}{d}" for d in task.get("depends_on") or []],
+            status=known.status if known else None,
+            reason=known.reason if known else None,
         )
 
 
@@ -96,6 +110,13 @@ def _task_end(c: Collector, event: Event) -> None:
 
 def _run_start(c: Collector, event: Event) -> None:
     path = event["agent"]
+    resumed = c.run(event) if event.get("resumed") else None
+    if resumed is not None:  # the run goes on, in a later attempt, from its kept messages
+        resumed.status, resumed.reason, resumed.ended = "running", None, None
+        kept = event.get("kept")
+        if isinstance(kept, int):
+            del resumed.messages[kept:]
+        return
     key, count = path, 1
     while key in c.report.agents:
         count += 1

@@ -20,8 +20,9 @@ class Bar:
 
 @dataclass
 class AgentRun:
-    """One run of one agent. A path that ran again in the same trace (a resumed job) gets
-    another run, keyed `path#2`, as `rebuild_conversations` keys it."""
+    """One run of one agent. A run resumed in a later attempt goes on as the same run; a path
+    that ran again in the same trace gets another run, keyed `path#2`, as
+    `rebuild_conversations` keys it."""
 
     key: str
     path: str
@@ -87,6 +88,9 @@ class RunReport:
     job: str | None = None
     job_status: str | None = None
     job_runs: int = 0
+    run_id: str | None = None
+    attempts: int = 1
+    """How many attempts the run took: 1, or more once it was resumed (docs/resume.md)."""
     agents: dict[str, AgentRun] = field(default_factory=dict)
     tasks: dict[str, Task] = field(default_factory=dict)
     errors: list[ErrorItem] = field(default_factory=list)

@@ -74,8 +74,8 @@ def _header(report: RunReport) -> str:
     name = report.job or _root_name(report)
     kind = "job" if report.job else "run"
     runs = (
-        f' <span class="muted">· {report.job_runs} runs in this trace (resumed)</span>'
-        if report.job_runs > 1
+        f' <span class="muted">· resumed: {report.attempts} attempts</span>'
+        if report.attempts > 1
         else ""
     )
     source = f'<div class="source muted">{esc(report.source)}</div>' if report.source else ""

@@ -1,0 +1,95 @@
+"""`orchestrator resume TRACE`: go on with a job run that was killed or interrupted.
+
+The run's spec, inputs and model come from its trace (`--model` overrides the model, as for
+`run`); the trace gets the next attempt appended. Output and exit codes are those of `run`. A
+run that had finished is not run again: its recorded result is printed, and the exit code is 0.
+`TRACE` may be `last`, the newest run under `--dir` (default `.orchestrator/runs/`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..jobs import JobResult, Resumption, prepare_resume
+from ..planner import Orchestrator
+from ..trace import Trace
+from ..trace.history import latest_trace
+from .jobs import EXIT_OK, EXIT_SPEC_ERROR
+from .run import DEFAULT_TRACE_DIR, execute, report
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    resume = commands.add_parser(
+        "resume",
+        help="go on with a killed or interrupted job run, from its trace",
+        description="Continue the job run recorded in TRACE, appending to it: steps and "
+        "sub-agents that had ended keep their results, running ones restart from their last "
+        "complete turn, and the budget goes on from what was spent.",
+    )
+    resume.add_argument("trace", metavar="TRACE", help="the run's trace, or `last`")
+    resume.add_argument("--model", help="model for the whole job, as provider:model")
+    resume.add_argument(
+        "--force", action="store_true", help="resume even if the job spec changed since the run"
+    )
+    resume.add_argument(
+        "--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks for runs"
+    )
+    resume.add_argument("--json", action="store_true", help="print a JSON result on stdout")
+    resume.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    resume.add_argument("--otel", action="store_true", help="also export OpenTelemetry spans")
+    resume.set_defaults(handler=resume_command)
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    path = trace_argument(args.trace, args.dir)
+    if path is None:
+        print(f"error: no runs in {args.dir}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    try:
+        resumption = prepare_resume(path, model=args.model, force=args.force)
+        if (finished := resumption.finished) is not None:
+            return _finished(args, resumption, finished)
+        orchestrator, job = Orchestrator.for_resume(resumption)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    if not args.quiet:
+        print(_resuming(resumption), file=sys.stderr)
+    checkpoint = resumption.checkpoint
+    return execute(
+        args,
+        job,
+        orchestrator,
+        lambda listeners: Trace(path, listeners=listeners, resume=checkpoint),
+    )
+
+
+def trace_argument(value: str, folder: Path) -> Path | None:
+    """A TRACE argument: a path, or `last` for the newest run in `folder`."""
+    if value == "last" and not Path(value).exists():
+        return latest_trace(folder)
+    return Path(value)
+
+
+def _finished(args: argparse.Namespace, resumption: Resumption, result: JobResult) -> int:
+    print(
+        f"run {resumption.checkpoint.run_id} in {resumption.path} had already finished "
+        f"({result.status}); nothing to resume. Its recorded result:",
+        file=sys.stderr,
+    )
+    report(args, result, 0.0)
+    return EXIT_OK
+
+
+def _resuming(resumption: Resumption) -> str:
+    checkpoint = resumption.checkpoint
+    steps = [t for t in checkpoint.tasks.values() if t.caller == "job"]
+    done = sum(1 for t in steps if t.status == "completed")
+    return (
+        f"resuming run {checkpoint.run_id} from {resumption.path} (attempt "
+        f"{checkpoint.attempts + 1}): {done} of {len(steps)} steps done, "
+        f"{checkpoint.usage.total_tokens:,} tokens spent so far"
+    )

@@ -1,0 +1,33 @@
+"""What a job's trace records of the job itself, so that `resume` can load it again.
+
+`job_start` carries the spec file, its sha256, the inputs as resolved, the model string and
+the output step; `resume` loads the same spec with the same inputs and model, and refuses a
+spec that changed since (unless forced).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from .spec import Job
+
+
+def spec_digest(path: str | Path) -> str:
+    """The sha256 of a spec file's bytes, in hex."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def job_record(job: Job) -> dict[str, Any]:
+    """The fields `job_start` adds for `resume`: spec, spec_sha256, inputs, model, output_step."""
+    source = job.source
+    spec = str(Path(source).resolve()) if source is not None else None
+    digest = spec_digest(source) if source is not None and Path(source).is_file() else None
+    return {
+        "spec": spec,
+        "spec_sha256": digest,
+        "inputs": {name: value for name, value in job.inputs.items() if value is not None},
+        "model": job.model,
+        "output_step": job.output_step,
+    }

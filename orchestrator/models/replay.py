@@ -1,0 +1,177 @@
+"""A model that answers with the responses a trace recorded: `replay:TRACE`.
+
+A run against a real provider records, for every agent, each request's conversation (its
+`message` events) and each response (the assistant message and the `model_call` that made it).
+`ReplayModel(trace)` answers every agent with those responses, matched by agent path and turn
+(the request's turn is the number of assistant messages already in its conversation, so a
+resumed replay picks up where it was). A request that departs from the recording (another
+agent, a turn past the recorded ones, a conversation that differs from what was recorded up to
+that turn) raises `ReplayMismatch`, which names the agent, the turn and the first difference.
+The recorded usage is reported as the provider's, so budgets and fork observations come out
+the same as in the recorded run.
+
+The recording is read here, with a reader of its own: models sit beside the trace package,
+not above it (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ModelError
+from ..messages import Message, Usage
+from ..security import SecretMask
+from .base import ModelRequest, ModelResponse
+
+
+class ReplayMismatch(ModelError):
+    """A request the recording has no answer for."""
+
+
+@dataclass
+class RecordedTurn:
+    """One response of the recording: the assistant message and what the call reported."""
+
+    message: Message
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class RecordedAgent:
+    """One agent path of the recording: its conversation and its responses in order."""
+
+    conversation: list[Message] = field(default_factory=list)
+    turns: list[RecordedTurn] = field(default_factory=list)
+    pending: dict[str, Any] | None = None  # the last model_call, until its message comes
+
+    def prefix(self, turn: int) -> list[Message]:
+        """The conversation a request at `turn` (0-based) was sent."""
+        seen = 0
+        for index, message in enumerate(self.conversation):
+            if message.role == "assistant":
+                if seen == turn:
+                    return self.conversation[:index]
+                seen += 1
+        return list(self.conversation)
+
+
+class ReplayModel:
+    """Answers every agent with the responses recorded in a trace (see the module doc).
+
+    `check=False` matches by agent path and turn alone, without comparing conversations.
+    """
+
+    def __init__(self, trace: str | Path, *, check: bool = True, name: str | None = None) -> None:
+        self.path = Path(trace)
+        self.agents = load_recording(self.path)
+        self.check = check
+        self.name = name or f"replay:{self.path}"
+        self.requests: list[ModelRequest] = []
+        self._mask = SecretMask()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        agent = self.agents.get(request.agent)
+        if agent is None or not agent.turns:
+            known = ", ".join(sorted(a for a, r in self.agents.items() if r.turns)) or "none"
+            raise ReplayMismatch(
+                f"replay: the recording {self.path} has no responses for agent "
+                f"{request.agent!r} (agents recorded: {known})"
+            )
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        if turn >= len(agent.turns):
+            raise ReplayMismatch(
+                f"replay: agent {request.agent!r} asked for turn {turn + 1}, but the recording "
+                f"{self.path} has {len(agent.turns)}"
+            )
+        if self.check:
+            self._compare(request, agent.prefix(turn), turn)
+        recorded = agent.turns[turn]
+        return ModelResponse(
+            message=recorded.message,
+            usage=recorded.usage,
+            finish_reason=recorded.finish_reason,
+            extra=dict(recorded.extra),
+        )
+
+    def _compare(self, request: ModelRequest, recorded: list[Message], turn: int) -> None:
+        sent = [self._masked(m) for m in request.messages]
+        for index, (got, want) in enumerate(zip(sent, recorded, strict=False)):
+            if got != want:
+                raise ReplayMismatch(
+                    f"replay: agent {request.agent!r}, turn {turn + 1}: message {index + 1} "
+                    f"departs from the recording: recorded {_show(want)}, got {_show(got)}"
+                )
+        if len(sent) != len(recorded):
+            raise ReplayMismatch(
+                f"replay: agent {request.agent!r}, turn {turn + 1}: the request has "
+                f"{len(sent)} messages, the recording {len(recorded)}"
+            )
+
+    def _masked(self, message: Message) -> Message:
+        """The message as the trace recorded it: secrets masked."""
+        if not self._mask.secrets or not message.content:
+            return message
+        return message.model_copy(update={"content": self._mask(message.content)})
+
+
+def load_recording(path: Path) -> dict[str, RecordedAgent]:
+    """Every agent's conversation and responses in a trace file."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the recording {path}: {exc.strerror}") from None
+    agents: dict[str, RecordedAgent] = {}
+    for line in raw.splitlines():
+        event = _event(line)
+        if event is not None:
+            _fold(agents.setdefault(event["agent"], RecordedAgent()), event)
+    if not any(a.turns for a in agents.values()):
+        raise ConfigError(f"the recording {path} has no model responses to replay")
+    return agents
+
+
+def _fold(agent: RecordedAgent, event: dict[str, Any]) -> None:
+    kind = event["type"]
+    if kind == "run_start" and event.get("resumed"):
+        kept = event.get("kept")
+        if isinstance(kept, int):
+            del agent.conversation[kept:]
+    elif kind == "model_call":
+        agent.pending = event
+    elif kind == "message":
+        message = Message.model_validate(event["message"])
+        agent.conversation.append(message)
+        if message.role == "assistant":
+            agent.turns.append(_turn(message, agent.pending or {}))
+            agent.pending = None
+
+
+def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
+    usage = call.get("usage")
+    return RecordedTurn(
+        message=message,
+        usage=Usage.model_validate(usage) if isinstance(usage, dict) else None,
+        finish_reason=call.get("finish_reason"),
+        extra={"model": call.get("response_model"), "id": call.get("response_id")},
+    )
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
+        return None
+    return value if value.get("type") in ("run_start", "model_call", "message") else None
+
+
+def _show(message: Message) -> str:
+    text = json.dumps(message.to_dict(), ensure_ascii=False)
+    return text if len(text) <= 200 else f"{text[:197]}..."

@@ -1,0 +1,97 @@
+"""Task results rebuilt from a trace's checkpoint, for tasks a resumed run does not run again.
+
+A task (a job step or a forked task) that ran to an end in an earlier attempt of the run keeps
+that end: its output, status, steps and spend (its whole subtree's, every attempt's) come from
+the trace, and so does its agent's result, with the results of the tasks it forked. Tasks that
+were cancelled, skipped, cut off or never started are not restored: the scheduler decides
+about them again.
+"""
+
+from __future__ import annotations
+
+from ..agent import RunResult, TaskResult
+from ..trace import ENDED_TASK, Checkpoint, ForkRecord, Trace
+
+
+def restored_task(
+    trace: Trace | None, path: str, task_id: str, agent: str, depends_on: list[str]
+) -> TaskResult | None:
+    """The recorded result of the task at `path`, if the run being resumed ended it."""
+    checkpoint = trace.checkpoint if trace is not None else None
+    if checkpoint is None:
+        return None
+    return _ended(checkpoint, path, task_id, agent, depends_on)
+
+
+def restored_children(checkpoint: Checkpoint, fork: ForkRecord) -> list[TaskResult]:
+    """The results of one recorded fork's tasks, in the order they were given."""
+    results = []
+    for path in fork.paths:
+        task = checkpoint.tasks.get(path)
+        if task is None:
+            continue
+        ended = _ended(checkpoint, path, task.id, task.agent or "general", task.depends_on)
+        if ended is not None:
+            results.append(ended)
+        elif task.status is not None:
+            results.append(
+                TaskResult(
+                    id=task.id,
+                    agent=task.agent or "general",
+                    path=path,
+                    status=task.status if task.status == "skipped" else "cancelled",
+                    reason=task.reason,
+                    depends_on=task.depends_on,
+                    usage=checkpoint.subtree_usage(path),
+                    ended_at=task.ended_at,
+                )
+            )
+    return results
+
+
+def _ended(
+    checkpoint: Checkpoint, path: str, task_id: str, agent: str, depends_on: list[str]
+) -> TaskResult | None:
+    task = checkpoint.tasks.get(path)
+    record = checkpoint.agents.get(path)
+    status = task.status if task is not None and task.status is not None else None
+    if status is None and record is not None:
+        status = record.status  # the run ended, but the trace stops before its task did
+    if status not in ENDED_TASK:
+        return None
+    reason = task.reason if task is not None else None
+    if reason is None and status != "completed":
+        reason = record.error if record and record.error else f"ended {status}"
+    return TaskResult(
+        id=task_id,
+        agent=agent,
+        path=path,
+        status=status,
+        output=record.output if record else "",
+        reason=reason,
+        depends_on=depends_on,
+        usage=checkpoint.subtree_usage(path),
+        steps=record.steps if record else 0,
+        started_at=task.started_at if task else None,
+        ended_at=task.ended_at if task else None,
+        run=_run(checkpoint, path),
+    )
+
+
+def _run(checkpoint: Checkpoint, path: str) -> RunResult | None:
+    record = checkpoint.agents.get(path)
+    if record is None or record.status is None or record.status == "cancelled":
+        return None
+    children = [
+        c for fork in checkpoint.forks_of(path) for c in restored_children(checkpoint, fork)
+    ]
+    return RunResult(
+        agent=path,
+        status=record.status,
+        output=record.output,
+        messages=record.messages,
+        usage=record.usage,
+        steps=record.steps,
+        error=record.error,
+        children=children,
+    )

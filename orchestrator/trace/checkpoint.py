@@ -1,0 +1,263 @@
+"""A trace as a checkpoint: its events folded into what each node of the run got done.
+
+`load_checkpoint(path)` reads a trace (every attempt of its run) and returns a `Checkpoint`:
+per agent path, its conversation, how its latest run ended (or that it was cut off), its steps,
+usage and loaded skills, and which tool calls started and ended; per task (a job step or a
+forked task), its place in the graph and how it ended; every fork, with the tool call that made
+it. `resume` (jobs/, tasks/, agent/resume.py) rebuilds the run from this alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..messages import Message, Usage
+from .events import Event
+from .reader import TraceReader
+
+ENDED_TASK = ("completed", "error", "max_steps", "budget_exhausted", "loop_detected")
+"""Task statuses that stand on resume: the task ran to an end and is not run again."""
+
+
+@dataclass
+class AgentRecord:
+    """One agent path as its latest run left it."""
+
+    path: str
+    messages: list[Message] = field(default_factory=list)
+    status: str | None = None
+    """How the latest run ended; None when the trace stops before it did (cut off)."""
+    output: str = ""
+    error: str | None = None
+    steps: int = 0
+    calls: int = 0
+    """Model calls of this path in the whole trace (every run and attempt)."""
+    usage: Usage = field(default_factory=Usage)
+    skills: list[str] = field(default_factory=list)
+    started_calls: set[str] = field(default_factory=set)
+    ended_calls: set[str] = field(default_factory=set)
+    started_at: float | None = None
+    ended_at: float | None = None
+    open_call: str | None = None
+
+    @property
+    def resumable(self) -> bool:
+        """Cut off, or cancelled: its run goes on from its last complete turn."""
+        return self.status is None or self.status == "cancelled"
+
+
+@dataclass
+class TaskRecord:
+    """One node of a task graph: where it sits, and how it ended (if the trace says)."""
+
+    path: str
+    id: str
+    caller: str
+    agent: str | None = None
+    depends_on: list[str] = field(default_factory=list)
+    status: str | None = None
+    reason: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+@dataclass
+class ForkRecord:
+    """A task graph started by `caller`: the tool call that made it (None for a job's
+    steps) and its tasks' paths in order."""
+
+    caller: str
+    call_id: str | None
+    paths: list[str]
+
+
+@dataclass
+class Checkpoint:
+    """Everything a trace tells of its run, by agent path and by task."""
+
+    path: Path | None = None
+    run_id: str | None = None
+    attempts: int = 0
+    last_seq: int = 0
+    job: Event | None = None
+    """The run's first `job_start`: spec, inputs, model."""
+    job_end: Event | None = None
+    """The latest attempt's `job_end`, if it got that far."""
+    agents: dict[str, AgentRecord] = field(default_factory=dict)
+    tasks: dict[str, TaskRecord] = field(default_factory=dict)
+    forks: list[ForkRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    """Every model call of every attempt."""
+    skipped: int = 0
+    """Lines of the file that were not events."""
+    _claimed: set[str] = field(default_factory=set)
+
+    @property
+    def finished(self) -> bool:
+        """The run ended (completed, failed or out of budget); a cancelled one did not."""
+        return self.job_end is not None and self.job_end.get("status") != "cancelled"
+
+    def agent(self, path: str) -> AgentRecord:
+        if path not in self.agents:
+            self.agents[path] = AgentRecord(path)
+        return self.agents[path]
+
+    def claim(self, path: str) -> AgentRecord | None:
+        """The record of a cut-off run at `path`, once: the agent that resumes it takes it."""
+        record = self.agents.get(path)
+        if record is None or not record.resumable or path in self._claimed:
+            return None
+        self._claimed.add(path)
+        return record
+
+    def subtree_usage(self, path: str) -> Usage:
+        """Tokens of the agent at `path` and every agent under it, over every attempt."""
+        prefix = f"{path}/"
+        return sum(
+            (a.usage for p, a in self.agents.items() if p == path or p.startswith(prefix)),
+            Usage(),
+        )
+
+    def calls_by_agent(self) -> dict[str, int]:
+        return {path: a.calls for path, a in self.agents.items() if a.calls}
+
+    def forks_of(self, caller: str) -> list[ForkRecord]:
+        return [f for f in self.forks if f.caller == caller]
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
+    """Fold the trace at `path` into a Checkpoint."""
+    reader = TraceReader(path)
+    checkpoint = fold(reader)
+    checkpoint.path, checkpoint.skipped = Path(path), reader.skipped
+    return checkpoint
+
+
+def fold(events: Iterable[Event]) -> Checkpoint:
+    checkpoint = Checkpoint()
+    for event in events:
+        checkpoint.last_seq = max(checkpoint.last_seq, event["seq"])
+        checkpoint.attempts = max(checkpoint.attempts, _int(event.get("attempt"), 1))
+        checkpoint.run_id = checkpoint.run_id or event.get("run")
+        handler = _HANDLERS.get(event["type"])
+        if handler is not None:
+            handler(checkpoint, event)
+    return checkpoint
+
+
+def _job_start(c: Checkpoint, event: Event) -> None:
+    c.job = c.job or event
+    c.job_end = None
+
+
+def _job_end(c: Checkpoint, event: Event) -> None:
+    c.job_end = event
+
+
+def _fork(c: Checkpoint, event: Event) -> None:
+    caller = event["agent"]
+    prefix = "" if caller == "job" else f"{caller}/"
+    paths = []
+    for task in event.get("tasks") or []:
+        path = task.get("path") or f"{prefix}{task['id']}"
+        paths.append(path)
+        known = c.tasks.get(path)
+        record = TaskRecord(path, str(task["id"]), caller, task.get("agent"))
+        record.depends_on = list(task.get("depends_on") or [])
+        if known is not None:  # the same graph again, in a later attempt: keep how it ended
+            record.status, record.reason = known.status, known.reason
+            record.started_at, record.ended_at = known.started_at, known.ended_at
+        c.tasks[path] = record
+    call = c.agents[caller].open_call if caller in c.agents else None
+    c.forks.append(ForkRecord(caller, call, paths))
+
+
+def _task_start(c: Checkpoint, event: Event) -> None:
+    task = c.tasks.get(event["agent"])
+    if task is not None:
+        task.started_at = event.get("ts")
+
+
+def _task_end(c: Checkpoint, event: Event) -> None:
+    task = c.tasks.get(event["agent"])
+    if task is not None:
+        task.status, task.reason = event.get("status"), event.get("reason")
+        task.ended_at = event.get("ts")
+
+
+def _run_start(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    if event.get("resumed"):
+        del record.messages[_int(event.get("kept"), len(record.messages)) :]
+        record.status = None
+        return
+    calls = record.calls
+    c.agents[record.path] = AgentRecord(record.path, calls=calls, started_at=event.get("ts"))
+
+
+def _run_end(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    record.status, record.output = event.get("status") or "error", event.get("output") or ""
+    record.error, record.ended_at = event.get("error"), event.get("ts")
+
+
+def _model_call(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    usage = _usage(event.get("usage"))
+    record.usage, c.usage = record.usage + usage, c.usage + usage
+    record.steps = _int(event.get("step"), record.steps + 1)
+    record.calls += 1
+
+
+def _message(c: Checkpoint, event: Event) -> None:
+    c.agent(event["agent"]).messages.append(Message.model_validate(event["message"]))
+
+
+def _tool_start(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    record.started_calls.add(str(event.get("call_id")))
+    record.open_call = str(event.get("call_id"))
+
+
+def _tool_end(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    record.ended_calls.add(str(event.get("call_id")))
+    if record.open_call == str(event.get("call_id")):
+        record.open_call = None
+
+
+def _skill_loaded(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    if event.get("skill") not in record.skills:
+        record.skills.append(str(event.get("skill")))
+
+
+def _usage(value: object) -> Usage:
+    data = value if isinstance(value, dict) else {}
+    return Usage(
+        input_tokens=_int(data.get("input_tokens"), 0),
+        output_tokens=_int(data.get("output_tokens"), 0),
+        total_tokens=_int(data.get("total_tokens"), 0),
+    )
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+_HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
+    "job_start": _job_start,
+    "job_end": _job_end,
+    "fork": _fork,
+    "task_start": _task_start,
+    "task_end": _task_end,
+    "run_start": _run_start,
+    "run_end": _run_end,
+    "model_call": _model_call,
+    "message": _message,
+    "tool_start": _tool_start,
+    "tool_end": _tool_end,
+    "skill_loaded": _skill_loaded,
+}

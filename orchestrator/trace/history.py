@@ -1,0 +1,102 @@
+"""Run history: the runs whose traces are in a folder, newest first.
+
+Behind `orchestrator trace list` and `trace show last`. Each trace is read once, event by
+event; what a line of the list shows comes from `job_start`, `job_end` and the model calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .events import Event
+from .lock import is_locked
+from .reader import TraceReader
+
+
+@dataclass
+class RunInfo:
+    """One run, as its trace tells it."""
+
+    path: Path
+    run_id: str | None = None
+    job: str | None = None
+    status: str = "unfinished"
+    tokens: int = 0
+    cost: float | None = None
+    started: float | None = None
+    attempts: int = 0
+
+
+def run_info(path: str | Path) -> RunInfo:
+    """What the trace at `path` says of its run. A run whose trace has no end is `running`
+    while its process still writes the file, else `unfinished` (it can be resumed)."""
+    info = RunInfo(Path(path))
+    ended: str | None = None
+    for event in TraceReader(path):
+        _fold(info, event)
+        if event["type"] == "job_start":
+            ended = None
+        elif (
+            event["type"] == "job_end"
+            or event["type"] == "run_end"
+            and info.job is None
+            and "/" not in event["agent"]
+        ):
+            ended = str(event.get("status"))
+    if ended is not None:
+        info.status = ended
+    elif is_locked(path):
+        info.status = "running"
+    return info
+
+
+def _ends_run(info: RunInfo, event: Event) -> bool:
+    """A job's end, or (for a run without a job) the end of a top-level agent's run."""
+    if event["type"] == "job_end":
+        return True
+    return event["type"] == "run_end" and info.job is None and "/" not in event["agent"]
+
+
+def _fold(info: RunInfo, event: Event) -> None:
+    info.run_id = info.run_id or event.get("run")
+    attempt = event.get("attempt")
+    info.attempts = max(info.attempts, attempt if isinstance(attempt, int) else 1)
+    if info.started is None and isinstance(event.get("ts"), int | float):
+        info.started = float(event["ts"])
+    if event["type"] == "job_start":
+        info.job = info.job or event.get("name")
+    elif event["type"] == "model_call":
+        usage = event.get("usage") or {}
+        total = usage.get("total_tokens") if isinstance(usage, dict) else None
+        info.tokens += total if isinstance(total, int) else 0
+        cost = event.get("cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            info.cost = (info.cost or 0.0) + float(cost)
+
+
+def list_runs(folder: str | Path, *, limit: int | None = None) -> list[RunInfo]:
+    """The runs of every `*.jsonl` trace in `folder`, newest first."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    runs = [run_info(path) for path in root.glob("*.jsonl") if path.is_file()]
+    runs.sort(key=lambda run: run.started or run.path.stat().st_mtime, reverse=True)
+    return runs[:limit] if limit is not None else runs
+
+
+def latest_trace(folder: str | Path) -> Path | None:
+    """The trace of the newest run in `folder` (by when it started), if there is one."""
+    root = Path(folder)
+    paths = [p for p in root.glob("*.jsonl") if p.is_file()] if root.is_dir() else []
+    return max(paths, key=_started, default=None)
+
+
+def _started(path: Path) -> float:
+    """When the run in `path` began: its first event's time (else the file's)."""
+    for event in TraceReader(path):
+        ts = event.get("ts")
+        if isinstance(ts, int | float):
+            return float(ts)
+        break
+    return path.stat().st_mtime
