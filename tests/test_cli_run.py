@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from orchestrator import read_trace, rebuild_conversations
+from orchestrator.cli.progress import ProgressState
 
 JOB = """\
 name: {name}
@@ -167,3 +168,103 @@ second: [{content: hello again}]
     assert "1 errors:" in done.stdout and "first: files__read_file [tool_error]" in done.stdout
     missing = orchestrator("trace", "show", "nope.jsonl", cwd=tmp_path)
     assert missing.returncode == 2 and "no trace at nope.jsonl" in missing.stderr
+
+
+def test_every_run_gets_a_trace_and_a_run_id_of_its_own(tmp_path: Path) -> None:
+    script = "first: [{content: hello}, {content: hello}]\n"
+    make_job(tmp_path, script, "  - {id: first, task: Say hello.}\n")
+    command = [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--quiet"]
+    # Two runs started in the same second used to share a default trace name, and a file.
+    both = [subprocess.Popen(command, cwd=tmp_path) for _ in range(2)]
+    assert [process.wait(120) for process in both] == [0, 0]
+
+    traces = sorted((tmp_path / ".orchestrator" / "runs").glob("*.jsonl"))
+    assert len(traces) == 2
+    ids = []
+    for trace in traces:
+        events = read_trace(trace)
+        (run_id,) = {e["run"] for e in events}
+        assert trace.name.startswith(run_id)
+        assert [e["type"] for e in events].count("job_start") == 1
+        ids.append(run_id)
+    assert ids[0] != ids[1]
+
+
+def test_a_trace_that_holds_a_run_is_never_appended_to(tmp_path: Path) -> None:
+    make_job(
+        tmp_path, "first: [{content: hello}, {content: again}]\n", "  - {id: first, task: x}\n"
+    )
+    assert orchestrator("run", "job.yaml", "--trace", "t.jsonl", cwd=tmp_path).returncode == 0
+    before = (tmp_path / "t.jsonl").read_bytes()
+
+    again = orchestrator("run", "job.yaml", "--trace", "t.jsonl", cwd=tmp_path)
+
+    assert again.returncode == 2 and again.stdout == ""
+    assert "already holds a run" in again.stderr
+    assert "orchestrator resume" in again.stderr and "new path" in again.stderr
+    assert (tmp_path / "t.jsonl").read_bytes() == before
+
+
+INTERRUPTED = """\
+fan:
+  - tool_calls:
+      - {name: fork, arguments: {tasks: [{id: quick, task: Quick.}, {id: slow, task: Slow.}]}}
+  - content: combined
+fan/quick: [{content: fine}]
+fan/slow:
+  - tool_calls: [{name: load_skill, arguments: {name: shell}}]
+  - tool_calls: [{name: shell__run, arguments: {command: "sleep 30"}}]
+  - content: slow done
+after: [{content: after done}]
+"""
+
+
+def test_ctrl_c_leaves_every_task_ended_and_the_job_cancelled(tmp_path: Path) -> None:
+    steps = (
+        "  - {id: fan, planner: true, task: Split.}\n  - {id: after, depends_on: [fan], task: x}\n"
+    )
+    make_job(tmp_path, INTERRUPTED, steps, permissions="{workspace: ., shell: true}")
+    trace = tmp_path / "t.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--trace", str(trace)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        trace.exists() and any(e.get("name") == "shell__run" for e in read_trace(trace))
+    ):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert f"orchestrator resume {trace}" in stderr
+
+    events = read_trace(trace)
+    tasks = {t["path"] for e in events if e["type"] == "fork" for t in e["tasks"]}
+    ends = {e["agent"]: (e["status"], e.get("reason")) for e in events if e["type"] == "task_end"}
+    assert set(ends) == tasks == {"fan", "after", "fan/quick", "fan/slow"}
+    assert ends["after"][0] == "skipped" and "cancelled" in (ends["after"][1] or "")
+    assert [(e["status"]) for e in events if e["type"] == "job_end"] == ["cancelled"]
+    state = ProgressState()
+    for event in events:
+        state.update(event)
+    assert {a.path: a.status for a in state.agents.values()} == {
+        "fan": "cancelled",
+        "after": "skipped",
+        "fan/quick": "completed",
+        "fan/slow": "cancelled",
+    }
+    shown = orchestrator("trace", "show", "t.jsonl", cwd=tmp_path).stdout.splitlines()
+    assert shown[0] == "job t: cancelled"
+    assert any(line.startswith("after  [skipped]") for line in shown)
+    assert any(line.startswith("  slow  [cancelled]") for line in shown)
+
+    # Ctrl-C, then resume: what had ended keeps its result; the job goes on to its end.
+    resumed = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == "after done\n"
+    model_calls = [e["agent"] for e in read_trace(trace) if e["type"] == "model_call"]
+    assert model_calls.count("fan/quick") == 1 and model_calls.count("fan") == 2

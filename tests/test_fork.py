@@ -385,3 +385,58 @@ async def test_task_ids_are_unique_across_the_forks_of_a_run() -> None:
     assert forks[1].is_error and "id 'a' was used by an earlier fork" in (forks[1].content or "")
     assert [c.id for c in result.children] == ["a", "a2"]
     assert set(result.usage_by_agent()) == {"planner", "planner/a", "planner/a2"}
+
+
+async def test_usage_survives_a_time_limit_that_cuts_a_fork_short(tmp_path: Path) -> None:
+    @tool
+    async def wait(seconds: float) -> str:
+        """Wait."""
+        await asyncio.sleep(seconds)
+        return "waited"
+
+    script = {
+        "planner": [
+            fork_call(
+                {"id": "quick", "task": "Quick."},
+                {"id": "slow", "task": "Slow."},
+                {"id": "later", "task": "After slow.", "depends_on": ["slow"]},
+            )
+        ],
+        "planner/quick": [{"content": "quick done"}],
+        "planner/slow": [
+            {"tool_calls": [{"name": "wait", "arguments": {"seconds": 0}}]},
+            {"tool_calls": [{"name": "wait", "arguments": {"seconds": 30}}]},
+            {"content": "never"},
+        ],
+    }
+    budget = TokenBudget()
+    extension = ForkExtension(SubagentRegistry(), tools=[wait])
+    trace_path = tmp_path / "run.jsonl"
+    with Trace(trace_path) as trace:
+        agent = Agent(
+            ScriptedModel(script),
+            name="planner",
+            extensions=[extension],
+            budget=budget,
+            trace=trace,
+            time_limit=1.0,
+        )
+        result = await agent.run("go")
+
+    assert result.status == "cancelled"
+    by_agent = result.usage_by_agent()
+    assert set(by_agent) == {"planner", "planner/quick", "planner/slow"}
+    assert sum(u.total_tokens for u in by_agent.values()) == budget.used > 0
+    assert {c.id: c.status for c in result.children} == {
+        "quick": "completed",
+        "slow": "cancelled",
+        "later": "skipped",
+    }
+    (slow,) = [c for c in result.children if c.id == "slow"]
+    assert slow.usage.total_tokens > 0  # its first call counts, though the task was cut short
+    ends = {e["agent"]: e["status"] for e in read_trace(trace_path) if e["type"] == "task_end"}
+    assert ends == {
+        "planner/quick": "completed",
+        "planner/slow": "cancelled",
+        "planner/later": "skipped",
+    }

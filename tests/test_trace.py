@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from orchestrator import Agent, Message, Trace, read_trace, rebuild_conversations
 from orchestrator.models import ScriptedModel
 from orchestrator.security import secrets_from_environment
+from orchestrator.trace import TraceExists, iter_trace
 
 
 def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
@@ -83,3 +86,43 @@ def test_only_whole_secret_words_make_a_name_secret() -> None:
     plain = ["GIT_AUTHOR_NAME", "KEYBOARD_LAYOUT", "SSH_AUTH_SOCK", "HOME", "MONKEY"]
     assert [n for n in secret if is_secret_name(n)] == secret
     assert [n for n in plain if is_secret_name(n)] == []
+
+
+def test_a_trace_that_holds_a_run_is_refused_and_a_run_id_is_in_every_event(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    Agent(ScriptedModel({"*": [{"content": "one"}]}), trace=path).run_sync("go")
+    events = read_trace(path)
+    assert len({e["run"] for e in events}) == 1 and {e["attempt"] for e in events} == {1}
+
+    with pytest.raises(TraceExists, match="orchestrator resume"):
+        Trace(path)
+    with pytest.raises(TraceExists):
+        Agent(ScriptedModel({"*": [{"content": "two"}]}), trace=path).run_sync("again")
+    assert read_trace(path) == events
+    Trace(tmp_path / "empty.jsonl").close()  # a new (or empty) file is fine
+    Trace(tmp_path / "empty.jsonl").close()
+
+
+def torn(tmp_path: Path) -> Path:
+    """A real trace, then what a crash and a stray writer leave: JSON that is not an event,
+    garbage, and a last line cut inside a UTF-8 character."""
+    path = tmp_path / "t.jsonl"
+    Agent(ScriptedModel({"*": [{"content": "café"}]}), trace=path).run_sync("go")
+    with path.open("ab") as handle:
+        handle.write(b'{"hello": "not an event"}\n[1, 2, 3]\n\xff\xfe garbage \x00\n')
+        cut = '{"seq": 9, "ts": 1, "agent": "agent", "type": "note", "text": "café"}'.encode()
+        handle.write(cut[: cut.index("é".encode()) + 1])  # the first of é's two bytes
+    return path
+
+
+def test_torn_and_foreign_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = torn(tmp_path)
+
+    events = read_trace(path)
+
+    assert events.skipped == 4
+    assert [e["type"] for e in events][-1] == "run_end"
+    assert rebuild_conversations(path)["agent"][-1].content == "café"
+    assert list(iter_trace(path)) == events

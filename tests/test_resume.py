@@ -1,0 +1,236 @@
+"""Resuming a job from its trace: `orchestrator resume` after a real SIGKILL, and the rules.
+
+The kill points (bench/resume_savings.py, which also reports the figures): during a model
+call, during a long tool call in the second step, during a fork with several running tasks,
+and right after a step finished. Each run is killed with SIGKILL as soon as its trace shows
+the moment, then `orchestrator resume` finishes it; an uninterrupted run is the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bench.resume_savings import (
+    KILL_POINTS,
+    SCRIPT,
+    Outcome,
+    calls,
+    measure,
+    repeated_calls,
+    run_uninterrupted,
+    write_job,
+)
+from orchestrator import Orchestrator, read_trace, rebuild_conversations
+from orchestrator.jobs import ResumeError, prepare_resume
+from orchestrator.trace import Event, Trace, load_checkpoint
+
+MAX_TOKENS = 200_000
+QUICK = re.sub(r", latency: [\d.]+", "", SCRIPT).replace("sleep 1.5; ", "")
+"""The same job without its waits, for the tests that need no kill point."""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Outcome, dict[str, Outcome]]:
+    """The uninterrupted run and every kill point, run side by side once."""
+    return measure(tmp_path_factory.mktemp("resume"))
+
+
+def attempt(events: list[Event], number: int) -> list[Event]:
+    return [e for e in events if e.get("attempt") == number]
+
+
+def tokens(events: list[Event]) -> int:
+    return sum(e["usage"]["total_tokens"] for e in events if e["type"] == "model_call")
+
+
+def ended(events: list[Event], kind: str, agent: str) -> bool:
+    return any(e["type"] == kind and e["agent"] == agent for e in events)
+
+
+def check_kill_point(name: str, killed: list[Event]) -> None:
+    """The kill landed where it was meant to: the first attempt stops at that moment."""
+    if name == "model-call":
+        assert calls(killed)["gather"] == 2 and not ended(killed, "run_end", "gather")
+    elif name == "long-tool":
+        (start,) = [e for e in killed if e["type"] == "tool_start" and e["agent"] == "work"][1:]
+        assert not any(e["type"] == "tool_end" and e["call_id"] == start["call_id"] for e in killed)
+    elif name == "fork":
+        assert ended(killed, "run_end", "fan/a")
+        running = [p for p in ("fan/b", "fan/c") if ended(killed, "run_start", p)]
+        assert running == ["fan/b", "fan/c"]
+        assert not any(ended(killed, "run_end", p) for p in running)
+    else:
+        assert ended(killed, "task_end", "gather") and not ended(killed, "run_end", "work")
+
+
+@pytest.mark.parametrize("point", [p.name for p in KILL_POINTS])
+def test_a_run_killed_with_sigkill_resumes_to_the_same_result(
+    runs: tuple[Outcome, dict[str, Outcome]], point: str
+) -> None:
+    reference, outcomes = runs
+    resumed = outcomes[point]
+    events = resumed.events
+    killed = attempt(events, 1)
+    check_kill_point(point, killed)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert reference.returncode == 0, reference.stderr
+    assert resumed.result["status"] == "completed"
+    assert resumed.result["output"] == reference.result["output"] == "all parts combined"
+    outputs = [(s["id"], s["output"]) for s in resumed.result["steps"]]
+    assert outputs == [(s["id"], s["output"]) for s in reference.result["steps"]]
+
+    # No model call was made twice, and every agent made the calls an uninterrupted run makes.
+    assert repeated_calls(events) == 0
+    assert calls(events) == calls(reference.events)
+    finished_first = {e["agent"] for e in killed if e["type"] == "run_end"}
+    assert not finished_first & set(calls(attempt(events, 2)))  # what had ended did not run
+
+    # Every tool call of every rebuilt conversation has exactly one result.
+    for path, conversation in rebuild_conversations(resumed.trace).items():
+        asked = [c.id for m in conversation for c in m.tool_calls]
+        answered = Counter(m.tool_call_id for m in conversation if m.role == "tool")
+        assert sorted(answered) == sorted(asked) and set(answered.values()) <= {1}, path
+
+    # The spend reported includes the killed attempt's; the budget went on from it.
+    assert resumed.result["usage"]["total_tokens"] == tokens(events) > tokens(attempt(events, 2))
+    first = next(e for e in attempt(events, 2) if e["type"] == "model_call")
+    spent_before = tokens(killed) + first["usage"]["total_tokens"]
+    assert first["budget_remaining"] <= MAX_TOKENS - spent_before
+
+
+def test_the_conversations_go_on_from_their_last_complete_turn(
+    runs: tuple[Outcome, dict[str, Outcome]],
+) -> None:
+    _, outcomes = runs
+    # The long tool call was cut: its result is `aborted`, and the model saw that.
+    work = rebuild_conversations(outcomes["long-tool"].trace)["work"]
+    (result,) = [m for m in work if m.role == "tool" and m.name == "shell__run"]
+    assert result.error_type == "aborted" and "not run again" in (result.content or "")
+    assert work[-1].content == "work done"
+    # The fork was called again; `a` kept its result, `b` went on from its first turn.
+    events = outcomes["fork"].events
+    later = attempt(events, 2)
+    assert [e["agent"] for e in later if e["type"] == "task_end" and e.get("restored")] == [
+        "gather",
+        "work",
+        "fan/a",
+    ]
+    (b,) = [e for e in later if e["type"] == "run_start" and e["agent"] == "fan/b"]
+    assert b["resumed"] and b["steps"] == 1 and b["kept"] >= 3
+    fan = rebuild_conversations(outcomes["fork"].trace)["fan"]
+    (fork,) = [m for m in fan if m.role == "tool"]
+    assert fork.content.startswith("Fork finished: 3 tasks (3 completed).")
+
+
+def cut(trace: Path, keep: int, into: Path) -> Path:
+    """The first `keep` events of a trace, as a run killed right after them leaves it, moved
+    to the folder of `into` (whose job and script are the same files)."""
+    lines = trace.read_bytes().splitlines(keepends=True)
+    text = b"".join(lines[:keep]).replace(bytes(trace.parent), bytes(into.parent))
+    into.write_bytes(text)
+    return into
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    return run_uninterrupted(tmp_path_factory.mktemp("finished"), QUICK)
+
+
+def after_step(finished: Outcome, tmp_path: Path, step: str = "gather") -> Path:
+    write_job(tmp_path, QUICK)
+    events = finished.events
+    end = next(i for i, e in enumerate(events) if e["type"] == "task_end" and e["agent"] == step)
+    return cut(finished.trace, end + 1, tmp_path / "t.jsonl")
+
+
+def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def test_a_finished_run_is_not_run_again(finished: Outcome) -> None:
+    before = finished.trace.read_bytes()
+    done = orchestrator("resume", str(finished.trace), "--json", cwd=finished.folder)
+    assert done.returncode == 0, done.stderr
+    assert "had already finished (completed); nothing to resume" in done.stderr
+    result = json.loads(done.stdout)
+    assert result["output"] == "all parts combined" and result["status"] == "completed"
+    assert result["usage"] == finished.result["usage"]
+    assert finished.trace.read_bytes() == before
+
+
+def test_a_changed_spec_is_refused_unless_forced(finished: Outcome, tmp_path: Path) -> None:
+    trace = after_step(finished, tmp_path)
+    job = tmp_path / "job.yaml"
+    job.write_text(job.read_text().replace("Gather the facts.", "Gather other facts."))
+
+    refused = orchestrator("resume", "t.jsonl", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "changed since the run" in refused.stderr and "--force" in refused.stderr
+    assert load_checkpoint(trace).attempts == 1  # nothing was appended
+
+    forced = orchestrator("resume", "t.jsonl", "--force", "--quiet", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout == "all parts combined\n"
+
+
+def test_a_run_still_going_cannot_be_resumed(finished: Outcome, tmp_path: Path) -> None:
+    trace = after_step(finished, tmp_path)
+    with Trace(trace, resume=load_checkpoint(trace)):  # another run holds it
+        busy = orchestrator("resume", "t.jsonl", cwd=tmp_path)
+        with pytest.raises(ResumeError, match="still"):
+            prepare_resume(trace)
+    assert busy.returncode == 2 and "another process" in busy.stderr
+
+
+def test_resume_from_python_appends_one_attempt(finished: Outcome, tmp_path: Path) -> None:
+    trace = after_step(finished, tmp_path, step="work")
+    kept = trace.read_bytes()
+
+    result = Orchestrator.resume_sync(trace)
+
+    assert result.status == "completed" and result.output == "all parts combined"
+    assert trace.read_bytes().startswith(kept)
+    events = read_trace(trace)
+    assert {e["run"] for e in events} == {events[0]["run"]}
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    later = attempt(events, 2)
+    assert later[0]["type"] == "job_start" and later[0]["resumed"]
+    assert not {"gather", "work"} & set(calls(later))  # both had ended
+    assert result.usage.total_tokens == tokens(events)
+    assert [s.status for s in result.steps] == ["completed"] * 3
+    assert result.step("gather").run is not None  # restored from the trace, with its run
+    assert result.step("gather").run.messages == rebuild_conversations(trace)["gather"]
+
+
+def test_resume_reloads_the_spec_inputs_and_model_from_the_trace(
+    finished: Outcome, tmp_path: Path
+) -> None:
+    trace = after_step(finished, tmp_path)
+    (start,) = [e for e in read_trace(trace) if e["type"] == "job_start"]
+    assert start["spec"] == str((tmp_path / "job.yaml").resolve())
+    assert len(start["spec_sha256"]) == 64 and start["inputs"] == {}
+    assert start["model"] == f"scripted:{(tmp_path / 'script.yaml').resolve()}"
+
+    # --model overrides the recorded model, as for `run`.
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        (tmp_path / "script.yaml").read_text().replace("all parts combined", "other model")
+    )
+    done = orchestrator("resume", "t.jsonl", "--model", "scripted:other.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "other model\n"
+    assert "resuming run" in done.stderr and "1 of 3 steps done" in done.stderr
