@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,10 @@ from bench.resume_savings import (
     run_uninterrupted,
     write_job,
 )
-from orchestrator import Orchestrator, read_trace, rebuild_conversations
-from orchestrator.jobs import ResumeError, prepare_resume
+from orchestrator import Agent, Orchestrator, read_trace, rebuild_conversations
+from orchestrator.jobs import ResumeError, fast_forward, prepare_resume
+from orchestrator.models import ScriptedModel
+from orchestrator.tasks import ForkExtension, SubagentRegistry
 from orchestrator.trace import Event, Trace, load_checkpoint
 
 MAX_TOKENS = 200_000
@@ -234,3 +237,122 @@ def test_resume_reloads_the_spec_inputs_and_model_from_the_trace(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "other model\n"
     assert "resuming run" in done.stderr and "1 of 3 steps done" in done.stderr
+
+
+def index_of(events: list[Event], test: Callable[[Event], bool]) -> int:
+    return next(i for i, e in enumerate(events) if test(e))
+
+
+def test_a_trace_torn_by_the_crash_resumes(finished: Outcome, tmp_path: Path) -> None:
+    write_job(tmp_path, QUICK)
+    events = finished.events
+    end = index_of(events, lambda e: e["type"] == "task_end" and e["agent"] == "work")
+    lines = finished.trace.read_bytes().replace(bytes(finished.folder), bytes(tmp_path))
+    kept = lines.splitlines(keepends=True)
+    trace = tmp_path / "t.jsonl"
+    trace.write_bytes(b"".join(kept[: end + 1]) + kept[end + 1][:25])  # a line cut mid-write
+
+    done = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "all parts combined\n"
+    assert read_trace(trace).skipped == 1  # the torn line, on a line of its own
+
+
+def test_an_answer_recorded_before_the_run_ended_is_the_answer(
+    finished: Outcome, tmp_path: Path
+) -> None:
+    events = finished.events
+    answer = index_of(
+        events,
+        lambda e: (
+            e["type"] == "message"
+            and e["agent"] == "gather"
+            and e["message"].get("content") == "gathered facts"
+        ),
+    )
+    write_job(tmp_path, QUICK)
+    trace = cut(finished.trace, answer + 1, tmp_path / "t.jsonl")
+
+    result = Orchestrator.resume_sync(trace)
+
+    assert result.status == "completed" and result.step("gather").output == "gathered facts"
+    assert calls(read_trace(trace))["gather"] == 3  # not asked again
+
+
+@pytest.mark.parametrize("cut_after", ["tool_start", "message"])
+def test_a_resumed_agent_has_its_skills_loaded_again(
+    finished: Outcome, tmp_path: Path, cut_after: str
+) -> None:
+    """Cut after `load_skill` returned (the skill is loaded again from the record) or while
+    it ran (it only reads, so it is called again rather than answered `aborted`)."""
+    events = finished.events
+    loaded = index_of(
+        events,
+        lambda e: (
+            e["type"] == cut_after
+            and e["agent"] == "gather"
+            and "load_skill" in (e.get("name"), e.get("message", {}).get("name"))
+        ),
+    )
+    write_job(tmp_path, QUICK)
+    trace = cut(finished.trace, loaded + 1, tmp_path / "t.jsonl")
+
+    assert Orchestrator.resume_sync(trace).status == "completed"
+    gather = rebuild_conversations(trace)["gather"]
+    (shell,) = [m for m in gather if m.role == "tool" and m.name == "shell__run"]
+    assert not shell.is_error and "gathered" in (shell.content or "")
+    assert [m.name for m in gather if m.role == "tool"] == ["load_skill", "shell__run"]
+
+
+async def test_any_agent_resumes_from_a_trace_opened_to_resume(tmp_path: Path) -> None:
+    """The resume machinery is the loop's and the fork's, not only the job runner's."""
+    script = {
+        "planner": [
+            {
+                "tool_calls": [
+                    {"name": "fork", "arguments": {"tasks": [{"id": "one", "task": "1"}]}}
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "fork",
+                        "arguments": {
+                            "tasks": [{"id": "two", "task": "2"}, {"id": "three", "task": "3"}]
+                        },
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "read_task_output", "arguments": {"id": "one"}}]},
+            {"content": "all three"},
+        ],
+        "planner/one": [{"content": "first"}],
+        "planner/two": [{"content": "second"}],
+        "planner/three": [{"content": "third"}],
+    }
+
+    def planner(model: ScriptedModel, trace: Trace) -> Agent:
+        extension = ForkExtension(SubagentRegistry())
+        return Agent(model, name="planner", extensions=[extension], trace=trace)
+
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as trace:
+        whole = await planner(ScriptedModel(script), trace).run("go")
+    events = read_trace(path)
+    two = index_of(events, lambda e: e["type"] == "task_end" and e["agent"] == "planner/two")
+    (tmp_path / "cut").mkdir()
+    cut_path = cut(path, two + 1, tmp_path / "cut" / "t.jsonl")
+    checkpoint = load_checkpoint(cut_path)
+    model = ScriptedModel(script)
+    fast_forward(model, checkpoint)
+    with Trace(cut_path, resume=checkpoint) as trace:
+        resumed = await planner(model, trace).run("go")
+
+    assert resumed.status == "completed" and resumed.output == whole.output == "all three"
+    assert [c.id for c in resumed.children] == ["one", "two", "three"]
+    assert resumed.messages[-2].content == "first"  # read_task_output of the earlier fork
+    assert resumed.usage_by_agent().keys() == whole.usage_by_agent().keys()
+    later = attempt(read_trace(cut_path), 2)
+    assert set(calls(later)) == {"planner", "planner/three"}  # `one` and `two` had ended
+    model.assert_all_used()

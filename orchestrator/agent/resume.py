@@ -7,7 +7,8 @@ on from where they were; its extensions get their state back (skills loaded, for
 the turn that was cut gets the results it is missing:
 
 - a call whose result was recorded keeps it;
-- a resumable tool (`fork`) is called again, and resumes itself from the trace;
+- a resumable tool is called again: one that only reads (`load_skill`, `read_task_output`),
+  or `fork`, which resumes itself from the trace;
 - a call that had started gets `aborted` (it may have had effects, so it is never silently
   repeated: the model sees that and decides), even if it ended and only its result was lost;
 - a call that never started gets `skipped`.

@@ -105,8 +105,10 @@ class ArgumentsError(ValueError):
 class Tool:
     """A callable tool: a function, its schema, and how it must be run.
 
-    A `resumable` tool resumes itself from the run's trace (as `fork` does), so a resumed run
-    calls it again where an earlier attempt was cut off in it, instead of answering `aborted`.
+    A `resumable` tool is safe to call again when a run resumes: it has no effects outside the
+    run (`load_skill`, `read_task_output`), or it resumes itself from the trace (`fork`). A
+    resumed run calls it again where an earlier attempt was cut off in it, instead of
+    answering `aborted`.
     """
 
     def __init__(
@@ -194,6 +196,7 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     exclusive: bool = False,
+    resumable: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -203,15 +206,24 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     exclusive: bool = False,
+    resumable: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a sync or async function: `@tool` or `@tool(name=..., timeout=...)`.
 
     `timeout` is in seconds; an `exclusive` tool runs alone, after the calls before it
-    in the same turn have finished and before the ones after it start.
+    in the same turn have finished and before the ones after it start. A `resumable` tool is
+    called again when a resumed run was cut off in it (see `Tool`).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(f, name=name, description=description, timeout=timeout, exclusive=exclusive)
+        return Tool(
+            f,
+            name=name,
+            description=description,
+            timeout=timeout,
+            exclusive=exclusive,
+            resumable=resumable,
+        )
 
     return wrap(fn) if fn is not None else wrap
 

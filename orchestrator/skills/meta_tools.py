@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -57,10 +58,11 @@ class SkillsExtension:
 
     def tools(self) -> Sequence[Tool]:
         # load_skill runs alone: skills loaded in one turn add their tools in the model's order.
+        # All three only read: a resumed run calls them again where it was cut off in them.
         return [
-            Tool(self.load_skill, exclusive=True),
-            Tool(self.read_skill_file),
-            Tool(self.search_skills),
+            Tool(self.load_skill, exclusive=True, resumable=True),
+            Tool(self.read_skill_file, resumable=True),
+            Tool(self.search_skills, resumable=True),
         ]
 
     async def load_skill(self, name: str, ctx: ToolContext) -> str:
@@ -92,11 +94,12 @@ class SkillsExtension:
     def restore(
         self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
     ) -> None:
-        """A resumed run: the skills its earlier attempt loaded are loaded again, their tools
-        in the same order (nothing is recorded again: the trace has their `skill_loaded`)."""
+        """A resumed run: the skills whose `load_skill` result is in the rebuilt conversation
+        are loaded again, their tools in the same order (nothing is recorded again). A load
+        cut off before its result was recorded is not: the resumed run calls it again."""
         loaded: set[str] = context.state.setdefault(STATE_KEY, set())
         permissions = Permissions.coerce(context.permissions)
-        for name in record.skills:
+        for name in loaded_in(messages):
             info = self.catalog.get(name)
             if info is None or info.name in loaded or untrusted_code(info, permissions):
                 continue
@@ -144,6 +147,26 @@ class SkillsExtension:
 
     def __repr__(self) -> str:
         return f"SkillsExtension({self.catalog!r})"
+
+
+def loaded_in(messages: Sequence[Message]) -> list[str]:
+    """The skills a conversation loaded: `load_skill` calls that got a result, in order."""
+    asked = {
+        call.id: call.arguments
+        for message in messages
+        for call in message.tool_calls
+        if call.name == "load_skill"
+    }
+    names = []
+    for message in messages:
+        if message.role == "tool" and not message.is_error and message.tool_call_id in asked:
+            try:
+                name = json.loads(asked[message.tool_call_id]).get("name")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
 
 
 def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:

@@ -90,7 +90,7 @@ class ForkExtension:
         self._tools = [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
             Tool(self.fork, name="fork", exclusive=True, resumable=True),
-            Tool(self.read_task_output, name="read_task_output"),
+            Tool(self.read_task_output, name="read_task_output", resumable=True),
         ]
 
     def within(self, skills: SkillCatalog | None) -> ForkExtension:

@@ -150,6 +150,8 @@ class SpanSink:
         name = event.get("name") or "job"
         attributes = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.agent.name": name}
         attributes["orchestrator.job.steps"] = event.get("steps", 0)
+        attributes["orchestrator.run.id"] = str(event.get("run") or "")
+        attributes["orchestrator.run.attempt"] = event.get("attempt") or 1
         self._job = self._start(f"invoke_workflow {name}", None, event, attributes)
 
     def _job_end(self, event: Event) -> None:
@@ -333,7 +335,7 @@ class SpanSink:
         agent = self._agents.get(event["agent"])
         if agent is None:
             return
-        skip = {"seq", "ts", "agent", "type"}
+        skip = {"seq", "ts", "run", "attempt", "agent", "type"}
         attributes = {
             k: v for k, v in event.items() if k not in skip and isinstance(v, str | int | float)
         }
