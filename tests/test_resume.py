@@ -356,3 +356,17 @@ async def test_any_agent_resumes_from_a_trace_opened_to_resume(tmp_path: Path) -
     later = attempt(read_trace(cut_path), 2)
     assert set(calls(later)) == {"planner", "planner/three"}  # `one` and `two` had ended
     model.assert_all_used()
+
+
+def test_a_run_cut_off_before_its_task_was_recorded_starts_again(
+    finished: Outcome, tmp_path: Path
+) -> None:
+    events = finished.events
+    start = index_of(events, lambda e: e["type"] == "run_start" and e["agent"] == "work")
+    write_job(tmp_path, QUICK)
+    trace = cut(finished.trace, start + 1, tmp_path / "t.jsonl")
+
+    assert Orchestrator.resume_sync(trace).output == "all parts combined"
+    work = rebuild_conversations(trace)["work"]
+    assert [m.role for m in work][:2] == ["system", "user"]
+    assert [m.role for m in work].count("user") == 1

@@ -339,7 +339,7 @@ class AgentLoop:
                 depth=self.depth,
                 **resumed,
             )
-        if not resumed:
+        if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
                 self._append(state, Message.system(self.system))
             self._append(state, Message.user(task))

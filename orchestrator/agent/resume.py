@@ -104,6 +104,8 @@ def cut_turn(
 ) -> tuple[list[Message], CutTurn | None]:
     """The messages to keep, and what the last turn still needs (None: it is complete)."""
     messages = list(record.messages)
+    if not any(m.role == "user" for m in messages):
+        return [], None  # cut off before its task was recorded: it starts again
     while messages and messages[-1].role == "user" and messages[-1].content in notes:
         messages.pop()
     last = next((i for i in reversed(range(len(messages))) if messages[i].role == "assistant"), -1)

@@ -92,6 +92,8 @@ class Checkpoint:
     """Every model call of every attempt."""
     skipped: int = 0
     """Lines of the file that were not events."""
+    size: int | None = None
+    """The file's size when it was read: a resume refuses a file that has grown since."""
     _claimed: set[str] = field(default_factory=set)
 
     @property
@@ -129,9 +131,10 @@ class Checkpoint:
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
     """Fold the trace at `path` into a Checkpoint."""
+    size = Path(path).stat().st_size
     reader = TraceReader(path)
     checkpoint = fold(reader)
-    checkpoint.path, checkpoint.skipped = Path(path), reader.skipped
+    checkpoint.path, checkpoint.skipped, checkpoint.size = Path(path), reader.skipped, size
     return checkpoint
 
 

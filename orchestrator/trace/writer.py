@@ -125,6 +125,10 @@ class Trace:
                 f"trace {path} is being written by another run (its run is still going)"
             ) from None
         file.seek(0, 2)
+        grown = self.checkpoint is not None and self.checkpoint.size not in (None, file.tell())
+        if grown:
+            file.close()
+            raise TraceBusy(f"trace {path} was written to since it was read: read it again")
         if file.tell() > 0 and not resuming:
             file.close()
             raise TraceExists(
