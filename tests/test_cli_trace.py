@@ -35,7 +35,7 @@ def test_trace_show_nests_each_fork_under_the_agent_that_made_it(tmp_path: Path)
     names = [line.split("  [")[0] for line in rows]
     # `x` is the name of a task of both forks: those rows show the full path.
     assert names == ["a", "  a/x", "  a1", "b", "  b/x", "  b1"]
-    assert shown.stdout.splitlines()[1].startswith("run ") and "(1 attempts)" in shown.stdout
+    assert shown.stdout.splitlines()[1].startswith("run ") and "(1 attempt)" in shown.stdout
 
 
 def test_trace_show_counts_unreadable_lines(tmp_path: Path) -> None:

@@ -178,8 +178,8 @@ def render(summary: RunSummary) -> str:
     if summary.job:
         lines.append(f"job {summary.job}: {summary.job_status or 'did not finish'}")
     if summary.run_id:
-        resumed = f", resumed {summary.attempts - 1}x" if summary.attempts > 1 else ""
-        lines.append(f"run {summary.run_id} ({summary.attempts} attempts{resumed})")
+        attempts = "1 attempt" if summary.attempts <= 1 else f"{summary.attempts} attempts, resumed"
+        lines.append(f"run {summary.run_id} ({attempts})")
     lines.append(f"{len(summary.agents)} agents, {summary.total_tokens:,} tokens")
     if summary.skipped_lines:
         lines.append(f"{summary.skipped_lines} unreadable lines skipped")
