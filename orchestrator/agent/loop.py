@@ -30,6 +30,7 @@ from .accounting import charge
 from .batch import ToolBatch
 from .budget import Reservation, TokenBudget
 from .extension import Extension, assemble
+from .model_call import choice_name, complete
 from .repeats import REPEAT_WARN_AT, RepeatDetector
 from .results import RunResult, Status
 from .tools import Tool, ToolContext, Toolset
@@ -214,11 +215,7 @@ class AgentLoop:
         self, state: RunState, request: ModelRequest, reservation: Reservation
     ) -> ModelResponse:
         began = time.perf_counter()
-        try:
-            response = await self.model.complete(request)
-        except BaseException:
-            state.budget.release(reservation)
-            raise
+        response = await complete(self.model, request, state.budget, reservation)
         charged = charge(
             response.usage,
             response.raw_usage,
@@ -241,7 +238,7 @@ class AgentLoop:
                 model=self.model.name,
                 response_model=response.extra.get("model"),
                 response_id=response.extra.get("id"),
-                tool_choice=_choice_name(request),
+                tool_choice=choice_name(request),
                 input_estimate=request.input_tokens,
                 usage=usage.model_dump(),
                 reported=response.usage is not None and charged.doubt is None,
@@ -371,15 +368,6 @@ class AgentLoop:
     def __repr__(self) -> str:
         kind = type(self).__name__
         return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
-
-
-def _counted_usage(counter: TokenCounter, request: ModelRequest, response: ModelResponse) -> Usage:
-    return Usage.of(request.input_tokens or 0, counter.count_message(response.message))
-
-
-def _choice_name(request: ModelRequest) -> str:
-    choice = request.tool_choice
-    return choice if isinstance(choice, str) else f"tool:{choice.name}"
 
 
 def _last_answer(transcript: Transcript) -> str:

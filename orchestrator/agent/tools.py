@@ -156,6 +156,11 @@ class Tool:
                 "Send the arguments as one JSON object.",
                 kind="invalid_json",
             ) from None
+        except RecursionError:
+            raise ArgumentsError(
+                "Arguments are nested too deeply to read. Send a flatter JSON object.",
+                kind="invalid_json",
+            ) from None
         if not isinstance(data, dict):
             raise ArgumentsError(
                 f"Arguments must be a JSON object, not {type(data).__name__}.", kind="invalid_json"

@@ -97,7 +97,7 @@ class EventAssembler:
         """Take one event; True once the stream says it is done."""
         try:
             data = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise bad_reply(
                 self.provider, f"malformed stream event: {event.data[:200]!r}"
             ) from None

@@ -101,7 +101,7 @@ def _blocks(message: Message, tools_as_text: bool) -> list[dict[str, Any]]:
 def _call_block(call: ToolCall) -> dict[str, Any]:
     try:
         arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         arguments = None
     # `input` must be an object; arguments that were not one went back to the model as an
     # error result already, so an empty object stands in for them here.

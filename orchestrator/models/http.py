@@ -294,5 +294,5 @@ async def read_json(response: httpx.Response, provider: str) -> Any:
     await response.aread()
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         raise bad_reply(provider, "the reply is not valid JSON") from None

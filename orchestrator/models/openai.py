@@ -164,7 +164,7 @@ class ChunkAssembler:
             return True
         try:
             chunk = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise bad_reply(self.provider, f"malformed stream event: {data[:200]!r}") from None
         self.feed_chunk(chunk)
         return False

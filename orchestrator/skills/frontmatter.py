@@ -31,6 +31,7 @@ MAX_FRONTMATTER_CHARS = 65_536
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 DELIMITER = "---"
 MAX_DEPTH = 20
+MAX_VALUES = 10_000  # YAML aliases can make a few lines stand for billions of values
 _CLOSING = re.compile(rb"\n---[ \t]*\r?\n")
 _CHUNK = 4096
 
@@ -180,7 +181,7 @@ def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
     if not isinstance(node, yaml.MappingNode):
         raise FrontmatterError(Problem("yaml", "the frontmatter must be a YAML mapping", True))
     duplicates: list[str] = []
-    data = _python_value(node, duplicates, 0)
+    data = _python_value(node, duplicates, 0, [MAX_VALUES])
     problems = [
         Problem("yaml-duplicate-key", f"the frontmatter repeats the key {key!r}")
         for key in dict.fromkeys(duplicates)
@@ -188,19 +189,24 @@ def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
     return data, problems
 
 
-def _python_value(node: yaml.Node, duplicates: list[str], depth: int) -> Any:
+def _python_value(node: yaml.Node, duplicates: list[str], depth: int, left: list[int]) -> Any:
+    """The node as Python values; `left` counts down the values still allowed."""
     if depth > MAX_DEPTH:
         raise FrontmatterError(Problem("yaml", "the frontmatter is nested too deeply", True))
+    left[0] -= 1
+    if left[0] < 0:
+        message = f"the frontmatter holds more than {MAX_VALUES:,} values (YAML aliases?)"
+        raise FrontmatterError(Problem("yaml", message, True))
     if isinstance(node, yaml.MappingNode):
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = str(_python_value(key_node, duplicates, depth + 1))
+            key = str(_python_value(key_node, duplicates, depth + 1, left))
             if key in mapping:
                 duplicates.append(key)
-            mapping[key] = _python_value(value_node, duplicates, depth + 1)
+            mapping[key] = _python_value(value_node, duplicates, depth + 1, left)
         return mapping
     if isinstance(node, yaml.SequenceNode):
-        return [_python_value(item, duplicates, depth + 1) for item in node.value]
+        return [_python_value(item, duplicates, depth + 1, left) for item in node.value]
     return node.value
 
 

@@ -88,7 +88,9 @@ class Trace:
         self._file: IO[str] | None = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
+            # backslashreplace: a text no message check saw (an error string, say) that holds a
+            # lone surrogate is written as its JSON escape instead of failing the write.
+            self._file = self.path.open("a", encoding="utf-8", errors="backslashreplace")
 
     def emit(self, type: str, agent: str, **fields: Any) -> Event:
         """Record one event; returns it as written."""
