@@ -117,7 +117,8 @@ class Budget(BaseModel):
     max_steps: Positive = 20
     """Step cap of each agent loop in the job."""
     max_parallel: Positive = 4
-    """How many steps or forked tasks may run at the same time."""
+    """How many agents may work at once across the whole job: steps and every task they fork
+    (an agent waiting for its forked tasks lends them its slot)."""
 
 
 class Step(BaseModel):

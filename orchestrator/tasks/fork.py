@@ -28,6 +28,7 @@ from ..tokens import TokenCounter, default_counter
 from .executor import LocalExecutor
 from .graph import GraphError, suggest
 from .scheduler import GraphRun, task_graph
+from .slots import lend
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
 
@@ -123,7 +124,8 @@ class ForkExtension:
             max_parallel=self.settings.max_parallel,
             trace=ctx.trace,
         )
-        results = await run.run()
+        async with lend():  # this agent only waits now: its slot is its tasks'
+            results = await run.run()
         ctx.children.extend(results)
         outputs = ctx.state.setdefault(OUTPUTS_KEY, {})
         outputs.update({r.id: r.output for r in results})

@@ -17,6 +17,7 @@ from ..agent import TaskResult
 from ..trace import Trace
 from .executor import TaskExecutor
 from .graph import build_graph
+from .slots import Slots
 from .task import TaskRequest, TaskSpec
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
@@ -56,7 +57,7 @@ class GraphRun:
         self.prompt_for = prompt_for
         self.gate = gate
         self.trace = trace
-        self._slots = asyncio.Semaphore(max(1, max_parallel))
+        self._slots = Slots.for_graph(max_parallel)
         self._tasks: dict[str, asyncio.Task[TaskResult]] = {}
 
     async def run(self) -> list[TaskResult]:
@@ -86,7 +87,7 @@ class GraphRun:
         if failed is not None:
             reason = f"dependency {failed.id!r} ended {failed.status}"
             return self._skipped(spec, reason)
-        async with self._slots:
+        async with self._slots.hold():
             request = TaskRequest(
                 spec=spec,
                 agent=self.agent_of(spec),
