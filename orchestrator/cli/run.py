@@ -70,7 +70,11 @@ def run_command(args: argparse.Namespace) -> int:
     progress, view = _progress(args, job)
     began = time.time()
     with telemetry:
-        trace = Trace(trace_path, listeners=[progress] if progress else [])
+        try:
+            trace = Trace(trace_path, listeners=[progress] if progress else [])
+        except OSError as exc:
+            print(f"error: cannot write the trace to {trace_path}: {exc.strerror}", file=sys.stderr)
+            return EXIT_SPEC_ERROR
         try:
             with view:
                 result = asyncio.run(orchestrator.run_job(job, trace=trace))

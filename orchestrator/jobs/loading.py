@@ -108,6 +108,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise SpecError(path, [Problem("", f"cannot read the file: {error.strerror}")]) from None
+    except UnicodeDecodeError as error:
+        message = f"not UTF-8 text (byte {error.object[error.start]:#04x} at {error.start})"
+        raise SpecError(path, [Problem("", message)]) from None
     try:
         data = yaml.load(text, Loader=_SpecLoader)
     except yaml.MarkedYAMLError as error:
