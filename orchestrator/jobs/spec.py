@@ -115,7 +115,8 @@ class Budget(BaseModel):
     max_tokens: Positive | None = None
     """Tokens (prompt and completion) for every model call of the job together; none: no cap."""
     max_steps: Positive = 20
-    """Step cap of each agent loop in the job."""
+    """The most model calls any one agent of the job may make; a sub-agent definition's
+    own `max_steps` may lower it, never raise it."""
     max_parallel: Positive = 4
     """How many agents may work at once across the whole job: steps and every task they fork
     (an agent waiting for its forked tasks lends them its slot)."""

@@ -202,13 +202,15 @@ class ForkExtension:
         """The agent loop for one task: its definition's prompt, skills and limits."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         skills = self._skills_for(definition, request.spec)
+        cap = self.settings.default_max_steps
         extensions = [self.within(skills)] if request.depth < self.settings.max_depth else []
         return Agent(
             self._model_for(definition, ctx),
             self.shared_tools,
             system=definition.system,
             name=request.path,
-            max_steps=definition.max_steps or self.settings.default_max_steps,
+            # A definition may ask for fewer steps than the run allows, never for more.
+            max_steps=min(definition.max_steps or cap, cap),
             max_tokens=definition.max_tokens,
             budget=ctx.budget,
             trace=ctx.trace,
