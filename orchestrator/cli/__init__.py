@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import jobs, run, skills, subagents, trace
+from . import ask, jobs, run, skills, subagents, trace
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,7 @@ def _command_groups() -> list:
         jobs.register,
         skills.register,
         run.register,
+        ask.register,
         trace.register,
         subagents.register,
     ]
