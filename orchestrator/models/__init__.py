@@ -1,6 +1,6 @@
 """Models: the ChatModel protocol, its adapters, and `resolve_model`."""
 
-from .adapter import EmptyStreamError
+from .adapter import UnusableStreamError
 from .aliases import (
     BUILTIN_ALIASES,
     DEFAULT_ALIAS,
@@ -41,7 +41,6 @@ __all__ = [
     "ChatModel",
     "Connection",
     "ConnectionSettings",
-    "EmptyStreamError",
     "ForcedTool",
     "MissingSettingError",
     "ModelAliases",
@@ -56,6 +55,7 @@ __all__ = [
     "TextSink",
     "TextTap",
     "ToolChoice",
+    "UnusableStreamError",
     "WireOptions",
     "close_connections",
     "output_cap",

@@ -2,11 +2,15 @@
 
 An adapter (`openai.py`, `anthropic.py`) says how to write a body, how to read a whole reply
 and how to assemble a streamed one; `HTTPChatModel.complete` does the rest. A stream that
-closes before its first event is not a broken stream to retry as it was: some servers answer
-200 and send nothing when they cannot stream a request (llama-cpp-python's server, when tools
-are offered with `tool_choice: auto`). The adapter then asks once more without streaming,
-records `model_stream_fallback` in the trace, and stops streaming to that endpoint; with
-`stream_fallback=False` it fails at once with an error that names the setting to change.
+closes before its first event, or that the server ends (`[DONE]`) before the reply is
+complete, is not a broken connection to retry as it was: the server cannot serve that request
+as a stream. llama-cpp-python's server does both: it sends nothing when tools are offered with
+`tool_choice: auto`, and it cuts a stream short whenever another request is waiting. The
+adapter then asks once more without streaming and records `model_stream_fallback` in the
+trace; later requests of the same shape (tools or not, and the tool choice) to that endpoint
+are sent whole from the start, while other shapes still stream. With `stream_fallback=False`
+it fails at once with an error that names the setting to change. The connection that carried
+such a stream is closed, not reused: the server may hang up on it while saying `keep-alive`.
 """
 
 from __future__ import annotations
@@ -29,8 +33,18 @@ STREAM_SETTING = (
 )
 
 
-class EmptyStreamError(ModelError):
-    """A 200 reply whose stream closed before its first event."""
+class UnusableStreamError(ModelError):
+    """A 200 stream that closed before its first event, or was ended before the reply was."""
+
+
+def cut_short(provider: str) -> UnusableStreamError:
+    """The server ended a stream (`[DONE]`) before the reply's end (no finish reason)."""
+    return UnusableStreamError(
+        f"{provider}: the server ended the stream before the reply was complete (no finish "
+        "reason); some servers cut a stream short when another request arrives (llama-cpp-"
+        f"python's server unless started with --interrupt_requests False): {STREAM_SETTING}",
+        provider=provider,
+    )
 
 
 class Assembler(Protocol):
@@ -70,19 +84,21 @@ class HTTPChatModel:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         options = self.options
-        endpoint = self.connection.endpoint
-        if options.stream and endpoint.stream_refused:
+        refused = self.connection.endpoint.stream_refused
+        shape = request_shape(request)
+        if options.stream and shape in refused:
             options = options.model_copy(update={"stream": False})
         try:
             return await self._send(request, options)
-        except EmptyStreamError as exc:
+        except UnusableStreamError as exc:
             if not (options.stream and options.stream_fallback):
                 raise
-            endpoint.stream_refused = True
+            refused.add(shape)
             request.emit(
                 "model_stream_fallback",
                 provider=self.provider,
                 endpoint=self.connection.base_url,
+                request=shape,
                 error=str(exc),
             )
             return await self._send(request, options.model_copy(update={"stream": False}))
@@ -109,14 +125,18 @@ class HTTPChatModel:
             events += 1
             if assembler.feed(event):
                 break
-        if events == 0:
-            raise EmptyStreamError(
-                f"{self.provider}: {response.request.url} answered {response.status_code} and "
-                "closed the stream without sending any event; this server cannot stream this "
-                f"request: {STREAM_SETTING}",
-                provider=self.provider,
-            )
-        return assembler.response()
+        try:
+            if events == 0:
+                raise UnusableStreamError(
+                    f"{self.provider}: {response.request.url} answered {response.status_code} "
+                    "and closed the stream without sending any event; this server cannot "
+                    f"stream this request: {STREAM_SETTING}",
+                    provider=self.provider,
+                )
+            return assembler.response()
+        except UnusableStreamError:
+            await _hang_up(response)
+            raise
 
     @property
     def provider(self) -> str:
@@ -124,3 +144,19 @@ class HTTPChatModel:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.connection.base_url!r})"
+
+
+def request_shape(request: ModelRequest) -> str:
+    """What a server may or may not stream: whether tools are offered, and the tool choice."""
+    if not request.tools:
+        return "no tools"
+    choice = request.tool_choice
+    return f"tools, tool_choice {choice if isinstance(choice, str) else 'forced'}"
+
+
+async def _hang_up(response: httpx.Response) -> None:
+    """Close the connection under `response`, so the pool does not hand it out again."""
+    stream = response.extensions.get("network_stream")
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import Message, ToolCall, ToolSpec, Usage
-from .adapter import HTTPChatModel
+from .adapter import HTTPChatModel, cut_short
 from .base import ModelRequest, ModelResponse, ToolChoice, WireOptions
 from .http import Connection, bad_reply, stream_error
 from .sse import ServerSentEvent, iter_events
@@ -209,8 +209,11 @@ class ChunkAssembler:
         return max(self.calls, default=0)
 
     def response(self) -> ModelResponse:
-        """The assembled reply; a stream that stopped before its end is an error to retry."""
-        if not self.done and self.finish_reason is None:
+        """The assembled reply; a stream that stopped before its end is an error to retry, one
+        that the server ended (`[DONE]`) before a finish reason is one to ask for whole."""
+        if self.finish_reason is None:
+            if self.done:
+                raise cut_short(self.provider)
             raise bad_reply(self.provider, "the stream ended before the reply was complete")
         calls = [
             _tool_call(call.id, call.name, "".join(call.arguments), index)
