@@ -27,7 +27,7 @@ from orchestrator.models.base import ModelRequest, ModelResponse
 
 @tool(name="echo")
 def echo_sync(n: int) -> str:
-    """Return the number it was given (runs in a worker thread)."""
+    """Return the number it was given (runs in a thread of its own)."""
     return str(n)
 
 
@@ -126,7 +126,7 @@ def measure(
         "steps": steps,
         "runs": runs,
         "trace": with_trace,
-        "tool": "sync (worker thread)" if sync_tool else "async",
+        "tool": "sync (a daemon thread per call)" if sync_tool else "async",
     }
     for key in samples[0]:
         values = [s[key] for s in samples]

@@ -6,7 +6,8 @@
     │   └── SpecError            an invalid job spec, every problem by field path (spec_errors.py)
     ├── ModelError               a model call failed (adapters map httpx errors to these)
     │   ├── RetryableModelError  429, 5xx, overloaded, dropped stream: worth another attempt
-    │   └── ScriptExhausted      the scripted model has no turn left for an agent
+    │   ├── ScriptExhausted      the scripted model has no turn left for an agent
+    │   └── UntrustedUsage       a provider reported usage too far off to believe
     └── ToolError                raised by a tool: its message goes back to the model as is
         ├── PermissionDenied     the run's permissions forbid what the tool was asked to do
         └── ToolInfrastructureError  the tool's machinery (a server, a process) failed, not the tool
@@ -51,6 +52,10 @@ class RetryableModelError(ModelError):
 
 class ScriptExhausted(ModelError):
     """The scripted model was asked for a turn its script does not have."""
+
+
+class UntrustedUsage(ModelError):
+    """A provider reported token usage that cannot be right (agent/accounting.py)."""
 
 
 class ToolError(OrchestratorError):

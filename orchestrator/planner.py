@@ -28,10 +28,11 @@ from .models import (
     output_cap,
     resolve_model,
 )
+from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Trace
+from .trace import Trace, open_trace
 
 DEFAULT_OUTPUT_TOKENS = 4096
 PLANNER_PROMPT = """\
@@ -81,7 +82,10 @@ class Orchestrator:
         )
         self.max_tokens = max_tokens
         self.max_steps = max_steps
-        self.permissions = permissions
+        # The model must not rewrite what defines its own run: skills and sub-agents.
+        self.permissions = Permissions.coerce(permissions).protecting(
+            [*self.catalog.paths, *self.subagents.folders]
+        )
         self.trace = trace
         self.system = system or PLANNER_PROMPT
         self.fork = ForkExtension(
@@ -107,7 +111,7 @@ class Orchestrator:
             "max_tokens": job.budget.max_tokens,
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
-            "permissions": job.permissions,
+            "permissions": job.permissions.protecting([job.source]),
             "trace": job.trace,
         }
         settings.update(overrides)
@@ -227,9 +231,12 @@ class Orchestrator:
         return asyncio.run(self.run_job(job, trace=trace, stream=stream))
 
     def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
-        if trace is None or isinstance(trace, Trace):
-            return trace, False
-        return Trace(trace, secrets=self.secrets()), True
+        """The run's trace (masking this run's secrets when it opens one), read-only to its
+        agents like its skills and sub-agents."""
+        opened, owned = open_trace(trace, secrets=self.secrets())
+        if opened is not None and opened.path is not None:
+            self.permissions = self.permissions.protecting([opened.path])
+        return opened, owned
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:

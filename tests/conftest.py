@@ -1,10 +1,12 @@
-"""Shared test setup: nothing may reach past the loopback interface."""
+"""Shared test setup: nothing may reach past the loopback interface; traces for the report."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
+from report_traces import make_traces
 
 from orchestrator.models import close_connections
 from orchestrator.testing import loopback_only
@@ -32,3 +34,9 @@ async def close_model_clients() -> AsyncIterator[None]:
     each test, whose event loop ends with it."""
     yield
     await close_connections()
+
+
+@pytest.fixture(scope="session")
+def report_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Traces of real runs for the report's tests (see report_traces.py), made once."""
+    return make_traces(tmp_path_factory.mktemp("report-traces"))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench import ours, report, run, worker, workloads
+from bench import ours, report, report_size, run, worker, workloads
 from bench.common import repeat
 from bench.peers import FRAMEWORKS, OURS, PEERS, Framework
 from bench.skills_tokens import write_catalog
@@ -111,3 +111,8 @@ def test_the_budget_is_split_into_deadlines_by_expected_cost() -> None:
     order = [schedule[w, k] for w in ("loop", "scan") for k in ("ours", "langgraph")]
     assert order == sorted(order) and order[-1] == pytest.approx(100.0)
     assert schedule["loop", "langgraph"] - schedule["loop", "ours"] > schedule["loop", "ours"]
+
+
+def test_report_size_runs() -> None:
+    figures = report_size.measure(3, 1, browser=False)
+    assert figures["agents"] == 4 and figures["report_mb"] > 0 and figures["chromium"] is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -11,6 +12,10 @@ from pathlib import Path
 from provider_server import Fault, ProviderServer
 
 from orchestrator import read_trace
+from orchestrator.cli.answer import AnswerStream
+from orchestrator.messages import Message
+from orchestrator.models import ModelResponse
+from orchestrator.security import is_secret_name
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWER = "Hello there, this is the whole answer."
@@ -77,6 +82,8 @@ def test_ask_streams_the_answer_as_it_arrives(tmp_path: Path) -> None:
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            # Without secrets to mask, nothing is held back to see whether a secret begins.
+            env={k: v for k, v in os.environ.items() if not is_secret_name(k)},
         )
         try:
             first = bytearray()
@@ -116,3 +123,17 @@ def test_run_stream_writes_the_output_steps_answer_once(tmp_path: Path) -> None:
     ]
     assert done.stdout.endswith("\n") and done.stdout.rstrip() == goal["output"].rstrip()
     assert "in parallel" not in done.stdout  # the text of a turn that called tools is not shown
+
+
+def test_a_secret_split_over_fragments_is_masked_on_stdout() -> None:
+    secret = "sk-live-0123456789abcdef"
+    out = io.StringIO()
+    stream = AnswerStream(out, secrets=[secret])
+    answer = f"The key is {secret}, do not share it."
+    for index in range(0, len(answer), 5):
+        stream.text(answer[index : index + 5])
+        assert secret[:12] not in out.getvalue()  # never even part of it
+    stream.turn_end(ModelResponse(message=Message.assistant(answer)))
+    stream.finish(answer)
+
+    assert out.getvalue() == "The key is [REDACTED], do not share it.\n"

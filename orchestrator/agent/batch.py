@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
+from .threads import ExitFromCode
 from .tools import ArgumentsError, Tool, ToolContext, render_result
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
@@ -137,6 +138,12 @@ class ToolBatch:
             )
         except ToolError as exc:
             return str(exc), "tool_error"
+        except ExitFromCode as exc:
+            return f"Tool {found.name} tried to exit: {exc}. The call failed.", "tool_error"
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # Raised by an async tool's own code: it fails this call, not the process.
+            text = f"Tool {found.name} tried to exit: {type(exc).__name__}. The call failed."
+            return text, "tool_error"
         except Exception as exc:
             return f"Tool {found.name} raised {type(exc).__name__}: {exc}", "tool_error"
 

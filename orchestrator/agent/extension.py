@@ -6,10 +6,11 @@ live in the layers above the loop, which sees only this protocol.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
-from .tools import Tool
+from ..errors import ConfigError
+from .tools import Tool, as_tool
 
 
 class Extension(Protocol):
@@ -18,3 +19,27 @@ class Extension(Protocol):
     def system_prompt(self) -> str | None: ...
 
     def tools(self) -> Sequence[Tool]: ...
+
+
+def assemble(
+    tools: Iterable[Tool | Any], system: str | None, extensions: Sequence[Extension]
+) -> tuple[list[Tool], str | None]:
+    """An agent's tools and system prompt: its own first, then each extension's, in order.
+
+    Raises ConfigError when two tools share a name.
+    """
+    found = [as_tool(t) for t in tools]
+    for extension in extensions:
+        found.extend(extension.tools())
+    seen: set[str] = set()
+    for item in found:
+        if item.name in seen:
+            raise ConfigError(
+                f"two tools are named {item.name!r}; tool names must be unique "
+                "(the names fork, read_task_output, load_skill, read_skill_file and "
+                "search_skills belong to the built-in meta-tools)"
+            )
+        seen.add(item.name)
+    parts = [system] if system else []
+    parts.extend(p for e in extensions if (p := e.system_prompt()))
+    return found, "\n\n".join(parts) or None

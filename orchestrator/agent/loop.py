@@ -20,18 +20,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ModelError
+from ..errors import ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
 from ..models.registry import resolve_model
 from ..tokens import TokenCounter, default_counter
-from ..trace import Trace
+from ..trace import Trace, open_trace
+from .accounting import charge
 from .batch import ToolBatch
 from .budget import Reservation, TokenBudget
-from .extension import Extension
+from .extension import Extension, assemble
 from .repeats import REPEAT_WARN_AT, RepeatDetector
 from .results import RunResult, Status
-from .tools import Tool, ToolContext, Toolset, as_tool
+from .tools import Tool, ToolContext, Toolset
 
 MIN_WRAP_UP_OUTPUT = 64
 WRAP_UP_NOTE = (
@@ -96,11 +97,7 @@ class AgentLoop:
             raise ValueError("max_steps must be at least 1")
         self.model = resolve_model(model)
         self.extensions = list(extensions)
-        self.tools = [as_tool(t) for t in tools]
-        for extension in self.extensions:
-            self.tools.extend(extension.tools())
-        _refuse_duplicate_names(self.tools)
-        self.system = _system_prompt(system, self.extensions)
+        self.tools, self.system = assemble(tools, system, self.extensions)
         self.name = name
         self.max_steps = max_steps
         self.max_tokens = max_tokens
@@ -130,7 +127,7 @@ class AgentLoop:
         Past `time_limit` the run ends as `cancelled` with its record complete. Cancelling the
         task that awaits this leaves the same record (trace included) and re-raises.
         """
-        trace, own_trace = self._open_trace()
+        trace, own_trace = open_trace(self.trace)
         state = self._start(task, trace)
         try:
             async with asyncio.timeout(self.time_limit):
@@ -222,26 +219,39 @@ class AgentLoop:
         except BaseException:
             state.budget.release(reservation)
             raise
-        usage = response.usage or Usage.of(
-            request.input_tokens or 0, self.counter.count_message(response.message)
+        charged = charge(
+            response.usage,
+            response.raw_usage,
+            lambda: Usage.of(
+                request.input_tokens or 0, self.counter.count_message(response.message)
+            ),
+            reservation.tokens,
         )
+        usage = charged.usage
         state.budget.settle(reservation, usage.total_tokens)
         state.usage = state.usage + usage
         state.steps += 1
         trace = state.context.trace
         if trace is not None:
+            doubt = {"usage_doubt": charged.doubt, "usage_raw": response.raw_usage}
             trace.emit(
                 "model_call",
                 self.name,
                 step=state.steps,
+                model=self.model.name,
+                response_model=response.extra.get("model"),
+                response_id=response.extra.get("id"),
                 tool_choice=_choice_name(request),
                 input_estimate=request.input_tokens,
                 usage=usage.model_dump(),
-                reported=response.usage is not None,
+                reported=response.usage is not None and charged.doubt is None,
                 finish_reason=response.finish_reason,
                 duration_ms=round((time.perf_counter() - began) * 1000, 3),
                 budget_remaining=state.budget.remaining,
+                **(doubt if charged.doubt else {}),
             )
+        if charged.absurd:
+            raise UntrustedUsage(f"{charged.doubt}; the run was stopped", provider=self.model.name)
         return response
 
     async def run_tools(self, state: RunState, calls: Sequence[ToolCall]) -> None:
@@ -329,11 +339,6 @@ class AgentLoop:
             return TokenBudget(self.max_tokens)
         return self.budget if self.max_tokens is None else self.budget.scoped(self.max_tokens)
 
-    def _open_trace(self) -> tuple[Trace | None, bool]:
-        if self.trace is None or isinstance(self.trace, Trace):
-            return self.trace, False
-        return Trace(self.trace), True
-
     def _append(self, state: RunState, message: Message) -> None:
         state.transcript.append(message)
         if state.context.trace is not None:
@@ -368,22 +373,8 @@ class AgentLoop:
         return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
 
 
-def _refuse_duplicate_names(tools: Sequence[Tool]) -> None:
-    seen: set[str] = set()
-    for item in tools:
-        if item.name in seen:
-            raise ConfigError(
-                f"two tools are named {item.name!r}; tool names must be unique "
-                "(the names fork, read_task_output, load_skill, read_skill_file and "
-                "search_skills belong to the built-in meta-tools)"
-            )
-        seen.add(item.name)
-
-
-def _system_prompt(system: str | None, extensions: Sequence[Extension]) -> str | None:
-    parts = [system] if system else []
-    parts.extend(p for e in extensions if (p := e.system_prompt()))
-    return "\n\n".join(parts) or None
+def _counted_usage(counter: TokenCounter, request: ModelRequest, response: ModelResponse) -> Usage:
+    return Usage.of(request.input_tokens or 0, counter.count_message(response.message))
 
 
 def _choice_name(request: ModelRequest) -> str:

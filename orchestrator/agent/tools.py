@@ -7,7 +7,6 @@ annotated `ToolContext` is injected by the loop and never shown to the model.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
@@ -20,6 +19,7 @@ from pydantic.fields import FieldInfo
 
 from ..errors import ConfigError
 from ..messages import ToolSpec
+from .threads import run_in_thread
 
 if TYPE_CHECKING:
     from ..models.base import ChatModel
@@ -138,6 +138,14 @@ class Tool:
         clone.spec = self.spec.model_copy(update={"name": name})
         return clone
 
+    def rebound(self, fn: Callable[..., Any]) -> Tool:
+        """The same tool (name, schema, settings) calling `fn`, a function of the same
+        signature (another object's bound method, say), without building the schema again."""
+        clone = object.__new__(Tool)
+        clone.__dict__.update(self.__dict__)
+        clone.fn = fn
+        return clone
+
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Validate the model's raw JSON arguments into keyword arguments for the function."""
         try:
@@ -159,12 +167,13 @@ class Tool:
         return {name: getattr(validated, name) for name in type(validated).model_fields}
 
     async def invoke(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
-        """Run the function; sync functions go to a worker thread so the event loop stays free."""
+        """Run the function; sync functions run in a daemon thread of their own, so the event
+        loop stays free and a call that never returns cannot hold up the run's end."""
         if self.context_param:
             kwargs = {**kwargs, self.context_param: context}
         if self.is_async:
             return await self.fn(**kwargs)
-        return await asyncio.to_thread(self.fn, **kwargs)
+        return await run_in_thread(self.fn, **kwargs)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import ask, jobs, run, skills, subagents, trace
+from . import ask, jobs, report, run, skills, subagents, trace
+from .output import masked_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +31,7 @@ def _command_groups() -> list:
         run.register,
         ask.register,
         trace.register,
+        report.register,
         subagents.register,
     ]
 
@@ -42,7 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(handler(args) or 0)
+        with masked_output():
+            return int(handler(args) or 0)
     except BrokenPipeError:
         # The reader went away (`orchestrator run ... | head`): stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..jobs import parse_model_options, read_dotenv
 from ..models import DEFAULT_ALIAS, ModelAliases, ModelSettings, user_alias_file
 from ..planner import Orchestrator
+from ..security import SecretMask
 from ..trace import Trace
 from .answer import AnswerStream
 from .jobs import (
@@ -33,6 +34,7 @@ from .jobs import (
     add_model_arguments,
     config_error,
 )
+from .output import masked_output
 from .progress import PlainProgress
 from .run import default_trace_path
 
@@ -77,20 +79,22 @@ def ask_command(args: argparse.Namespace) -> int:
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     trace_path = args.trace or default_trace_path("ask")
-    listeners = [] if args.quiet else [PlainProgress(sys.stderr)]
-    trace = Trace(trace_path, listeners=listeners, secrets=orchestrator.secrets())
-    stream = AnswerStream()
-    began = time.time()
-    try:
-        result = asyncio.run(orchestrator.run(args.goal, trace=trace, stream=stream))
-    except KeyboardInterrupt:
-        print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        trace.close()
-    stream.finish(result.output)
-    if not args.quiet:
-        _summary(result, time.time() - began, trace_path)
+    secrets = orchestrator.secrets()  # the environment's and the .env file's
+    with masked_output(SecretMask(secrets)):
+        listeners = [] if args.quiet else [PlainProgress(sys.stderr)]
+        trace = Trace(trace_path, listeners=listeners, secrets=secrets)
+        stream = AnswerStream(secrets=secrets)
+        began = time.time()
+        try:
+            result = asyncio.run(orchestrator.run(args.goal, trace=trace, stream=stream))
+        except KeyboardInterrupt:
+            print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            trace.close()
+        stream.finish(result.output)
+        if not args.quiet:
+            _summary(result, time.time() - began, trace_path)
     return EXIT_CODES.get(result.status, EXIT_FAILED_STEP)
 
 

@@ -21,7 +21,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
+from ..security import SecretMask
 from ..trace import Trace
+from ..trace.telemetry import instrument_otlp
 from .answer import AnswerStream
 from .jobs import (
     EXIT_BUDGET,
@@ -33,6 +35,7 @@ from .jobs import (
     config_error,
     load_job_from_args,
 )
+from .output import masked_output
 from .progress import LiveView, PlainProgress
 
 DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
@@ -55,6 +58,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="write the output step's answer to stdout as the model writes it",
     )
+    run.add_argument(
+        "--otel",
+        action="store_true",
+        help="also export OpenTelemetry spans (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     run.set_defaults(handler=run_command)
 
 
@@ -62,26 +70,30 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
         orchestrator = Orchestrator.from_job(job)
+        telemetry = instrument_otlp() if args.otel else nullcontext()
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     trace_path = job.trace or default_trace_path(job.name)
-    progress, view = _progress(args, job)
-    stream = AnswerStream() if args.stream and not args.json else None
     began = time.time()
-    listeners = [progress] if progress else []
-    trace = Trace(trace_path, listeners=listeners, secrets=orchestrator.secrets())
-    try:
-        with view:
-            result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
-    except KeyboardInterrupt:
-        print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        trace.close()
-    _report(args, result, time.time() - began, stream)
+    secrets = orchestrator.secrets()  # the environment's and the .env files'
+    with telemetry, masked_output(SecretMask(secrets)):
+        progress, view = _progress(args, job)
+        listeners = [progress] if progress else []
+        stream = AnswerStream(secrets=secrets) if args.stream and not args.json else None
+        trace = Trace(trace_path, listeners=listeners, secrets=secrets)
+        try:
+            with view:
+                result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
+        except KeyboardInterrupt:
+            print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
+            print(f"report: orchestrator report {trace_path}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            trace.close()
+        _report(args, result, time.time() - began, stream)
     return EXIT_CODES[result.status]
 
 
@@ -115,6 +127,7 @@ def _report(
             f"{result.usage.total_tokens:,} tokens; trace: {result.trace}",
             file=sys.stderr,
         )
+        print(f"report: orchestrator report {result.trace}", file=sys.stderr)
 
 
 def _as_json(result: JobResult) -> dict[str, Any]:

@@ -1,24 +1,25 @@
 """Anthropic Messages: the wire format of `api.anthropic.com/v1/messages`.
 
-The system prompt goes in the top-level `system` field; assistant tool calls are `tool_use`
-blocks and tool results are `tool_result` blocks in a user turn. Roles must alternate, so
-consecutive messages of one role (several tool results, then a note from the loop) are merged
-into one turn. `EventAssembler` rebuilds a streamed reply; `AnthropicModel` sends requests over
-a Connection, which owns everything about reaching the server.
+The request body is built in `anthropic_request.py`. Here: `EventAssembler` rebuilds a
+streamed reply, `parse_message` a whole one, and `AnthropicModel` sends requests over a
+Connection, which owns everything about reaching the server.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message, ToolCall, ToolSpec, Usage
+from ..messages import Message, ToolCall, Usage
 from .adapter import HTTPChatModel
-from .base import ModelRequest, ModelResponse, ToolChoice, WireOptions
+from .anthropic_request import AnthropicOptions, build_body, to_turns
+from .base import ModelRequest, ModelResponse, usage_count
 from .http import Connection, bad_reply, stream_error
 from .sse import ServerSentEvent, iter_events
+
+__all__ = ["AnthropicModel", "AnthropicOptions", "EventAssembler", "build_body", "to_turns"]
 
 PATH = "/v1/messages"
 API_VERSION = "2023-06-01"
@@ -47,142 +48,6 @@ DELTA_TEXT = {
 }
 DELTA_BLOCK = {"text_delta": "text", "input_json_delta": "tool_use", "thinking_delta": "thinking"}
 USAGE_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-
-class AnthropicOptions(WireOptions):
-    """How to speak the Messages API to one server. Each can be passed to `resolve_model`."""
-
-    tool_choice_none: bool = True
-    """The server accepts `tool_choice: {"type": "none"}`. When False, a request that must not
-    call tools sends no tools, and earlier tool calls and results are written as text."""
-
-
-def build_body(model: str, request: ModelRequest, options: AnthropicOptions) -> dict[str, Any]:
-    """The JSON body of one request; `max_tokens` is always sent (the API requires it)."""
-    tools, choice = _tool_setup(request, options)
-    system, turns = to_turns(request.messages, tools_as_text=not tools)
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": options.output_tokens(request.max_output_tokens),
-        "messages": turns,
-        **options.sampling(),
-    }
-    if system:
-        body["system"] = system
-    if tools:
-        body["tools"] = tools
-        body["tool_choice"] = choice
-    if options.stream:
-        body["stream"] = True
-    return {**body, **options.extra_body}
-
-
-def _tool_setup(
-    request: ModelRequest, options: AnthropicOptions
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    if request.tool_choice == "none" and not options.tool_choice_none:
-        return [], None
-    if request.tools:
-        return [_wire_tool(spec) for spec in request.tools], _wire_choice(request.tool_choice)
-    if options.tool_choice_none and _uses_tools(request.messages):
-        # The API rejects tool_use/tool_result blocks in a request that defines no tools, so
-        # a request without tools declares the ones the conversation used, and forbids them.
-        return _placeholder_tools(request.messages), {"type": "none"}
-    return [], None
-
-
-def to_turns(
-    messages: Sequence[Message], *, tools_as_text: bool = False
-) -> tuple[str | None, list[dict[str, Any]]]:
-    """The `system` text and the alternating user/assistant turns of a conversation."""
-    system: list[str] = []
-    turns: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            if message.content:
-                system.append(message.content)
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message, tools_as_text)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
-    return "\n\n".join(system) or None, turns
-
-
-def _blocks(message: Message, tools_as_text: bool) -> list[dict[str, Any]]:
-    if message.role == "tool":
-        return [_text_result(message) if tools_as_text else _result_block(message)]
-    blocks = []
-    if message.content and message.content.strip():  # the API rejects blank text blocks
-        blocks.append({"type": "text", "text": message.content})
-    for call in message.tool_calls:
-        blocks.append(_text_call(call) if tools_as_text else _call_block(call))
-    return blocks
-
-
-def _call_block(call: ToolCall) -> dict[str, Any]:
-    try:
-        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
-        arguments = None
-    # `input` must be an object; arguments that were not one went back to the model as an
-    # error result already, so an empty object stands in for them here.
-    return {
-        "type": "tool_use",
-        "id": call.id,
-        "name": call.name,
-        "input": arguments if isinstance(arguments, dict) else {},
-    }
-
-
-def _result_block(message: Message) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-    if message.content:
-        block["content"] = message.content
-    if message.is_error:
-        block["is_error"] = True
-    return block
-
-
-def _text_call(call: ToolCall) -> dict[str, Any]:
-    text = f"[called tool {call.name} (call {call.id}) with arguments {call.arguments}]"
-    return {"type": "text", "text": text}
-
-
-def _text_result(message: Message) -> dict[str, Any]:
-    status = "error" if message.is_error else "result"
-    header = f"[{status} of tool {message.name} (call {message.tool_call_id})]"
-    return {"type": "text", "text": f"{header}\n{message.content or ''}"}
-
-
-def _uses_tools(messages: Sequence[Message]) -> bool:
-    return any(m.role == "tool" or m.tool_calls for m in messages)
-
-
-def _placeholder_tools(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    called = [c.name for m in messages for c in m.tool_calls]
-    answered = [m.name for m in messages if m.role == "tool" and m.name]
-    names = dict.fromkeys(called + answered)
-    return [
-        {"name": name, "description": "Not available now.", "input_schema": {"type": "object"}}
-        for name in names or ["unavailable"]
-    ]
-
-
-def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
-    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
-
-
-def _wire_choice(choice: ToolChoice) -> dict[str, Any]:
-    if choice == "required":
-        return {"type": "any"}
-    if isinstance(choice, str):
-        return {"type": choice}
-    return {"type": "tool", "name": choice.name}
 
 
 def parse_message(data: Any, provider: str = "anthropic") -> ModelResponse:
@@ -226,7 +91,7 @@ class EventAssembler:
         self.on_text = on_text
         self.blocks: dict[int, _Block] = {}
         self.stop_reason: str | None = None
-        self.usage: dict[str, int] = {}
+        self.usage: dict[str, Any] = {}
         self.meta: dict[str, Any] = {}
         self.done = False
 
@@ -296,7 +161,7 @@ class EventAssembler:
     def _add_usage(self, usage: Any) -> None:
         # Counts in message_delta are cumulative, so a later value replaces an earlier one.
         if isinstance(usage, Mapping):
-            self.usage.update({k: v for k, v in usage.items() if isinstance(v, int)})
+            self.usage.update(usage)
 
     def response(self) -> ModelResponse:
         """The assembled reply; a stream that stopped before its end is an error to retry."""
@@ -319,14 +184,16 @@ class EventAssembler:
             usage=self._usage(),
             finish_reason=FINISH_REASONS.get(self.stop_reason or "", self.stop_reason),
             extra=extra,
+            raw_usage=dict(self.usage) or None,
         )
 
     def _usage(self) -> Usage | None:
-        if not self.usage:
-            return None
         # Anthropic counts cached input apart from `input_tokens`; the budget wants it all.
-        input_tokens = sum(self.usage.get(key, 0) for key in USAGE_INPUT_KEYS)
-        return Usage.of(input_tokens, self.usage.get("output_tokens", 0))
+        keys = (*USAGE_INPUT_KEYS, "output_tokens")
+        counts = [usage_count(self.usage.get(key) or 0) for key in keys]
+        if not {"input_tokens", "output_tokens"} <= self.usage.keys() or None in counts:
+            return None
+        return Usage.of(sum(counts[:-1]), counts[-1])
 
 
 def _tool_call(block: _Block) -> ToolCall:

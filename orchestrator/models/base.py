@@ -90,12 +90,26 @@ def output_cap(model: object) -> int | None:
 
 @dataclass
 class ModelResponse:
-    """The assistant message and what the call cost; `usage` is None when the provider sent none."""
+    """The assistant message and what the call cost; `usage` is None when the provider sent none
+    (or nothing usable). `raw_usage` is the provider's usage object as it came, for the record."""
 
     message: Message
     usage: Usage | None = None
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    raw_usage: Any = None
+
+
+def usage_count(value: Any) -> int | None:
+    """A token count as a provider sent it: an integer (or a float with no fraction), else
+    None. Usage is read from outside and may be anything."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return None
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel, cut_short
-from .base import ModelRequest, ModelResponse, ToolChoice, WireOptions
+from .base import ModelRequest, ModelResponse, ToolChoice, WireOptions, usage_count
 from .http import Connection, bad_reply, stream_error
 from .sse import ServerSentEvent, iter_events
 
@@ -286,7 +286,11 @@ def _response(
         reasoning=reasoning or None,
     )
     return ModelResponse(
-        message=message, usage=_usage(usage), finish_reason=finish_reason, extra=extra
+        message=message,
+        usage=_usage(usage),
+        finish_reason=finish_reason,
+        extra=extra,
+        raw_usage=usage,
     )
 
 
@@ -313,12 +317,13 @@ def _arguments(raw: Mapping[str, Any]) -> str:
 def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, Mapping):
         return None
-    prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
-    if prompt is None and completion is None:
+    prompt = usage_count(raw.get("prompt_tokens"))
+    completion = usage_count(raw.get("completion_tokens"))
+    if prompt is None or completion is None:
         return None
-    usage = Usage.of(prompt or 0, completion or 0)
-    total = raw.get("total_tokens")
-    return usage.model_copy(update={"total_tokens": total}) if total else usage
+    usage = Usage.of(prompt, completion)
+    total = usage_count(raw.get("total_tokens"))
+    return usage.model_copy(update={"total_tokens": total}) if total is not None else usage
 
 
 def _reasoning(part: Mapping[str, Any]) -> str | None:

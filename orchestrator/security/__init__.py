@@ -2,7 +2,14 @@
 
 from .permissions import Permissions
 from .secrets import MASK, SecretMask, is_secret_name, secrets_from_environment
-from .workspace import PathRefused, is_inside, relative_name, resolve_inside
+from .workspace import (
+    PathRefused,
+    is_inside,
+    open_inside,
+    open_resolved,
+    relative_name,
+    resolve_inside,
+)
 
 __all__ = [
     "MASK",
@@ -11,6 +18,8 @@ __all__ = [
     "SecretMask",
     "is_inside",
     "is_secret_name",
+    "open_inside",
+    "open_resolved",
     "relative_name",
     "resolve_inside",
     "secrets_from_environment",

@@ -1,13 +1,16 @@
 """What the tools of one run may do: an explicit object handed to the run, never a global.
 
 Everything risky is off unless the run turns it on: shell commands, Python snippets, and any
-network host not on the allow-list. File tools are confined to `workspace`. A tool that is
-refused raises `PermissionDenied` naming the missing permission; the loop turns that into an
-error observation of type `denied`.
+network host not on the allow-list. File tools are confined to `workspace`, and never change
+what lies under a `read_only` path (the orchestrator adds the files that define a run: its job
+spec, its skill and sub-agent folders, its trace). A tool that is refused raises
+`PermissionDenied` naming the missing permission; the loop turns that into an error
+observation of type `denied`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,11 @@ class Permissions(BaseModel):
     """Hosts the `http` skill may reach: `example.com`, `*.example.com` (any subdomain),
     `127.0.0.1:8080` (one port only), or `*` (any host)."""
 
+    read_only: tuple[Path, ...] = ()
+    """Files and folders the file tools may read but never write, create or edit, even inside
+    the workspace. The orchestrator adds the job spec, the skill and sub-agent folders and
+    the trace of the run to what is given here."""
+
     @classmethod
     def coerce(cls, value: Any) -> Permissions:
         """The run's permissions from what the loop holds: None means the defaults."""
@@ -47,6 +55,26 @@ class Permissions(BaseModel):
             except ValidationError as exc:
                 raise ConfigError(f"invalid permissions: {exc}") from None
         raise ConfigError(f"permissions must be a Permissions object, not {type(value).__name__}")
+
+    def protecting(self, paths: Iterable[str | Path | None]) -> Permissions:
+        """These permissions with `paths` added to `read_only` (None entries are ignored)."""
+        added = tuple(Path(p).expanduser().resolve() for p in paths if p is not None)
+        known = set(self.read_only)
+        fresh = tuple(p for p in dict.fromkeys(added) if p not in known)
+        if not fresh:
+            return self
+        return self.model_copy(update={"read_only": (*self.read_only, *fresh)})
+
+    def require_writable(self, target: Path, shown: str) -> None:
+        """Refuse a write to `target` (an absolute, resolved path) under a read-only path."""
+        for protected in self.read_only:
+            base = protected.expanduser().resolve()
+            if target == base or target.is_relative_to(base):
+                raise PermissionDenied(
+                    f"{shown} is read-only for this run: it lies in {base}, which defines the "
+                    "run itself (its job spec, skills, sub-agents or trace) or was made "
+                    "read-only by its permissions."
+                )
 
     def workspace_root(self) -> Path:
         """The workspace as an absolute, resolved folder; it must exist."""

@@ -7,12 +7,15 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-# Whole words of a variable's name: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, but not
-# GIT_AUTHOR_NAME or KEYBOARD; SSH_AUTH_SOCK is a socket path, not a secret.
+# A name is secret when it holds SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL or APIKEY anywhere
+# (PGPASSWORD, SECRETKEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY), or KEY, PASS, PWD, AUTH as a
+# word of its own (OPENAI_API_KEY, MYSQL_PWD, SMTP_PASS): not KEYBOARD, not PWD or OLDPWD (the
+# current folder), not GIT_AUTHOR_NAME. A few well-known names that only look secret are not.
 SECRET_NAME = re.compile(
-    r"(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|AUTH|CREDENTIALS?)(_|$)", re.IGNORECASE
+    r"SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|APIKEY|(^|_)(KEY|PASS|AUTH)(_|$)|_PWD(_|$)",
+    re.IGNORECASE,
 )
-NOT_SECRET = {"SSH_AUTH_SOCK"}
+NOT_SECRET = {"SSH_AUTH_SOCK", "TOKENIZERS_PARALLELISM"}
 MIN_SECRET_LENGTH = 8
 MASK = "[REDACTED]"
 

@@ -4,7 +4,8 @@
 
 `skills` (a SkillCatalog, a SkillsExtension, or skill folders searched before the built-in
 ones) gives the agent the skill index in its system prompt and the skill meta-tools; every
-other option is the loop's (`orchestrator.agent.AgentLoop`).
+other option is the loop's (`orchestrator.agent.AgentLoop`). The skill folders become
+read-only for the agent's file tools: a model must not rewrite the skills it runs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..agent import AgentLoop, Extension, ModelLike, Tool
+from ..security import Permissions
 from .meta_tools import skills_extension
 
 
@@ -26,8 +28,11 @@ class Agent(AgentLoop):
         *,
         skills: Any = None,
         extensions: Iterable[Extension] = (),
+        permissions: Any = None,
         **options: Any,
     ) -> None:
         if skills is not None:
-            extensions = [skills_extension(skills), *extensions]
-        super().__init__(model, tools, extensions=extensions, **options)
+            extension = skills_extension(skills)
+            extensions = [extension, *extensions]
+            permissions = Permissions.coerce(permissions).protecting(extension.catalog.paths)
+        super().__init__(model, tools, extensions=extensions, permissions=permissions, **options)

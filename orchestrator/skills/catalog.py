@@ -16,8 +16,10 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
+from ..agent.threads import CallTimedOut, call_with_timeout
 from ..tokens import TokenCounter
 from .builtin import builtin_skills_folder
 from .frontmatter import (
@@ -33,11 +35,13 @@ from .frontmatter import (
 from .index import DEFAULT_INDEX_TOKENS, render_index
 from .loader import load_folder
 from .search import SearchIndex
-from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning
+from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
+from .sources import TOOLS_FILE
 
 logger = logging.getLogger("orchestrator.skills")
 
 PathLike = str | os.PathLike[str]
+DEFAULT_IMPORT_TIMEOUT = 30.0
 
 
 class SkillCatalog:
@@ -50,11 +54,14 @@ class SkillCatalog:
         self, paths: PathLike | Iterable[PathLike] = (), *, include_builtin: bool = True
     ) -> None:
         self.paths = search_path(paths, include_builtin=include_builtin)
+        self._builtin_root = builtin_skills_folder() if include_builtin else None
         self.skills: dict[str, SkillInfo] = {}
         self.warnings: list[SkillWarning] = []
         self._loaded: dict[str, LoadedSkill] = {}
         self._broken: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+        self.import_timeout: float | None = DEFAULT_IMPORT_TIMEOUT
         self._search: SearchIndex | None = None
         for root in self.paths:
             self._scan_root(root)
@@ -117,36 +124,54 @@ class SkillCatalog:
         return render_index(list(self.skills.values()), max_tokens=max_tokens, counter=counter)
 
     def load(self, name: str) -> LoadedSkill:
-        """Level 1: the skill's body and tools, read once and then kept."""
+        """Level 1: the skill's body and tools, read once and then kept.
+
+        Skills load independently of each other. A `tools.py` that does not finish importing
+        within `import_timeout` seconds leaves its skill out (its thread is abandoned); a
+        skill that failed once is not tried again.
+        """
         info = self.require(name)
         with self._lock:
-            if info.name in self._loaded:
-                return self._loaded[info.name]
-            if info.name in self._broken:
-                raise SkillError(self._broken[info.name])
-            try:
-                loaded = load_folder(info)
-            except SkillError as exc:
-                self._broken[info.name] = str(exc)
-                self._warn(info.folder, Problem("tools-import", str(exc), True))
-                raise
-            self._loaded[info.name] = loaded
-            return loaded
+            lock = self._loading.setdefault(info.name, threading.Lock())
+        timeout = self.import_timeout
+        if not lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise SkillError(f"{info.folder}: another agent is still loading this skill")
+        try:
+            return self._load_once(info)
+        finally:
+            lock.release()
+
+    def _load_once(self, info: SkillInfo) -> LoadedSkill:
+        if info.name in self._loaded:
+            return self._loaded[info.name]
+        if info.name in self._broken:
+            raise SkillError(self._broken[info.name])
+        what = f"importing {info.folder / TOOLS_FILE}"
+        try:
+            loaded = call_with_timeout(lambda: load_folder(info), self.import_timeout, what=what)
+        except (SkillError, CallTimedOut) as exc:
+            message = str(exc) if isinstance(exc, SkillError) else f"{info.folder}: {exc}"
+            self._broken[info.name] = message
+            self._warn(info.folder, Problem("tools-import", message, True))
+            raise SkillError(message) from None
+        self._loaded[info.name] = loaded
+        return loaded
 
     def _scan_root(self, root: Path) -> None:
         if not root.is_dir():
             self._warn(root, Problem("search-path", "skill folder not found"))
             return
+        builtin = root == self._builtin_root
         if skill_file_in(root) is not None:
-            self._add(root)
+            self._add(root, builtin)
             return
         with os.scandir(root) as entries:
             names = sorted(e.name for e in entries if e.name[0] != "." and e.is_dir())
         for name in names:
-            self._add(root / name)
+            self._add(root / name, builtin)
 
-    def _add(self, folder: Path) -> None:
-        info = self._inspect(folder)
+    def _add(self, folder: Path, builtin: bool) -> None:
+        info = self._inspect(folder, builtin)
         if info is None:
             return
         first = self.skills.get(info.name)
@@ -162,7 +187,7 @@ class SkillCatalog:
             return
         self.skills[info.name] = info
 
-    def _inspect(self, folder: Path) -> SkillInfo | None:
+    def _inspect(self, folder: Path, builtin: bool) -> SkillInfo | None:
         try:
             found = find_frontmatter(folder)
             if found is None:
@@ -179,7 +204,9 @@ class SkillCatalog:
             return None
         for problem in problems:
             self._warn(folder, problem)
-        return to_info(data, skill_file)
+        # The digest pins the code: only this tools.py may be imported later (sources/).
+        digest = file_digest(folder / TOOLS_FILE)
+        return replace(to_info(data, skill_file), tools_digest=digest, builtin=builtin)
 
     def _warn(self, folder: Path, problem: Problem) -> None:
         warning = SkillWarning(folder, problem.rule, problem.message, left_out=problem.fatal)

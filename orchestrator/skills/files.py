@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import ToolError
-from ..security import is_inside, relative_name, resolve_inside
+from ..security import is_inside, open_resolved, relative_name, resolve_inside
 from .skill import SkillInfo
 
 DEFAULT_MAX_FILE_CHARS = 20_000
@@ -38,10 +38,12 @@ def read_file(info: SkillInfo, path: str, *, offset: int = 0, max_chars: int) ->
     if target.is_dir():
         listing = list_files(info, target)
         return "\n".join(listing) if listing else "(no files)"
-    if not target.is_file():
+    try:
+        with open_resolved(info.folder, target, shown=repr(path)) as handle:
+            data = handle.read()
+    except (FileNotFoundError, NotADirectoryError):
         known = ", ".join(list_files(info, limit=30)) or "none"
-        raise ToolError(f"Skill {info.name!r} has no file {path!r}. Its files: {known}.")
-    data = target.read_bytes()
+        raise ToolError(f"Skill {info.name!r} has no file {path!r}. Its files: {known}.") from None
     if b"\x00" in data[:8192]:
         raise ToolError(f"{path!r} is a binary file ({len(data)} bytes); it cannot be shown.")
     text = data.decode("utf-8", errors="replace")

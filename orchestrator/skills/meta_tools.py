@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..agent import Tool, ToolContext
+from ..agent.threads import run_in_thread
 from ..errors import ToolError
+from ..security import Permissions, is_inside
 from ..tokens import TokenCounter
 from .catalog import SkillCatalog
 from .files import DEFAULT_MAX_FILE_CHARS, list_files, read_file
@@ -73,8 +74,11 @@ class SkillsExtension:
                 f"Skill {info.name!r} is already loaded: its instructions are earlier in this "
                 "conversation and its tools are available."
             )
+        refusal = untrusted_code(info, Permissions.coerce(ctx.permissions))
+        if refusal is not None:
+            raise ToolError(f"Skill {info.name!r} cannot be loaded: {refusal}")
         try:
-            skill = await asyncio.to_thread(self.catalog.load, info.name)
+            skill = await run_in_thread(self.catalog.load, info.name)
         except SkillError as exc:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
         added = [t.name for t in skill.tools if ctx.toolset.add(t)]
@@ -119,6 +123,26 @@ class SkillsExtension:
 
     def __repr__(self) -> str:
         return f"SkillsExtension({self.catalog!r})"
+
+
+def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:
+    """Why a skill's code must not run in a run with these permissions, or None if it may.
+
+    Code is never imported from a skill folder inside the run's workspace, where the files
+    skill writes: the model could have written it, in this run or an earlier one. The skills
+    shipped with the package are exempt (the workspace may be a checkout that holds them).
+    """
+    if not info.has_tools or info.builtin:
+        return None
+    root = permissions.workspace_root()
+    if not is_inside(root, info.folder):
+        return None
+    return (
+        f"its folder {info.folder} is inside the run's workspace ({root}), where files can be "
+        "written during a run, so its tools.py is not imported. Keep skills with code outside "
+        "the workspace, or set the workspace (permissions.workspace) to a folder that does "
+        "not hold them."
+    )
 
 
 def render_loaded(skill: LoadedSkill) -> str:

@@ -46,10 +46,15 @@ class SkillInfo:
     allowed_tools: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     keywords: tuple[str, ...] = ()
+    tools_digest: str | None = None
+    """SHA-256 of `tools.py` when the catalog was scanned; None if it had none. Only that
+    exact file is ever imported."""
+    builtin: bool = False
+    """Shipped with the package (not a folder the user named)."""
 
     @property
     def has_tools(self) -> bool:
-        return (self.folder / "tools.py").is_file()
+        return self.tools_digest is not None
 
     def summary(self) -> str:
         """The one index line: name and description, whitespace collapsed."""
@@ -67,6 +72,14 @@ class LoadedSkill:
     @property
     def name(self) -> str:
         return self.info.name
+
+
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of a file's bytes, or None if there is no such file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
 
 
 def parse_keywords(value: object) -> tuple[str, ...]:

@@ -4,10 +4,15 @@
 error observation the model can correct), runs each task as a fresh agent loop named
 `<parent>/<id>` on the same budget and trace, and returns one observation listing every task
 with its status, capped output and tokens. Sub-agents get `fork` too, up to `max_depth`.
+
+Nothing widens down the tree: a sub-agent's skills are those its definition and task allow
+among its parent's own (`within`), its permissions are its parent's, its depth is one more,
+and its budget is a cap inside its parent's.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
@@ -74,11 +79,23 @@ class ForkExtension:
         self.settings = settings or ForkSettings()
         self.counter = counter or default_counter()
         self._models: dict[str, ChatModel] = {}
+        self._all_skills = skills
         self._tools = [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
             Tool(self.fork, name="fork", exclusive=True),
             Tool(self.read_task_output, name="read_task_output"),
         ]
+
+    def within(self, skills: SkillCatalog | None) -> ForkExtension:
+        """This extension for a sub-agent that may use only `skills` (None: none at all):
+        the tasks it forks choose from those, never from the whole catalog."""
+        view = copy.copy(self)
+        view.skills = skills
+        view._tools = [
+            self._tools[0].rebound(view.fork),
+            self._tools[1].rebound(view.read_task_output),
+        ]
+        return view
 
     def system_prompt(self) -> str:
         return FORK_PROMPT.format(agents=self.subagents.index())
@@ -156,9 +173,19 @@ class ForkExtension:
         for skill in spec.skills or ():
             if not definition.allows_skill(skill):
                 problems.append(f"agent {name!r} may not use skill {skill!r}")
-            elif self.skills is not None and skill not in self.skills:
-                problems.append(f"unknown skill {skill!r}{suggest(skill, self.skills.names)}")
+            elif self.skills is None or skill not in self.skills:
+                problems.append(self._unavailable(skill))
         return problems
+
+    def _unavailable(self, skill: str) -> str:
+        everything = self._all_skills.names if self._all_skills is not None else []
+        if skill not in everything:
+            return f"unknown skill {skill!r}{suggest(skill, everything)}"
+        mine = ", ".join(self.skills.names) if self.skills is not None else ""
+        return (
+            f"skill {skill!r} is outside what this agent may use, and a sub-agent can use no "
+            f"more than its parent (available: {mine or 'no skills'})"
+        )
 
     def _prompt(self, spec: TaskSpec, dependencies: Sequence[TaskResult]) -> str:
         if not dependencies:
@@ -177,7 +204,8 @@ class ForkExtension:
         """The agent loop for one task: its definition's prompt, skills and limits; `model`
         (a job step's own) goes before the definition's."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
-        extensions = [self] if request.depth < self.settings.max_depth else []
+        skills = self._skills_for(definition, request.spec)
+        extensions = [self.within(skills)] if request.depth < self.settings.max_depth else []
         model = model or self._model_for(definition, ctx)
         return Agent(
             model,
@@ -190,7 +218,7 @@ class ForkExtension:
             trace=ctx.trace,
             permissions=ctx.permissions,
             extensions=extensions,
-            skills=self._skills_for(definition, request.spec),
+            skills=skills if skills is not None and len(skills) else None,
             depth=request.depth,
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
@@ -202,7 +230,7 @@ class ForkExtension:
         names = [n for n in self.skills.names if definition.allows_skill(n)]
         if spec.skills is not None:
             names = [n for n in names if n in spec.skills]
-        return self.skills.subset(names) if names else None
+        return self.skills.subset(names)
 
     def _model_for(self, definition: SubagentDef, ctx: ToolContext) -> ChatModel:
         if definition.model is None:

@@ -153,6 +153,7 @@ class SubagentRegistry:
         definition of a name wins (later ones are warned about). `general` is added last."""
         self._agents: dict[str, SubagentDef] = {}
         self.warnings: list[SubagentProblem] = []
+        self.folders = [Path(folder) for folder in folders]
         for agent in agents:
             self._agents.setdefault(agent.name, agent)
         for folder in folders:

@@ -4,6 +4,11 @@ Every event has `seq`, `ts`, `agent` (a path such as `planner/summarize`) and `t
 type `message` carry whole messages, so `rebuild_conversations` can restore every conversation
 from the file alone. Values of secret-looking environment variables are masked before a line is
 written. The event types are documented in docs/trace.md.
+
+Sinks are listeners that every new Trace gets without being asked: `add_sink(factory)` is the
+process-wide opt-in switch behind `orchestrator.telemetry.instrument()`. While a sink is
+installed, `open_trace(None)` makes an in-memory Trace, so a run without a trace file still
+reaches it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from ..messages import Message
 from ..security.secrets import SecretMask
@@ -23,10 +28,51 @@ Listener = Callable[[Event], None]
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 
 
+class Sink(Protocol):
+    """A listener that is told when its trace closes (to end what is still open)."""
+
+    def __call__(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
+SinkFactory = Callable[["Trace"], Sink]
+_SINKS: list[SinkFactory] = []
+
+
+def add_sink(factory: SinkFactory) -> None:
+    """Give every Trace made from now on a sink made by `factory(trace)`."""
+    _SINKS.append(factory)
+
+
+def remove_sink(factory: SinkFactory) -> None:
+    """Undo `add_sink` (Traces already made keep their sinks)."""
+    if factory in _SINKS:
+        _SINKS.remove(factory)
+
+
+def open_trace(
+    trace: Trace | str | Path | None, *, secrets: Iterable[str] | None = None
+) -> tuple[Trace | None, bool]:
+    """The Trace a run writes to, and whether the run opened it (and so must close it).
+
+    A path opens a file; None stays None unless a sink is installed, then it is an in-memory
+    Trace, so the sink still sees the run. `secrets` are masked in a Trace opened here (by
+    default, those of the environment).
+    """
+    if isinstance(trace, Trace):
+        return trace, False
+    if trace is None and not _SINKS:
+        return None, False
+    return Trace(trace, secrets=secrets), True
+
+
 class Trace:
     """Writes events to a JSONL file (if a path is given) and hands them to listeners.
 
     One Trace is shared by every agent of a run; `seq` orders events across all of them.
+    Besides `listeners`, it gets one sink from each installed sink factory (see `add_sink`),
+    and closes those sinks when it closes.
     """
 
     def __init__(
@@ -37,8 +83,9 @@ class Trace:
         secrets: Iterable[str] | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else None
-        self.listeners: list[Listener] = list(listeners)
         self.mask = SecretMask(secrets)
+        self.sinks: list[Sink] = [make(self) for make in list(_SINKS)]
+        self.listeners: list[Listener] = [*listeners, *self.sinks]
         self._seq = 0
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
@@ -64,9 +111,12 @@ class Trace:
 
     def close(self) -> None:
         with self._lock:
+            sinks, self.sinks = self.sinks, []
             if self._file is not None:
                 self._file.close()
                 self._file = None
+        for sink in sinks:
+            sink.close()
 
     def __enter__(self) -> Trace:
         return self

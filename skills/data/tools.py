@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from orchestrator import ToolContext, ToolError, tool
-from orchestrator.security import Permissions, resolve_inside
+from orchestrator.security import Permissions, open_resolved, resolve_inside
 
 Row = dict[str, Any]
 MAX_ROWS_SHOWN = 200
@@ -100,9 +100,11 @@ def load_table(ctx: ToolContext, path: str, records: str | None = None) -> Table
     """Read a data file of the workspace as a table."""
     root = Permissions.coerce(ctx.permissions).workspace_root()
     target = resolve_inside(root, path)
-    if not target.is_file():
-        raise ToolError(f"There is no file {path!r} in the workspace.")
-    text = target.read_text(encoding="utf-8-sig", errors="replace")
+    try:
+        with open_resolved(root, target, shown=repr(path)) as handle:
+            text = handle.read().decode("utf-8-sig", errors="replace")
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise ToolError(f"There is no file {path!r} in the workspace.") from None
     suffix = target.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return _records_table([json.loads(line) for line in text.splitlines() if line.strip()])

@@ -1,21 +1,37 @@
 """Tools of the `files` skill: read, write, edit, list, glob and grep inside the workspace.
 
 Every path is relative to the workspace root of the run's permissions; `..`, absolute paths
-and symbolic links that lead out of the workspace are refused.
+and symbolic links that lead out of the workspace are refused, and files are opened without
+following links (`open_inside`), so a link swapped in after the check cannot lead out. Writes
+are refused under the run's read-only paths (its job spec, skills, sub-agents and trace).
+Patterns for grep run on RE2, in time linear in the text, so no pattern can freeze the run.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path, PurePath
+from typing import BinaryIO
+
+import re2
 
 from orchestrator import ToolContext, ToolError, tool
-from orchestrator.security import PathRefused, Permissions, is_inside, relative_name, resolve_inside
+from orchestrator.security import (
+    PathRefused,
+    Permissions,
+    is_inside,
+    open_inside,
+    open_resolved,
+    relative_name,
+    resolve_inside,
+)
 
 MAX_READ_CHARS = 50_000
+MAX_EDIT_BYTES = 10_000_000
+READ_CHUNK = 65_536
 MAX_ENTRIES = 500
 MAX_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 2_000_000
@@ -28,21 +44,50 @@ def _root(ctx: ToolContext) -> Path:
     return Permissions.coerce(ctx.permissions).workspace_root()
 
 
-def _text_of(target: Path, shown: str) -> str:
-    data = target.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{shown} is a binary file ({len(data)} bytes); it cannot be shown.")
+def _open(root: Path, path: str) -> BinaryIO:
+    """The workspace file at `path`, opened for reading; ToolError if it is not one."""
+    try:
+        return open_inside(root, path)
+    except IsADirectoryError:
+        raise ToolError(f"{path!r} is a folder; list_dir shows what is in it.") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"There is no file {path!r} in the workspace.") from None
+
+
+def _refuse_binary(handle: BinaryIO, shown: str) -> None:
+    if b"\x00" in handle.read(8192):
+        size = os.fstat(handle.fileno()).st_size
+        raise ToolError(f"{shown} is a binary file ({size} bytes); it cannot be shown.")
+    handle.seek(0)
+
+
+def _text_of(root: Path, path: str) -> str:
+    with _open(root, path) as handle:
+        _refuse_binary(handle, repr(path))
+        data = handle.read(MAX_EDIT_BYTES + 1)
+    if len(data) > MAX_EDIT_BYTES:
+        raise ToolError(f"{path!r} is larger than {MAX_EDIT_BYTES:,} bytes; it cannot be edited.")
     # Decoding bytes keeps line endings exactly as they are on disk.
     return data.decode("utf-8", errors="replace")
 
 
-def _existing_file(root: Path, path: str) -> Path:
+def _writable(ctx: ToolContext, path: str) -> tuple[Path, Path]:
+    """The workspace root and the resolved target of a write, refused if it is read-only."""
+    permissions = Permissions.coerce(ctx.permissions)
+    root = permissions.workspace_root()
     target = resolve_inside(root, path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a folder; list_dir shows what is in it.")
-    if not target.is_file():
-        raise ToolError(f"There is no file {path!r} in the workspace.")
-    return target
+    permissions.require_writable(target, repr(path))
+    return root, target
+
+
+def _write(root: Path, target: Path, path: str, data: bytes) -> None:
+    try:
+        with open_resolved(root, target, "wb", shown=repr(path)) as handle:
+            handle.write(data)
+    except IsADirectoryError:
+        raise ToolError(f"{path!r} is a folder, not a file.") from None
+    except NotADirectoryError:
+        raise ToolError(f"A part of {path!r} is a file, not a folder.") from None
 
 
 @tool
@@ -54,26 +99,57 @@ def read_file(path: str, ctx: ToolContext, start_line: int = 1, end_line: int | 
         start_line: The first line to return (1-based).
         end_line: The last line to return (inclusive); leave out to read to the end.
     """
-    target = _existing_file(_root(ctx), path)
-    lines = _text_of(target, repr(path)).splitlines(keepends=True)
-    if not lines:
+    with _open(_root(ctx), path) as handle:
+        _refuse_binary(handle, repr(path))
+        text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
+        return _read_lines(text, path, max(1, start_line), end_line)
+
+
+def _read_lines(text: io.TextIOWrapper, path: str, first: int, end_line: int | None) -> str:
+    """Lines `first`..`end_line` of a file read as a stream: memory stays near the cap."""
+    chosen: list[str] = []
+    size, number, cut_at = 0, 0, None
+    full = True
+    while line := text.readline(MAX_READ_CHARS + 1):
+        number += 1
+        ended = line.endswith(("\n", "\r"))
+        if not ended and len(line) > MAX_READ_CHARS:
+            _skip_rest_of_line(text)
+        wanted = number >= first and (end_line is None or number <= end_line)
+        if wanted and full and size + len(line) <= MAX_READ_CHARS:
+            chosen.append(line)
+            size += len(line)
+        elif wanted and full:
+            if not chosen:  # one line longer than the cap: show its start
+                chosen.append(line[:MAX_READ_CHARS])
+                cut_at = number
+            full = False
+    return _lines_shown(chosen, path, first, end_line, number, cut_at)
+
+
+def _skip_rest_of_line(text: io.TextIOWrapper) -> None:
+    while (part := text.readline(READ_CHUNK)) and not part.endswith(("\n", "\r")):
+        pass
+
+
+def _lines_shown(
+    chosen: list[str], path: str, first: int, end_line: int | None, total: int, cut_at: int | None
+) -> str:
+    if total == 0:
         return "(empty file)"
-    first = max(1, start_line)
-    last = len(lines) if end_line is None else min(end_line, len(lines))
+    last = total if end_line is None else min(end_line, total)
     if first > last:
-        raise ToolError(f"{path!r} has {len(lines)} lines; lines {first}-{last} do not exist.")
-    chosen, size = [], 0
-    for line in lines[first - 1 : last]:
-        if chosen and size + len(line) > MAX_READ_CHARS:
-            break
-        chosen.append(line)
-        size += len(line)
+        raise ToolError(f"{path!r} has {total} lines; lines {first}-{last} do not exist.")
     shown_last = first + len(chosen) - 1
     text = "".join(chosen)
-    if first == 1 and shown_last == len(lines):
+    if first == 1 and shown_last == total and cut_at is None:
         return text
-    note = f"[lines {first}-{shown_last} of {len(lines)}"
-    if shown_last < last:
+    note = f"[lines {first}-{shown_last} of {total}"
+    if cut_at is not None:
+        note += f"; line {cut_at} is cut at {MAX_READ_CHARS:,} characters"
+        if shown_last < last:
+            note += f"; read on with start_line={shown_last + 1}"
+    elif shown_last < last:
         note += f"; output capped, read on with start_line={shown_last + 1}"
     return f"{text.rstrip(chr(10))}\n{note}]"
 
@@ -86,12 +162,8 @@ def write_file(path: str, content: str, ctx: ToolContext) -> str:
         path: The file's path, relative to the workspace root.
         content: The whole new content of the file.
     """
-    root = _root(ctx)
-    target = resolve_inside(root, path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a folder, not a file.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(content.encode("utf-8"))
+    root, target = _writable(ctx, path)
+    _write(root, target, path, content.encode("utf-8"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     return f"Wrote {len(content)} characters ({lines} lines) to {relative_name(root, target)}."
 
@@ -110,8 +182,8 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
     """
     if not old_text:
         raise ToolError("old_text is empty; give the exact text to replace.")
-    target = _existing_file(_root(ctx), path)
-    text = _text_of(target, repr(path))
+    root, target = _writable(ctx, path)
+    text = _text_of(root, path)
     count = text.count(old_text)
     if count == 0:
         raise ToolError(
@@ -125,7 +197,7 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
             "the file is unchanged. Include more surrounding text so it matches once."
         )
     start = text.index(old_text)
-    target.write_bytes(text.replace(old_text, new_text, 1).encode("utf-8"))
+    _write(root, target, path, text.replace(old_text, new_text, 1).encode("utf-8"))
     line = text.count("\n", 0, start) + 1
     return (
         f"Edited {path!r} at line {line}: replaced {len(old_text)} characters with {len(new_text)}."
@@ -202,16 +274,14 @@ def grep(
     """Search file contents for a regular expression; shows path:line: text for each match.
 
     Args:
-        pattern: A Python regular expression.
+        pattern: A regular expression (RE2 syntax: like Python's, without backreferences
+            or lookaround).
         path: A file or folder to search, relative to the workspace root.
         include: Only search files whose names match this glob, e.g. *.py.
         ignore_case: Match letters regardless of case.
         max_matches: Stop after this many matching lines.
     """
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise ToolError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+    regex = _compile(pattern, ignore_case)
     root = _root(ctx)
     base = resolve_inside(root, path)
     if not base.exists():
@@ -224,6 +294,20 @@ def grep(
             matches.append(f"[stopped after {limit} matches]")
             break
     return "\n".join(matches) if matches else f"No match for {pattern!r}."
+
+
+def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = not ignore_case
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ToolError(
+            f"{pattern!r} is not a valid regular expression for grep ({reason}). grep uses RE2: "
+            "Python's syntax without backreferences (\\1) or lookaround ((?=...), (?<=...))."
+        ) from None
 
 
 def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[Path]:
@@ -248,12 +332,13 @@ def _size(file: Path) -> int:
         return MAX_GREP_FILE_BYTES + 1
 
 
-def _grep_file(root: Path, file: Path, regex: re.Pattern[str], limit: int) -> list[str]:
+def _grep_file(root: Path, file: Path, regex: re2._Regexp, limit: int) -> list[str]:
     try:
-        data = file.read_bytes()
-    except OSError:
+        with open_resolved(root, file.resolve()) as handle:
+            data = handle.read(MAX_GREP_FILE_BYTES + 1)
+    except (OSError, PathRefused):
         return []
-    if b"\x00" in data[:8192]:
+    if len(data) > MAX_GREP_FILE_BYTES or b"\x00" in data[:8192]:
         return []
     shown = relative_name(root, file)
     found = []

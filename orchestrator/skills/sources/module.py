@@ -1,14 +1,17 @@
 """Tools from a skill's `tools.py`: every `@tool` function at its top level.
 
-`tools.py` is imported from its file path under a module name of its own (the skill's name
-plus a hash of its folder), so two skills' `tools.py` never meet in `sys.modules`, and no
-`__pycache__` is written into the skill folder. Each tool is named `{skill}__{tool}`.
+Only the file the catalog saw when it scanned is imported: its bytes are read once, checked
+against the digest taken at the scan, and those same bytes are compiled, so a `tools.py` that
+appeared or changed afterwards (written by a model, say) never runs. It is imported under a
+module name of its own (the skill's name plus a hash of its folder), so two skills' `tools.py`
+never meet in `sys.modules`, and no `__pycache__` is written into the skill folder. Each tool
+is named `{skill}__{tool}`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
+import importlib.abc
 import importlib.util
 import sys
 from pathlib import Path
@@ -20,19 +23,27 @@ from ..skill import SkillError, SkillInfo, qualified_tool_name
 TOOLS_FILE = "tools.py"
 
 
-class _NoCacheLoader(importlib.machinery.SourceFileLoader):
-    """A source loader that never writes bytecode next to the skill's files."""
+class _Source(importlib.abc.SourceLoader):
+    """Loads a module from bytes already read (and checked); writes no bytecode."""
 
-    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
-        return None
+    def __init__(self, path: Path, source: bytes) -> None:
+        self.path = path
+        self.source = source
+
+    def get_filename(self, fullname: str) -> str:
+        return str(self.path)
+
+    def get_data(self, path: str) -> bytes:
+        return self.source
 
 
 def import_tools(info: SkillInfo) -> tuple[Tool, ...]:
     """The skill's tools, renamed `{skill}__{tool}`; () for a skill without tools.py."""
     path = info.folder / TOOLS_FILE
-    if not path.is_file():
+    source = verified_source(info, path)
+    if source is None:
         return ()
-    module = import_module_from(path, module_name(info))
+    module = import_module_from(path, module_name(info), source)
     tools: dict[str, Tool] = {}
     for value in vars(module).values():
         if isinstance(value, Tool):
@@ -41,15 +52,45 @@ def import_tools(info: SkillInfo) -> tuple[Tool, ...]:
     return tuple(tools.values())
 
 
+def verified_source(info: SkillInfo, path: Path) -> bytes | None:
+    """`tools.py` as it was when the catalog scanned it, or None if it had none then."""
+    try:
+        source = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        source = None
+    except OSError as exc:
+        raise SkillError(f"{path}: cannot be read: {exc.strerror}") from None
+    if info.tools_digest is None:
+        if source is not None:
+            raise SkillError(
+                f"{path} appeared after the skill catalog was scanned; it is not imported "
+                "(only code that was there before the run started can run)"
+            )
+        return None
+    if source is None or hashlib.sha256(source).hexdigest() != info.tools_digest:
+        what = "was removed" if source is None else "changed"
+        raise SkillError(
+            f"{path} {what} after the skill catalog was scanned; it is not imported "
+            "(only code that was there before the run started can run)"
+        )
+    return source
+
+
 def module_name(info: SkillInfo) -> str:
     digest = hashlib.sha1(str(info.folder.resolve()).encode()).hexdigest()[:12]
     safe = "".join(c if c.isalnum() else "_" for c in info.name)
     return f"_orchestrator_skill_{safe}_{digest}"
 
 
-def import_module_from(path: Path, name: str) -> ModuleType:
-    """Import one Python file as module `name`; SkillError, naming the file, if that fails."""
-    loader = _NoCacheLoader(name, str(path))
+def import_module_from(path: Path, name: str, source: bytes | None = None) -> ModuleType:
+    """Import one Python file as module `name`, from `source` (its bytes) when given;
+    SkillError, naming the file, if that fails."""
+    if source is None:
+        try:
+            source = path.read_bytes()
+        except OSError as exc:
+            raise SkillError(f"{path}: cannot be read: {exc.strerror}") from None
+    loader = _Source(path, source)
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     if spec is None:
         raise SkillError(f"{path}: cannot be imported")
@@ -57,7 +98,7 @@ def import_module_from(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     try:
         loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         sys.modules.pop(name, None)
         raise SkillError(f"{path} failed to import: {type(exc).__name__}: {exc}") from exc
     return module

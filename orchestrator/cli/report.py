@@ -1,0 +1,38 @@
+"""`orchestrator report TRACE [-o report.html]`: a run's trace as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..trace.report import write_report
+from .jobs import EXIT_OK, EXIT_SPEC_ERROR
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write a run's HTML report",
+        description="Write a run's report as one HTML file that needs nothing but a browser: "
+        "the task graph, a timeline, tokens per agent, skills, errors and every conversation.",
+    )
+    report.add_argument("path", type=Path, metavar="TRACE", help="the run's JSONL trace")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="where to write the page (default: the trace's path with .html)",
+    )
+    report.set_defaults(handler=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    if not args.path.is_file():
+        print(f"error: no trace at {args.path}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    target = write_report(args.path, args.output)
+    size = target.stat().st_size
+    print(f"wrote {target} ({size / 1024:,.0f} KB); open it in a browser")
+    return EXIT_OK

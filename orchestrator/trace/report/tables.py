@@ -1,0 +1,151 @@
+"""The report's tables: the run at a glance, tokens and cost per agent as a tree, skills, errors.
+
+Cost appears only where the trace has it (a `cost` on `model_call` or `run_end` events): the
+report never prices tokens itself.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from .markup import cost, esc, pill, plural, seconds, shorten, tokens
+from .model import AgentRun, RunReport
+
+
+def render_summary(report: RunReport) -> str:
+    """The headline figures."""
+    started = (
+        datetime.fromtimestamp(report.first_ts).strftime("%Y-%m-%d %H:%M:%S")
+        if report.first_ts
+        else "—"
+    )
+    inputs = sum(a.input_tokens for a in report.agents.values())
+    outputs = sum(a.output_tokens for a in report.agents.values())
+    stats = [
+        ("agents", f"{len(report.agents):,}", _graph_size(report)),
+        ("tokens", tokens(report.total_tokens), f"{tokens(inputs)} in · {tokens(outputs)} out"),
+        ("time", seconds(report.duration), f"started {started}"),
+        ("errors", f"{len(report.errors):,}", "tool errors and failed runs"),
+    ]
+    total_cost = report.total_cost
+    stats.append(
+        ("cost", cost(total_cost), "as the trace recorded it")
+        if total_cost is not None
+        else ("cost", "—", "not in the trace")
+    )
+    cards = "".join(
+        f'<div class="stat" data-stat="{esc(name)}"><div class="k">{esc(name)}</div>'
+        f'<div class="v">{esc(value)}</div><div class="s">{esc(note)}</div></div>'
+        for name, value, note in stats
+    )
+    return f'<div class="stats">{cards}</div>'
+
+
+def _graph_size(report: RunReport) -> str:
+    forks = {task.caller for task in report.tasks.values()}
+    if not forks:
+        return "no forks"
+    return f"{plural(len(report.tasks), 'task')} in {plural(len(forks), 'graph')}"
+
+
+def render_agents(report: RunReport, anchors: dict[str, str]) -> str:
+    """Tokens (and cost, when recorded) per agent, as an indented tree, with totals."""
+    agents = report.tree()
+    if not agents:
+        return '<p class="empty">No agents ran.</p>'
+    with_cost = report.total_cost is not None
+    subtree = report.subtree_tokens()
+    nested = any(subtree[a.key] != a.total_tokens for a in agents)
+    head = ["agent", "status", "steps", "input", "output", "tokens"]
+    head += ["with sub-agents"] if nested else []
+    head += ["cost"] if with_cost else []
+    head += ["time", "skills"]
+    columns = (nested, with_cost)
+    rows = [_agent_row(a, anchors.get(a.key, ""), subtree[a.key], columns) for a in agents]
+    totals = [
+        "<td><b>total</b></td><td></td>",
+        f'<td class="n">{sum(a.steps for a in agents):,}</td>',
+        f'<td class="n">{tokens(sum(a.input_tokens for a in agents))}</td>',
+        f'<td class="n">{tokens(sum(a.output_tokens for a in agents))}</td>',
+        f'<td class="n"><b>{tokens(report.total_tokens)}</b></td>',
+        "<td></td>" if nested else "",
+        f'<td class="n"><b>{cost(report.total_cost)}</b></td>' if with_cost else "",
+        f'<td class="n">{seconds(report.duration)}</td><td></td>',
+    ]
+    header = "".join(f"<th>{esc(h)}</th>" for h in head)
+    return (
+        f'<div class="scroll"><table class="agents"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody><tfoot><tr>{''.join(totals)}</tr></tfoot></table></div>"
+    )
+
+
+def _agent_row(agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, bool]) -> str:
+    nested, with_cost = columns
+    took = (
+        seconds(agent.ended - agent.started)
+        if agent.started is not None and agent.ended is not None
+        else ""
+    )
+    name = agent.key.rpartition("/")[2]
+    cells = [
+        f'<td class="tree" style="padding-left:{agent.depth * 18 + 8}px">'
+        f'<a href="#{anchor}" title="{esc(agent.key)}">{esc(name)}</a>'
+        f"{_sub(agent.subagent)}</td>",
+        f"<td>{pill(agent.status)}</td>",
+        f'<td class="n">{agent.steps:,}</td>',
+        f'<td class="n">{tokens(agent.input_tokens)}</td>',
+        f'<td class="n">{tokens(agent.output_tokens)}</td>',
+        f'<td class="n">{tokens(agent.total_tokens)}</td>',
+        f'<td class="n">{tokens(subtree) if subtree != agent.total_tokens else ""}</td>'
+        if nested
+        else "",
+        f'<td class="n">{cost(agent.cost)}</td>' if with_cost else "",
+        f'<td class="n">{took}</td>',
+        f"<td>{''.join(_chip(s) for s in agent.skills)}</td>",
+    ]
+    return f'<tr data-agent="{esc(agent.key)}">{"".join(cells)}</tr>'
+
+
+def _sub(subagent: str | None) -> str:
+    return f' <span class="muted">{esc(subagent)}</span>' if subagent else ""
+
+
+def _chip(skill: str) -> str:
+    return f'<span class="chip">{esc(skill)}</span>'
+
+
+def render_skills(report: RunReport, anchors: dict[str, str]) -> str:
+    """Each skill that was loaded, and which agents loaded it."""
+    loaded: dict[str, list[AgentRun]] = defaultdict(list)
+    for agent in report.tree():
+        for skill in agent.skills:
+            loaded[skill].append(agent)
+    if not loaded:
+        return '<p class="empty">No agent loaded a skill.</p>'
+    items = []
+    for skill, agents in sorted(loaded.items()):
+        links = ", ".join(
+            f'<a href="#{anchors.get(a.key, "")}">{esc(a.key)}</a>' for a in agents[:50]
+        )
+        more = f" and {len(agents) - 50:,} more" if len(agents) > 50 else ""
+        count = plural(len(agents), "agent")
+        items.append(f"<li>{_chip(skill)} <span class='muted'>{count}</span>: {links}{more}</li>")
+    return f'<ul class="skills">{"".join(items)}</ul>'
+
+
+def render_errors(report: RunReport, anchors: dict[str, str]) -> str:
+    """Every error in the order it happened."""
+    if not report.errors:
+        return '<p class="empty ok-text">No errors.</p>'
+    start = report.first_ts or 0.0
+    rows = "".join(
+        f'<tr><td class="n">{seconds(e.ts - start)}</td>'
+        f'<td><a href="#{anchors.get(e.agent, "")}">{esc(e.agent)}</a></td>'
+        f'<td><span class="pill bad">{esc(e.kind.replace("_", " "))}</span></td>'
+        f"<td><code>{esc(e.where)}</code></td><td>{esc(shorten(e.text, 400))}</td></tr>"
+        for e in report.errors
+    )
+    head = "<tr><th>at</th><th>agent</th><th>kind</th><th>where</th><th>what</th></tr>"
+    table = f'<table class="errors"><thead>{head}</thead><tbody>{rows}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
