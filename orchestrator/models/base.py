@@ -60,9 +60,10 @@ class WireOptions(BaseModel):
     stream: bool = True
     """Stream the reply (server-sent events); False waits for the whole reply."""
     stream_fallback: bool = True
-    """When a stream closes before its first event (some servers cannot stream some
-    requests), send the request once more without streaming, and stop streaming to that
-    server; the trace records a `model_stream_fallback` event. False: fail at once."""
+    """When a server cannot serve a request as a stream (it closes the stream before its first
+    event, or ends it before the reply), send the request once more without streaming, and
+    send requests of that shape to that server whole from then on; the trace records a
+    `model_stream_fallback` event. False: fail at once, naming the `stream` setting."""
     temperature: float | None = Field(None, ge=0)
     """Sampling temperature sent with every request; None sends none (the server's default)."""
     max_output_tokens: int | None = Field(None, ge=1)
