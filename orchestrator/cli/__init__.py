@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import jobs, report, run, skills, subagents, trace
+from . import ask, jobs, report, run, skills, subagents, trace
 from .output import masked_output
 
 
@@ -29,6 +29,7 @@ def _command_groups() -> list:
         jobs.register,
         skills.register,
         run.register,
+        ask.register,
         trace.register,
         report.register,
         subagents.register,

@@ -1,8 +1,9 @@
 """`orchestrator run JOB.yaml`.
 
 `run` shows a live view on a terminal (plain progress lines on stderr otherwise), writes the
-job's output to stdout (or, with --json, a JSON object), always writes a trace, and exits with
-a code that says how the job ended (see EXIT_* in jobs.py).
+job's output to stdout (or, with --json, a JSON object; with --stream, as the model writes
+it), always writes a trace, and exits with a code that says how the job ended (see EXIT_* in
+jobs.py).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
+from ..security import SecretMask
 from ..trace import Trace
 from ..trace.telemetry import instrument_otlp
+from .answer import AnswerStream
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -29,8 +32,10 @@ from .jobs import (
     EXIT_OK,
     EXIT_SPEC_ERROR,
     add_job_arguments,
+    config_error,
     load_job_from_args,
 )
+from .output import masked_output
 from .progress import LiveView, PlainProgress
 
 DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
@@ -49,6 +54,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--json", action="store_true", help="print a JSON result on stdout")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument(
+        "--stream",
+        action="store_true",
+        help="write the output step's answer to stdout as the model writes it",
+    )
+    run.add_argument(
         "--otel",
         action="store_true",
         help="also export OpenTelemetry spans (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)",
@@ -62,29 +72,32 @@ def run_command(args: argparse.Namespace) -> int:
         orchestrator = Orchestrator.from_job(job)
         telemetry = instrument_otlp() if args.otel else nullcontext()
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     trace_path = job.trace or default_trace_path(job.name)
-    progress, view = _progress(args, job)
     began = time.time()
-    with telemetry:
+    secrets = orchestrator.secrets()  # the environment's and the .env files'
+    with telemetry, masked_output(SecretMask(secrets)):
+        progress, view = _progress(args, job)
+        listeners = [progress] if progress else []
+        stream = AnswerStream(secrets=secrets) if args.stream and not args.json else None
         try:
-            trace = Trace(trace_path, listeners=[progress] if progress else [])
+            trace = Trace(trace_path, listeners=listeners, secrets=secrets)
         except OSError as exc:
             print(f"error: cannot write the trace to {trace_path}: {exc.strerror}", file=sys.stderr)
             return EXIT_SPEC_ERROR
         try:
             with view:
-                result = asyncio.run(orchestrator.run_job(job, trace=trace))
+                result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
         except KeyboardInterrupt:
             print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
             print(f"report: orchestrator report {trace_path}", file=sys.stderr)
             return EXIT_INTERRUPTED
         finally:
             trace.close()
-    _report(args, result, time.time() - began)
+        _report(args, result, time.time() - began, stream)
     return EXIT_CODES[result.status]
 
 
@@ -97,15 +110,19 @@ def default_trace_path(name: str) -> Path:
 def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None] | None, Any]:
     if args.quiet:
         return None, nullcontext()
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
         view = LiveView(f"job {job.name}", job.budget.max_tokens)
         return view, view
     return PlainProgress(sys.stderr), nullcontext()
 
 
-def _report(args: argparse.Namespace, result: JobResult, seconds: float) -> None:
+def _report(
+    args: argparse.Namespace, result: JobResult, seconds: float, stream: AnswerStream | None
+) -> None:
     if args.json:
         print(json.dumps(_as_json(result), indent=2))
+    elif stream is not None:
+        stream.finish(result.output)
     else:
         print(result.output)
     if not args.quiet:

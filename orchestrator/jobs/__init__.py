@@ -1,6 +1,7 @@
 """Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
 
-from .loading import load_job, load_spec, parse_set_options, read_yaml
+from .dotenv import read_dotenv
+from .loading import load_job, load_spec, parse_model_options, parse_set_options, read_yaml
 from .problems import Problem, SpecError
 from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
 from .spec import GOAL_STEP, Budget, Job, Step
@@ -19,6 +20,8 @@ __all__ = [
     "job_status",
     "load_job",
     "load_spec",
+    "parse_model_options",
     "parse_set_options",
+    "read_dotenv",
     "read_yaml",
 ]

@@ -6,7 +6,9 @@
 Each step runs as soon as the steps it depends on have completed (up to `max_parallel` at a
 time); its task is the spec's template with `{inputs.x}` and `{steps.id.output}` filled in. A
 step whose dependency did not complete is skipped. A planner step gets the skill index and
-`fork`; any other step runs its sub-agent definition.
+`fork`; any other step runs its sub-agent definition. A step with a `model` of its own runs on
+it (its sub-agents inherit it); with a `stream`, the output step's text is shown to it as the
+model writes it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
-from ..models.base import ChatModel
+from ..models import ChatModel, ModelSettings, TextSink, TextTap
 from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
 from ..trace import Trace
 from .spec import Job
@@ -73,17 +75,32 @@ class StepAgents(Protocol):
     fork: ForkExtension
 
     def planner(
-        self, *, name: str = ..., budget: TokenBudget | None = ..., trace: Trace | None = ...
+        self,
+        *,
+        name: str = ...,
+        budget: TokenBudget | None = ...,
+        trace: Trace | None = ...,
+        model: ChatModel | None = ...,
     ) -> AgentLoop: ...
+
+    def resolve(self, model: ModelSettings | None) -> ChatModel: ...
 
 
 class JobRunner:
     """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
 
-    def __init__(self, orchestrator: StepAgents, job: Job, trace: Trace | None) -> None:
+    def __init__(
+        self,
+        orchestrator: StepAgents,
+        job: Job,
+        trace: Trace | None,
+        *,
+        stream: TextSink | None = None,
+    ) -> None:
         self.orchestrator = orchestrator
         self.job = job
         self.trace = trace
+        self.stream = stream
         self.budget = TokenBudget(orchestrator.max_tokens)
         self.outputs: dict[str, str] = {}
         self.executor = LocalExecutor(self._build, self.budget)
@@ -136,8 +153,12 @@ class JobRunner:
         return result
 
     def _build(self, request: TaskRequest) -> AgentLoop:
+        step = self.job.step(request.spec.id)
+        model = self.orchestrator.resolve(step.model) if step.model is not None else None
+        if self.stream is not None and step.id == self.job.output_step:
+            model = TextTap(model or self.orchestrator.model, self.stream, request.path)
         if request.agent == "planner":
             return self.orchestrator.planner(
-                name=request.path, budget=self.budget, trace=self.trace
+                name=request.path, budget=self.budget, trace=self.trace, model=model
             )
-        return self.orchestrator.fork.build_agent(request, self.context)
+        return self.orchestrator.fork.build_agent(request, self.context, model)

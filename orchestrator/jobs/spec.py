@@ -10,6 +10,7 @@ command-line overrides is `loading.py`. See docs/job-spec.md.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,10 +30,12 @@ from pydantic import (
     model_validator,
 )
 
+from ..models import ModelSettings
 from ..security import Permissions
 from ..tasks import GENERAL as GENERAL_AGENT
 from ..tasks import build_graph, suggest
 from .checks import check_job
+from .model_refs import expand_models, spec_model, step_model
 from .problems import SpecError, describe
 from .templating import NAME, Template
 
@@ -58,20 +61,6 @@ def _existing_folder(path: Path, info: ValidationInfo) -> Path:
     if not folder.is_dir():
         raise ValueError(f"expected an existing folder, but {folder} is not one")
     return folder
-
-
-def _model_string(value: str, info: ValidationInfo) -> str:
-    provider, _, target = value.partition(":")
-    if not provider or not target:
-        raise ValueError(
-            f"expected 'provider:model' (e.g. 'openai:gpt-4o-mini'), got {describe(value)}"
-        )
-    if provider != "scripted":
-        return value
-    script = _absolute(Path(target), info)
-    if not script.is_file():
-        raise ValueError(f"the scripted model's script {script} does not exist")
-    return f"scripted:{script}"
 
 
 def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
@@ -102,7 +91,8 @@ def _input_text(value: Any) -> Any:
 
 Location = Annotated[Path, AfterValidator(_absolute)]
 Folder = Annotated[Path, AfterValidator(_existing_folder)]
-ModelString = Annotated[str, AfterValidator(_model_string)]
+SpecModel = Annotated[ModelSettings, AfterValidator(spec_model)]
+StepModel = Annotated[SpecModel | None, BeforeValidator(step_model)]
 InputValue = Annotated[str | None, BeforeValidator(_input_text)]
 SpecPermissions = Annotated[Permissions, BeforeValidator(_permissions_in_spec_folder)]
 
@@ -137,6 +127,8 @@ class Step(BaseModel):
     """Run the task with the planner loop, which may load skills and fork sub-agents."""
     depends_on: list[str] = Field(default_factory=list)
     """Steps that must finish first; only their outputs may appear in `task`."""
+    model: StepModel = None
+    """This step's own model (a string, an alias or a settings mapping); the job's otherwise."""
 
     @property
     def agent_name(self) -> str:
@@ -153,8 +145,11 @@ class Job(BaseModel):
 
     name: Text
     """Name of the job, shown in output and traces."""
-    model: ModelString
-    """Model for every agent without its own, as `provider:model`; `--model` overrides it."""
+    model: SpecModel
+    """Model for every agent without its own: `provider:model`, an alias, or a mapping of its
+    name and settings; `--model` overrides the name, `--model-option` a setting."""
+    models: dict[Name, SpecModel] = Field(default_factory=dict)
+    """Aliases for this job's models, over the built-in ones and the user's alias file."""
     budget: Budget = Field(default_factory=Budget)
     """Token, step and parallelism limits."""
     skills: list[Folder] = Field(default_factory=list)
@@ -175,20 +170,32 @@ class Job(BaseModel):
     """JSONL trace file to write; `--trace` overrides it."""
 
     _source: Path | None = PrivateAttr(default=None)
+    _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Job:
         context = info.context or {}
-        problems = check_job(self, context.get("known_agents"))
+        problems = expand_models(self, context.get("environ"))
+        problems += check_job(self, context.get("known_agents"))
         if problems:
             raise SpecError(context.get("source"), problems)
         self._source = context.get("source")
+        self._dotenv = dict(context.get("dotenv") or {})
         return self
 
     @property
     def source(self) -> Path | None:
         """The spec file this job was loaded from, if any."""
         return self._source
+
+    @property
+    def dotenv(self) -> dict[str, str]:
+        """Variables read from `.env` files for this job (never written to a trace)."""
+        return dict(self._dotenv)
+
+    def environment(self) -> dict[str, str]:
+        """The variables models read: the `.env` files', under the real environment."""
+        return {**self._dotenv, **os.environ}
 
     @property
     def plan(self) -> list[Step]:

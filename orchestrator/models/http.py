@@ -41,7 +41,7 @@ class ConnectionSettings(BaseModel):
     """Where a model server is and how to talk to it. Every field can be passed to
     `resolve_model` as a keyword argument."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base_url: str
     """The server's base URL, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`."""
@@ -74,9 +74,7 @@ class ConnectionSettings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {value!r}")
-        return value.rstrip("/")
+        return http_url(value)
 
     @property
     def retry(self) -> RetryPolicy:
@@ -86,6 +84,13 @@ class ConnectionSettings(BaseModel):
             backoff_cap=self.backoff_cap,
             max_retry_after=self.max_retry_after,
         )
+
+
+def http_url(value: str) -> str:
+    """A base URL, checked to be http(s) and without a trailing slash."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https://, got {value!r}")
+    return value.rstrip("/")
 
 
 class Connection:

@@ -79,6 +79,8 @@ class ScriptedModel:
         if self.latency:
             await asyncio.sleep(self.latency)
         message = self._message(turn)
+        if not message.tool_calls:
+            request.text(message.content)
         input_tokens = self._counter.count_request(request.messages, request.tools)
         usage = Usage.of(input_tokens, self._counter.count_message(message))
         finish = "tool_calls" if message.tool_calls else "stop"

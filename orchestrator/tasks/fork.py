@@ -13,7 +13,7 @@ and its budget is a cap inside its parent's.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -21,8 +21,7 @@ from pydantic import Field
 
 from ..agent import TaskResult, Tool, ToolContext
 from ..errors import ConfigError, ToolError
-from ..models.base import ChatModel
-from ..models.registry import resolve_model
+from ..models import ChatModel, ModelSettings, output_cap, resolve_model
 from ..skills import Agent, SkillCatalog
 from ..tokens import TokenCounter, default_counter
 from .executor import LocalExecutor
@@ -60,7 +59,8 @@ class ForkExtension:
     """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use.
 
     `skills` is the catalog sub-agents choose from (each within what its definition allows);
-    `tools` are given to every sub-agent as they are.
+    `tools` are given to every sub-agent as they are. `resolve` turns a definition's model
+    into a ChatModel (the run's aliases and environment; `resolve_model` by default).
     """
 
     def __init__(
@@ -71,8 +71,10 @@ class ForkExtension:
         tools: Sequence[Tool] = (),
         settings: ForkSettings | None = None,
         counter: TokenCounter | None = None,
+        resolve: Callable[[ModelSettings], ChatModel] = resolve_model,
     ) -> None:
         self.subagents = subagents
+        self.resolve = resolve
         self.skills = skills
         self.shared_tools = list(tools)
         self.settings = settings or ForkSettings()
@@ -198,14 +200,18 @@ class ForkExtension:
             parts.append(f'<result task="{dep.id}" status="{dep.status}">\n{text}\n</result>')
         return "\n".join(parts)
 
-    def build_agent(self, request: TaskRequest, ctx: ToolContext) -> Agent:
-        """The agent loop for one task: its definition's prompt, skills and limits."""
+    def build_agent(
+        self, request: TaskRequest, ctx: ToolContext, model: ChatModel | None = None
+    ) -> Agent:
+        """The agent loop for one task: its definition's prompt, skills and limits; `model`
+        (a job step's own) goes before the definition's."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         skills = self._skills_for(definition, request.spec)
         cap = self.settings.default_max_steps
         extensions = [self.within(skills)] if request.depth < self.settings.max_depth else []
+        model = model or self._model_for(definition, ctx)
         return Agent(
-            self._model_for(definition, ctx),
+            model,
             self.shared_tools,
             system=definition.system,
             name=request.path,
@@ -219,7 +225,7 @@ class ForkExtension:
             skills=skills if skills is not None and len(skills) else None,
             depth=request.depth,
             counter=self.counter,
-            max_output_tokens=self.settings.max_output_tokens,
+            max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
         )
 
     def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
@@ -235,9 +241,10 @@ class ForkExtension:
             if ctx.model is None:
                 raise ConfigError("no model for sub-agents: the parent agent has none")
             return ctx.model
-        if definition.model not in self._models:
-            self._models[definition.model] = resolve_model(definition.model)
-        return self._models[definition.model]
+        key = definition.model.model_dump_json()
+        if key not in self._models:
+            self._models[key] = self.resolve(definition.model)
+        return self._models[key]
 
     def _observation(self, results: Sequence[TaskResult], ctx: ToolContext) -> str:
         counts: dict[str, int] = {}

@@ -4,7 +4,8 @@
     name: researcher
     description: Reads files and answers with citations.
     skills: [files, data]      # allowed skills, or "*" for all
-    model: openai:gpt-4o-mini  # optional; defaults to the run's model
+    model: haiku               # optional: a model string, an alias, a settings mapping, or
+                               # inherit (the forking agent's model, also the default)
     max_steps: 15              # optional
     max_tokens: 40000          # optional; a cap inside the run's one budget
     ---
@@ -21,12 +22,13 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
+from ..models import INHERIT, ModelSettings
 from ..skills.builtin import shipped_folder
 
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -48,11 +50,20 @@ class SubagentDef(BaseModel):
     skills: list[str] | Literal["*"] = Field(
         default="*", description="Skill names this agent may use, or '*' for all."
     )
-    model: str | None = Field(default=None, description="A model string; the run's by default.")
+    model: ModelSettings | None = Field(
+        default=None,
+        description="A model string, alias or settings mapping; `inherit` (the default) uses "
+        "the model of the agent that forks it.",
+    )
     max_steps: int | None = Field(default=None, ge=1, description="A cap on model calls.")
     max_tokens: int | None = Field(default=None, ge=1, description="A cap inside the budget.")
     system: str = Field(default="", description="The system prompt: the file's body.")
     path: Path | None = Field(default=None, description="The file it was read from.")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _inherit(cls, model: Any) -> Any:
+        return None if model == INHERIT else model
 
     @field_validator("name")
     @classmethod
