@@ -10,6 +10,7 @@ observation of type `denied`.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,10 @@ class Permissions(BaseModel):
     """Files and folders the file tools may read but never write, create or edit, even inside
     the workspace. The orchestrator adds the job spec, the skill and sub-agent folders and
     the trace of the run to what is given here."""
+
+    secret_files: tuple[str, ...] = (".env", ".env.*")
+    """File-name patterns the file tools never read, edit or search: files where keys live.
+    A model that could read them would send the keys to its provider."""
 
     @classmethod
     def coerce(cls, value: Any) -> Permissions:
@@ -75,6 +80,14 @@ class Permissions(BaseModel):
                     "run itself (its job spec, skills, sub-agents or trace) or was made "
                     "read-only by its permissions."
                 )
+
+    def require_readable(self, target: Path, shown: str) -> None:
+        """Refuse to read a file whose name says it holds keys (`secret_files`)."""
+        if any(fnmatch.fnmatchcase(target.name, pattern) for pattern in self.secret_files):
+            raise PermissionDenied(
+                f"{shown} holds keys (its name matches {', '.join(self.secret_files)}); the "
+                "file tools do not read it, so its values never reach a model."
+            )
 
     def workspace_root(self) -> Path:
         """The workspace as an absolute, resolved folder; it must exist."""

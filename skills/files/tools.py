@@ -22,7 +22,6 @@ from orchestrator.security import (
     PathRefused,
     Permissions,
     is_inside,
-    open_inside,
     open_resolved,
     relative_name,
     resolve_inside,
@@ -43,10 +42,13 @@ def _root(ctx: ToolContext) -> Path:
     return Permissions.coerce(ctx.permissions).workspace_root()
 
 
-def _open(root: Path, path: str) -> BinaryIO:
+def _open(permissions: Permissions, path: str) -> BinaryIO:
     """The workspace file at `path`, opened for reading; ToolError if it is not one."""
+    root = permissions.workspace_root()
+    target = resolve_inside(root, path)
+    permissions.require_readable(target, repr(path))
     try:
-        return open_inside(root, path)
+        return open_resolved(root, target, shown=repr(path))
     except IsADirectoryError:
         raise ToolError(f"{path!r} is a folder; list_dir shows what is in it.") from None
     except (FileNotFoundError, NotADirectoryError):
@@ -60,8 +62,8 @@ def _refuse_binary(handle: BinaryIO, shown: str) -> None:
     handle.seek(0)
 
 
-def _text_of(root: Path, path: str) -> str:
-    with _open(root, path) as handle:
+def _text_of(permissions: Permissions, path: str) -> str:
+    with _open(permissions, path) as handle:
         _refuse_binary(handle, repr(path))
         data = handle.read(MAX_EDIT_BYTES + 1)
     if len(data) > MAX_EDIT_BYTES:
@@ -98,7 +100,7 @@ def read_file(path: str, ctx: ToolContext, start_line: int = 1, end_line: int | 
         start_line: The first line to return (1-based).
         end_line: The last line to return (inclusive); leave out to read to the end.
     """
-    with _open(_root(ctx), path) as handle:
+    with _open(Permissions.coerce(ctx.permissions), path) as handle:
         _refuse_binary(handle, repr(path))
         lines = read_lines(handle, max(1, start_line), end_line, MAX_READ_CHARS)
     return _lines_shown(lines, path, end_line)
@@ -153,7 +155,7 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
     if not old_text:
         raise ToolError("old_text is empty; give the exact text to replace.")
     root, target = _writable(ctx, path)
-    text = _text_of(root, path)
+    text = _text_of(Permissions.coerce(ctx.permissions), path)
     count = text.count(old_text)
     if count == 0:
         raise ToolError(
@@ -252,13 +254,16 @@ def grep(
         max_matches: Stop after this many matching lines.
     """
     regex = _compile(pattern, ignore_case)
-    root = _root(ctx)
+    permissions = Permissions.coerce(ctx.permissions)
+    root = permissions.workspace_root()
     base = resolve_inside(root, path)
+    if base.is_file():
+        permissions.require_readable(base, repr(path))
     if not base.exists():
         raise ToolError(f"There is no file or folder {path!r} in the workspace.")
     limit = max(1, min(max_matches, 1000))
     matches: list[str] = []
-    for file in _searchable_files(root, base, include):
+    for file in _searchable_files(root, base, include, permissions.secret_files):
         matches += _grep_file(root, file, regex, limit - len(matches))
         if len(matches) >= limit:
             matches.append(f"[stopped after {limit} matches]")
@@ -280,7 +285,9 @@ def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
         ) from None
 
 
-def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[Path]:
+def _searchable_files(
+    root: Path, base: Path, include: str | None, secret: tuple[str, ...]
+) -> Iterator[Path]:
     if base.is_file():
         yield base
         return
@@ -289,6 +296,8 @@ def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[P
         for name in sorted(files):
             file = Path(current) / name
             if include and not fnmatch.fnmatch(name, include):
+                continue
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in secret):
                 continue
             if is_inside(root, file) and _size(file) <= MAX_GREP_FILE_BYTES:
                 yield file
