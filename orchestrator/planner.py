@@ -5,7 +5,8 @@
     result = orch.run_sync("goal")
 
 Every agent of the tree (the planner, each sub-agent, nested forks) draws from one
-`TokenBudget` and writes to one trace.
+`TokenBudget` and writes to one trace. `approve=` is the approval callback for calls the
+permissions mark `ask` (orchestrator.agent.approval); every agent of the tree uses it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from .agent import RunResult, TokenBudget
-from .jobs import Job, JobResult, JobRunner
+from .agent.approval import Approver
+from .errors import ConfigError
+from .jobs import Job, JobResult, JobRunner, job_folders
 from .models.base import ChatModel
 from .models.registry import resolve_model
 from .security import Permissions
 from .skills import Agent, SkillCatalog
+from .skills.meta_tools import untrusted_code
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Trace, open_trace
 
@@ -36,6 +40,7 @@ class Orchestrator:
 
     `skills` and `subagents` are folders searched in order before the built-in ones (set
     `builtin=False` to leave the built-ins out). `max_tokens` is the budget of the whole tree.
+    `approve` decides calls the permissions mark `ask`; without it they are denied.
     """
 
     def __init__(
@@ -53,8 +58,10 @@ class Orchestrator:
         trace: Trace | str | Path | None = None,
         system: str | None = None,
         builtin: bool = True,
+        approve: Approver | None = None,
     ) -> None:
         self.model = resolve_model(model)
+        self.approve = approve
         self.catalog = _catalog(skills, builtin)
         self.subagents = (
             subagents
@@ -78,18 +85,25 @@ class Orchestrator:
                 output_cap_tokens=output_cap_tokens,
                 default_max_steps=max_steps,
             ),
+            approve=approve,
         )
 
     @classmethod
-    def from_job(cls, job: Job, **overrides: Any) -> Orchestrator:
-        """An orchestrator set up as the job spec says (keyword arguments override it)."""
+    def from_job(cls, job: Job, *, user_skills: bool = False, **overrides: Any) -> Orchestrator:
+        """An orchestrator set up as the job spec says (keyword arguments override it).
+
+        A spec without `skills:` (`subagents:`) searches its folder's `skills/`,
+        `.claude/skills/`, `.agents/skills/` (`subagents/`, `.claude/agents/`,
+        `.codex/agents/`); `user_skills` adds the home folders (orchestrator.jobs.folders).
+        """
+        folders = job_folders(job, user=user_skills)
         settings: dict[str, Any] = {
-            "skills": job.skills,
-            "subagents": job.subagents,
+            "skills": folders.skills,
+            "subagents": folders.subagents,
             "max_tokens": job.budget.max_tokens,
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
-            "permissions": job.permissions.protecting([job.source]),
+            "permissions": job.permissions.protecting([job.source, *folders.protected]),
             "trace": job.trace,
         }
         settings.update(overrides)
@@ -97,9 +111,21 @@ class Orchestrator:
 
     @property
     def warnings(self) -> list[str]:
-        """Problems found while loading skills and sub-agents (each left out or shadowed)."""
+        """Problems found while loading skills and sub-agents, and skills whose code this
+        run will not import (their folder is inside the workspace)."""
         found = [str(w) for w in self.catalog.warnings]
-        return found + [str(w) for w in self.subagents.warnings]
+        return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
+
+    def _code_warnings(self) -> list[str]:
+        warnings = []
+        for info in self.catalog:
+            try:
+                refusal = untrusted_code(info, self.permissions)
+            except ConfigError:
+                return []  # no workspace: the run itself will say so
+            if refusal is not None:
+                warnings.append(f"{info.folder}: {refusal} [tools-in-workspace]")
+        return warnings
 
     def planner(
         self,
@@ -120,6 +146,7 @@ class Orchestrator:
             permissions=self.permissions,
             skills=self.catalog,
             extensions=extensions,
+            approve=self.approve,
         )
 
     async def run(self, goal: str) -> RunResult:

@@ -39,6 +39,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="give a value to an input declared in the spec (repeatable)",
     )
     parser.add_argument("--model", help="model for the whole job, as provider:model")
+    parser.add_argument(
+        "--user-skills",
+        action="store_true",
+        help="also search the home folders (~/.claude/skills, ~/.agents/skills, "
+        "~/.claude/agents, ~/.codex/agents) after the job's own",
+    )
 
 
 def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
@@ -48,6 +54,7 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
         args.job,
         model=args.model,
         inputs=parse_set_options(args.set_options),
+        user_skills=args.user_skills,
         **overrides,
     )
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -155,6 +157,18 @@ class LiveView:
     def __exit__(self, *exc: Any) -> None:
         self.live.update(self.render())
         self.live.__exit__(*exc)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The display stopped for the block (a prompt on the terminal), then drawn again."""
+        running = self.live.is_started
+        if running:
+            self.live.stop()
+        try:
+            yield
+        finally:
+            if running:
+                self.live.start()
 
     def render(self) -> Group:
         return Group(self._tree(), self._budget())

@@ -22,6 +22,7 @@ from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..trace import Trace
 from ..trace.telemetry import instrument_otlp
+from .approval import terminal_approver
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -59,7 +60,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
-        orchestrator = Orchestrator.from_job(job)
+        approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
+        orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
         telemetry = instrument_otlp() if args.otel else nullcontext()
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -68,6 +70,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     trace_path = job.trace or default_trace_path(job.name)
     progress, view = _progress(args, job)
+    if approver is not None:
+        approver.pause = getattr(view, "paused", nullcontext)
     began = time.time()
     with telemetry:
         trace = Trace(trace_path, listeners=[progress] if progress else [])

@@ -1,5 +1,6 @@
 """Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
 
+from .folders import job_folders
 from .loading import load_job, load_spec, parse_set_options, read_yaml
 from .problems import Problem, SpecError
 from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
@@ -16,6 +17,7 @@ __all__ = [
     "SpecError",
     "Step",
     "StepAgents",
+    "job_folders",
     "job_status",
     "load_job",
     "load_spec",

@@ -135,6 +135,9 @@ class Step(BaseModel):
     """Run the task with the planner loop, which may load skills and fork sub-agents."""
     depends_on: list[str] = Field(default_factory=list)
     """Steps that must finish first; only their outputs may appear in `task`."""
+    skills: list[Text] | None = None
+    """Skills the step's agent starts with loaded (and is limited to, within its definition),
+    skills the model may not choose itself (`disable-model-invocation`) included."""
 
     @property
     def agent_name(self) -> str:
