@@ -144,7 +144,7 @@ class LiveView:
         self.title = title
         self.state = ProgressState(max_tokens=max_tokens)
         self.console = console or Console(stderr=True)
-        self.live = Live(self.render(), console=self.console, refresh_per_second=8, transient=False)
+        self.live = self._new_live()
 
     def __call__(self, event: Event) -> None:
         if self.state.update(event) is not None:
@@ -167,8 +167,12 @@ class LiveView:
         try:
             yield
         finally:
-            if running:
+            if running:  # a new display below the prompt, which stays on the screen
+                self.live = self._new_live()
                 self.live.start()
+
+    def _new_live(self) -> Live:
+        return Live(self.render(), console=self.console, refresh_per_second=8, transient=False)
 
     def render(self) -> Group:
         return Group(self._tree(), self._budget())

@@ -164,17 +164,17 @@ class SkillsExtension:
         skill = await self._read(info, ctx)
         rule = self.rule_for(info)
         active = [*self._static_rules(), *rules, *([rule] if rule else [])]
-        added = [
-            t.name
-            for t in skill.tools
-            if self.allows(t.name) and first_refusal(t.name, active) is None and ctx.toolset.add(t)
+        allowed = [
+            t for t in skill.tools if self.allows(t.name) and first_refusal(t.name, active) is None
         ]
+        added = [t.name for t in allowed if ctx.toolset.add(t)]
+        already = [t.name for t in allowed if t.name not in added]
         loaded.add(info.name)
         if rule is not None:
             rules.append(rule)
         if ctx.trace is not None:
             ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
-        return render_loaded(skill, arguments, rule)
+        return render_loaded(skill, arguments, rule, shown=[*added, *already])
 
     async def _read(self, info: SkillInfo, ctx: ToolContext) -> LoadedSkill:
         refusal = untrusted_code(info, Permissions.coerce(ctx.permissions))
@@ -249,13 +249,23 @@ class SkillsExtension:
         return f"SkillsExtension({self.catalog!r})"
 
 
-def render_loaded(skill: LoadedSkill, arguments: str = "", rule: ToolRule | None = None) -> str:
-    """The observation of `load_skill`: instructions, tools, and files to read on demand."""
+def render_loaded(
+    skill: LoadedSkill,
+    arguments: str = "",
+    rule: ToolRule | None = None,
+    shown: Sequence[str] | None = None,
+) -> str:
+    """The observation of `load_skill`: instructions, tools (those in `shown`, when given:
+    the ones this agent may call), and files to read on demand."""
     body = substitute(skill.body, skill.info.folder, arguments)
     parts = [f"# Skill: {skill.name}\nFolder: {skill.info.folder}", body or "(no instructions)"]
-    if skill.tools:
-        lines = [f"- {t.name}: {_one_line(t.description)}" for t in skill.tools]
+    tools = [t for t in skill.tools if shown is None or t.name in shown]
+    if tools:
+        lines = [f"- {t.name}: {_one_line(t.description)}" for t in tools]
         parts.append("## Tools of this skill (callable from your next step)\n" + "\n".join(lines))
+    withheld = [t.name for t in skill.tools if t not in tools]
+    if withheld:
+        parts.append(f"(Not callable by this agent, which is limited: {', '.join(withheld)}.)")
     if rule is not None:
         parts.append(
             "## Tools allowed from now on\nWhile this skill is active (the rest of this run), "

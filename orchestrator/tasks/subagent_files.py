@@ -46,6 +46,8 @@ CLAUDE_ONLY = (
     "isolation",
     "initialPrompt",
 )
+CLAUDE_MAPPED = ("tools", "disallowedTools", "maxTurns")
+"""Claude Code's fields that become fields of ours; its others are kept as metadata."""
 CODEX_FIELDS = ("name", "description", "developer_instructions", "model")
 _NO_SKILL_NEEDED = frozenset({"fork"})
 
@@ -93,10 +95,8 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
         fields.update(_claude(meta, notes))
     else:
         fields["skills"] = _skill_names(meta["skills"]) if "skills" in meta else "*"
-    known = (*OUR_FIELDS, *CLAUDE_ONLY)
-    fields["metadata"] = _metadata({k: v for k, v in meta.items() if k not in known})
-    if "color" in meta:
-        fields["metadata"]["color"] = str(meta["color"])
+    used = (*OUR_FIELDS, *CLAUDE_MAPPED)
+    fields["metadata"] = _metadata({k: v for k, v in meta.items() if k not in used})
     return fields, notes
 
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import ConfigError
 from ..skills.builtin import shipped_folder
-from .subagent_files import NAME, DefinitionError, read_definition
+from .subagent_files import CLAUDE_ONLY, NAME, DefinitionError, read_definition
 
 GENERAL = "general"
 GENERAL_PROMPT = (
@@ -235,6 +235,9 @@ def check_subagent_folder(folder: str | Path) -> list[SubagentProblem]:
                 problems.append(
                     SubagentProblem(path, f"name {agent.name!r} differs from the file name")
                 )
+        elif agent.format == "claude":
+            unknown = [key for key in agent.metadata if key not in CLAUDE_ONLY]
+            problems.extend(SubagentProblem(path, f"{key}: unknown field") for key in unknown)
         if agent.name in seen:
             problems.append(
                 SubagentProblem(path, f"name {agent.name!r} also defined in {seen[agent.name]}")
