@@ -14,6 +14,7 @@ import pytest
 
 from orchestrator import Agent, Orchestrator, Permissions, ToolContext, Trace, read_trace, tool
 from orchestrator.agent.approval import ApprovalRequest
+from orchestrator.jobs import SpecError, load_job
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions as SecurityPermissions
 
@@ -229,3 +230,20 @@ async def test_sub_agents_ask_the_same_callback(tmp_path: Path) -> None:
     assert result.status == "completed"
     assert seen == ["planner/a"]
     assert (tmp_path / "approved.txt").exists()
+
+
+def test_a_job_spec_sets_ask_and_the_tools_map(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text("goal: [{content: ok}]\n")
+    (tmp_path / "job.yaml").write_text(
+        "name: j\nmodel: scripted:s.yaml\ngoal: Go.\n"
+        "permissions: {shell: ask, tools: {files__write_file: ask, http: deny}}\n"
+    )
+    permissions = load_job(tmp_path / "job.yaml").permissions
+    assert permissions.shell == "ask"
+    assert permissions.decision("files__write_file")[0] == "ask"
+    assert permissions.decision("http__get")[0] == "deny"
+    (tmp_path / "bad.yaml").write_text(
+        "name: j\nmodel: scripted:s.yaml\ngoal: Go.\npermissions: {tools: {x: maybe}}\n"
+    )
+    with pytest.raises(SpecError, match="permissions.tools.x"):
+        load_job(tmp_path / "bad.yaml")

@@ -100,12 +100,22 @@ def test_an_unquoted_colon_is_read_with_the_values_quoted(tmp_path: Path) -> Non
     assert [p.rule for p in report.problems] == ["yaml"]
 
 
-def test_frontmatter_that_stays_unreadable_falls_back_to_folder_and_paragraph(
+def test_frontmatter_that_stays_unreadable_is_read_line_by_line_or_not_at_all(
     tmp_path: Path,
 ) -> None:
-    raw(tmp_path, "broken", "---\nname: [unclosed\n---\n# Broken\n\nFixes broken things.\n")
+    raw(
+        tmp_path,
+        "long",
+        "---\nname: long\ndescription: Reviews pull requests.\n\n<example>\n"
+        "Context: a PR is open\n</example>\nallowed-tools: Read\n---\nBody\n",
+    )
+    raw(tmp_path, "broken", "---\n- just\n- a list: really\n---\n# Broken\n\nFixes things.\n")
     catalog = SkillCatalog([tmp_path], include_builtin=False)
-    assert catalog.skills["broken"].description == "Fixes broken things."
+    long = catalog.skills["long"]
+    assert long.description.startswith("Reviews pull requests.")
+    assert "Context: a PR is open" in long.description and long.allowed_tools == "Read"
+    assert rules_of(catalog, "long") == {"yaml": False}
+    assert catalog.skills["broken"].description == "Fixes things."
     assert rules_of(catalog, "broken") == {"yaml": False}
 
 

@@ -239,3 +239,23 @@ def test_nested_metadata_is_kept_as_json_never_as_python_text(tmp_path: Path) ->
         "nested": '{"a": "1", "b": ["x", "y"]}',
         "tags": '["one", "two"]',
     }
+
+
+def test_a_description_over_unindented_lines_is_read_line_by_line() -> None:
+    # Claude Code plugin agents: a description whose <example> lines start at column 0.
+    text = (
+        "name: agent-creator\ndescription: Use this agent when asked to create an agent.\n\n"
+        '<example>\nContext: the user wants a reviewer\nuser: "Make one"\n</example>\n'
+        'model: sonnet\ntools: ["Write", Read]\nskills:\n  - one\n  - two\n'
+    )
+    keys = ("name", "description", "model", "tools", "skills")
+    data, problems = parse_forgiving(text, keys)
+    assert data["name"] == "agent-creator"
+    assert data["description"].startswith("Use this agent when asked to create an agent.")
+    assert "Context: the user wants a reviewer" in data["description"]
+    assert data["model"] == "sonnet"
+    assert data["tools"] == ["Write", "Read"]
+    assert data["skills"] == ["one", "two"]
+    assert "read line by line instead" in problems[0].message
+    with pytest.raises(FrontmatterError):
+        parse_forgiving(text)  # no known keys: nothing to read line by line

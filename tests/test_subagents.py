@@ -49,7 +49,7 @@ def test_a_definition_is_parsed_with_its_body_as_system_prompt(tmp_path: Path) -
     ("text", "problem"),
     [
         ("no frontmatter here", "no YAML frontmatter"),
-        ("---\nname: [unclosed\n---\nbody", "not valid YAML"),
+        ("---\nfoo: [unclosed\n---\nbody", "not valid YAML"),
         ("---\n- a list\n---\nbody", "must be a mapping"),
         ("---\nname: a\n---\n", "description: Field required"),
         ("---\nname: a\ndescription: d\nmax_steps: 0\n---\nbody", "max_steps"),
@@ -106,7 +106,7 @@ def test_the_strict_check_reports_every_problem(tmp_path: Path) -> None:
     write(tmp_path, "analyst.md", GOOD)
     write(tmp_path, "other-name.md", GOOD)
     write(tmp_path, "empty.md", "---\nname: empty\ndescription: Nothing inside.\n---\n")
-    write(tmp_path, "broken.md", "---\nname: [\n---\n")
+    write(tmp_path, "broken.md", "---\nfoo: [\n---\n")
     problems = [str(p) for p in check_subagent_folder(tmp_path)]
     assert any("broken.md: " in p and "not valid YAML" in p for p in problems)
     assert any("empty.md: the body (the system prompt) is empty" in p for p in problems)

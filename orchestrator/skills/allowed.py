@@ -44,7 +44,7 @@ CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
 }
 ALWAYS_ALLOWED = frozenset({"load_skill", "read_skill_file", "search_skills", "read_task_output"})
 OUR_META_TOOLS = frozenset({*ALWAYS_ALLOWED, "fork"})
-_TOKEN = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
+_TOKEN = re.compile(r"[^\s,()\[\]\"']+(?:\([^)]*\))?")
 _SKILL_NAME = re.compile(r"^[^\W_A-Z](?:[^\W_A-Z]|-)*$")
 
 

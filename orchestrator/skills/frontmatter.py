@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,6 +30,8 @@ _CLOSING = re.compile(rb"\n---[ \t]*\r?\n")
 _CHUNK = 4096
 _KEY_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[A-Za-z0-9_.-]+):[ \t]+(?P<value>\S.*?)\s*$")
 _NOT_PLAIN = tuple("\"'[{|>&*!%@`")
+_TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(?P<value>.*?))?\s*$")
+_ITEM = re.compile(r"^[ \t]*-[ \t]+(?P<item>.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -188,22 +190,56 @@ def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
     return data, problems
 
 
-def parse_forgiving(text: str) -> tuple[dict[str, Any], list[Problem]]:
+def parse_forgiving(text: str, keys: Collection[str] = ()) -> tuple[dict[str, Any], list[Problem]]:
     """`parse_yaml`, and when that fails, a second try with unquoted values that hold a
-    `: ` quoted, as clients that accept such frontmatter read it. FrontmatterError if
-    neither parses; the problem says what was wrong either way."""
+    `: ` quoted, as clients that accept such frontmatter read it; then, given the `keys` a
+    client knows, a last try line by line (a key at the start of a line begins its value,
+    every other line continues it: multi-line descriptions with `<example>` blocks).
+    FrontmatterError if nothing works; the problem says what was wrong either way."""
     try:
         return parse_yaml(text)
     except FrontmatterError as exc:
         quoted = quote_colon_values(text)
-        if quoted == text:
-            raise
         try:
+            if quoted == text:
+                raise
             data, problems = parse_yaml(quoted)
         except FrontmatterError:
-            raise exc from None
+            data = parse_by_lines(text, keys)
+            if not data:
+                raise exc from None
+            note = Problem("yaml", f"{exc.problem.message}; read line by line instead")
+            return data, [note]
         note = Problem("yaml", f"{exc.problem.message}; read again with its values quoted")
         return data, [note, *problems]
+
+
+def parse_by_lines(text: str, keys: Collection[str]) -> dict[str, Any]:
+    """The values of the known `keys`, each from its line to the next known key's: a string
+    (surrounding quotes removed), or a list when it is only `- item` lines."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = _TOP_KEY.match(line)
+        if match and match.group("key") in keys:
+            current = found.setdefault(match.group("key"), [])
+            current[:] = [match.group("value") or ""]
+        elif current is not None:
+            current.append(line)
+    return {key: _line_value(lines) for key, lines in found.items()}
+
+
+def _line_value(lines: list[str]) -> Any:
+    first, rest = lines[0], [line for line in lines[1:] if line.strip()]
+    items = [_ITEM.match(line) for line in rest]
+    if not first and rest and all(items):
+        return [m.group("item").strip("\"'") for m in items if m]
+    value = "\n".join([first, *lines[1:]]).strip()
+    if value.startswith("[") and value.endswith("]"):  # a flow list: [Read, "Grep"]
+        return [item.strip().strip("\"'") for item in value[1:-1].split(",") if item.strip()]
+    if len(value) > 1 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return value
 
 
 def quote_colon_values(text: str) -> str:

@@ -6,7 +6,8 @@ description whenever one can be found, as forgiving as the clients users know.
   fit the rules if it does not: `Agent_Dev` -> `agent-dev`), with a warning.
 - A missing description falls back to the body's first paragraph.
 - A frontmatter that YAML cannot read is read again with its values quoted (an unquoted
-  `Use when: ...`); if that fails too, or there is no frontmatter at all, the folder's name
+  `Use when: ...`), then line by line for the fields we know (a description running over
+  unindented lines); if that fails too, or there is no frontmatter at all, the folder's name
   and the first paragraph are used.
 - `metadata` keeps strings as written and nested values as JSON; `allowed-tools` may be a
   YAML list or a string.
@@ -31,7 +32,16 @@ from .frontmatter import (
     read_skill_text,
     split_skill_text,
 )
-from .rules import MAX_NAME, name_format_error, normal_name, slug, unknown_fields, validate
+from .rules import (
+    CLIENT_FIELDS,
+    KNOWN_FIELDS,
+    MAX_NAME,
+    name_format_error,
+    normal_name,
+    slug,
+    unknown_fields,
+    validate,
+)
 from .skill import SkillInfo, parse_keywords
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
@@ -74,7 +84,7 @@ def read_skill_folder(folder: Path) -> Reading:
         ]
     else:
         try:
-            data, more = parse_forgiving(text)
+            data, more = parse_forgiving(text, (*KNOWN_FIELDS, *CLIENT_FIELDS))
             reading.problems += more
             parsed = True
         except FrontmatterError as exc:

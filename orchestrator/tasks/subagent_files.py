@@ -78,7 +78,7 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
         frontmatter, body, _ = split_skill_text(text)
         if frontmatter is None:
             raise DefinitionError("no YAML frontmatter (the file must start with a '---' line)")
-        meta, problems = parse_forgiving(frontmatter)
+        meta, problems = parse_forgiving(frontmatter, (*OUR_FIELDS, *CLAUDE_ONLY, "skills"))
     except FrontmatterError as exc:
         raise DefinitionError(_reason(exc)) from None
     notes = [p.message for p in problems if p.rule != "yaml-duplicate-key"]
