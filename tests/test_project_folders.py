@@ -227,7 +227,7 @@ def test_code_in_the_jobs_own_skills_is_refused_with_the_reason(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     assert "[tools-in-workspace]" in done.stderr
-    assert "its tools.py is not imported (its instructions load)" in done.stderr
+    assert "so its tools.py is not imported" in done.stderr
     results = [
         e["message"]
         for e in read_trace(tmp_path / "run.jsonl")

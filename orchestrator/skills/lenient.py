@@ -45,12 +45,12 @@ from .rules import (
 from .skill import SkillInfo, parse_keywords
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
-_UNDERSTOOD = {
-    # Breaches of the specification that a lenient load reads as their authors meant.
-    "allowed-tools-type": lambda value: isinstance(value, list),
-    "metadata-type": lambda value: isinstance(value, dict),
+_UNDERSTOOD: dict[str, tuple[str, type]] = {
+    # Breaches of the specification that a lenient load reads as their authors meant:
+    # rule -> (field, the type it then has).
+    "allowed-tools-type": ("allowed-tools", list),
+    "metadata-type": ("metadata", dict),
 }
-_FIELD_OF = {"allowed-tools-type": "allowed-tools", "metadata-type": "metadata"}
 
 
 @dataclass
@@ -89,10 +89,7 @@ def read_skill_folder(folder: Path) -> Reading:
             parsed = True
         except FrontmatterError as exc:
             reading.problems.append(replace(exc.problem, message=exc.problem.message + fallback))
-    try:
-        reading.info = _resolve(data, parsed, skill_file, reading.problems)
-    except FrontmatterError as exc:
-        reading.problems.append(exc.problem)
+    reading.info = _resolve(data, parsed, skill_file, reading.problems)
     return reading
 
 
@@ -125,8 +122,8 @@ def _notes(
     for problem in checks:
         if problem.rule == "name-folder" and name_note:
             continue  # the name came from a fallback, whose note says which
-        understood = _UNDERSTOOD.get(problem.rule)
-        if understood is not None and understood(data.get(_FIELD_OF[problem.rule])):
+        key, kind = _UNDERSTOOD.get(problem.rule, ("", type(None)))
+        if key and isinstance(data.get(key), kind):
             continue
         if problem.rule in ("name-format", "name-missing"):
             problem = replace(problem, message=f"{problem.message}; {name_note}")

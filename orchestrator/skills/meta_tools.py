@@ -86,12 +86,13 @@ class SkillsExtension:
         self.forker: SkillForker | None = None
         self._prompt: str | None = None
         self._preloaded: list[Preloaded] | None = None
+        self._rules: list[ToolRule] | None = None
 
     def configured(self, permissions: Permissions, forker: SkillForker | None) -> SkillsExtension:
         """This extension for one agent: its permissions (for preloading) and its forker."""
         view = copy.copy(self)
         view.permissions, view.forker = permissions, forker
-        view._prompt, view._preloaded = None, None
+        view._prompt, view._preloaded, view._rules = None, None, None
         return view
 
     @property
@@ -130,7 +131,11 @@ class SkillsExtension:
         return first_refusal(call.name, rules)
 
     def _static_rules(self) -> list[ToolRule]:
-        return [r for item in self.preloaded if (r := self.rule_for(item.info)) is not None]
+        """The limits of the preloaded skills, active from the start."""
+        if self._rules is None:
+            found = (self.rule_for(item.info) for item in self.preloaded)
+            self._rules = [rule for rule in found if rule is not None]
+        return self._rules
 
     def rule_for(self, info: SkillInfo) -> ToolRule | None:
         """The limit a skill's `allowed-tools` sets while it is active, if it names our tools."""

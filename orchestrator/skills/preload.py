@@ -108,8 +108,8 @@ def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:
         return None
     return (
         f"its folder {info.folder} is inside the run's workspace ({root}), where files can be "
-        "written during a run, so its tools.py is not imported (its instructions load). Skills "
-        "found in a job's own folder (skills/, .claude/skills/, .agents/skills/) are inside "
-        "the default workspace. Keep skills with code outside the workspace, or set the "
-        "workspace (permissions.workspace) to a folder that does not hold them."
+        "written during a run, so its tools.py is not imported. Skills found in a job's own "
+        "folder (skills/, .claude/skills/, .agents/skills/) are inside the default workspace. "
+        "Keep skills with code outside the workspace, or set the workspace "
+        "(permissions.workspace) to a folder that does not hold them."
     )
