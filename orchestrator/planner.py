@@ -5,7 +5,8 @@
     result = orch.run_sync("goal")
 
 Every agent of the tree (the planner, each sub-agent, nested forks) draws from one
-`TokenBudget` and writes to one trace.
+`TokenBudget` and writes to one trace. `approve=` is the approval callback for calls the
+permissions mark `ask` (orchestrator.agent.approval); every agent of the tree uses it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .agent import RunResult, TokenBudget
-from .jobs import Job, JobResult, JobRunner
+from .agent.approval import Approver
+from .errors import ConfigError
+from .jobs import Job, JobResult, JobRunner, job_folders
 from .models import (
     ChatModel,
     ModelAliases,
@@ -31,6 +34,7 @@ from .models import (
 from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
+from .skills.meta_tools import untrusted_code
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Trace, open_trace
 
@@ -50,6 +54,7 @@ class Orchestrator:
     Models (the planner's, and those that sub-agent definitions name) are resolved with
     `aliases` (the built-in ones and the user's alias file by default) and `environ` (where
     keys and base URLs come from; the process environment by default).
+    `approve` decides calls the permissions mark `ask`; without it they are denied.
     """
 
     def __init__(
@@ -69,11 +74,13 @@ class Orchestrator:
         builtin: bool = True,
         aliases: ModelAliases | None = None,
         environ: Mapping[str, str] | None = None,
+        approve: Approver | None = None,
     ) -> None:
         self.environ = dict(os.environ if environ is None else environ)
         self.aliases = aliases or ModelAliases.standard(environ=self.environ)
         self._models: dict[str, ChatModel] = {}
         self.model = self.resolve(model)
+        self.approve = approve
         self.catalog = _catalog(skills, builtin)
         self.subagents = (
             subagents
@@ -98,20 +105,27 @@ class Orchestrator:
                 default_max_steps=max_steps,
             ),
             resolve=self.resolve,
+            approve=approve,
         )
 
     @classmethod
-    def from_job(cls, job: Job, **overrides: Any) -> Orchestrator:
-        """An orchestrator set up as the job spec says (keyword arguments override it)."""
+    def from_job(cls, job: Job, *, user_skills: bool = False, **overrides: Any) -> Orchestrator:
+        """An orchestrator set up as the job spec says (keyword arguments override it).
+
+        A spec without `skills:` (`subagents:`) searches its folder's `skills/`,
+        `.claude/skills/`, `.agents/skills/` (`subagents/`, `.claude/agents/`,
+        `.codex/agents/`); `user_skills` adds the home folders (orchestrator.jobs.folders).
+        """
+        folders = job_folders(job, user=user_skills)
         settings: dict[str, Any] = {
             "aliases": ModelAliases.standard(job.models),
             "environ": job.environment(),
-            "skills": job.skills,
-            "subagents": job.subagents,
+            "skills": folders.skills,
+            "subagents": folders.subagents,
             "max_tokens": job.budget.max_tokens,
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
-            "permissions": job.permissions.protecting([job.source]),
+            "permissions": job.permissions.protecting([job.source, *folders.protected]),
             "trace": job.trace,
         }
         settings.update(overrides)
@@ -148,9 +162,21 @@ class Orchestrator:
 
     @property
     def warnings(self) -> list[str]:
-        """Problems found while loading skills and sub-agents (each left out or shadowed)."""
+        """Problems found while loading skills and sub-agents, and skills whose code this
+        run will not import (their folder is inside the workspace)."""
         found = [str(w) for w in self.catalog.warnings]
-        return found + [str(w) for w in self.subagents.warnings]
+        return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
+
+    def _code_warnings(self) -> list[str]:
+        warnings = []
+        for info in self.catalog:
+            try:
+                refusal = untrusted_code(info, self.permissions)
+            except ConfigError:
+                return []  # no workspace: the run itself will say so
+            if refusal is not None:
+                warnings.append(f"{info.folder}: {refusal} [tools-in-workspace]")
+        return warnings
 
     def planner(
         self,
@@ -175,6 +201,7 @@ class Orchestrator:
             skills=self.catalog,
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
+            approve=self.approve,
         )
 
     async def run(

@@ -27,9 +27,10 @@ from ..models.registry import resolve_model
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
 from .accounting import charge
+from .approval import Approver
 from .batch import ToolBatch
 from .budget import Reservation, TokenBudget
-from .extension import Extension, assemble
+from .extension import Extension, assemble, guards_of
 from .model_call import choice_name, complete
 from .repeats import REPEAT_WARN_AT, RepeatDetector
 from .results import RunResult, Status
@@ -72,6 +73,7 @@ class AgentLoop:
     with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
     `time_limit` (seconds) ends a run as `cancelled`, its record complete. `extensions` add
     system-prompt sections and tools (the skills and fork extensions of the layers above).
+    `approve` is asked before calls the permissions mark `ask` (agent/approval.py).
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class AgentLoop:
         counter: TokenCounter | None = None,
         depth: int = 0,
         time_limit: float | None = None,
+        approve: Approver | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -111,6 +114,7 @@ class AgentLoop:
         self.counter = counter or default_counter()
         self.depth = depth
         self.time_limit = time_limit
+        self.approve = approve
 
     def run_sync(self, task: str) -> RunResult:
         """Run to the end from synchronous code."""
@@ -311,6 +315,8 @@ class AgentLoop:
             trace=trace,
             model=self.model,
             depth=self.depth,
+            guards=guards_of(self.extensions),
+            approve=self.approve,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
         if trace is not None:

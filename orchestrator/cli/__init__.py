@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +38,8 @@ def _command_groups() -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Commands print the catalog's warnings themselves: the logger must not repeat them.
+    logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

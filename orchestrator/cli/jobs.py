@@ -42,6 +42,12 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(
         parser, "the job's model (its name); its settings stay for one of the same provider"
     )
+    parser.add_argument(
+        "--user-skills",
+        action="store_true",
+        help="also search the home folders (~/.claude/skills, ~/.agents/skills, "
+        "~/.claude/agents, ~/.codex/agents) after the job's own",
+    )
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -75,6 +81,7 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
         model=args.model,
         model_options=parse_model_options(args.model_options),
         inputs=parse_set_options(args.set_options),
+        user_skills=args.user_skills,
         **overrides,
     )
 

@@ -25,6 +25,7 @@ from ..security import SecretMask
 from ..trace import Trace
 from ..trace.telemetry import instrument_otlp
 from .answer import AnswerStream
+from .approval import terminal_approver
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -69,7 +70,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
-        orchestrator = Orchestrator.from_job(job)
+        approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
+        orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
         telemetry = instrument_otlp() if args.otel else nullcontext()
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
@@ -81,6 +83,8 @@ def run_command(args: argparse.Namespace) -> int:
     secrets = orchestrator.secrets()  # the environment's and the .env files'
     with telemetry, masked_output(SecretMask(secrets)):
         progress, view = _progress(args, job)
+        if approver is not None:
+            approver.pause = getattr(view, "paused", nullcontext)
         listeners = [progress] if progress else []
         stream = AnswerStream(secrets=secrets) if args.stream and not args.json else None
         try:

@@ -1,6 +1,7 @@
 """Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
 
 from .dotenv import read_dotenv
+from .folders import job_folders
 from .loading import load_job, load_spec, parse_model_options, parse_set_options, read_yaml
 from .problems import Problem, SpecError
 from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
@@ -17,6 +18,7 @@ __all__ = [
     "SpecError",
     "Step",
     "StepAgents",
+    "job_folders",
     "job_status",
     "load_job",
     "load_spec",

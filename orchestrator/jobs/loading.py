@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ..errors import ConfigError
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
 from .dotenv import job_dotenv
+from .folders import job_folders
 from .problems import Problem, SpecError, describe, problems_from
 from .spec import Job
 
@@ -30,14 +31,17 @@ def load_job(
     inputs: Mapping[str, str] | None = None,
     trace: str | Path | None = None,
     builtin: bool = True,
+    user_skills: bool = False,
 ) -> Job:
-    """Read and validate a job spec, checking its agents against the sub-agents it can see.
+    """Read and validate a job spec, checking its agents against the sub-agents it can see
+    (its own folders, or those of its folder; the user's too with `user_skills`).
 
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
     overrides = {"model": model, "model_options": model_options, "inputs": inputs, "trace": trace}
     job = load_spec(path, **overrides)
-    registry = SubagentRegistry(folders=[*job.subagents, *builtin_subagent_folders(builtin)])
+    folders = job_folders(job, user=user_skills).subagents
+    registry = SubagentRegistry(folders=[*folders, *builtin_subagent_folders(builtin)])
     return load_spec(path, known_agents=registry.names, **overrides)
 
 

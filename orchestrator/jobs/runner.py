@@ -114,7 +114,9 @@ class JobRunner:
 
     async def run(self) -> JobResult:
         specs = [
-            TaskSpec(id=s.id, task=s.task, agent=s.agent_name, depends_on=s.depends_on)
+            TaskSpec(
+                id=s.id, task=s.task, agent=s.agent_name, depends_on=s.depends_on, skills=s.skills
+            )
             for s in self.job.plan
         ]
         if self.trace is not None:

@@ -129,6 +129,9 @@ class Step(BaseModel):
     """Steps that must finish first; only their outputs may appear in `task`."""
     model: StepModel = None
     """This step's own model (a string, an alias or a settings mapping); the job's otherwise."""
+    skills: list[Text] | None = None
+    """Skills the step's agent starts with loaded (and is limited to, within its definition),
+    skills the model may not choose itself (`disable-model-invocation`) included."""
 
     @property
     def agent_name(self) -> str:

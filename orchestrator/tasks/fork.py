@@ -7,22 +7,30 @@ with its status, capped output and tokens. Sub-agents get `fork` too, up to `max
 
 Nothing widens down the tree: a sub-agent's skills are those its definition and task allow
 among its parent's own (`within`), its permissions are its parent's, its depth is one more,
-and its budget is a cap inside its parent's.
+and its budget is a cap inside its parent's. Skills a task (or job step) names start loaded
+in its agent (preloaded), as do those its definition preloads (Claude Code's `skills`); a
+definition's `tools` limit what the agent may call (`ToolLimit`).
+
+A `context: fork` skill runs through the same machinery (`fork_skill`): one task, its agent
+the skill's `agent` (or `general`), its prompt the skill's instructions, the skill active in
+it (its tools, if its agent may use the skill, and its `allowed-tools` limit).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from ..agent import TaskResult, Tool, ToolContext
 from ..errors import ConfigError, ToolError
 from ..models import ChatModel, ModelSettings, output_cap, resolve_model
-from ..skills import Agent, SkillCatalog
+from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
+from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..tokens import TokenCounter, default_counter
 from .executor import LocalExecutor
 from .graph import GraphError, suggest
@@ -61,6 +69,8 @@ class ForkExtension:
     `skills` is the catalog sub-agents choose from (each within what its definition allows);
     `tools` are given to every sub-agent as they are. `resolve` turns a definition's model
     into a ChatModel (the run's aliases and environment; `resolve_model` by default).
+    `approve` is the approval callback of sub-agents whose parent has none (a job's steps);
+    otherwise they get their parent's.
     """
 
     def __init__(
@@ -72,9 +82,11 @@ class ForkExtension:
         settings: ForkSettings | None = None,
         counter: TokenCounter | None = None,
         resolve: Callable[[ModelSettings], ChatModel] = resolve_model,
+        approve: Any = None,
     ) -> None:
         self.subagents = subagents
         self.resolve = resolve
+        self.approve = approve
         self.skills = skills
         self.shared_tools = list(tools)
         self.settings = settings or ForkSettings()
@@ -113,8 +125,38 @@ class ForkExtension:
             tasks: the tasks; each needs an `id` and a `task`, and may name an `agent`,
                 the ids it `depends_on`, and the `skills` it may use.
         """
+        results = await self._run(tasks, ctx)
+        return self._observation(results, ctx)
+
+    async def fork_skill(self, skill: SkillInfo, task: str, ctx: ToolContext) -> str:
+        """Run a `context: fork` skill as one sub-agent task; its answer is the observation."""
+        agent = skill.agent or GENERAL
+        if agent not in self.subagents:
+            known = ", ".join(self.subagents.names)
+            raise ToolError(
+                f"Skill {skill.name!r} runs as the sub-agent {agent!r} (its `agent` field), "
+                f"which this run does not have (known: {known})."
+            )
+        spec = TaskSpec(id=self._skill_task_id(skill, ctx), task=task, agent=agent)
+        [result] = await self._run([spec], ctx, running=skill)
+        head = f"Skill {skill.name!r} ran as a sub-agent (context: fork)."
+        return f"{head}\n{self._task_block(result)}"
+
+    def _skill_task_id(self, skill: SkillInfo, ctx: ToolContext) -> str:
+        used: set[str] = ctx.state.setdefault(IDS_KEY, set())
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "-", skill.name).strip("-")[:36] or "skill"
+        number = 1
+        while f"{stem}-{number}" in used:
+            number += 1
+        return f"{stem}-{number}"
+
+    async def _run(
+        self, tasks: Sequence[TaskSpec], ctx: ToolContext, running: SkillInfo | None = None
+    ) -> list[TaskResult]:
         self._validate(tasks, ctx.state.setdefault(IDS_KEY, set()))
-        executor = LocalExecutor(lambda request: self.build_agent(request, ctx), ctx.budget)
+        executor = LocalExecutor(
+            lambda request: self.build_agent(request, ctx, running=running), ctx.budget
+        )
         run = GraphRun(
             tasks,
             executor,
@@ -131,7 +173,7 @@ class ForkExtension:
         ctx.children.extend(results)
         outputs = ctx.state.setdefault(OUTPUTS_KEY, {})
         outputs.update({r.id: r.output for r in results})
-        return self._observation(results, ctx)
+        return results
 
     def read_task_output(self, id: str, ctx: ToolContext) -> str:
         """Return the whole output of a task from an earlier fork.
@@ -201,14 +243,25 @@ class ForkExtension:
         return "\n".join(parts)
 
     def build_agent(
-        self, request: TaskRequest, ctx: ToolContext, model: ChatModel | None = None
+        self,
+        request: TaskRequest,
+        ctx: ToolContext,
+        model: ChatModel | None = None,
+        running: SkillInfo | None = None,
     ) -> Agent:
-        """The agent loop for one task: its definition's prompt, skills and limits; `model`
-        (a job step's own) goes before the definition's."""
+        """The agent loop for one task: its definition's prompt, skills, tools and limits.
+
+        `model` (a job step's own) goes before the definition's; `running` is the
+        `context: fork` skill the task runs, if any."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         skills = self._skills_for(definition, request.spec)
         cap = self.settings.default_max_steps
-        extensions = [self.within(skills)] if request.depth < self.settings.max_depth else []
+        extensions: list[Any] = []
+        if request.depth < self.settings.max_depth:
+            extensions.append(self.within(skills))
+        limit = self._limit(definition, running)
+        if limit is not None:
+            extensions.append(limit)
         model = model or self._model_for(definition, ctx)
         return Agent(
             model,
@@ -222,10 +275,11 @@ class ForkExtension:
             trace=ctx.trace,
             permissions=ctx.permissions,
             extensions=extensions,
-            skills=skills if skills is not None and len(skills) else None,
+            skills=self._skills_extension(skills, definition, request.spec, running, limit),
             depth=request.depth,
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
+            approve=ctx.approve if ctx.approve is not None else self.approve,
         )
 
     def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
@@ -235,6 +289,42 @@ class ForkExtension:
         if spec.skills is not None:
             names = [n for n in names if n in spec.skills]
         return self.skills.subset(names)
+
+    def _skills_extension(
+        self,
+        skills: SkillCatalog | None,
+        definition: SubagentDef,
+        spec: TaskSpec,
+        running: SkillInfo | None,
+        limit: ToolLimit | None,
+    ) -> SkillsExtension | None:
+        """The task's skills: those named by its task and its definition start loaded."""
+        if skills is None or not len(skills):
+            return None
+        preload = [n for n in (*definition.preload, *(spec.skills or ())) if n in skills]
+        return SkillsExtension(
+            skills,
+            counter=self.counter,
+            preload=list(dict.fromkeys(preload)),
+            running=running.name if running is not None and running.name in skills else None,
+            allows=limit.allows if limit is not None else None,
+        )
+
+    def _limit(self, definition: SubagentDef, running: SkillInfo | None) -> ToolLimit | None:
+        """What the agent may call: its definition's `tools`, a forked skill's
+        `allowed-tools`; None when neither limits anything."""
+        rules: list[ToolRule] = []
+        if definition.tools is not None or definition.disallowed_tools:
+            source = f"its sub-agent definition {definition.name!r} (tools)"
+            rule = tool_rule(source, definition.tools, definition.disallowed_tools or None)
+            rules += [rule] if rule is not None else []
+        if running is not None and running.allowed_tools is not None:
+            source = f"the skill it runs, {running.name!r} (allowed-tools)"
+            rule = tool_rule(
+                source, running.allowed_tools, own_skill=running.name, skills=self._all_skills
+            )
+            rules += [rule] if rule is not None else []
+        return ToolLimit(rules) if rules else None
 
     def _model_for(self, definition: SubagentDef, ctx: ToolContext) -> ChatModel:
         if definition.model is None:
