@@ -1,16 +1,33 @@
 """Provider-neutral conversation types: Message, ToolCall, Usage, and the append-only Transcript.
 
 Every adapter translates to and from these; nothing above the adapters sees a wire format.
+Every text a message carries comes from outside (a model, a tool, a file, a server) and is made
+valid Unicode here, once: a lone surrogate (a broken `\\ud800` escape in a reply) becomes
+U+FFFD, so no trace line, output or terminal write can fail on it later.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal, overload
+from typing import Annotated, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+
+def safe_text(text: str) -> str:
+    """`text` as valid Unicode: lone surrogates become U+FFFD, proper pairs their character."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+SafeText = Annotated[str, AfterValidator(safe_text)]
 
 
 class ToolCall(BaseModel):
@@ -18,9 +35,9 @@ class ToolCall(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    id: str
-    name: str
-    arguments: str = "{}"
+    id: SafeText
+    name: SafeText
+    arguments: SafeText = "{}"
 
 
 class Usage(BaseModel):
@@ -57,13 +74,13 @@ class Message(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     role: Role
-    content: str | None = None
+    content: SafeText | None = None
     tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    name: str | None = None
+    tool_call_id: SafeText | None = None
+    name: SafeText | None = None
     is_error: bool = False
     error_type: str | None = None
-    reasoning: str | None = None
+    reasoning: SafeText | None = None
 
     @classmethod
     def system(cls, content: str) -> Message:

@@ -5,25 +5,48 @@
     result = orch.run_sync("goal")
 
 Every agent of the tree (the planner, each sub-agent, nested forks) draws from one
-`TokenBudget` and writes to one trace.
+`TokenBudget` and writes to one trace. `approve=` is the approval callback for calls the
+permissions mark `ask` (orchestrator.agent.approval); every agent of the tree uses it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .agent import RunResult, TokenBudget
-from .jobs import Job, JobResult, JobRunner, Resumption, fast_forward, prepare_resume
-from .models.base import ChatModel
-from .models.registry import resolve_model
+from .agent.approval import Approver
+from .errors import ConfigError
+from .jobs import (
+    Job,
+    JobResult,
+    JobRunner,
+    Resumption,
+    fast_forward,
+    job_folders,
+    prepare_resume,
+)
+from .models import (
+    ChatModel,
+    ModelAliases,
+    ModelRef,
+    ModelSettings,
+    TextSink,
+    TextTap,
+    output_cap,
+    resolve_model,
+)
 from .security import Permissions
+from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
+from .skills.meta_tools import untrusted_code
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Listener, Trace, open_trace
 
+DEFAULT_OUTPUT_TOKENS = 4096
 PLANNER_PROMPT = """\
 You are the planner. Reach the user's goal by the shortest sound path: do small things
 yourself with the skills listed below (load a skill to get its instructions and tools), and
@@ -36,11 +59,15 @@ class Orchestrator:
 
     `skills` and `subagents` are folders searched in order before the built-in ones (set
     `builtin=False` to leave the built-ins out). `max_tokens` is the budget of the whole tree.
+    Models (the planner's, and those that sub-agent definitions name) are resolved with
+    `aliases` (the built-in ones and the user's alias file by default) and `environ` (where
+    keys and base URLs come from; the process environment by default).
+    `approve` decides calls the permissions mark `ask`; without it they are denied.
     """
 
     def __init__(
         self,
-        model: ChatModel | str,
+        model: ChatModel | ModelRef,
         *,
         skills: Sequence[str | Path] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
@@ -53,8 +80,16 @@ class Orchestrator:
         trace: Trace | str | Path | None = None,
         system: str | None = None,
         builtin: bool = True,
+        aliases: ModelAliases | None = None,
+        environ: Mapping[str, str] | None = None,
+        approve: Approver | None = None,
     ) -> None:
-        self.model = resolve_model(model)
+        self.environ = dict(os.environ if environ is None else environ)
+        self.aliases = aliases or ModelAliases.standard(environ=self.environ)
+        self._models: dict[str, ChatModel] = {}
+        self.model = self.resolve(model)
+        self.approve = approve
+        self.user_skills = False  # the home folders were searched too (from_job)
         self.catalog = _catalog(skills, builtin)
         self.subagents = (
             subagents
@@ -78,28 +113,80 @@ class Orchestrator:
                 output_cap_tokens=output_cap_tokens,
                 default_max_steps=max_steps,
             ),
+            resolve=self.resolve,
+            approve=approve,
         )
 
     @classmethod
-    def from_job(cls, job: Job, **overrides: Any) -> Orchestrator:
-        """An orchestrator set up as the job spec says (keyword arguments override it)."""
+    def from_job(cls, job: Job, *, user_skills: bool = False, **overrides: Any) -> Orchestrator:
+        """An orchestrator set up as the job spec says (keyword arguments override it).
+
+        A spec without `skills:` (`subagents:`) searches its folder's `skills/`,
+        `.claude/skills/`, `.agents/skills/` (`subagents/`, `.claude/agents/`,
+        `.codex/agents/`); `user_skills` adds the home folders (orchestrator.jobs.folders).
+        """
+        folders = job_folders(job, user=user_skills)
         settings: dict[str, Any] = {
-            "skills": job.skills,
-            "subagents": job.subagents,
+            "aliases": ModelAliases.standard(job.models),
+            "environ": job.environment(),
+            "skills": folders.skills,
+            "subagents": folders.subagents,
             "max_tokens": job.budget.max_tokens,
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
-            "permissions": job.permissions.protecting([job.source]),
+            "permissions": job.permissions.protecting([job.source, *folders.protected]),
             "trace": job.trace,
         }
         settings.update(overrides)
-        return cls(settings.pop("model", job.model), **settings)
+        orchestrator = cls(settings.pop("model", job.model), **settings)
+        orchestrator.user_skills = user_skills
+        for step in job.plan:  # a step's model that cannot be resolved stops the job early
+            orchestrator.resolve(step.model)
+        return orchestrator
+
+    def resolve(self, model: ChatModel | ModelRef | None) -> ChatModel:
+        """A model for this run: None is the run's own; the same settings give the same one."""
+        if model is None:
+            return self.model
+        if not isinstance(model, str | ModelSettings):
+            return model
+        key = ModelSettings.model_validate(model).model_dump_json()
+        if key not in self._models:
+            self._models[key] = resolve_model(model, aliases=self.aliases, environ=self.environ)
+        return self._models[key]
+
+    def secrets(self) -> list[str]:
+        """Values to mask in traces: secret-looking variables of this run's environment
+        (`.env` files included) and every key a model names with `api_key_env`."""
+        names = [
+            settings.api_key_env
+            for settings in self._model_settings()
+            if settings is not None and settings.api_key_env
+        ]
+        named = [self.environ[name] for name in names if self.environ.get(name)]
+        return [*secrets_from_environment(self.environ), *named]
+
+    def _model_settings(self) -> list[ModelSettings | None]:
+        found = [ModelSettings.model_validate_json(key) for key in self._models]
+        return found + [definition.model for definition in self.subagents]
 
     @property
     def warnings(self) -> list[str]:
-        """Problems found while loading skills and sub-agents (each left out or shadowed)."""
+        """Problems found while loading skills and sub-agents, and skills whose code this
+        run will not import (their folder is inside the workspace)."""
         found = [str(w) for w in self.catalog.warnings]
-        return found + [str(w) for w in self.subagents.warnings]
+        return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
+
+    def _code_warnings(self) -> list[str]:
+        warnings = []
+        for info in self.catalog:
+            try:
+                refusal = untrusted_code(info, self.permissions)
+            except ConfigError:
+                return []  # no workspace: the run itself will say so
+            if refusal is not None:
+                warnings.append(f"{info.folder}: {refusal} [tools-in-workspace]")
+        return warnings
 
     def planner(
         self,
@@ -107,11 +194,14 @@ class Orchestrator:
         name: str = "planner",
         budget: TokenBudget | None = None,
         trace: Trace | None = None,
+        model: ChatModel | None = None,
     ) -> Agent:
-        """The planner agent, ready to run (a job's planner steps use this too)."""
+        """The planner agent, ready to run (a job's planner steps use this too, some with a
+        model of their own)."""
         extensions = [self.fork] if self.fork.settings.max_depth > 0 else []
+        model = model or self.model
         return Agent(
-            self.model,
+            model,
             system=self.system,
             name=name,
             max_steps=self.max_steps,
@@ -120,42 +210,73 @@ class Orchestrator:
             permissions=self.permissions,
             skills=self.catalog,
             extensions=extensions,
+            max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
+            approve=self.approve,
         )
 
-    async def run(self, goal: str) -> RunResult:
-        """Run the planner on `goal` until it answers or a limit stops it."""
-        trace, owned = open_trace(self.trace)
-        self._protect(trace)
+    async def run(
+        self,
+        goal: str,
+        *,
+        trace: Trace | str | Path | None = None,
+        stream: TextSink | None = None,
+    ) -> RunResult:
+        """Run the planner on `goal` until it answers or a limit stops it; `stream` is shown
+        the planner's text as the model writes it."""
+        trace, owned = self._open_trace(trace if trace is not None else self.trace)
+        model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
-            return await self.planner(trace=trace).run(goal)
+            return await self.planner(trace=trace, model=model).run(goal)
         finally:
             if owned and trace is not None:
                 trace.close()
 
-    def run_sync(self, goal: str) -> RunResult:
+    def run_sync(
+        self,
+        goal: str,
+        *,
+        trace: Trace | str | Path | None = None,
+        stream: TextSink | None = None,
+    ) -> RunResult:
         """`run` from synchronous code."""
-        return asyncio.run(self.run(goal))
+        return asyncio.run(self.run(goal, trace=trace, stream=stream))
 
-    async def run_job(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
-        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget."""
-        opened, owned = open_trace(trace if trace is not None else self.trace)
-        self._protect(opened)
+    async def run_job(
+        self,
+        job: Job,
+        *,
+        trace: Trace | str | Path | None = None,
+        stream: TextSink | None = None,
+    ) -> JobResult:
+        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget;
+        `stream` is shown the output step's text as the model writes it."""
+        opened, owned = self._open_trace(trace if trace is not None else self.trace)
         try:
-            return await JobRunner(self, job, opened).run()
+            return await JobRunner(self, job, opened, stream=stream).run()
         finally:
             if owned and opened is not None:
                 opened.close()
 
-    def run_job_sync(self, job: Job, *, trace: Trace | str | Path | None = None) -> JobResult:
+    def run_job_sync(
+        self,
+        job: Job,
+        *,
+        trace: Trace | str | Path | None = None,
+        stream: TextSink | None = None,
+    ) -> JobResult:
         """`run_job` from synchronous code."""
-        return asyncio.run(self.run_job(job, trace=trace))
+        return asyncio.run(self.run_job(job, trace=trace, stream=stream))
 
     @classmethod
-    def for_resume(cls, resumption: Resumption) -> tuple[Orchestrator, Job]:
+    def for_resume(
+        cls, resumption: Resumption, *, approve: Approver | None = None
+    ) -> tuple[Orchestrator, Job]:
         """The orchestrator of a run to resume, set up as its job spec says, and the job."""
         if resumption.job is None:
             raise ValueError("the run had finished: there is nothing to resume")
-        orchestrator = cls.from_job(resumption.job)
+        orchestrator = cls.from_job(
+            resumption.job, user_skills=resumption.user_skills, approve=approve
+        )
         fast_forward(orchestrator.model, resumption.checkpoint)
         return orchestrator, resumption.job
 
@@ -165,23 +286,35 @@ class Orchestrator:
         trace: str | Path,
         *,
         model: str | None = None,
+        model_options: Mapping[str, Any] | None = None,
         force: bool = False,
+        user_skills: bool = False,
         listeners: Sequence[Listener] = (),
+        approve: Approver | None = None,
+        stream: TextSink | None = None,
     ) -> JobResult:
         """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
 
         Steps and forked tasks that had ended keep their results; those that were running
         restart from their last complete turn; the budget goes on from what was spent. A run
         that had finished is not run again: its recorded result is returned. The spec, inputs
-        and model are the run's (`model` overrides the model); a spec that changed since is
-        refused (`ResumeError`) unless `force`.
+        and model are the run's (`model` overrides the model, `model_options` its settings);
+        a spec that changed since is refused (`ResumeError`) unless `force`. `user_skills`,
+        `approve` and `stream` are those of `from_job`, `Orchestrator` and `run_job`.
         """
-        resumption = prepare_resume(trace, model=model, force=force)
+        resumption = prepare_resume(
+            trace, model=model, model_options=model_options, force=force, user_skills=user_skills
+        )
         if resumption.finished is not None:
             return resumption.finished
-        orchestrator, job = cls.for_resume(resumption)
-        with Trace(resumption.path, resume=resumption.checkpoint, listeners=listeners) as opened:
-            return await orchestrator.run_job(job, trace=opened)
+        orchestrator, job = cls.for_resume(resumption, approve=approve)
+        with Trace(
+            resumption.path,
+            resume=resumption.checkpoint,
+            listeners=listeners,
+            secrets=orchestrator.secrets(),
+        ) as opened:
+            return await orchestrator.run_job(job, trace=opened, stream=stream)
 
     @classmethod
     def resume_sync(
@@ -190,10 +323,13 @@ class Orchestrator:
         """`resume` from synchronous code."""
         return asyncio.run(cls.resume(trace, model=model, force=force))
 
-    def _protect(self, trace: Trace | None) -> None:
-        """The trace of a run is read-only to its agents, like its skills and sub-agents."""
-        if trace is not None and trace.path is not None:
-            self.permissions = self.permissions.protecting([trace.path])
+    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
+        """The run's trace (masking this run's secrets when it opens one), read-only to its
+        agents like its skills and sub-agents."""
+        opened, owned = open_trace(trace, secrets=self.secrets())
+        if opened is not None and opened.path is not None:
+            self.permissions = self.permissions.protecting([opened.path])
+        return opened, owned
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:

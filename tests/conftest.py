@@ -13,6 +13,15 @@ from orchestrator.testing import loopback_only
 
 
 @pytest.fixture(autouse=True)
+def own_config_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """A user's own settings (the model alias file) never leak into a test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    return home / ".config"
+
+
+@pytest.fixture(autouse=True)
 def loopback_guard() -> Iterator[None]:
     """Refuse every outgoing connection that is not to 127.0.0.1, ::1 or localhost."""
     with loopback_only("tests"):

@@ -5,7 +5,9 @@ format; the server encodes each reply in the wire format asked for (`/v1/chat/co
 `/v1/messages`), whole or streamed, splitting text and tool arguments into small fragments
 (the fragments of parallel tool calls interleave). Faults queued with `fail(...)` make the
 next requests fail in chosen ways: an HTTP error status, a slow answer, a stream that drops
-the connection, ends early, carries a malformed line or an error event.
+the connection, ends early, carries a malformed line or an error event, sends no event at
+all, or is ended with `[DONE]` before its end (both as llama-cpp-python's server does); or
+pause a stream half-way until the test lets it go on.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from orchestrator.models import (
 )
 from orchestrator.models.anthropic import ERROR_STATUS
 
-FaultKind = Literal["status", "json", "slow", "drop", "cut", "malformed", "error_event"]
+FaultKind = Literal[
+    "status", "json", "slow", "drop", "cut", "malformed", "error_event", "empty", "done", "pause"
+]
 ANTHROPIC_ERROR_TYPE = {status: kind for kind, status in ERROR_STATUS.items()}
 PIECE = 4  # characters per streamed fragment
 
@@ -47,6 +51,9 @@ class Fault:
     events. `cut`: end the stream cleanly after `after` events, without its final event.
     `malformed`: send a line that is not JSON after `after` events. `error_event`: send the
     provider's in-stream error (`message`, `status` deciding its type) after `after` events.
+    `empty`: answer a streamed request 200 with no event, then hang up although the headers
+    said keep-alive. `done`: send `[DONE]` after `after` events (no finish reason), then hang
+    up. `pause`: before event `after`, wait until `release` is set.
     """
 
     kind: FaultKind
@@ -56,6 +63,7 @@ class Fault:
     after: int = 2
     delay: float = 0.0
     payload: Any = None
+    release: threading.Event | None = None
 
 
 @dataclass
@@ -205,6 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, fault.payload)
             return
         time.sleep(provider.latency + (fault.delay if fault is not None else 0.0))
+        if fault is not None and fault.kind == "empty" and body.get("stream"):
+            self._hang_up_empty()
+            return
         message = provider._reply(body, wire)
         model = str(body.get("model", "test-model"))
         if not body.get("stream"):
@@ -216,7 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
             frames = openai_frames(message, usage, model)
         else:
             frames = anthropic_frames(message, provider.usage, model)
-        if fault is not None and fault.kind != "slow":
+        if fault is not None and fault.kind not in ("slow", "pause"):
             provider._failed_mid_stream(message)
         self._stream(wire, frames, fault)
 
@@ -237,20 +248,46 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         for index, frame in enumerate(frames):
-            if fault is not None and index == fault.after and fault.kind != "slow":
-                if fault.kind == "drop":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if fault.kind == "malformed":
-                    self._chunk('data: {"choices": [{"index": 0, "delta": {"content": "x\n\n')
-                elif fault.kind == "error_event":
-                    self._chunk(error_frame(wire, fault.status, fault.message))
-                if fault.kind in ("cut", "error_event"):
-                    break
+            if fault is not None and index == fault.after and self._inject(wire, fault):
+                return
             self._chunk(frame)
         self._end_request()
         self._chunk("")
+
+    def _inject(self, wire: str, fault: Fault) -> bool:
+        """Do what `fault` says before the next frame; True when the response is over."""
+        if fault.kind == "pause" and fault.release is not None:
+            fault.release.wait(timeout=60)
+        elif fault.kind in ("drop", "done"):
+            if fault.kind == "done":  # as llama-cpp-python ends a stream another request cut
+                self._chunk("data: [DONE]\n\n")
+            self._end_request()
+            self._hang_up()
+            return True
+        elif fault.kind == "malformed":
+            self._chunk('data: {"choices": [{"index": 0, "delta": {"content": "x\n\n')
+        elif fault.kind == "error_event":
+            self._chunk(error_frame(wire, fault.status, fault.message))
+        if fault.kind in ("cut", "error_event"):
+            self._end_request()
+            self._chunk("")
+            return True
+        return False
+
+    def _hang_up_empty(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "keep-alive")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self._end_request()
+        self._chunk("")
+        self._hang_up()
+
+    def _hang_up(self) -> None:
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _chunk(self, text: str) -> None:
         data = text.encode()

@@ -48,12 +48,13 @@ def test_list_as_json_and_without_builtins(tmp_path: Path) -> None:
 
 
 def test_list_reports_warnings_on_stderr_once(tmp_path: Path) -> None:
-    write_skill(tmp_path, "Bad_Name")
+    write_skill(tmp_path, "unclosed")
+    (tmp_path / "unclosed" / "SKILL.md").write_text("---\nname: unclosed\n")
     done = orchestrator("skills", "list", "--skills", tmp_path, "--no-builtin", cwd=tmp_path)
     assert done.returncode == 0
     assert done.stdout.strip() == "No skills found."
     assert done.stderr.count("warning:") == 1
-    assert "[name-format]; skill left out" in done.stderr
+    assert "[frontmatter]; skill left out" in done.stderr
 
 
 def test_show_prints_fields_tools_files_and_body(tmp_path: Path) -> None:

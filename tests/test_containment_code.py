@@ -193,3 +193,33 @@ async def test_a_tools_py_that_appears_after_the_scan_is_not_imported(tmp_path: 
     assert "appeared after the skill catalog was scanned" in (refusal.content or "")
     last_request = agent.model.requests[-1]
     assert not any(t.name.startswith("notes__") for t in last_request.tools)
+
+
+def test_a_preloaded_skill_inside_the_workspace_brings_no_code(tmp_path: Path) -> None:
+    # A job step that names the skill starts its agent with it loaded: the instructions
+    # arrive, the code does not (the step runs in the workspace that holds the skill).
+    marker = tmp_path / "marker.txt"
+    (tmp_path / "job.yaml").write_text(
+        "name: preload\nmodel: scripted:script.yaml\nskills: [./skills]\nsubagents: []\n"
+        "steps:\n  - {id: use, task: Take notes., skills: [notes]}\n"
+    )
+    skill(tmp_path / "skills", "notes", tools=MARKER_CODE.format(marker=str(marker)))
+    (tmp_path / "script.yaml").write_text(
+        yaml.safe_dump({"use": [call("notes__hello"), {"content": "done"}]})
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--trace", "run.jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert "[tools-in-workspace]" in done.stderr
+    (refusal,) = results(tmp_path / "run.jsonl").values()
+    assert refusal["error_type"] == "unknown_tool"
+    first = next(e for e in read_trace(tmp_path / "run.jsonl") if e["type"] == "message")
+    assert "Take notes." in first["message"]["content"]
+    assert "Its tools are not available" in first["message"]["content"]

@@ -139,3 +139,25 @@ async def test_a_childs_budget_is_a_cap_inside_its_parents(tmp_path: Path) -> No
     ends = {e["agent"]: e for e in read_trace(trace) if e["type"] == "run_end"}
     assert ends["planner/a/b"]["status"] == "budget_exhausted", ends["planner/a/b"]["error"]
     assert budget.used == sum(u.total_tokens for u in by_agent.values())
+
+
+async def test_a_definition_cannot_raise_the_runs_step_cap(tmp_path: Path) -> None:
+    eager = SubagentDef(name="eager", description="Wants more.", max_steps=5, system="Go on.")
+    frugal = SubagentDef(name="frugal", description="Wants less.", max_steps=1, system="Stop.")
+    busy = [{**call("read_task_output", id=f"x{i}"), "content": "working"} for i in range(5)]
+    script = {
+        "planner": [
+            fork_call(
+                {"id": "a", "agent": "eager", "task": "Work."},
+                {"id": "b", "agent": "frugal", "task": "Work."},
+            ),
+            {"content": "done"},
+        ],
+        "planner/a": busy,
+        "planner/b": busy,
+    }
+    model = ScriptedModel(script)
+    result = await orchestrator(model, tmp_path, agents=[eager, frugal], max_steps=2).run("go")
+
+    steps = {child.id: (child.status, child.steps) for child in result.children}
+    assert steps == {"a": ("max_steps", 2), "b": ("completed", 1)}

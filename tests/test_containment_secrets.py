@@ -13,6 +13,8 @@ import pytest
 import yaml
 from skill_factory import call, context
 
+from orchestrator import Agent, Permissions
+from orchestrator.models import ScriptedModel
 from orchestrator.security import MASK, is_secret_name
 from orchestrator.skills import SkillCatalog
 
@@ -112,3 +114,39 @@ def test_cli_error_lines_are_masked(tmp_path: Path) -> None:
     assert "budget.max_tokens" in done.stderr
     assert secret not in done.stderr
     assert MASK in done.stderr
+
+
+async def test_the_model_cannot_read_the_files_that_hold_keys(tmp_path: Path) -> None:
+    key = "sk-dotenv-9f8e7d6c5b4a"
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={key}\n")
+    (tmp_path / ".env.local").write_text(f"OTHER={key}\n")
+    (tmp_path / "notes.txt").write_text("nothing secret\n")
+    calls = [
+        ("files__read_file", {"path": ".env"}),
+        ("files__read_file", {"path": ".env.local"}),
+        ("files__grep", {"pattern": "sk-"}),
+        ("files__grep", {"pattern": "sk-", "path": ".env"}),
+        ("files__edit_file", {"path": ".env", "old_text": "sk", "new_text": "xx"}),
+        ("data__summarize", {"path": ".env"}),
+    ]
+    turns = [
+        {"tool_calls": [{"name": "load_skill", "arguments": {"name": n}}]}
+        for n in ("files", "data")
+    ]
+    turns += [{"tool_calls": [{"name": name, "arguments": args}]} for name, args in calls]
+    model = ScriptedModel({"agent": [*turns, {"content": "done"}]})
+    agent = Agent(model, skills=[], permissions=Permissions(workspace=tmp_path))
+    result = await agent.run("find the key")
+
+    answers = [m for m in result.messages if m.role == "tool"][2:]
+    assert [m.error_type for m in answers] == [
+        "denied",
+        "denied",
+        None,
+        "denied",
+        "denied",
+        "denied",
+    ]
+    assert answers[2].content == "No match for 'sk-'."
+    assert all(key not in (m.content or "") for r in model.requests for m in r.messages)
+    assert (tmp_path / ".env").read_text() == f"OPENAI_API_KEY={key}\n"

@@ -85,3 +85,14 @@ async def test_absurd_usage_ends_the_run_and_charges_only_the_reservation(
     assert budget.reserved == 0
     # The lying call's reply was not acted on: no tool ran, no call is left unanswered.
     assert [m.role for m in result.messages] == ["user"]
+
+
+@pytest.mark.parametrize(("provider", "stream"), FLAVOURS, ids=IDS)
+async def test_impossible_usage_is_clamped_to_the_reservation(provider: str, stream: bool) -> None:
+    budget = TokenBudget(10_000_000)
+    result, calls = await run(provider, stream, (60_000, 1), budget)
+
+    assert result.status == "completed"
+    assert all("60,001 tokens for a call that could use at most" in c["usage_doubt"] for c in calls)
+    assert all(c["usage"]["total_tokens"] < 10_000 for c in calls)
+    assert budget.used == sum(c["usage"]["total_tokens"] for c in calls)

@@ -49,7 +49,7 @@ def test_body_maps_every_role() -> None:
         {"role": "user", "content": "Add."},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",  # a string: stricter servers reject null
             "tool_calls": [
                 {
                     "id": "call_1",

@@ -87,7 +87,7 @@ def test_a_path_may_be_a_skill_folder_itself(tmp_path: Path) -> None:
     assert SkillCatalog([folder], include_builtin=False).names == ["solo"]
 
 
-def test_bad_folders_are_left_out_with_warnings_naming_folder_and_rule(
+def test_broken_folders_load_when_they_can_with_warnings_naming_folder_and_rule(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_skill(tmp_path, "good")
@@ -96,21 +96,34 @@ def test_bad_folders_are_left_out_with_warnings_naming_folder_and_rule(
     write_skill(tmp_path, "bad-yaml", frontmatter="name: bad-yaml\ndescription: a: b: c\n")
     write_skill(tmp_path, "Bad_Name")
     write_skill(tmp_path, "no-description", frontmatter="name: no-description\n")
+    write_skill(tmp_path, "nothing", frontmatter="name: nothing\n", body="")
     write_skill(tmp_path, "unclosed", frontmatter="")
     (tmp_path / "unclosed" / "SKILL.md").write_text("---\nname: unclosed\n")
     (tmp_path / "not-a-skill").mkdir()
     (tmp_path / "notes.txt").write_text("not a folder")
     with caplog.at_level(logging.WARNING, logger="orchestrator.skills"):
         catalog = SkillCatalog([tmp_path], include_builtin=False)
-    assert catalog.names == ["good"]
+    assert catalog.names == ["bad-name", "bad-yaml", "good", "no-description", "no-frontmatter"]
+    assert catalog.skills["no-frontmatter"].description == "Just markdown"
+    assert catalog.skills["bad-yaml"].description == "a: b: c"
+    assert catalog.skills["no-description"].description == "Do the thing."
     found = {w.folder.name: w for w in catalog.warnings}
-    assert set(found) == {"no-frontmatter", "bad-yaml", "Bad_Name", "no-description", "unclosed"}
-    assert all(w.left_out for w in found.values())
+    assert set(found) == {
+        "no-frontmatter",
+        "bad-yaml",
+        "Bad_Name",
+        "no-description",
+        "nothing",
+        "unclosed",
+    }
+    left_out = {name for name, w in found.items() if w.left_out}
+    assert left_out == {"nothing", "unclosed"}
     assert found["no-frontmatter"].rule == "frontmatter"
     assert found["bad-yaml"].rule == "yaml"
     assert found["Bad_Name"].rule == "name-format"
+    assert "loaded as 'bad-name'" in str(found["Bad_Name"])
     assert found["no-description"].rule == "description-missing"
-    assert "skill left out" in str(found["Bad_Name"])
+    assert "skill left out" in str(found["unclosed"])
     assert str(tmp_path / "Bad_Name") in caplog.text
 
 

@@ -1,4 +1,4 @@
-"""SKILL.md parsing and the specification's rules: which break loading, which only warn."""
+"""SKILL.md parsing and the specification's rules: what they report, what is fatal."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import pytest
 from orchestrator.skills.frontmatter import (
     FrontmatterError,
     fatal,
+    parse_forgiving,
     parse_yaml,
+    quote_colon_values,
     read_frontmatter,
     split_skill_text,
-    to_info,
-    validate,
 )
+from orchestrator.skills.lenient import to_info
+from orchestrator.skills.rules import slug, validate
 
 
 def rules(frontmatter: str, folder: str = "my-skill") -> dict[str, bool]:
@@ -48,9 +50,10 @@ def test_every_optional_field_of_the_specification_is_accepted() -> None:
         ("skill✓", "name-format"),
     ],
 )
-def test_malformed_names_are_fatal(name: str, rule: str) -> None:
+def test_malformed_names_are_reported(name: str, rule: str) -> None:
+    # Not fatal: a lenient load falls back to the folder's name (test_skills_compat.py).
     found = rules(f"name: {name}\ndescription: d\n", folder=name)
-    assert found[rule] is True
+    assert found[rule] is False
 
 
 def test_name_format_messages_say_what_is_wrong() -> None:
@@ -61,12 +64,28 @@ def test_name_format_messages_say_what_is_wrong() -> None:
     assert "consecutive hyphens" in validate(data, "a--b")[0].message
 
 
-def test_missing_or_empty_name_and_description_are_fatal() -> None:
-    assert rules("description: d\n") == {"name-missing": True}
-    assert rules("name: ''\ndescription: d\n", folder="x") == {"name-missing": True}
-    assert rules("name: my-skill\n") == {"description-missing": True}
-    assert rules("name: my-skill\ndescription:\n") == {"description-missing": True}
-    assert rules("name: my-skill\ndescription: [a, b]\n") == {"description-missing": True}
+def test_missing_or_empty_name_and_description_are_reported() -> None:
+    # Not fatal by themselves: a lenient load finds the folder's name and the first paragraph.
+    assert rules("description: d\n") == {"name-missing": False}
+    assert rules("name: ''\ndescription: d\n", folder="x") == {"name-missing": False}
+    assert rules("name: my-skill\n") == {"description-missing": False}
+    assert rules("name: my-skill\ndescription:\n") == {"description-missing": False}
+    assert rules("name: my-skill\ndescription: [a, b]\n") == {"description-missing": False}
+
+
+def test_names_in_other_scripts_and_nfkc_are_names() -> None:
+    assert rules("name: 技能\ndescription: d\n", folder="技能") == {}
+    assert rules("name: мой-навык\ndescription: d\n", folder="мой-навык") == {}
+    assert rules("name: ' cafe\u0301 '\ndescription: d\n", folder="café") == {}
+    assert rules("name: НАВЫК\ndescription: d\n", folder="НАВЫК") == {"name-format": False}
+
+
+def test_a_slug_fits_the_naming_rules() -> None:
+    assert slug("Agent Development") == "agent-development"
+    assert slug("-21risk-automation") == "21risk-automation"
+    assert slug("My__Skill--v2!") == "my-skill-v2"
+    assert slug("Мой Навык") == "мой-навык"
+    assert slug("!!!") == ""
 
 
 def test_understandable_breaches_are_warnings() -> None:
@@ -106,21 +125,48 @@ def test_duplicate_keys_are_a_warning() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("text", "message", "is_fatal"),
     [
-        ("# no frontmatter\n", "must start with YAML frontmatter"),
-        ("---\nname: x\ndescription: d\n", "not closed"),
-        ("---\nname: x\ndescription: Use when: the user asks\n---\n", "invalid YAML"),
-        ("---\n- a\n- b\n---\n", "must be a YAML mapping"),
-        ("---\njust text\n---\n", "must be a YAML mapping"),
+        ("---\nname: x\ndescription: d\n", "not closed", True),
+        ("---\nname: x\ndescription: Use when: the user asks\n---\n", "invalid YAML", False),
+        ("---\n- a\n- b\n---\n", "must be a YAML mapping", False),
+        ("---\njust text\n---\n", "must be a YAML mapping", False),
     ],
 )
-def test_unreadable_frontmatter_is_fatal(text: str, message: str) -> None:
+def test_unreadable_frontmatter_is_an_error(text: str, message: str, is_fatal: bool) -> None:
+    # Only an unclosed frontmatter leaves a skill out; a lenient load works around the others.
     with pytest.raises(FrontmatterError) as caught:
         frontmatter, _, _ = split_skill_text(text)
-        parse_yaml(frontmatter)
+        parse_yaml(frontmatter or "")
     assert message in str(caught.value)
-    assert caught.value.problem.fatal
+    assert caught.value.problem.fatal is is_fatal
+
+
+def test_no_frontmatter_is_a_problem_and_the_whole_text_is_the_body() -> None:
+    frontmatter, body, problems = split_skill_text("# Title\n\nSome text.\n")
+    assert frontmatter is None
+    assert body == "# Title\n\nSome text."
+    assert [p.rule for p in problems] == ["frontmatter"]
+    assert not fatal(problems)
+
+
+def test_an_unquoted_colon_is_read_again_with_the_values_quoted() -> None:
+    text = (
+        "name: x\ndescription: Use when: the user asks\n  about PDFs: all of them\n"
+        "metadata:\n  short: Note: indented too\n  fine: plain\nlicense: 'kept: as is'\n"
+    )
+    data, problems = parse_forgiving(text)
+    assert data == {
+        "name": "x",
+        "description": "Use when: the user asks about PDFs: all of them",
+        "metadata": {"short": "Note: indented too", "fine": "plain"},
+        "license": "kept: as is",
+    }
+    assert [p.rule for p in problems] == ["yaml"]
+    assert "read again with its values quoted" in problems[0].message
+    assert quote_colon_values("name: x\n") == "name: x\n"
+    with pytest.raises(FrontmatterError):
+        parse_forgiving("name: [unclosed\n")
 
 
 def test_delimiters_are_whole_lines_only() -> None:
@@ -180,3 +226,36 @@ def test_to_info_normalises_what_it_can(tmp_path: Path) -> None:
     assert info.keywords == ("csv", "data tables", "stats")
     assert info.metadata["n"] == "1"
     assert info.folder == tmp_path / "my-skill"
+
+
+def test_nested_metadata_is_kept_as_json_never_as_python_text(tmp_path: Path) -> None:
+    data, _ = parse_yaml(
+        "name: x\ndescription: d\nmetadata:\n  author: me\n  nested: {a: 1, b: [x, y]}\n"
+        "  tags: [one, two]\n"
+    )
+    info = to_info(data, tmp_path / "x" / "SKILL.md")
+    assert info.metadata == {
+        "author": "me",
+        "nested": '{"a": "1", "b": ["x", "y"]}',
+        "tags": '["one", "two"]',
+    }
+
+
+def test_a_description_over_unindented_lines_is_read_line_by_line() -> None:
+    # Claude Code plugin agents: a description whose <example> lines start at column 0.
+    text = (
+        "name: agent-creator\ndescription: Use this agent when asked to create an agent.\n\n"
+        '<example>\nContext: the user wants a reviewer\nuser: "Make one"\n</example>\n'
+        'model: sonnet\ntools: ["Write", Read]\nskills:\n  - one\n  - two\n'
+    )
+    keys = ("name", "description", "model", "tools", "skills")
+    data, problems = parse_forgiving(text, keys)
+    assert data["name"] == "agent-creator"
+    assert data["description"].startswith("Use this agent when asked to create an agent.")
+    assert "Context: the user wants a reviewer" in data["description"]
+    assert data["model"] == "sonnet"
+    assert data["tools"] == ["Write", "Read"]
+    assert data["skills"] == ["one", "two"]
+    assert "read line by line instead" in problems[0].message
+    with pytest.raises(FrontmatterError):
+        parse_forgiving(text)  # no known keys: nothing to read line by line

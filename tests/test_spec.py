@@ -121,7 +121,7 @@ def test_overrides_model_inputs_and_trace(tmp_path: Path, monkeypatch: pytest.Mo
 
     job = load_job(path, model="scripted:script.yaml", inputs={"region": "APAC"}, trace="run.jsonl")
 
-    assert job.model == f"scripted:{cwd / 'script.yaml'}"
+    assert job.model.name == f"scripted:{cwd / 'script.yaml'}"
     assert job.inputs == {"region": "APAC"}
     assert job.trace == cwd / "run.jsonl"
 
@@ -143,7 +143,7 @@ def test_scripted_model_and_trace_in_spec_resolve_against_spec_folder(
 
     job = load_job(path)
 
-    assert job.model == f"scripted:{tmp_path / 'script.yaml'}"
+    assert job.model.name == f"scripted:{tmp_path / 'script.yaml'}"
     assert job.trace == tmp_path / "traces" / "run.jsonl"
 
 
@@ -349,7 +349,7 @@ def test_missing_required_field(tmp_path: Path) -> None:
 def test_bad_model_string(tmp_path: Path) -> None:
     path = write(tmp_path, "name: t\nmodel: gpt-4o\ngoal: g\n")
 
-    assert "model: expected 'provider:model'" in error_of(path)
+    assert "model: unknown model 'gpt-4o': give 'provider:model'" in error_of(path)
 
 
 def test_missing_skill_folder(tmp_path: Path) -> None:
@@ -605,7 +605,7 @@ def test_validate_bad_spec_exits_2_with_error_on_stderr(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.startswith("error: job.yaml: 2 problems\n")
     assert "--set regoin:" in result.stderr
-    assert "model: expected 'provider:model'" in result.stderr
+    assert "model: unknown model 'x': give 'provider:model'" in result.stderr
 
 
 def test_validate_malformed_set_option(tmp_path: Path) -> None:

@@ -49,11 +49,9 @@ def test_a_definition_is_parsed_with_its_body_as_system_prompt(tmp_path: Path) -
     ("text", "problem"),
     [
         ("no frontmatter here", "no YAML frontmatter"),
-        ("---\nname: [unclosed\n---\nbody", "not valid YAML"),
+        ("---\nfoo: [unclosed\n---\nbody", "not valid YAML"),
         ("---\n- a list\n---\nbody", "must be a mapping"),
-        ("---\ndescription: no name\n---\nbody", "name: Field required"),
-        ("---\nname: Bad_Name\ndescription: d\n---\nbody", "lowercase letters"),
-        ("---\nname: a\ndescription: d\ncolour: red\n---\nbody", "colour: unknown field"),
+        ("---\nname: a\n---\n", "description: Field required"),
         ("---\nname: a\ndescription: d\nmax_steps: 0\n---\nbody", "max_steps"),
     ],
 )
@@ -63,6 +61,25 @@ def test_bad_definitions_name_the_file_and_rule(tmp_path: Path, text: str, probl
         parse_subagent(path)
     assert str(caught.value).startswith(f"{path}: ")
     assert problem in str(caught.value)
+
+
+def test_what_can_be_made_up_for_loads_with_a_warning(tmp_path: Path) -> None:
+    no_name = write(tmp_path, "fallback.md", "---\ndescription: no name\n---\nbody")
+    bad_name = write(tmp_path, "x.md", "---\nname: Bad_Name\ndescription: d\n---\nbody")
+    extra = write(tmp_path, "a.md", "---\nname: a\ndescription: d\ncolour: red\n---\nbody")
+    prose = write(tmp_path, "p.md", "---\nname: p\n---\n# P\n\nReviews prose.\n")
+    assert parse_subagent(no_name).name == "fallback"
+    assert parse_subagent(bad_name).name == "bad-name"
+    assert parse_subagent(extra).metadata == {"colour": "red"}
+    assert parse_subagent(prose).description == "Reviews prose."
+    registry = SubagentRegistry(folders=[tmp_path])
+    warnings = [str(w) for w in registry.warnings]
+    assert any(
+        "x.md: name 'Bad_Name' breaks the naming rules; loaded as 'bad-name'" in w for w in warnings
+    )
+    assert not any("a.md" in w for w in warnings)
+    problems = [str(p) for p in check_subagent_folder(tmp_path)]
+    assert any("a.md: colour: unknown field" in p for p in problems)
 
 
 def test_loading_is_lenient_and_the_first_folder_wins(tmp_path: Path) -> None:
@@ -89,7 +106,7 @@ def test_the_strict_check_reports_every_problem(tmp_path: Path) -> None:
     write(tmp_path, "analyst.md", GOOD)
     write(tmp_path, "other-name.md", GOOD)
     write(tmp_path, "empty.md", "---\nname: empty\ndescription: Nothing inside.\n---\n")
-    write(tmp_path, "broken.md", "---\nname: [\n---\n")
+    write(tmp_path, "broken.md", "---\nfoo: [\n---\n")
     problems = [str(p) for p in check_subagent_folder(tmp_path)]
     assert any("broken.md: " in p and "not valid YAML" in p for p in problems)
     assert any("empty.md: the body (the system prompt) is empty" in p for p in problems)

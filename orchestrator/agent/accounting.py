@@ -4,9 +4,10 @@ Usage comes from outside and is not trusted blindly. Counts that are missing, no
 negative are replaced by the loop's own count of the request and reply (tiktoken); a total
 that disagrees with its parts becomes their sum. A total of more than `ABSURD_FACTOR` times
 what the call reserved (its whole input and its output cap) cannot be right: the call is
-charged its reservation and the run ends as `error`, since a provider that misreports this
-badly would make the budget meaningless. Every doubt is recorded in the `model_call` event
-with the raw usage as the provider sent it.
+charged its reservation, the most it could have used. When such a total also runs to
+`LYING_TOTAL` or more, the provider is clearly lying and the run ends as `error`: a budget fed
+such numbers means nothing. Every doubt is recorded in the `model_call` event with the raw
+usage as the provider sent it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from ..messages import Usage
 
 ABSURD_FACTOR = 10
+LYING_TOTAL = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class Charge:
     usage: Usage
     doubt: str | None = None
     absurd: bool = False
+    """The provider is clearly lying: the run must end."""
 
 
 def charge(
@@ -48,7 +51,7 @@ def charge(
             f"the provider reported {usage.total_tokens:,} tokens for a call that could use "
             f"at most about {reserved:,}"
         )
-        counted = estimate().input_tokens
-        charged = Usage.of(counted, max(0, reserved - counted))
-        return Charge(charged, doubt, absurd=True)
+        counted = min(estimate().input_tokens, reserved)
+        charged = Usage.of(counted, reserved - counted)
+        return Charge(charged, doubt, absurd=usage.total_tokens >= LYING_TOTAL)
     return Charge(usage, doubt)

@@ -4,7 +4,9 @@ Invariants kept here: every call gets exactly one result, carrying its call id, 
 the model gave the calls; failures become error results, never exceptions; calls run
 concurrently up to a limit, and an `exclusive` tool runs alone, as a barrier. If the batch is
 cancelled, `finish_cancelled` gives calls that had started an `aborted` result and calls that
-never started a `skipped` one.
+never started a `skipped` one. Every call is admitted first (approval.py: the run's guards and
+a person's approval where the permissions ask for it); a call waiting for approval has not
+started.
 
 Results are handed to `on_result` in the model's order as soon as every call before them has
 one, not only when the whole turn is done: the trace then records each finished call's result
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
+from .approval import Refusal, admit
 from .threads import ExitFromCode
 from .tools import ArgumentsError, Tool, ToolContext, render_result
 
@@ -128,16 +131,22 @@ class ToolBatch:
         except ArgumentsError as exc:
             self._set(index, Message.tool_result(call, str(exc), error_type=exc.kind))
             return
+        admitted = await admit(call, self.context)
+        if isinstance(admitted, Refusal):
+            self._set(index, Message.tool_result(call, admitted.text, error_type=admitted.kind))
+            return
         async with self._slots:
             self.started[index] = True
-            self._set(index, await self._invoke(found, call, kwargs))
+            self._set(index, await self._invoke(found, call, kwargs, admitted))
 
-    async def _invoke(self, found: Tool, call: ToolCall, kwargs: dict[str, object]) -> Message:
-        trace, agent = self.context.trace, self.context.agent
+    async def _invoke(
+        self, found: Tool, call: ToolCall, kwargs: dict[str, object], context: ToolContext
+    ) -> Message:
+        trace, agent = context.trace, context.agent
         if trace is not None:
             trace.emit("tool_start", agent, call_id=call.id, name=call.name)
         began = time.perf_counter()
-        text, kind = await self._outcome(found, kwargs)
+        text, kind = await self._outcome(found, kwargs, context)
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
             text = f"{text[: self.max_result_chars]}\n[... {cut} more characters cut]"
@@ -152,15 +161,17 @@ class ToolBatch:
             )
         return Message.tool_result(call, text, error_type=kind)
 
-    async def _outcome(self, found: Tool, kwargs: dict[str, object]) -> tuple[str, str | None]:
+    async def _outcome(
+        self, found: Tool, kwargs: dict[str, object], context: ToolContext
+    ) -> tuple[str, str | None]:
         timeout = found.timeout if found.timeout is not None else self.default_timeout
         deadline = asyncio.timeout(timeout)
         try:
             if timeout is None:
-                value = await found.invoke(kwargs, self.context)
+                value = await found.invoke(kwargs, context)
             else:
                 async with deadline:
-                    value = await found.invoke(kwargs, self.context)
+                    value = await found.invoke(kwargs, context)
             return render_result(value), None
         except TimeoutError:
             if deadline.expired():

@@ -1,7 +1,9 @@
-"""What may add to an agent: a section of its system prompt and tools.
+"""What may add to an agent: a section of its system prompt and tools, and a guard.
 
 Skills (the index and `load_skill`) and forks (`fork`, `read_task_output`) are extensions; they
-live in the layers above the loop, which sees only this protocol.
+live in the layers above the loop, which sees only this protocol. An extension may also have a
+`guard(call, ctx)` method, which every call of the agent's runs passes before it starts
+(agent/approval.py): a skill's `allowed-tools` is enforced that way.
 """
 
 from __future__ import annotations
@@ -43,3 +45,8 @@ def assemble(
     parts = [system] if system else []
     parts.extend(p for e in extensions if (p := e.system_prompt()))
     return found, "\n\n".join(parts) or None
+
+
+def guards_of(extensions: Sequence[Extension]) -> list[Any]:
+    """The `guard` methods of the extensions that have one, in order."""
+    return [guard for e in extensions if callable(guard := getattr(e, "guard", None))]

@@ -26,9 +26,11 @@ from ..models.registry import resolve_model
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
 from .accounting import charge
+from .approval import Approver
 from .batch import ToolBatch
 from .budget import Reservation, TokenBudget
-from .extension import Extension, assemble
+from .extension import Extension, assemble, guards_of
+from .model_call import choice_name, complete
 from .repeats import REPEAT_WARN_AT
 from .results import RunResult, Status
 from .resume import resume_run
@@ -57,6 +59,7 @@ class AgentLoop:
     with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
     `time_limit` (seconds) ends a run as `cancelled`, its record complete. `extensions` add
     system-prompt sections and tools (the skills and fork extensions of the layers above).
+    `approve` is asked before calls the permissions mark `ask` (agent/approval.py).
     A trace opened to resume a run makes a run at a path cut off there go on from its last
     complete turn (agent/resume.py). `last_result` is the latest run's result, kept also when
     the run was cancelled (and `run` re-raised).
@@ -81,6 +84,7 @@ class AgentLoop:
         counter: TokenCounter | None = None,
         depth: int = 0,
         time_limit: float | None = None,
+        approve: Approver | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -99,6 +103,7 @@ class AgentLoop:
         self.counter = counter or default_counter()
         self.depth = depth
         self.time_limit = time_limit
+        self.approve = approve
         self.last_result: RunResult | None = None
 
     def run_sync(self, task: str) -> RunResult:
@@ -206,11 +211,7 @@ class AgentLoop:
         self, state: RunState, request: ModelRequest, reservation: Reservation
     ) -> ModelResponse:
         began = time.perf_counter()
-        try:
-            response = await self.model.complete(request)
-        except BaseException:
-            state.budget.release(reservation)
-            raise
+        response = await complete(self.model, request, state.budget, reservation)
         charged = charge(
             response.usage,
             response.raw_usage,
@@ -233,7 +234,7 @@ class AgentLoop:
                 model=self.model.name,
                 response_model=response.extra.get("model"),
                 response_id=response.extra.get("id"),
-                tool_choice=_choice_name(request),
+                tool_choice=choice_name(request),
                 input_estimate=request.input_tokens,
                 usage=usage.model_dump(),
                 reported=response.usage is not None and charged.doubt is None,
@@ -317,6 +318,8 @@ class AgentLoop:
             trace=trace,
             model=self.model,
             depth=self.depth,
+            guards=guards_of(self.extensions),
+            approve=self.approve,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
         resumed = resume_run(
@@ -383,11 +386,6 @@ class AgentLoop:
     def __repr__(self) -> str:
         kind = type(self).__name__
         return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
-
-
-def _choice_name(request: ModelRequest) -> str:
-    choice = request.tool_choice
-    return choice if isinstance(choice, str) else f"tool:{choice.name}"
 
 
 def _last_answer(transcript: Transcript) -> str:

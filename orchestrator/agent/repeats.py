@@ -45,5 +45,5 @@ def _arguments_value(arguments: str) -> object:
     """Arguments as a comparable value: parsed JSON, or the raw text if it is not JSON."""
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments

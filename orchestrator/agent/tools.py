@@ -80,7 +80,9 @@ class ToolContext:
     `state` is shared by every tool of one run, for extensions to keep their per-run state;
     `budget`, `trace` and `model` are the run's own, for extensions that start agents of
     their own (a sub-agent draws from the same budget and writes to the same trace), and
-    `children` collects the results of those agents for the run's result.
+    `children` collects the results of those agents for the run's result. `guards` check every
+    call before it starts, and `approve` is the run's approval callback (agent/approval.py);
+    sub-agents get the same.
     """
 
     agent: str
@@ -92,6 +94,8 @@ class ToolContext:
     model: ChatModel | None = None
     depth: int = 0
     children: list[Any] = field(default_factory=list)
+    guards: list[Any] = field(default_factory=list)
+    approve: Any = None
 
 
 class ArgumentsError(ValueError):
@@ -162,6 +166,11 @@ class Tool:
             raise ArgumentsError(
                 f"Arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
                 "Send the arguments as one JSON object.",
+                kind="invalid_json",
+            ) from None
+        except RecursionError:
+            raise ArgumentsError(
+                "Arguments are nested too deeply to read. Send a flatter JSON object.",
                 kind="invalid_json",
             ) from None
         if not isinstance(data, dict):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import jobs, report, resume, run, skills, subagents, trace
+from . import ask, jobs, report, resume, run, skills, subagents, trace
 from .output import masked_output
 
 
@@ -30,6 +31,7 @@ def _command_groups() -> list:
         skills.register,
         run.register,
         resume.register,
+        ask.register,
         trace.register,
         report.register,
         subagents.register,
@@ -37,6 +39,8 @@ def _command_groups() -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Commands print the catalog's warnings themselves: the logger must not repeat them.
+    logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

@@ -1,4 +1,4 @@
-"""Job commands: `orchestrator validate JOB.yaml [--set k=v ...] [--model M]`."""
+"""Job commands: `orchestrator validate JOB.yaml [--set k=v] [--model M] [--model-option k=v]`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from ..jobs import Job, load_job, parse_set_options
+from ..jobs import Job, load_job, parse_model_options, parse_set_options
+from ..models import MissingSettingError
 
 EXIT_OK = 0
 EXIT_SPEC_ERROR = 2
@@ -38,7 +39,38 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="give a value to an input declared in the spec (repeatable)",
     )
-    parser.add_argument("--model", help="model for the whole job, as provider:model")
+    add_model_arguments(
+        parser, "the job's model (its name); its settings stay for one of the same provider"
+    )
+    parser.add_argument(
+        "--user-skills",
+        action="store_true",
+        help="also search the home folders (~/.claude/skills, ~/.agents/skills, "
+        "~/.claude/agents, ~/.codex/agents) after the job's own",
+    )
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
+    """`--model` and `--model-option`."""
+    parser.add_argument(
+        "--model", metavar="MODEL", help=f"{model_help}: provider:model or an alias"
+    )
+    parser.add_argument(
+        "--model-option",
+        dest="model_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one setting of the model, e.g. stream=false, timeout=120, "
+        "base_url=http://127.0.0.1:8080/v1 (repeatable)",
+    )
+
+
+def config_error(error: ConfigError) -> str:
+    """An error as a user of the command line should read it."""
+    if isinstance(error, MissingSettingError):
+        return error.for_files()
+    return str(error)
 
 
 def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
@@ -47,7 +79,9 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
     return load_job(
         args.job,
         model=args.model,
+        model_options=parse_model_options(args.model_options),
         inputs=parse_set_options(args.set_options),
+        user_skills=args.user_skills,
         **overrides,
     )
 
@@ -56,7 +90,7 @@ def validate_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args)
     except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {config_error(error)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     count = len(job.plan)
     print(f"ok: {job.name} ({count} step{'' if count == 1 else 's'})")

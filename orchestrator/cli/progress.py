@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -153,7 +155,7 @@ class LiveView:
         self.title = title
         self.state = ProgressState(max_tokens=max_tokens)
         self.console = console or Console(stderr=True)
-        self.live = Live(self.render(), console=self.console, refresh_per_second=8, transient=False)
+        self.live = self._new_live()
 
     def __call__(self, event: Event) -> None:
         if self.state.update(event) is not None:
@@ -166,6 +168,22 @@ class LiveView:
     def __exit__(self, *exc: Any) -> None:
         self.live.update(self.render())
         self.live.__exit__(*exc)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The display stopped for the block (a prompt on the terminal), then drawn again."""
+        running = self.live.is_started
+        if running:
+            self.live.stop()
+        try:
+            yield
+        finally:
+            if running:  # a new display below the prompt, which stays on the screen
+                self.live = self._new_live()
+                self.live.start()
+
+    def _new_live(self) -> Live:
+        return Live(self.render(), console=self.console, refresh_per_second=8, transient=False)
 
     def render(self) -> Group:
         return Group(self._tree(), self._budget())

@@ -1,9 +1,10 @@
 """`orchestrator resume TRACE`: go on with a job run that was killed or interrupted.
 
-The run's spec, inputs and model come from its trace (`--model` overrides the model, as for
-`run`); the trace gets the next attempt appended. Output and exit codes are those of `run`. A
-run that had finished is not run again: its recorded result is printed, and the exit code is 0.
-`TRACE` may be `last`, the newest run under `--dir` (default `.orchestrator/runs/`).
+The run's spec, inputs and model come from its trace (`--model` and `--model-option` override
+the model, as for `run`); the trace gets the next attempt appended. Output, `--stream`, approval
+on the terminal and exit codes are those of `run`. A run that had finished is not run again:
+its recorded result is printed, and the exit code is 0. `TRACE` may be `last`, the newest run
+under `--dir` (default `.orchestrator/runs/`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..jobs import JobResult, Resumption, prepare_resume
+from ..jobs import JobResult, Resumption, parse_model_options, prepare_resume
 from ..planner import Orchestrator
-from ..trace import Trace
 from ..trace.history import latest_trace
-from .jobs import EXIT_OK, EXIT_SPEC_ERROR
-from .run import DEFAULT_TRACE_DIR, execute, report
+from .approval import terminal_approver
+from .jobs import EXIT_OK, EXIT_SPEC_ERROR, add_model_arguments, config_error
+from .run import DEFAULT_TRACE_DIR, add_output_arguments, execute, report
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -30,16 +31,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         "complete turn, and the budget goes on from what was spent.",
     )
     resume.add_argument("trace", metavar="TRACE", help="the run's trace, or `last`")
-    resume.add_argument("--model", help="model for the whole job, as provider:model")
+    add_model_arguments(resume, "the job's model (its name), instead of the one the run had")
     resume.add_argument(
         "--force", action="store_true", help="resume even if the job spec changed since the run"
     )
     resume.add_argument(
         "--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks for runs"
     )
-    resume.add_argument("--json", action="store_true", help="print a JSON result on stdout")
-    resume.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    resume.add_argument("--otel", action="store_true", help="also export OpenTelemetry spans")
+    resume.add_argument(
+        "--user-skills",
+        action="store_true",
+        help="also search the home folders for skills and sub-agents (as the run did if it "
+        "was started with --user-skills)",
+    )
+    add_output_arguments(resume)
     resume.set_defaults(handler=resume_command)
 
 
@@ -49,22 +54,23 @@ def resume_command(args: argparse.Namespace) -> int:
         print(f"error: no runs in {args.dir}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     try:
-        resumption = prepare_resume(path, model=args.model, force=args.force)
+        resumption = prepare_resume(
+            path,
+            model=args.model,
+            model_options=parse_model_options(args.model_options),
+            force=args.force,
+            user_skills=args.user_skills,
+        )
         if (finished := resumption.finished) is not None:
             return _finished(args, resumption, finished)
-        orchestrator, job = Orchestrator.for_resume(resumption)
+        approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
+        orchestrator, job = Orchestrator.for_resume(resumption, approve=approver)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     if not args.quiet:
         print(_resuming(resumption), file=sys.stderr)
-    checkpoint = resumption.checkpoint
-    return execute(
-        args,
-        job,
-        orchestrator,
-        lambda listeners: Trace(path, listeners=listeners, resume=checkpoint),
-    )
+    return execute(args, job, orchestrator, path, approver=approver, resume=resumption.checkpoint)
 
 
 def trace_argument(value: str, folder: Path) -> Path | None:

@@ -1,11 +1,11 @@
 """`orchestrator run JOB.yaml`.
 
 `run` shows a live view on a terminal (plain progress lines on stderr otherwise), writes the
-job's output to stdout (or, with --json, a JSON object), always writes a trace, and exits with
-a code that says how the job ended (see EXIT_* in jobs.py). Every run gets a run id and a trace
-of its own: by default a new file named after both under `.orchestrator/runs/`; a `--trace`
-path that already holds a run is refused (`orchestrator resume` goes on with that run).
-`execute` is shared with `resume` (resume.py).
+job's output to stdout (or, with --json, a JSON object; with --stream, as the model writes
+it), always writes a trace, and exits with a code that says how the job ended (see EXIT_* in
+jobs.py). Every run gets a run id and a trace of its own: by default a new file named after
+both under `.orchestrator/runs/`; a `--trace` path that already holds a run is refused
+(`orchestrator resume` goes on with that run). `execute` is shared with `resume` (resume.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ from typing import Any
 from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
-from ..trace import Listener, Trace, new_run_id
+from ..security import SecretMask
+from ..trace import Checkpoint, Trace, new_run_id
 from ..trace.telemetry import instrument_otlp
+from .answer import AnswerStream
+from .approval import TerminalApprover, terminal_approver
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -32,8 +35,10 @@ from .jobs import (
     EXIT_OK,
     EXIT_SPEC_ERROR,
     add_job_arguments,
+    config_error,
     load_job_from_args,
 )
+from .output import masked_output
 from .progress import LiveView, PlainProgress
 
 DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
@@ -49,62 +54,88 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a job spec")
     add_job_arguments(run)
     run.add_argument("--trace", type=Path, help="where to write the JSONL trace")
-    run.add_argument("--json", action="store_true", help="print a JSON result on stdout")
-    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    run.add_argument(
+    add_output_arguments(run)
+    run.set_defaults(handler=run_command)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--json`, `--quiet`, `--stream` and `--otel`: how a job's run shows (run and resume)."""
+    parser.add_argument("--json", action="store_true", help="print a JSON result on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="write the output step's answer to stdout as the model writes it",
+    )
+    parser.add_argument(
         "--otel",
         action="store_true",
         help="also export OpenTelemetry spans (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
-    run.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
-        orchestrator = Orchestrator.from_job(job)
+        approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
+        orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     run_id = new_run_id()
     path = job.trace or default_trace_path(job.name, run_id)
-    return execute(
-        args,
-        job,
-        orchestrator,
-        lambda listeners: Trace(path, listeners=listeners, run_id=run_id),
-    )
-
-
-TraceOpener = Callable[[list[Listener]], Trace]
+    return execute(args, job, orchestrator, path, approver=approver, run_id=run_id)
 
 
 def execute(
-    args: argparse.Namespace, job: Job, orchestrator: Orchestrator, open_trace: TraceOpener
+    args: argparse.Namespace,
+    job: Job,
+    orchestrator: Orchestrator,
+    path: Path,
+    *,
+    approver: TerminalApprover | None = None,
+    run_id: str | None = None,
+    resume: Checkpoint | None = None,
 ) -> int:
-    """Run (or resume) `job` on the trace `open_trace` makes: progress, output, exit code."""
-    for warning in orchestrator.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    progress, view = _progress(args, job)
-    began = time.time()
+    """Run `job` on a new trace at `path` (or resume the run there, from its checkpoint
+    `resume`): progress, approval on the terminal, masked output, exit code."""
     try:
         telemetry = instrument_otlp() if args.otel else nullcontext()
-        with telemetry:
-            trace = open_trace([progress] if progress else [])
-            try:
-                with view:
-                    result = asyncio.run(orchestrator.run_job(job, trace=trace))
-            except KeyboardInterrupt:
-                print(f"interrupted; the trace is in {trace.path}", file=sys.stderr)
-                print(f"report: orchestrator report {trace.path}", file=sys.stderr)
-                print(f"resume: orchestrator resume {trace.path}", file=sys.stderr)
-                return EXIT_INTERRUPTED
-            finally:
-                trace.close()
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
-    report(args, result, time.time() - began)
+    for warning in orchestrator.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    began = time.time()
+    secrets = orchestrator.secrets()  # the environment's and the .env files'
+    with telemetry, masked_output(SecretMask(secrets)):
+        progress, view = _progress(args, job)
+        if approver is not None:
+            approver.pause = getattr(view, "paused", nullcontext)
+        stream = AnswerStream(secrets=secrets) if args.stream and not args.json else None
+        try:
+            listeners = [progress] if progress else []
+            trace = Trace(path, listeners=listeners, secrets=secrets, run_id=run_id, resume=resume)
+        except ConfigError as exc:  # the path holds another run, or a run still writes it
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_SPEC_ERROR
+        except OSError as exc:
+            print(f"error: cannot write the trace to {path}: {exc.strerror}", file=sys.stderr)
+            return EXIT_SPEC_ERROR
+        try:
+            with view:
+                result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
+        except KeyboardInterrupt:
+            print(f"interrupted; the trace is in {path}", file=sys.stderr)
+            print(f"report: orchestrator report {path}", file=sys.stderr)
+            print(f"resume: orchestrator resume {path}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except ConfigError as exc:
+            print(f"error: {config_error(exc)}", file=sys.stderr)
+            return EXIT_SPEC_ERROR
+        finally:
+            trace.close()
+        report(args, result, time.time() - began, stream)
     return EXIT_CODES[result.status]
 
 
@@ -117,16 +148,24 @@ def default_trace_path(name: str, run_id: str) -> Path:
 def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None] | None, Any]:
     if args.quiet:
         return None, nullcontext()
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
         view = LiveView(f"job {job.name}", job.budget.max_tokens)
         return view, view
     return PlainProgress(sys.stderr), nullcontext()
 
 
-def report(args: argparse.Namespace, result: JobResult, seconds: float) -> None:
-    """The job's output (or JSON) on stdout; unless quiet, how it went on stderr."""
+def report(
+    args: argparse.Namespace,
+    result: JobResult,
+    seconds: float,
+    stream: AnswerStream | None = None,
+) -> None:
+    """The job's output (or JSON, or the rest of a streamed answer) on stdout; unless quiet,
+    how it went on stderr."""
     if args.json:
         print(json.dumps(_as_json(result), indent=2))
+    elif stream is not None:
+        stream.finish(result.output)
     else:
         print(result.output)
     if not args.quiet:

@@ -1,4 +1,8 @@
-"""`orchestrator skills list | show | check`: the skill catalog on the command line."""
+"""`orchestrator skills list | show | check`: the skill catalog on the command line.
+
+Without `--skills`, `list` and `show` search the working folder as a job searches its own:
+`skills/`, `.claude/skills/`, `.agents/skills/`; `--user-skills` adds the home folders.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ import json
 import logging
 import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..skills import SkillCatalog, SkillError, builtin_skills_folder, check_folders
 from ..skills.check import FolderReport
+from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
 
 
@@ -50,7 +56,13 @@ def _search_path_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="DIR",
         help="a skill folder or a folder of skills, searched before the built-in ones "
-        "(repeatable; earlier folders win)",
+        "(repeatable; earlier folders win); without it, the working folder's skills/, "
+        ".claude/skills/ and .agents/skills/",
+    )
+    parser.add_argument(
+        "--user-skills",
+        action="store_true",
+        help="also search ~/.claude/skills and ~/.agents/skills",
     )
     parser.add_argument("--no-builtin", action="store_true", help="leave the built-in skills out")
 
@@ -63,7 +75,10 @@ def _print_help(parser: argparse.ArgumentParser) -> int:
 def _catalog(args: argparse.Namespace) -> SkillCatalog:
     # The command prints the catalog's warnings itself; keep the logger from repeating them.
     logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
-    catalog = SkillCatalog(args.skills, include_builtin=not args.no_builtin)
+    folders = [Path(p) for p in args.skills] or project_skill_folders(Path.cwd())
+    if args.user_skills:
+        folders += user_skill_folders()
+    catalog = SkillCatalog(folders, include_builtin=not args.no_builtin)
     for warning in catalog.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return catalog
@@ -76,7 +91,7 @@ def list_command(args: argparse.Namespace) -> int:
         {
             "name": info.name,
             "source": "built-in" if builtin and info.folder.parent == builtin else str(info.folder),
-            "description": " ".join(info.description.split()),
+            "description": info.about,
             "tools": info.has_tools,
         }
         for info in catalog
@@ -113,11 +128,15 @@ def show_command(args: argparse.Namespace) -> int:
     fields = {
         "name": info.name,
         "description": " ".join(info.description.split()),
+        "when_to_use": info.when_to_use,
         "folder": str(info.folder),
         "license": info.license,
         "compatibility": info.compatibility,
         "allowed-tools": info.allowed_tools,
+        "context": f"{info.context} (agent: {info.agent or 'general'})" if info.forks else None,
+        "model invocation": None if info.model_invocable else "disabled",
         "keywords": ", ".join(info.keywords) or None,
+        "metadata": json.dumps(info.metadata, ensure_ascii=False) if info.metadata else None,
     }
     for key, value in fields.items():
         if value:

@@ -1,6 +1,8 @@
 """Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
 
-from .loading import load_job, load_spec, parse_set_options, read_yaml
+from .dotenv import read_dotenv
+from .folders import job_folders
+from .loading import load_job, load_spec, parse_model_options, parse_set_options, read_yaml
 from .problems import Problem, SpecError
 from .record import job_record, spec_digest
 from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
@@ -21,12 +23,15 @@ __all__ = [
     "Step",
     "StepAgents",
     "fast_forward",
+    "job_folders",
     "job_record",
     "job_status",
     "load_job",
     "load_spec",
+    "parse_model_options",
     "parse_set_options",
     "prepare_resume",
+    "read_dotenv",
     "read_yaml",
     "recorded_result",
     "spec_digest",

@@ -1,8 +1,9 @@
 """Reading a job spec file: YAML (safe, no duplicate keys), command-line overrides, one error.
 
 `load_job(path)` reads the file with PyYAML's safe loader, applies overrides (`--model`,
-`--set`, `--trace`), validates it as a `Job`, and checks its agents against the sub-agents it
-can see. Any problem, at any stage, ends in a single `SpecError` naming the file.
+`--model-option`, `--set`, `--trace`), validates it as a `Job`, and checks its agents against
+the sub-agents it can see. Any problem, at any stage, ends in a single `SpecError` naming the
+file. The `.env` files beside the spec and in the working folder are read with it.
 """
 
 from __future__ import annotations
@@ -16,25 +17,32 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
+from .dotenv import job_dotenv
+from .folders import job_folders
+from .model_refs import FILE_MODELS
 from .problems import Problem, SpecError, describe, problems_from
-from .spec import FILE_MODELS, Job
+from .spec import Job
 
 
 def load_job(
     path: str | Path,
     *,
     model: str | None = None,
+    model_options: Mapping[str, Any] | None = None,
     inputs: Mapping[str, str] | None = None,
     trace: str | Path | None = None,
     builtin: bool = True,
+    user_skills: bool = False,
 ) -> Job:
-    """Read and validate a job spec, checking its agents against the sub-agents it can see.
+    """Read and validate a job spec, checking its agents against the sub-agents it can see
+    (its own folders, or those of its folder; the user's too with `user_skills`).
 
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
-    overrides = {"model": model, "inputs": inputs, "trace": trace}
+    overrides = {"model": model, "model_options": model_options, "inputs": inputs, "trace": trace}
     job = load_spec(path, **overrides)
-    registry = SubagentRegistry(folders=[*job.subagents, *builtin_subagent_folders(builtin)])
+    folders = job_folders(job, user=user_skills).subagents
+    registry = SubagentRegistry(folders=[*folders, *builtin_subagent_folders(builtin)])
     return load_spec(path, known_agents=registry.names, **overrides)
 
 
@@ -43,22 +51,26 @@ def load_spec(
     *,
     known_agents: Iterable[str] | None = None,
     model: str | None = None,
+    model_options: Mapping[str, Any] | None = None,
     inputs: Mapping[str, str] | None = None,
     trace: str | Path | None = None,
 ) -> Job:
     """Read, override and validate the job spec at `path`, or raise one SpecError.
 
     `known_agents`: names `agent:` may use (`general` is always known); None skips the check.
-    `model`, `inputs` and `trace` override the spec; their paths resolve against the
-    current directory, as a user typing them expects.
+    `model`, `model_options`, `inputs` and `trace` override the spec; their paths resolve
+    against the current directory, as a user typing them expects.
     """
     path = Path(path)
     data = read_yaml(path)
     problems = _override(data, model=model, inputs=inputs or {}, trace=trace)
+    if model_options:
+        data["model"] = override_model_options(data.get("model"), model_options)
     context = {
         "base_dir": path.resolve().parent,
         "known_agents": None if known_agents is None else set(known_agents),
         "source": path,
+        "dotenv": job_dotenv(path),
     }
     try:
         job = Job.model_validate(data, context=context)
@@ -69,6 +81,45 @@ def load_spec(
     if problems:
         raise SpecError(path, problems)
     return job
+
+
+def parse_model_options(options: Sequence[str]) -> dict[str, Any]:
+    """`["stream=false", "timeout=120"]` -> `{"stream": False, "timeout": 120}`.
+
+    Each value is read as YAML, so numbers, true/false and `{seed: 7}` mean what they show.
+    """
+    values: dict[str, Any] = {}
+    for option in options:
+        key, sep, text = option.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(
+                f"--model-option {option!r}: expected KEY=VALUE, e.g. --model-option stream=false"
+            )
+        try:
+            values[key] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            values[key] = text
+    return values
+
+
+def override_model(current: Any, model: str) -> Any:
+    """The spec's model with `--model`: the name replaced. The settings written for the
+    spec's model stay when the new name has the same provider (they were meant for that
+    server) and are dropped when it does not."""
+    provider, _, target = model.partition(":")
+    name = f"{provider}:{Path(target).resolve()}" if provider in FILE_MODELS else model
+    if not isinstance(current, dict) or ":" not in model:
+        return name
+    same_provider = str(current.get("name", "")).partition(":")[0] == provider
+    return {**current, "name": name} if same_provider else name
+
+
+def override_model_options(current: Any, options: Mapping[str, Any]) -> Any:
+    """The spec's model with `--model-option` settings over its own."""
+    if isinstance(current, dict):
+        return {**current, **options}
+    return {"name": current, **options}
 
 
 def parse_set_options(options: Sequence[str]) -> dict[str, str]:
@@ -108,6 +159,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise SpecError(path, [Problem("", f"cannot read the file: {error.strerror}")]) from None
+    except UnicodeDecodeError as error:
+        message = f"not UTF-8 text (byte {error.object[error.start]:#04x} at {error.start})"
+        raise SpecError(path, [Problem("", message)]) from None
     try:
         data = yaml.load(text, Loader=_SpecLoader)
     except yaml.MarkedYAMLError as error:
@@ -139,8 +193,7 @@ def _override(
 ) -> list[Problem]:
     """Apply overrides to `data` in place; return the problems with `--set` keys."""
     if model is not None:
-        provider, _, target = model.partition(":")
-        data["model"] = f"{provider}:{Path(target).resolve()}" if provider in FILE_MODELS else model
+        data["model"] = override_model(data.get("model"), model)
     if trace is not None:
         data["trace"] = str(Path(trace).resolve())
     declared = data.get("inputs")

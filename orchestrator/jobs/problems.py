@@ -121,7 +121,7 @@ def _message(detail: ErrorDetails, model: type[BaseModel]) -> str:
             f"expected a name of letters, digits, '_' and '-' (not starting with '-'), "
             f"got {describe(value)}"
         )
-    if kind == "value_error":
+    if kind in ("value_error", "key_refused", "misplaced_option"):
         return str(ctx.get("error", detail["msg"]))
     return f"{detail['msg']}, got {describe(value)}"
 

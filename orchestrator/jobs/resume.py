@@ -1,15 +1,17 @@
 """Resuming a job from its trace: which spec, inputs and model, and what is left to do.
 
 `prepare_resume(trace)` reads the trace as a checkpoint and its `job_start` (the spec file and
-its sha256, the inputs, the model), refuses a spec that changed since the run (unless
-`force`), and loads the job as it was run (`model` overrides the recorded model, as `--model`
-does for `run`). A run that had finished is not run again: `Resumption.finished` holds the
+its sha256, the inputs, the model and its options, the folders searched), refuses a spec that
+changed since the run (unless `force`), and loads the job as it was run (`model` overrides the
+recorded model, as `--model` does for `run`, and drops the recorded options; `model_options`
+go over them). A run that had finished is not run again: `Resumption.finished` holds the
 result its trace recorded. Running the job on a `Trace(path, resume=checkpoint)` then goes on
 where the run stopped (runner.py, tasks/restore.py, agent/resume.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -40,16 +42,23 @@ class FastForward(Protocol):
 @dataclass
 class Resumption:
     """A run to go on with: its trace, its checkpoint, and the job (None if it had finished,
-    then `finished` is its recorded result)."""
+    then `finished` is its recorded result); `user_skills` when its folders include the home
+    folders."""
 
     path: Path
     checkpoint: Checkpoint
     job: Job | None = None
     finished: JobResult | None = None
+    user_skills: bool = False
 
 
 def prepare_resume(
-    trace: str | Path, *, model: str | None = None, force: bool = False
+    trace: str | Path,
+    *,
+    model: str | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    force: bool = False,
+    user_skills: bool = False,
 ) -> Resumption:
     """Read the trace of a job's run and load its job, ready to resume; see the module doc.
 
@@ -70,8 +79,24 @@ def prepare_resume(
         return Resumption(path, checkpoint, finished=recorded_result(checkpoint, path))
     spec = _spec(path, record, force)
     inputs = {str(k): str(v) for k, v in (record.get("inputs") or {}).items()}
-    job = load_job(spec, model=model or record.get("model"), inputs=inputs)
-    return Resumption(path, checkpoint, job=job)
+    recorded = record.get("model_options") if model is None else None
+    options = {**(recorded if isinstance(recorded, dict) else {}), **(model_options or {})}
+    user_skills = user_skills or record.get("user_skills") is True
+    job = load_job(
+        spec,
+        model=model or _recorded_model(record.get("model")),
+        model_options=options or None,
+        inputs=inputs,
+        user_skills=user_skills,
+    )
+    return Resumption(path, checkpoint, job=job, user_skills=user_skills)
+
+
+def _recorded_model(value: object) -> str | None:
+    """The model name `job_start` recorded (a mapping's `name`, from a settings dump)."""
+    if isinstance(value, dict):
+        value = value.get("name")
+    return value if isinstance(value, str) and value else None
 
 
 def _spec(trace: Path, record: dict[str, Any], force: bool) -> Path:

@@ -6,7 +6,9 @@
 Each step runs as soon as the steps it depends on have completed (up to `max_parallel` at a
 time); its task is the spec's template with `{inputs.x}` and `{steps.id.output}` filled in. A
 step whose dependency did not complete is skipped. A planner step gets the skill index and
-`fork`; any other step runs its sub-agent definition.
+`fork`; any other step runs its sub-agent definition. A step with a `model` of its own runs on
+it (its sub-agents inherit it); with a `stream`, the output step's text is shown to it as the
+model writes it.
 
 A job cancelled half-way (Ctrl-C) still records its `job_end`, status `cancelled`. On a trace
 opened to resume the job's run, the budget starts with everything the run spent before, and
@@ -22,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
-from ..models.base import ChatModel
+from ..models import ChatModel, ModelSettings, TextSink, TextTap
 from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
 from ..trace import Trace
 from .record import job_record
@@ -79,17 +81,32 @@ class StepAgents(Protocol):
     fork: ForkExtension
 
     def planner(
-        self, *, name: str = ..., budget: TokenBudget | None = ..., trace: Trace | None = ...
+        self,
+        *,
+        name: str = ...,
+        budget: TokenBudget | None = ...,
+        trace: Trace | None = ...,
+        model: ChatModel | None = ...,
     ) -> AgentLoop: ...
+
+    def resolve(self, model: ModelSettings | None) -> ChatModel: ...
 
 
 class JobRunner:
     """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
 
-    def __init__(self, orchestrator: StepAgents, job: Job, trace: Trace | None) -> None:
+    def __init__(
+        self,
+        orchestrator: StepAgents,
+        job: Job,
+        trace: Trace | None,
+        *,
+        stream: TextSink | None = None,
+    ) -> None:
         self.orchestrator = orchestrator
         self.job = job
         self.trace = trace
+        self.stream = stream
         self.budget = TokenBudget(orchestrator.max_tokens)
         if trace is not None and trace.checkpoint is not None:
             self.budget.record_spent(trace.checkpoint.usage.total_tokens)
@@ -106,12 +123,15 @@ class JobRunner:
 
     async def run(self) -> JobResult:
         specs = [
-            TaskSpec(id=s.id, task=s.task, agent=s.agent_name, depends_on=s.depends_on)
+            TaskSpec(
+                id=s.id, task=s.task, agent=s.agent_name, depends_on=s.depends_on, skills=s.skills
+            )
             for s in self.job.plan
         ]
         if self.trace is not None:
             resumed = {"resumed": True} if self.trace.checkpoint is not None else {}
-            record = job_record(self.job)
+            user_skills = getattr(self.orchestrator, "user_skills", False) is True
+            record = job_record(self.job, user_skills=user_skills)
             self.trace.emit(
                 "job_start", "job", name=self.job.name, steps=len(specs), **record, **resumed
             )
@@ -161,8 +181,12 @@ class JobRunner:
         return await self.executor.run_task(request)
 
     def _build(self, request: TaskRequest) -> AgentLoop:
+        step = self.job.step(request.spec.id)
+        model = self.orchestrator.resolve(step.model) if step.model is not None else None
+        if self.stream is not None and step.id == self.job.output_step:
+            model = TextTap(model or self.orchestrator.model, self.stream, request.path)
         if request.agent == "planner":
             return self.orchestrator.planner(
-                name=request.path, budget=self.budget, trace=self.trace
+                name=request.path, budget=self.budget, trace=self.trace, model=model
             )
-        return self.orchestrator.fork.build_agent(request, self.context)
+        return self.orchestrator.fork.build_agent(request, self.context, model)

@@ -10,6 +10,7 @@ command-line overrides is `loading.py`. See docs/job-spec.md.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,16 +30,16 @@ from pydantic import (
     model_validator,
 )
 
+from ..models import ModelSettings
 from ..security import Permissions
 from ..tasks import GENERAL as GENERAL_AGENT
 from ..tasks import build_graph, suggest
 from .checks import check_job
+from .model_refs import expand_models, spec_model, step_model
 from .problems import SpecError, describe
 from .templating import NAME, Template
 
 GOAL_STEP = "goal"
-FILE_MODELS = {"scripted": "scripted model's script", "replay": "replayed trace"}
-"""Model providers whose target is a file; its path resolves against the spec's folder."""
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 Name = Annotated[str, StringConstraints(pattern=rf"^{NAME}$", max_length=64)]
@@ -60,20 +61,6 @@ def _existing_folder(path: Path, info: ValidationInfo) -> Path:
     if not folder.is_dir():
         raise ValueError(f"expected an existing folder, but {folder} is not one")
     return folder
-
-
-def _model_string(value: str, info: ValidationInfo) -> str:
-    provider, _, target = value.partition(":")
-    if not provider or not target:
-        raise ValueError(
-            f"expected 'provider:model' (e.g. 'openai:gpt-4o-mini'), got {describe(value)}"
-        )
-    if provider not in FILE_MODELS:
-        return value
-    script = _absolute(Path(target), info)
-    if not script.is_file():
-        raise ValueError(f"the {FILE_MODELS[provider]} {script} does not exist")
-    return f"{provider}:{script}"
 
 
 def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
@@ -104,7 +91,8 @@ def _input_text(value: Any) -> Any:
 
 Location = Annotated[Path, AfterValidator(_absolute)]
 Folder = Annotated[Path, AfterValidator(_existing_folder)]
-ModelString = Annotated[str, AfterValidator(_model_string)]
+SpecModel = Annotated[ModelSettings, AfterValidator(spec_model)]
+StepModel = Annotated[SpecModel | None, BeforeValidator(step_model)]
 InputValue = Annotated[str | None, BeforeValidator(_input_text)]
 SpecPermissions = Annotated[Permissions, BeforeValidator(_permissions_in_spec_folder)]
 
@@ -117,9 +105,11 @@ class Budget(BaseModel):
     max_tokens: Positive | None = None
     """Tokens (prompt and completion) for every model call of the job together; none: no cap."""
     max_steps: Positive = 20
-    """Step cap of each agent loop in the job."""
+    """The most model calls any one agent of the job may make; a sub-agent definition's
+    own `max_steps` may lower it, never raise it."""
     max_parallel: Positive = 4
-    """How many steps or forked tasks may run at the same time."""
+    """How many agents may work at once across the whole job: steps and every task they fork
+    (an agent waiting for its forked tasks lends them its slot)."""
 
 
 class Step(BaseModel):
@@ -137,6 +127,11 @@ class Step(BaseModel):
     """Run the task with the planner loop, which may load skills and fork sub-agents."""
     depends_on: list[str] = Field(default_factory=list)
     """Steps that must finish first; only their outputs may appear in `task`."""
+    model: StepModel = None
+    """This step's own model (a string, an alias or a settings mapping); the job's otherwise."""
+    skills: list[Text] | None = None
+    """Skills the step's agent starts with loaded (and is limited to, within its definition),
+    skills the model may not choose itself (`disable-model-invocation`) included."""
 
     @property
     def agent_name(self) -> str:
@@ -153,8 +148,11 @@ class Job(BaseModel):
 
     name: Text
     """Name of the job, shown in output and traces."""
-    model: ModelString
-    """Model for every agent without its own, as `provider:model`; `--model` overrides it."""
+    model: SpecModel
+    """Model for every agent without its own: `provider:model`, an alias, or a mapping of its
+    name and settings; `--model` overrides the name, `--model-option` a setting."""
+    models: dict[Name, SpecModel] = Field(default_factory=dict)
+    """Aliases for this job's models, over the built-in ones and the user's alias file."""
     budget: Budget = Field(default_factory=Budget)
     """Token, step and parallelism limits."""
     skills: list[Folder] = Field(default_factory=list)
@@ -175,20 +173,32 @@ class Job(BaseModel):
     """JSONL trace file to write; `--trace` overrides it."""
 
     _source: Path | None = PrivateAttr(default=None)
+    _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Job:
         context = info.context or {}
-        problems = check_job(self, context.get("known_agents"))
+        problems = expand_models(self, context.get("environ"))
+        problems += check_job(self, context.get("known_agents"))
         if problems:
             raise SpecError(context.get("source"), problems)
         self._source = context.get("source")
+        self._dotenv = dict(context.get("dotenv") or {})
         return self
 
     @property
     def source(self) -> Path | None:
         """The spec file this job was loaded from, if any."""
         return self._source
+
+    @property
+    def dotenv(self) -> dict[str, str]:
+        """Variables read from `.env` files for this job (never written to a trace)."""
+        return dict(self._dotenv)
+
+    def environment(self) -> dict[str, str]:
+        """The variables models read: the `.env` files', under the real environment."""
+        return {**self._dotenv, **os.environ}
 
     @property
     def plan(self) -> list[Step]:

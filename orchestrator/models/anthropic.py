@@ -8,17 +8,16 @@ Connection, which owns everything about reaching the server.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from ..messages import Message, ToolCall, Usage
+from .adapter import HTTPChatModel
 from .anthropic_request import AnthropicOptions, build_body, to_turns
 from .base import ModelRequest, ModelResponse, usage_count
-from .http import Connection, bad_reply, is_event_stream, read_json, stream_error
-from .sse import ServerSentEvent, aiter_events, iter_events
+from .http import Connection, bad_reply, stream_error
+from .sse import ServerSentEvent, iter_events
 
 __all__ = ["AnthropicModel", "AnthropicOptions", "EventAssembler", "build_body", "to_turns"]
 
@@ -85,8 +84,11 @@ class EventAssembler:
     then take `response()`.
     """
 
-    def __init__(self, provider: str = "anthropic") -> None:
+    def __init__(
+        self, provider: str = "anthropic", on_text: Callable[[str | None], None] | None = None
+    ) -> None:
         self.provider = provider
+        self.on_text = on_text
         self.blocks: dict[int, _Block] = {}
         self.stop_reason: str | None = None
         self.usage: dict[str, Any] = {}
@@ -97,7 +99,7 @@ class EventAssembler:
         """Take one event; True once the stream says it is done."""
         try:
             data = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise bad_reply(
                 self.provider, f"malformed stream event: {event.data[:200]!r}"
             ) from None
@@ -140,6 +142,8 @@ class EventAssembler:
         piece = delta.get(DELTA_TEXT[kind])
         if isinstance(piece, str) and piece:
             block.parts.append(piece)
+            if kind == "text_delta" and self.on_text is not None:
+                self.on_text(piece)
 
     def finish(self, message: Mapping[str, Any]) -> None:
         """End with a whole message's stop reason (a reply that was not streamed)."""
@@ -208,8 +212,12 @@ def parse_stream(body: str, provider: str = "anthropic") -> ModelResponse:
     return assembler.response()
 
 
-class AnthropicModel:
+class AnthropicModel(HTTPChatModel):
     """A ChatModel for the Anthropic Messages API."""
+
+    path = PATH
+    headers = {"anthropic-version": API_VERSION}
+    options: AnthropicOptions
 
     def __init__(
         self,
@@ -219,35 +227,16 @@ class AnthropicModel:
         *,
         name: str | None = None,
     ) -> None:
-        self.model = model
-        self.connection = connection
-        self.options = options or AnthropicOptions()
-        self.name = name or f"{connection.provider}:{model}"
+        super().__init__(model, connection, options or AnthropicOptions(), name=name)
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        body = build_body(self.model, request, self.options)
-        read = self._read_stream if self.options.stream else self._read_whole
-        headers = {"anthropic-version": API_VERSION}
-        return await self.connection.post(PATH, body, request, read, headers=headers)
+    def build_body(self, request: ModelRequest, options: AnthropicOptions) -> dict[str, Any]:
+        return build_body(self.model, request, options)
 
-    async def _read_whole(self, response: httpx.Response) -> ModelResponse:
-        return parse_message(await read_json(response, self.provider), self.provider)
+    def parse_whole(self, data: Any) -> ModelResponse:
+        return parse_message(data, self.provider)
 
-    async def _read_stream(self, response: httpx.Response) -> ModelResponse:
-        if not is_event_stream(response):
-            return await self._read_whole(response)
-        assembler = EventAssembler(self.provider)
-        async for event in aiter_events(response.aiter_lines()):
-            if assembler.feed(event):
-                break
-        return assembler.response()
-
-    @property
-    def provider(self) -> str:
-        return self.connection.provider
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.name!r}, {self.connection.base_url!r})"
+    def assembler(self, request: ModelRequest) -> EventAssembler:
+        return EventAssembler(self.provider, request.text)
 
 
 def _error(provider: str, error: Any) -> Exception:

@@ -12,24 +12,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..messages import Message, ToolCall, ToolSpec
-from .base import ModelRequest, ToolChoice
+from .base import ModelRequest, ToolChoice, WireOptions
 
 
-class AnthropicOptions(BaseModel):
+class AnthropicOptions(WireOptions):
     """How to speak the Messages API to one server. Each can be passed to `resolve_model`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    stream: bool = True
-    """Stream the reply (server-sent events); False waits for the whole reply."""
     tool_choice_none: bool = True
     """The server accepts `tool_choice: {"type": "none"}`. When False, a request that must not
     call tools sends no tools, and earlier tool calls and results are written as text."""
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    """Fields added to every request body as they are: `temperature`, `metadata`, ..."""
 
 
 def build_body(model: str, request: ModelRequest, options: AnthropicOptions) -> dict[str, Any]:
@@ -38,8 +30,9 @@ def build_body(model: str, request: ModelRequest, options: AnthropicOptions) -> 
     system, turns = to_turns(request.messages, tools_as_text=not tools)
     body: dict[str, Any] = {
         "model": model,
-        "max_tokens": request.max_output_tokens,
+        "max_tokens": options.output_tokens(request.max_output_tokens),
         "messages": turns,
+        **options.sampling(),
     }
     if system:
         body["system"] = system
@@ -101,7 +94,7 @@ def _blocks(message: Message, tools_as_text: bool) -> list[dict[str, Any]]:
 def _call_block(call: ToolCall) -> dict[str, Any]:
     try:
         arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         arguments = None
     # `input` must be an object; arguments that were not one went back to the model as an
     # error result already, so an empty object stands in for them here.

@@ -67,6 +67,8 @@ class Endpoint:
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
+        self.stream_refused: set[str] = set()
+        """Shapes of request this endpoint answered with an empty stream; sent whole from then."""
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )

@@ -41,7 +41,7 @@ class ConnectionSettings(BaseModel):
     """Where a model server is and how to talk to it. Every field can be passed to
     `resolve_model` as a keyword argument."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base_url: str
     """The server's base URL, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`."""
@@ -52,6 +52,11 @@ class ConnectionSettings(BaseModel):
     timeout: float = Field(600.0, gt=0)
     """Seconds the server may stay silent: before a non-streamed reply begins, or between two
     chunks of a streamed one."""
+    deadline: float = Field(1800.0, gt=0)
+    """Seconds one whole call may take, retries and waits included: a server that trickles a
+    byte at a time, or a stream that never ends, fails the call here."""
+    max_reply_bytes: int = Field(32_000_000, ge=1)
+    """The largest reply read, in bytes; a bigger one fails the call."""
     connect_timeout: float = Field(10.0, gt=0)
     """Seconds to wait for a connection to open."""
     max_concurrency: int = Field(8, ge=1)
@@ -69,9 +74,7 @@ class ConnectionSettings(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {value!r}")
-        return value.rstrip("/")
+        return http_url(value)
 
     @property
     def retry(self) -> RetryPolicy:
@@ -81,6 +84,13 @@ class ConnectionSettings(BaseModel):
             backoff_cap=self.backoff_cap,
             max_retry_after=self.max_retry_after,
         )
+
+
+def http_url(value: str) -> str:
+    """A base URL, checked to be http(s) and without a trailing slash."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https://, got {value!r}")
+    return value.rstrip("/")
 
 
 class Connection:
@@ -126,12 +136,30 @@ class Connection:
         the concurrency limit are reported through `request.emit`.
         """
         url = f"{self.base_url}{path}"
+        try:
+            async with asyncio.timeout(self.settings.deadline):
+                return await self._attempts(url, body, request, read, headers or {})
+        except TimeoutError:
+            raise ModelError(
+                f"{self.provider}: no complete reply from {url} within the call's deadline of "
+                f"{self.settings.deadline:g} s (the `deadline` setting)",
+                provider=self.provider,
+            ) from None
+
+    async def _attempts(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        request: ModelRequest,
+        read: Reader[T],
+        headers: Mapping[str, str],
+    ) -> T:
         attempt = 0
         while True:
             attempt += 1
             try:
                 async with self._slot(request):
-                    return await self._attempt(url, body, read, headers or {})
+                    return await self._attempt(url, body, read, headers)
             except ModelError as exc:
                 exc.args = tuple(self.mask(str(arg)) for arg in exc.args)
                 if not isinstance(exc, RetryableModelError):
@@ -168,6 +196,7 @@ class Connection:
             ) from exc
 
     async def _read(self, read: Reader[T], response: httpx.Response) -> T:
+        response.stream = _Capped(response.stream, self.settings.max_reply_bytes, self.provider)
         try:
             return await read(response)
         except (KeyError, TypeError, AttributeError, IndexError) as exc:
@@ -249,6 +278,30 @@ class Connection:
         return f"Connection({self.provider!r}, {self.base_url!r})"
 
 
+class _Capped(httpx.AsyncByteStream):
+    """A response body that fails once it grows past `limit` bytes."""
+
+    def __init__(self, stream: Any, limit: int, provider: str) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.provider = provider
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        total = 0
+        async for chunk in self.stream:
+            total += len(chunk)
+            if total > self.limit:
+                raise ModelError(
+                    f"{self.provider}: the reply is larger than {self.limit:,} bytes "
+                    "(the `max_reply_bytes` setting); it was not read further",
+                    provider=self.provider,
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
 def server_message(response: httpx.Response) -> tuple[str, str | None]:
     """The server's own words about an error, and its error code or type when it gave one.
 
@@ -294,5 +347,5 @@ async def read_json(response: httpx.Response, provider: str) -> Any:
     await response.aread()
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         raise bad_reply(provider, "the reply is not valid JSON") from None

@@ -10,28 +10,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..messages import Message, ToolCall, ToolSpec, Usage
-from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
-from .http import Connection, bad_reply, is_event_stream, read_json, stream_error
-from .sse import ServerSentEvent, aiter_events, iter_events
+from .adapter import HTTPChatModel, cut_short
+from .base import ModelRequest, ModelResponse, ToolChoice, WireOptions, usage_count
+from .http import Connection, bad_reply, stream_error
+from .sse import ServerSentEvent, iter_events
 
 PATH = "/chat/completions"
 
 
-class OpenAIOptions(BaseModel):
+class OpenAIOptions(WireOptions):
     """How to speak Chat Completions to one server. Each can be passed to `resolve_model`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    stream: bool = True
-    """Stream the reply (server-sent events); False waits for the whole reply."""
     include_usage: bool = True
     """Ask for the usage chunk at the end of a stream (`stream_options.include_usage`)."""
     max_tokens_field: str = "max_tokens"
@@ -40,8 +34,6 @@ class OpenAIOptions(BaseModel):
     send_reasoning: bool = False
     """Send earlier turns' reasoning back as `reasoning_content` (some servers want it during
     tool use, others reject it)."""
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    """Fields added to every request body as they are: `temperature`, `seed`, ..."""
 
 
 def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dict[str, Any]:
@@ -49,7 +41,8 @@ def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dic
     body: dict[str, Any] = {
         "model": model,
         "messages": [_wire_message(m, options.send_reasoning) for m in request.messages],
-        options.max_tokens_field: request.max_output_tokens,
+        options.max_tokens_field: options.output_tokens(request.max_output_tokens),
+        **options.sampling(),
     }
     if request.tools:
         body["tools"] = [_wire_tool(spec) for spec in request.tools]
@@ -70,10 +63,9 @@ def _wire_message(message: Message, send_reasoning: bool) -> dict[str, Any]:
         }
     if message.role != "assistant":
         return {"role": message.role, "content": message.content or ""}
-    wire: dict[str, Any] = {
-        "role": "assistant",
-        "content": message.content or (None if message.tool_calls else ""),
-    }
+    # Always a string: `null` beside tool calls is valid for OpenAI, but servers with a
+    # stricter request model (llama-cpp-python's) reject it, and "" means the same.
+    wire: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         wire["tool_calls"] = [
             {
@@ -145,8 +137,11 @@ class ChunkAssembler:
     (`[DONE]`), then take `response()`.
     """
 
-    def __init__(self, provider: str = "openai") -> None:
+    def __init__(
+        self, provider: str = "openai", on_text: Callable[[str | None], None] | None = None
+    ) -> None:
         self.provider = provider
+        self.on_text = on_text
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.refusal: list[str] = []
@@ -164,7 +159,7 @@ class ChunkAssembler:
             return True
         try:
             chunk = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise bad_reply(self.provider, f"malformed stream event: {data[:200]!r}") from None
         self.feed_chunk(chunk)
         return False
@@ -185,7 +180,10 @@ class ChunkAssembler:
 
     def _feed_choice(self, choice: Mapping[str, Any]) -> None:
         delta = choice.get("delta") or {}
-        _add(self.content, _text(delta.get("content")))
+        text = _text(delta.get("content"))
+        _add(self.content, text)
+        if self.on_text is not None:
+            self.on_text(text)
         _add(self.reasoning, _reasoning(delta))
         _add(self.refusal, delta.get("refusal"))
         for fragment in delta.get("tool_calls") or ():
@@ -211,8 +209,11 @@ class ChunkAssembler:
         return max(self.calls, default=0)
 
     def response(self) -> ModelResponse:
-        """The assembled reply; a stream that stopped before its end is an error to retry."""
-        if not self.done and self.finish_reason is None:
+        """The assembled reply; a stream that stopped before its end is an error to retry, one
+        that the server ended (`[DONE]`) before a finish reason is one to ask for whole."""
+        if self.finish_reason is None:
+            if self.done:
+                raise cut_short(self.provider)
             raise bad_reply(self.provider, "the stream ended before the reply was complete")
         calls = [
             _tool_call(call.id, call.name, "".join(call.arguments), index)
@@ -238,8 +239,11 @@ def parse_stream(body: str, provider: str = "openai") -> ModelResponse:
     return assembler.response()
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HTTPChatModel):
     """A ChatModel for any server that speaks Chat Completions."""
+
+    path = PATH
+    options: OpenAIOptions
 
     def __init__(
         self,
@@ -249,34 +253,16 @@ class OpenAIChatModel:
         *,
         name: str | None = None,
     ) -> None:
-        self.model = model
-        self.connection = connection
-        self.options = options or OpenAIOptions()
-        self.name = name or f"{connection.provider}:{model}"
+        super().__init__(model, connection, options or OpenAIOptions(), name=name)
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        body = build_body(self.model, request, self.options)
-        read = self._read_stream if self.options.stream else self._read_whole
-        return await self.connection.post(PATH, body, request, read)
+    def build_body(self, request: ModelRequest, options: OpenAIOptions) -> dict[str, Any]:
+        return build_body(self.model, request, options)
 
-    async def _read_whole(self, response: httpx.Response) -> ModelResponse:
-        return parse_completion(await read_json(response, self.provider), self.provider)
+    def parse_whole(self, data: Any) -> ModelResponse:
+        return parse_completion(data, self.provider)
 
-    async def _read_stream(self, response: httpx.Response) -> ModelResponse:
-        if not is_event_stream(response):  # a server that ignores `stream` sends JSON
-            return await self._read_whole(response)
-        assembler = ChunkAssembler(self.provider)
-        async for event in aiter_events(response.aiter_lines()):
-            if assembler.feed(event):
-                break
-        return assembler.response()
-
-    @property
-    def provider(self) -> str:
-        return self.connection.provider
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.name!r}, {self.connection.base_url!r})"
+    def assembler(self, request: ModelRequest) -> ChunkAssembler:
+        return ChunkAssembler(self.provider, request.text)
 
 
 def _response(

@@ -7,7 +7,7 @@ and the key. Arguments win over the environment, the environment over the defaul
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -72,13 +72,48 @@ PRESETS: dict[str, Preset] = {
 M = TypeVar("M", bound=BaseModel)
 
 
-def build_model(provider: str, model: str, options: Mapping[str, Any]) -> ChatModel:
-    """A ready model for `provider:model`; `options` mixes wire options and connection settings."""
+class MissingSettingError(ConfigError):
+    """A model needs a setting nobody gave: a key or a base URL, and where it could come from.
+
+    The message speaks Python (`pass api_key=...`); `for_files()` says the same for someone
+    who writes job specs and runs commands.
+    """
+
+    def __init__(self, provider: str, what: str, variable: str | None, *, option: str) -> None:
+        self.provider, self.what, self.variable, self.option = provider, what, variable, option
+        if option == "api_key_env":
+            text = f"{provider}: no {what}: api_key_env names {variable}, which is not set"
+        else:
+            where = f" or set {variable}" if variable else ""
+            text = f"{provider}: no {what}: pass {option}=...{where}"
+        super().__init__(text)
+
+    def for_files(self) -> str:
+        """The same problem in the words of a job spec and a shell."""
+        dotenv = "in the environment or in a .env file beside the job spec or in this folder"
+        if self.option == "base_url":
+            hint = "give base_url in the model's settings (model: {name: ..., base_url: ...})"
+            if self.variable:
+                hint += f", or set {self.variable} {dotenv}"
+            return f"{self.provider}: no {self.what}: {hint}"
+        return f"{self.provider}: no {self.what}: set {self.variable} {dotenv}"
+
+
+def build_model(
+    provider: str,
+    model: str,
+    options: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+) -> ChatModel:
+    """A ready model for `provider:model`; `options` mixes wire options and connection settings.
+
+    Base URLs and keys not given come from `environ` (the process environment by default).
+    """
     preset = PRESETS[provider]
     wire_fields = (OpenAIOptions if preset.wire == "openai" else AnthropicOptions).model_fields
     wire = {k: v for k, v in options.items() if k in wire_fields}
     rest = {k: v for k, v in options.items() if k not in wire}
-    settings = _settings(provider, preset, rest, os.environ)
+    settings = _settings(provider, preset, rest, os.environ if environ is None else environ)
     if preset.wire == "anthropic":
         connection = Connection(provider, settings, auth="x-api-key")
         return AnthropicModel(model, connection, _validated(provider, AnthropicOptions, wire))
@@ -87,14 +122,19 @@ def build_model(provider: str, model: str, options: Mapping[str, Any]) -> ChatMo
     return OpenAIChatModel(model, Connection(provider, settings), chat_options)
 
 
-def preset_factory(provider: str) -> Callable[..., ChatModel]:
-    """The `resolve_model` factory of one preset."""
+class PresetFactory:
+    """The `resolve_model` factory of one preset; it also takes the environment to read."""
 
-    def factory(target: str, **options: Any) -> ChatModel:
-        return build_model(provider, target, options)
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
 
-    factory.__name__ = f"{provider.replace('-', '_')}_model"
-    return factory
+    def __call__(
+        self, target: str, *, environ: Mapping[str, str] | None = None, **options: Any
+    ) -> ChatModel:
+        return build_model(self.provider, target, options, environ)
+
+    def __repr__(self) -> str:
+        return f"PresetFactory({self.provider!r})"
 
 
 def _settings(
@@ -106,14 +146,12 @@ def _settings(
         base_url, base_url_from_env = environ[preset.base_url_env], True
     base_url = base_url or preset.base_url
     if not base_url:
-        raise ConfigError(
-            f"{provider}: no base URL: pass base_url=... or set {preset.base_url_env}"
-        )
+        raise MissingSettingError(provider, "base URL", preset.base_url_env, option="base_url")
     api_key = options.pop("api_key", None)
     if api_key is None and preset.key_env and (preset.key_required or base_url_from_env):
         api_key = environ.get(preset.key_env) or None
     if api_key is None and preset.key_required:
-        raise ConfigError(f"{provider}: no API key: pass api_key=... or set {preset.key_env}")
+        raise MissingSettingError(provider, "API key", preset.key_env, option="api_key")
     if api_key is not None and not isinstance(api_key, str):
         raise ConfigError(f"{provider}: api_key must be a string")
     values = {"base_url": base_url, "api_key": api_key, **options}

@@ -8,7 +8,8 @@ resumed replay picks up where it was). A request that departs from the recording
 agent, a turn past the recorded ones, a conversation that differs from what was recorded up to
 that turn) raises `ReplayMismatch`, which names the agent, the turn and the first difference.
 The recorded usage is reported as the provider's, so budgets and fork observations come out
-the same as in the recorded run.
+the same as in the recorded run. An answer's text goes to the request's `on_text` whole, as the
+scripted model does, so a streamed run (`run --stream`) shows it.
 
 The recording is read here, with a reader of its own: models sit beside the trace package,
 not above it (docs/architecture.md).
@@ -92,6 +93,8 @@ class ReplayModel:
         if self.check:
             self._compare(request, agent.prefix(turn), turn)
         recorded = agent.turns[turn]
+        if not recorded.message.tool_calls:  # an answer: shown as it is "written" (--stream)
+            request.text(recorded.message.content)
         return ModelResponse(
             message=recorded.message,
             usage=recorded.usage,

@@ -81,6 +81,8 @@ class ScriptedModel:
         if delay:
             await asyncio.sleep(delay)
         message = self._message(turn)
+        if not message.tool_calls:
+            request.text(message.content)
         input_tokens = self._counter.count_request(request.messages, request.tools)
         usage = Usage.of(input_tokens, self._counter.count_message(message))
         finish = "tool_calls" if message.tool_calls else "stop"
@@ -142,6 +144,11 @@ def load_script(path: str | Path) -> dict[str, list[Turn]]:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read model script {file}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"model script {file} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+            f"{exc.start})"
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"model script {file} is not valid YAML: {exc}") from None
     return _check_script(data, source=str(file))

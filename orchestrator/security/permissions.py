@@ -6,17 +6,29 @@ what lies under a `read_only` path (the orchestrator adds the files that define 
 spec, its skill and sub-agent folders, its trace). A tool that is refused raises
 `PermissionDenied` naming the missing permission; the loop turns that into an error
 observation of type `denied`.
+
+Human approval: `shell` and `python` may be `"ask"`, and `tools` maps tool names, skill names
+or glob patterns to `allow`, `ask` or `deny`. `decision(tool)` is the strictest value that
+applies (deny, then ask, then allow); the loop asks a person before a call that needs it
+(agent/approval.py), and an approved call of the shell (python) skill runs with `shell`
+(`python`) granted for that call alone (`granting`).
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, PermissionDenied
+
+Decision = Literal["allow", "ask", "deny"]
+STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+ASKING_SKILLS = ("shell", "python")
+"""Skills whose calls a permission of the same name set to "ask" puts to a person."""
 
 
 class Permissions(BaseModel):
@@ -27,11 +39,16 @@ class Permissions(BaseModel):
     workspace: Path = Field(default_factory=Path.cwd)
     """Root folder of the file tools; every path they take is relative to it and stays in it."""
 
-    shell: bool = False
-    """Allow shell commands (the `shell` skill)."""
+    shell: bool | Literal["ask"] = False
+    """Allow shell commands (the `shell` skill); `"ask"`: each call needs a person's approval."""
 
-    python: bool = False
-    """Allow running Python snippets in a separate process (the `python` skill)."""
+    python: bool | Literal["ask"] = False
+    """Allow running Python snippets in a separate process (the `python` skill); `"ask"`: each
+    call needs a person's approval."""
+
+    tools: dict[str, Decision] = Field(default_factory=dict)
+    """`allow`, `ask` or `deny` for tools: a tool's name (`files__write_file`), a skill's name
+    (`data`: all its tools) or a glob pattern (`files__*`). The strictest that applies wins."""
 
     network: list[str] = Field(default_factory=list)
     """Hosts the `http` skill may reach: `example.com`, `*.example.com` (any subdomain),
@@ -41,6 +58,10 @@ class Permissions(BaseModel):
     """Files and folders the file tools may read but never write, create or edit, even inside
     the workspace. The orchestrator adds the job spec, the skill and sub-agent folders and
     the trace of the run to what is given here."""
+
+    secret_files: tuple[str, ...] = (".env", ".env.*")
+    """File-name patterns the file tools never read, edit or search: files where keys live.
+    A model that could read them would send the keys to its provider."""
 
     @classmethod
     def coerce(cls, value: Any) -> Permissions:
@@ -76,6 +97,14 @@ class Permissions(BaseModel):
                     "read-only by its permissions."
                 )
 
+    def require_readable(self, target: Path, shown: str) -> None:
+        """Refuse to read a file whose name says it holds keys (`secret_files`)."""
+        if any(fnmatch.fnmatchcase(target.name, pattern) for pattern in self.secret_files):
+            raise PermissionDenied(
+                f"{shown} holds keys (its name matches {', '.join(self.secret_files)}); the "
+                "file tools do not read it, so its values never reach a model."
+            )
+
     def workspace_root(self) -> Path:
         """The workspace as an absolute, resolved folder; it must exist."""
         root = self.workspace.expanduser().resolve()
@@ -84,18 +113,32 @@ class Permissions(BaseModel):
         return root
 
     def require_shell(self) -> None:
-        if not self.shell:
-            raise PermissionDenied(
-                "running shell commands needs the `shell` permission, which this run does not "
-                "have (Permissions(shell=True))."
-            )
+        _require(self.shell, "shell", "running shell commands")
 
     def require_python(self) -> None:
-        if not self.python:
-            raise PermissionDenied(
-                "running Python code needs the `python` permission, which this run does not "
-                "have (Permissions(python=True))."
-            )
+        _require(self.python, "python", "running Python code")
+
+    def decision(self, tool: str) -> tuple[Decision, str | None]:
+        """Whether a call of `tool` is allowed, needs a person's approval, or is denied, and
+        the rule that says so (None: nothing but the default, allow)."""
+        skill = tool.partition("__")[0] if "__" in tool else None
+        found: list[tuple[Decision, str]] = []
+        if skill in ASKING_SKILLS and getattr(self, skill) == "ask":
+            found.append(("ask", f"permissions.{skill} is 'ask'"))
+        for key, value in self.tools.items():
+            if key in (tool, skill) or fnmatch.fnmatchcase(tool, key):
+                found.append((value, f"permissions.tools[{key!r}] is {value!r}"))
+        if not found:
+            return "allow", None
+        return max(found, key=lambda item: STRICTNESS[item[0]])
+
+    def granting(self, tool: str) -> Permissions:
+        """These permissions for one approved call of `tool`: `ask` becomes allowed for the
+        permission the call's skill stands for (`shell__run`: shell), and nothing else."""
+        skill = tool.partition("__")[0]
+        if skill in ASKING_SKILLS and getattr(self, skill) == "ask":
+            return self.model_copy(update={skill: True})
+        return self
 
     def allows_host(self, host: str, port: int | None = None) -> bool:
         """Whether `host` (and `port`, when the entry names one) is on the allow-list."""
@@ -110,6 +153,20 @@ class Permissions(BaseModel):
                 f"network access to {where} needs that host in the `network` permission "
                 f"(allowed hosts: {allowed})."
             )
+
+
+def _require(value: bool | str, name: str, what: str) -> None:
+    if value is True:
+        return
+    if value == "ask":
+        raise PermissionDenied(
+            f"{what} needs a person's approval for each call (`{name}: ask`), and this call "
+            f"was not approved: only calls of the {name} skill are put to a person."
+        )
+    raise PermissionDenied(
+        f"{what} needs the `{name}` permission, which this run does not have "
+        f"(Permissions({name}=True))."
+    )
 
 
 def _host_matches(entry: str, host: str, port: int | None) -> bool:

@@ -4,8 +4,10 @@
 
 `skills` (a SkillCatalog, a SkillsExtension, or skill folders searched before the built-in
 ones) gives the agent the skill index in its system prompt and the skill meta-tools; every
-other option is the loop's (`orchestrator.agent.AgentLoop`). The skill folders become
-read-only for the agent's file tools: a model must not rewrite the skills it runs.
+other option is the loop's (`orchestrator.agent.AgentLoop`), `approve=` (the approval
+callback) included. The skill folders become read-only for the agent's file tools: a model
+must not rewrite the skills it runs. An extension that can fork (`SkillForker`) runs the
+agent's `context: fork` skills.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from ..agent import AgentLoop, Extension, ModelLike, Tool
 from ..security import Permissions
-from .meta_tools import skills_extension
+from .meta_tools import SkillForker, skills_extension
 
 
 class Agent(AgentLoop):
@@ -31,8 +33,10 @@ class Agent(AgentLoop):
         permissions: Any = None,
         **options: Any,
     ) -> None:
+        extensions = list(extensions)
         if skills is not None:
             extension = skills_extension(skills)
-            extensions = [extension, *extensions]
             permissions = Permissions.coerce(permissions).protecting(extension.catalog.paths)
+            forker = next((e for e in extensions if isinstance(e, SkillForker)), None)
+            extensions = [extension.configured(permissions, forker), *extensions]
         super().__init__(model, tools, extensions=extensions, permissions=permissions, **options)

@@ -2,10 +2,11 @@
 
 A scan reads each SKILL.md's frontmatter and nothing else; a skill's body and `tools.py` are
 read on its first `load`. Folders on the search path are either a skill themselves (they hold
-a SKILL.md) or hold skill folders. Earlier folders win: a user's skills come before the
-built-in ones and may shadow them, with a warning. Broken folders never raise: they are left
-out, each with a warning naming the folder and the rule it breaks (`catalog.warnings`, and the
-`orchestrator.skills` logger).
+a SKILL.md) or have skill folders below them (`discovery.py`). Earlier folders win: a user's
+skills come before the built-in ones and may shadow them, with a warning. Loading is lenient
+(`lenient.py`); broken folders never raise: each problem is a warning naming the folder and
+the rule (`catalog.warnings`, and the `orchestrator.skills` logger), and a folder that cannot
+be used at all is left out.
 """
 
 from __future__ import annotations
@@ -22,17 +23,10 @@ from pathlib import Path
 from ..agent.threads import CallTimedOut, call_with_timeout
 from ..tokens import TokenCounter
 from .builtin import builtin_skills_folder
-from .frontmatter import (
-    FrontmatterError,
-    Problem,
-    fatal,
-    find_frontmatter,
-    parse_yaml,
-    skill_file_in,
-    to_info,
-    validate,
-)
+from .discovery import MAX_DEPTH, walk_skill_folders
+from .frontmatter import Problem
 from .index import DEFAULT_INDEX_TOKENS, render_index
+from .lenient import read_skill_folder
 from .loader import load_folder
 from .search import SearchIndex
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
@@ -111,17 +105,24 @@ class SkillCatalog:
                 close.append(info.name)
         return close[:limit]
 
+    @property
+    def invocable(self) -> list[SkillInfo]:
+        """The skills a model may choose itself (not `disable-model-invocation`)."""
+        return [info for info in self.skills.values() if info.model_invocable]
+
     def search(self, query: str, limit: int = 5) -> list[SkillInfo]:
-        """Skills ranked by how well their name, keywords and description match `query`."""
+        """Skills a model may choose, ranked by how well their name, keywords and
+        description match `query`."""
         if self._search is None:
-            self._search = SearchIndex(list(self.skills.values()))
+            self._search = SearchIndex(self.invocable)
         return [info for info, _ in self._search.rank(query, limit)]
 
     def index(
         self, max_tokens: int = DEFAULT_INDEX_TOKENS, counter: TokenCounter | None = None
     ) -> str | None:
-        """Level 0: the system-prompt section listing skills, at most `max_tokens` long."""
-        return render_index(list(self.skills.values()), max_tokens=max_tokens, counter=counter)
+        """Level 0: the system-prompt section listing the skills a model may choose, at most
+        `max_tokens` long."""
+        return render_index(self.invocable, max_tokens=max_tokens, counter=counter)
 
     def load(self, name: str) -> LoadedSkill:
         """Level 1: the skill's body and tools, read once and then kept.
@@ -162,13 +163,19 @@ class SkillCatalog:
             self._warn(root, Problem("search-path", "skill folder not found"))
             return
         builtin = root == self._builtin_root
-        if skill_file_in(root) is not None:
-            self._add(root, builtin)
-            return
-        with os.scandir(root) as entries:
-            names = sorted(e.name for e in entries if e.name[0] != "." and e.is_dir())
-        for name in names:
-            self._add(root / name, builtin)
+        walk = walk_skill_folders(root)
+        for folder in walk.folders:
+            self._add(folder, builtin)
+        if walk.truncated:
+            self._warn(root, Problem("search-limit", "too many folders below it; scan stopped"))
+        if not walk.folders:
+            self._warn(
+                root,
+                Problem(
+                    "no-skills",
+                    f"no SKILL.md in this folder or the folders below it ({MAX_DEPTH} levels)",
+                ),
+            )
 
     def _add(self, folder: Path, builtin: bool) -> None:
         info = self._inspect(folder, builtin)
@@ -188,25 +195,14 @@ class SkillCatalog:
         self.skills[info.name] = info
 
     def _inspect(self, folder: Path, builtin: bool) -> SkillInfo | None:
-        try:
-            found = find_frontmatter(folder)
-            if found is None:
-                return None
-            skill_file, text, problems = found
-            data, more = parse_yaml(text)
-        except FrontmatterError as exc:
-            self._warn(folder, exc.problem)
-            return None
-        problems = problems + more + validate(data, folder.name)
-        stop = fatal(problems)
-        if stop is not None:
-            self._warn(folder, stop)
-            return None
-        for problem in problems:
+        reading = read_skill_folder(folder)
+        for problem in reading.problems:
             self._warn(folder, problem)
+        if reading.info is None:
+            return None
         # The digest pins the code: only this tools.py may be imported later (sources/).
         digest = file_digest(folder / TOOLS_FILE)
-        return replace(to_info(data, skill_file), tools_digest=digest, builtin=builtin)
+        return replace(reading.info, tools_digest=digest, builtin=builtin)
 
     def _warn(self, folder: Path, problem: Problem) -> None:
         warning = SkillWarning(folder, problem.rule, problem.message, left_out=problem.fatal)

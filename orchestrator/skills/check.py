@@ -1,7 +1,9 @@
 """`orchestrator skills check`: every rule of the specification, every problem, strictly.
 
 Unlike a catalog scan, a check reads the whole SKILL.md and imports `tools.py` (the user asked
-for this folder to be checked), and every problem counts, fatal or not.
+for this folder to be checked), and every problem counts, fatal or not: nothing is made up
+for, a frontmatter YAML cannot read is not read again with its values quoted. On the reference
+validator's own test cases (agentskills `skills-ref`) it reaches the same verdicts.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..agent import Tool
+from .discovery import walk_skill_folders
 from .frontmatter import (
     FrontmatterError,
     Problem,
     parse_yaml,
     skill_file_in,
     split_skill_text,
-    validate,
 )
+from .rules import normal_name, validate
 from .skill import SkillError, qualified_tool_name
 from .sources import TOOLS_FILE, import_module_from
 
@@ -48,19 +51,26 @@ def check_folders(paths: Iterable[str | Path]) -> list[FolderReport]:
 
 
 def _skill_folders(path: Path) -> list[Path]:
-    if not path.is_dir() or skill_file_in(path) is not None:
+    """The skill folders at or below `path`; when some of its own subfolders are skills, the
+    others are reported too (as folders without a SKILL.md)."""
+    if not path.is_dir():
         return [path]
-    children = sorted(
-        child
-        for child in path.iterdir()
-        if child.is_dir() and not child.name.startswith((".", "__"))
-    )
-    return children or [path]
+    found = walk_skill_folders(path).folders
+    if not found:
+        return [path]
+    if any(folder.parent == path for folder in found):
+        children = {c for c in path.iterdir() if c.is_dir() and not c.name.startswith((".", "__"))}
+        lone = [c for c in children if not any(f.is_relative_to(c) for f in found)]
+        found = sorted([*found, *lone])
+    return found
 
 
 def check_folder(folder: Path) -> FolderReport:
     """Every problem of one skill folder."""
     report = FolderReport(folder)
+    if not folder.exists():
+        report.problems.append(Problem("folder", "no such folder", True))
+        return report
     if not folder.is_dir():
         report.problems.append(Problem("folder", "not a folder", True))
         return report
@@ -70,6 +80,9 @@ def check_folder(folder: Path) -> FolderReport:
         return report
     try:
         frontmatter, _, problems = split_skill_text(skill_file.read_text(encoding="utf-8"))
+        if frontmatter is None:  # as the reference validator, only this one problem
+            report.problems += problems
+            return report
         data, more = parse_yaml(frontmatter)
     except UnicodeDecodeError:
         report.problems.append(Problem("encoding", "SKILL.md is not UTF-8 text", True))
@@ -79,7 +92,7 @@ def check_folder(folder: Path) -> FolderReport:
         return report
     report.problems += problems + more + validate(data, folder.name)
     name = data.get("name")
-    report.name = name if isinstance(name, str) else None
+    report.name = normal_name(name) if isinstance(name, str) and name.strip() else None
     _check_tools(folder, report.name or folder.name, report)
     return report
 

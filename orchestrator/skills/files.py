@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ToolError
 from ..security import is_inside, open_resolved, relative_name, resolve_inside
+from .reading import read_chars
 from .skill import SkillInfo
 
 DEFAULT_MAX_FILE_CHARS = 20_000
@@ -40,30 +41,29 @@ def read_file(info: SkillInfo, path: str, *, offset: int = 0, max_chars: int) ->
         return "\n".join(listing) if listing else "(no files)"
     try:
         with open_resolved(info.folder, target, shown=repr(path)) as handle:
-            data = handle.read()
+            if b"\x00" in handle.read(8192):
+                size = os.fstat(handle.fileno()).st_size
+                raise ToolError(f"{path!r} is a binary file ({size} bytes); it cannot be shown.")
+            handle.seek(0)
+            offset = max(0, offset)
+            part, total = read_chars(handle, offset, max_chars)
     except (FileNotFoundError, NotADirectoryError):
         known = ", ".join(list_files(info, limit=30)) or "none"
         raise ToolError(f"Skill {info.name!r} has no file {path!r}. Its files: {known}.") from None
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{path!r} is a binary file ({len(data)} bytes); it cannot be shown.")
-    text = data.decode("utf-8", errors="replace")
-    return clip(
-        text, offset=offset, max_chars=max_chars, how_to_continue=_continue_hint(info, path)
-    )
+    return clipped(part, offset=offset, total=total, how_to_continue=_continue_hint(info, path))
 
 
 def _continue_hint(info: SkillInfo, path: str) -> str:
     return f"read_skill_file(skill={info.name!r}, path={path!r}, offset={{offset}})"
 
 
-def clip(text: str, *, offset: int, max_chars: int, how_to_continue: str) -> str:
-    """`text[offset:offset + max_chars]`, with a note saying what was left out and how to go on."""
-    offset = max(0, offset)
-    part = text[offset : offset + max_chars]
+def clipped(part: str, *, offset: int, total: int, how_to_continue: str) -> str:
+    """`part` (the text's characters from `offset`, of `total`), with a note saying what was
+    left out and how to go on."""
     end = offset + len(part)
-    if offset == 0 and end >= len(text):
+    if offset == 0 and end >= total:
         return part
-    note = f"[characters {offset}-{end} of {len(text)}"
-    if end < len(text):
+    note = f"[characters {offset}-{end} of {total}"
+    if end < total:
         note += f"; the rest: {how_to_continue.format(offset=end)}"
     return f"{part}\n{note}]"

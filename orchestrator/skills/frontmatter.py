@@ -1,38 +1,39 @@
-"""SKILL.md: split off the YAML frontmatter, parse it, and check it against the specification.
+"""SKILL.md: split off the YAML frontmatter and parse it.
 
-Every rule of the Agent Skills specification is a `Problem`. `fatal` problems stop the skill
-from being understood (no frontmatter, unparsable YAML, no name or description, a malformed
-name), so a lenient load leaves the skill out; the rest (a long description, a name that is
-not its folder's, unknown fields) are warnings and the skill loads. `orchestrator skills
-check` treats every problem as an error.
+Every broken rule is a `Problem`. `fatal` problems leave a skill out of a lenient load (a
+SKILL.md that is not UTF-8, a frontmatter that is never closed); the rest are warnings, and
+the lenient reader (`lenient.py`) makes up for what is missing. `orchestrator skills check`
+treats every problem as an error. The specification's rules themselves are in `rules.py`.
 
 YAML scalars are all read as strings, as the reference validator does: `version: 1.0` is
-"1.0", `name: yes` is "yes", and a date stays the text it was.
+"1.0", `name: yes` is "yes", and a date stays the text it was. Frontmatter that other clients
+accept but YAML does not (an unquoted `: ` inside a value) is read again with those values
+quoted (`parse_forgiving`).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import yaml
 
-from .skill import SkillInfo, parse_keywords
-
 SKILL_FILE = "SKILL.md"
-KNOWN_FIELDS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
-MAX_NAME = 64
-MAX_DESCRIPTION = 1024
-MAX_COMPATIBILITY = 500
 MAX_FRONTMATTER_CHARS = 65_536
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 DELIMITER = "---"
 MAX_DEPTH = 20
+MAX_VALUES = 10_000  # YAML aliases can make a few lines stand for billions of values
+TOO_LARGE = "yaml-too-large"  # no lenient second reading: the file is hostile, not sloppy
 _CLOSING = re.compile(rb"\n---[ \t]*\r?\n")
 _CHUNK = 4096
+_KEY_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>[A-Za-z0-9_.-]+):[ \t]+(?P<value>\S.*?)\s*$")
+_NOT_PLAIN = tuple("\"'[{|>&*!%@`")
+_TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(?P<value>.*?))?\s*$")
+_ITEM = re.compile(r"^[ \t]*-[ \t]+(?P<item>.*?)\s*$")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class FrontmatterError(Exception):
         super().__init__(problem.message)
         self.problem = problem
 
+
+NO_FRONTMATTER = Problem("frontmatter", "SKILL.md must start with YAML frontmatter (a '---' line)")
 
 _BaseLoader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
@@ -71,8 +74,8 @@ def skill_file_in(folder: Path) -> Path | None:
     return None
 
 
-def read_frontmatter(path: Path) -> tuple[str, list[Problem]]:
-    """The frontmatter text of a SKILL.md, reading little more than the frontmatter itself."""
+def read_frontmatter(path: Path) -> tuple[str | None, list[Problem]]:
+    """The frontmatter text of a SKILL.md (None if it has none), reading little more."""
     try:
         with path.open("rb") as file:
             data = _read_head(file)
@@ -83,8 +86,9 @@ def read_frontmatter(path: Path) -> tuple[str, list[Problem]]:
     return _decode_head(data)
 
 
-def find_frontmatter(folder: Path) -> tuple[Path, str, list[Problem]] | None:
-    """A folder's skill file and its frontmatter; None when the folder has no skill file.
+def find_frontmatter(folder: Path) -> tuple[Path, str | None, list[Problem]] | None:
+    """A folder's skill file and its frontmatter (None if it has none); None when the folder
+    has no skill file.
 
     Made for scanning many folders: it opens the file rather than checking it exists first.
     """
@@ -106,6 +110,8 @@ def find_frontmatter(folder: Path) -> tuple[Path, str, list[Problem]] | None:
 
 def _read_head(file: BinaryIO) -> bytes:
     data = file.read(_CHUNK)
+    if not data.lstrip(b"\xef\xbb\xbf").startswith(b"---"):
+        return data  # no frontmatter: the first chunk is all a scan needs
     while not _CLOSING.search(data) and len(data) <= MAX_FRONTMATTER_CHARS:
         more = file.read(_CHUNK)
         if not more:
@@ -114,42 +120,42 @@ def _read_head(file: BinaryIO) -> bytes:
     return data
 
 
-def _decode_head(data: bytes) -> tuple[str, list[Problem]]:
+def _decode_head(data: bytes) -> tuple[str | None, list[Problem]]:
     found = _CLOSING.search(data)
     try:
         if found:
             text = data[: found.end()].decode("utf-8")
         else:
-            # Cut off at the size limit, the last character may be split: it is not closed anyway.
-            cut = len(data) > MAX_FRONTMATTER_CHARS
+            # Cut off at the chunk or the size limit, the last character may be split.
+            cut = len(data) >= _CHUNK
             text = data.decode("utf-8", errors="replace" if cut else "strict")
     except UnicodeDecodeError:
         raise FrontmatterError(Problem("encoding", "SKILL.md is not UTF-8 text", True)) from None
-    return _frontmatter(iter(text.splitlines(keepends=True)))
+    return _frontmatter(iter(text.splitlines(keepends=True)))[:2]
 
 
-def split_skill_text(text: str) -> tuple[str, str, list[Problem]]:
-    """The frontmatter text, the body (stripped) and the problems of a whole SKILL.md."""
+def split_skill_text(text: str) -> tuple[str | None, str, list[Problem]]:
+    """The frontmatter text (None if there is none), the body (stripped) and the problems
+    of a whole SKILL.md."""
     lines = iter(text.splitlines(keepends=True))
-    frontmatter, problems = _frontmatter(lines)
-    return frontmatter, "".join(lines).strip(), problems
+    frontmatter, problems, first = _frontmatter(lines)
+    return frontmatter, (first + "".join(lines)).strip(), problems
 
 
-def _frontmatter(lines: Iterator[str]) -> tuple[str, list[Problem]]:
+def _frontmatter(lines: Iterator[str]) -> tuple[str | None, list[Problem], str]:
+    """The frontmatter, its problems, and the first line when it is the body's."""
     problems: list[Problem] = []
     first = next(lines, "")
     if first.startswith("\ufeff"):
         problems.append(Problem("bom", "SKILL.md starts with a byte-order mark"))
         first = first[1:]
     if first.rstrip() != DELIMITER:
-        raise FrontmatterError(
-            Problem("frontmatter", "SKILL.md must start with YAML frontmatter (a '---' line)", True)
-        )
+        return None, [*problems, NO_FRONTMATTER], first
     collected: list[str] = []
     size = 0
     for line in lines:
         if line.rstrip() == DELIMITER:
-            return "".join(collected), problems
+            return "".join(collected), problems, ""
         collected.append(line)
         size += len(line)
         if size > MAX_FRONTMATTER_CHARS:
@@ -170,17 +176,15 @@ def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
         node = loader.get_single_node()
     except yaml.YAMLError as exc:
         reason = " ".join(str(exc).split())
-        raise FrontmatterError(
-            Problem("yaml", f"invalid YAML in frontmatter: {reason}", True)
-        ) from None
+        raise FrontmatterError(Problem("yaml", f"invalid YAML in frontmatter: {reason}")) from None
     finally:
         loader.dispose()
     if node is None:
         return {}, []
     if not isinstance(node, yaml.MappingNode):
-        raise FrontmatterError(Problem("yaml", "the frontmatter must be a YAML mapping", True))
+        raise FrontmatterError(Problem("yaml", "the frontmatter must be a YAML mapping"))
     duplicates: list[str] = []
-    data = _python_value(node, duplicates, 0)
+    data = _python_value(node, duplicates, 0, [MAX_VALUES])
     problems = [
         Problem("yaml-duplicate-key", f"the frontmatter repeats the key {key!r}")
         for key in dict.fromkeys(duplicates)
@@ -188,117 +192,112 @@ def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
     return data, problems
 
 
-def _python_value(node: yaml.Node, duplicates: list[str], depth: int) -> Any:
+def parse_forgiving(text: str, keys: Collection[str] = ()) -> tuple[dict[str, Any], list[Problem]]:
+    """`parse_yaml`, and when that fails, a second try with unquoted values that hold a
+    `: ` quoted, as clients that accept such frontmatter read it; then, given the `keys` a
+    client knows, a last try line by line (a key at the start of a line begins its value,
+    every other line continues it: multi-line descriptions with `<example>` blocks).
+    FrontmatterError if nothing works; the problem says what was wrong either way."""
+    try:
+        return parse_yaml(text)
+    except FrontmatterError as exc:
+        if exc.problem.rule == TOO_LARGE:
+            raise
+        quoted = quote_colon_values(text)
+        try:
+            if quoted == text:
+                raise
+            data, problems = parse_yaml(quoted)
+        except FrontmatterError:
+            data = parse_by_lines(text, keys)
+            if not data:
+                raise exc from None
+            note = Problem("yaml", f"{exc.problem.message}; read line by line instead")
+            return data, [note]
+        note = Problem("yaml", f"{exc.problem.message}; read again with its values quoted")
+        return data, [note, *problems]
+
+
+def parse_by_lines(text: str, keys: Collection[str]) -> dict[str, Any]:
+    """The values of the known `keys`, each from its line to the next known key's: a string
+    (surrounding quotes removed), or a list when it is only `- item` lines."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = _TOP_KEY.match(line)
+        if match and match.group("key") in keys:
+            current = found.setdefault(match.group("key"), [])
+            current[:] = [match.group("value") or ""]
+        elif current is not None:
+            current.append(line)
+    return {key: _line_value(lines) for key, lines in found.items()}
+
+
+def _line_value(lines: list[str]) -> Any:
+    first, rest = lines[0], [line for line in lines[1:] if line.strip()]
+    items = [_ITEM.match(line) for line in rest]
+    if not first and rest and all(items):
+        return [m.group("item").strip("\"'") for m in items if m]
+    value = "\n".join([first, *lines[1:]]).strip()
+    if value.startswith("[") and value.endswith("]"):  # a flow list: [Read, "Grep"]
+        return [item.strip().strip("\"'") for item in value[1:-1].split(",") if item.strip()]
+    if len(value) > 1 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    return value
+
+
+def quote_colon_values(text: str) -> str:
+    """The frontmatter with each plain `key: value` whose value holds `: ` (or ends in `:`)
+    double-quoted, its more-indented continuation lines folded in."""
+    lines = text.splitlines()
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        match = _KEY_LINE.match(lines[index])
+        index += 1
+        value = match.group("value") if match else ""
+        if not match or value.startswith(_NOT_PLAIN) or not _has_colon(value):
+            out.append(lines[index - 1])
+            continue
+        indent = len(match.group("indent").expandtabs())
+        parts = [value]
+        while index < len(lines) and _continues(lines[index], indent):
+            parts.append(lines[index].strip())
+            index += 1
+        joined = " ".join(p for p in parts if p)
+        out.append(f"{match.group('indent')}{match.group('key')}: {json.dumps(joined)}")
+    return "\n".join(out) + "\n"
+
+
+def _has_colon(value: str) -> bool:
+    return ": " in value or value.endswith(":")
+
+
+def _continues(line: str, indent: int) -> bool:
+    if not line.strip():
+        return False
+    return len(line) - len(line.lstrip(" \t")) > indent and not _KEY_LINE.match(line)
+
+
+def _python_value(node: yaml.Node, duplicates: list[str], depth: int, left: list[int]) -> Any:
+    """The node as Python values; `left` counts down the values still allowed."""
     if depth > MAX_DEPTH:
-        raise FrontmatterError(Problem("yaml", "the frontmatter is nested too deeply", True))
+        raise FrontmatterError(Problem(TOO_LARGE, "the frontmatter is nested too deeply", True))
+    left[0] -= 1
+    if left[0] < 0:
+        message = f"the frontmatter holds more than {MAX_VALUES:,} values (YAML aliases?)"
+        raise FrontmatterError(Problem(TOO_LARGE, message, True))
     if isinstance(node, yaml.MappingNode):
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = str(_python_value(key_node, duplicates, depth + 1))
+            key = str(_python_value(key_node, duplicates, depth + 1, left))
             if key in mapping:
                 duplicates.append(key)
-            mapping[key] = _python_value(value_node, duplicates, depth + 1)
+            mapping[key] = _python_value(value_node, duplicates, depth + 1, left)
         return mapping
     if isinstance(node, yaml.SequenceNode):
-        return [_python_value(item, duplicates, depth + 1) for item in node.value]
+        return [_python_value(item, duplicates, depth + 1, left) for item in node.value]
     return node.value
-
-
-def validate(data: dict[str, Any], folder_name: str) -> list[Problem]:
-    """Every rule of the specification that `data` breaks, in the order of the fields."""
-    problems: list[Problem] = []
-    unknown = [key for key in data if key not in KNOWN_FIELDS]
-    if unknown:
-        problems.append(
-            Problem(
-                "unknown-field",
-                f"unknown frontmatter fields: {', '.join(sorted(unknown))} "
-                f"(allowed: {', '.join(KNOWN_FIELDS)})",
-            )
-        )
-    problems += _name_problems(data.get("name"), folder_name)
-    problems += _description_problems(data.get("description"))
-    problems += _optional_problems(data)
-    return problems
-
-
-def _name_problems(name: Any, folder_name: str) -> list[Problem]:
-    if name is None:
-        return [Problem("name-missing", "the frontmatter has no 'name'", True)]
-    if not isinstance(name, str) or not name.strip():
-        return [Problem("name-missing", "'name' must be a non-empty string", True)]
-    problems = []
-    if len(name) > MAX_NAME:
-        problems.append(
-            Problem("name-length", f"name is {len(name)} characters; at most {MAX_NAME} allowed")
-        )
-    if not NAME_PATTERN.match(name):
-        problems.append(Problem("name-format", _name_format_message(name), True))
-    if name != folder_name:
-        problems.append(
-            Problem("name-folder", f"name {name!r} does not match its folder {folder_name!r}")
-        )
-    return problems
-
-
-def _name_format_message(name: str) -> str:
-    if name != name.lower():
-        reason = "must be lowercase"
-    elif name.startswith("-") or name.endswith("-"):
-        reason = "must not start or end with a hyphen"
-    elif "--" in name:
-        reason = "must not contain consecutive hyphens"
-    else:
-        reason = "may only contain lowercase letters a-z, digits 0-9 and hyphens"
-    return f"name {name!r} {reason}"
-
-
-def _description_problems(description: Any) -> list[Problem]:
-    if description is None:
-        return [Problem("description-missing", "the frontmatter has no 'description'", True)]
-    if not isinstance(description, str) or not description.strip():
-        return [Problem("description-missing", "'description' must be a non-empty string", True)]
-    if len(description) > MAX_DESCRIPTION:
-        return [
-            Problem(
-                "description-length",
-                f"description is {len(description)} characters; at most {MAX_DESCRIPTION} allowed",
-            )
-        ]
-    return []
-
-
-def _optional_problems(data: dict[str, Any]) -> list[Problem]:
-    problems = []
-    for key in ("license", "allowed-tools"):
-        if key in data and not isinstance(data[key], str):
-            problems.append(Problem(f"{key}-type", f"'{key}' must be a string"))
-    if "compatibility" in data:
-        value = data["compatibility"]
-        if not isinstance(value, str) or not 1 <= len(value) <= MAX_COMPATIBILITY:
-            problems.append(
-                Problem(
-                    "compatibility",
-                    f"'compatibility' must be a string of 1-{MAX_COMPATIBILITY} characters",
-                )
-            )
-    if "metadata" in data:
-        problems += _metadata_problems(data["metadata"])
-    return problems
-
-
-def _metadata_problems(metadata: Any) -> list[Problem]:
-    if not isinstance(metadata, dict):
-        return [Problem("metadata-type", "'metadata' must be a mapping of strings to strings")]
-    bad = [str(key) for key, value in metadata.items() if not isinstance(value, str)]
-    if bad:
-        return [
-            Problem(
-                "metadata-type",
-                f"'metadata' values must be strings; not so for: {', '.join(bad)}",
-            )
-        ]
-    return []
 
 
 def fatal(problems: Iterable[Problem]) -> Problem | None:
@@ -306,35 +305,8 @@ def fatal(problems: Iterable[Problem]) -> Problem | None:
     return next((p for p in problems if p.fatal), None)
 
 
-def to_info(data: dict[str, Any], skill_file: Path) -> SkillInfo:
-    """A SkillInfo from frontmatter that has no fatal problem, fixing what can be fixed."""
-    metadata = _string_map(data.get("metadata"))
-    allowed = data.get("allowed-tools")
-    if isinstance(allowed, list):
-        allowed = " ".join(str(item) for item in allowed)
-    raw_metadata = data.get("metadata")
-    keywords = raw_metadata.get("keywords") if isinstance(raw_metadata, dict) else None
-    return SkillInfo(
-        name=data["name"].strip(),
-        description=data["description"].strip(),
-        folder=skill_file.parent,
-        skill_file=skill_file,
-        license=_string_or_none(data.get("license")),
-        compatibility=_string_or_none(data.get("compatibility")),
-        allowed_tools=_string_or_none(allowed),
-        metadata=metadata,
-        keywords=parse_keywords(keywords),
-    )
-
-
-def _string_map(value: Any) -> dict[str, str]:
-    if not isinstance(value, dict):
-        return {}
-    return {
-        str(key): ", ".join(map(str, item)) if isinstance(item, list) else str(item)
-        for key, item in value.items()
-    }
-
-
-def _string_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+def read_skill_text(path: Path, limit: int = 1_048_576) -> str:
+    """A whole SKILL.md (up to `limit` bytes), for the fallbacks that need its body."""
+    with path.open("rb") as file:
+        data = file.read(limit)
+    return data.decode("utf-8", errors="replace")

@@ -16,6 +16,7 @@ def load_folder(info: SkillInfo) -> LoadedSkill:
 
 
 def read_body(info: SkillInfo) -> str:
+    """The SKILL.md body (all of the file when it has no frontmatter), stripped."""
     try:
         text = info.skill_file.read_text(encoding="utf-8")
         return split_skill_text(text)[1]

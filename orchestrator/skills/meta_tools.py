@@ -1,41 +1,70 @@
 """The meta-tools that give an agent its skills, one level at a time, and `skills_extension`.
 
-- `load_skill(name)` (level 1): the SKILL.md body and the skill's tools (names and one-line
-  descriptions) come back; the tools' full schemas are appended to the run's toolset, so they
-  are in every request from the next one on, after the tools that were already there.
+- `load_skill(name, arguments="")` (level 1): the SKILL.md body (with `$ARGUMENTS` and
+  `${CLAUDE_SKILL_DIR}` filled in) and the skill's tools (names and one-line descriptions)
+  come back; the tools' full schemas are appended to the run's toolset, so they are in every
+  request from the next one on, after the tools that were already there. A `context: fork`
+  skill runs as a sub-agent instead (through the run's fork extension, `SkillForker`), and
+  the sub-agent's answer comes back.
 - `read_skill_file(skill, path)` (level 2): a file inside the skill's folder, size-capped.
 - `search_skills(query)`: skills ranked by name, keywords and description, for catalogs
   larger than the index shows.
+
+A loaded (or preloaded) skill is *active* for the rest of its agent's run: when its
+`allowed-tools` names tools of ours, every call outside them is refused (`guard`), whatever
+skill is loaded later. Skills marked `disable-model-invocation` are out of the index, of
+search and of `load_skill`; only a task or job step that names them gives them (preloaded).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ..agent import Tool, ToolContext
+from ..agent.approval import Refusal
 from ..agent.threads import run_in_thread
 from ..errors import ToolError
-from ..messages import Message
-from ..security import Permissions, is_inside
+from ..messages import Message, ToolCall
+from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import AgentRecord
+from .allowed import ToolRule, first_refusal, tool_rule
+from .body import substitute
 from .catalog import SkillCatalog
 from .files import DEFAULT_MAX_FILE_CHARS, list_files, read_file
 from .index import DEFAULT_INDEX_TOKENS
+from .loader import read_body
+from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .skill import LoadedSkill, SkillError, SkillInfo
 
 STATE_KEY = "skills.loaded"
+RULES_KEY = "skills.rules"
 MAX_SEARCH_RESULTS = 20
 MAX_TOOL_LINE = 200
 MAX_FILES_SHOWN = 50
 _SELF_FILES = frozenset({"SKILL.md", "skill.md", "tools.py"})
 
+__all__ = ["SkillForker", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
+
+
+@runtime_checkable
+class SkillForker(Protocol):
+    """Runs a `context: fork` skill as a sub-agent (the fork extension, a layer above)."""
+
+    async def fork_skill(self, skill: SkillInfo, task: str, ctx: ToolContext) -> str: ...
+
 
 class SkillsExtension:
-    """An agent extension: the skill index for the system prompt, and the meta-tools."""
+    """An agent extension: the skill index for the system prompt, and the meta-tools.
+
+    `preload` names skills the agent starts with loaded (preload.py); `running` is the skill a
+    forked sub-agent runs (its tools and limits, not its instructions: those are its task).
+    `allows` filters the tools loaded skills add (a sub-agent's tool limit).
+    """
 
     def __init__(
         self,
@@ -44,72 +73,179 @@ class SkillsExtension:
         index_tokens: int = DEFAULT_INDEX_TOKENS,
         max_file_chars: int = DEFAULT_MAX_FILE_CHARS,
         counter: TokenCounter | None = None,
+        preload: Sequence[str] = (),
+        running: str | None = None,
+        allows: Callable[[str], bool] | None = None,
     ) -> None:
         self.catalog = catalog
         self.index_tokens = index_tokens
         self.max_file_chars = max_file_chars
         self.counter = counter
+        self.preload = list(preload)
+        self.running = running
+        self.allows = allows or (lambda _: True)
+        self.permissions = Permissions()
+        self.forker: SkillForker | None = None
         self._prompt: str | None = None
+        self._preloaded: list[Preloaded] | None = None
+        self._rules: list[ToolRule] | None = None
+
+    def configured(self, permissions: Permissions, forker: SkillForker | None) -> SkillsExtension:
+        """This extension for one agent: its permissions (for preloading) and its forker."""
+        view = copy.copy(self)
+        view.permissions, view.forker = permissions, forker
+        view._prompt, view._preloaded, view._rules = None, None, None
+        return view
+
+    @property
+    def preloaded(self) -> list[Preloaded]:
+        if self._preloaded is None:
+            self._preloaded = preload_skills(
+                self.catalog,
+                self.preload,
+                self.permissions,
+                allows=self.allows,
+                running=self.running,
+            )
+        return self._preloaded
 
     def system_prompt(self) -> str | None:
         if self._prompt is None:
-            self._prompt = self.catalog.index(self.index_tokens, self.counter) or ""
+            parts = [self.catalog.index(self.index_tokens, self.counter), self._preload_text()]
+            self._prompt = "\n\n".join(p for p in parts if p)
         return self._prompt or None
+
+    def _preload_text(self) -> str | None:
+        return render_preloaded(self.preloaded) if self.preload or self.running else None
 
     def tools(self) -> Sequence[Tool]:
         # load_skill runs alone: skills loaded in one turn add their tools in the model's order.
-        # All three only read: a resumed run calls them again where it was cut off in them.
-        return [
+        # All three only read: a resumed run calls them again where it was cut off in them
+        # (a `context: fork` skill's sub-agent resumes from the trace, as a fork does).
+        meta = [
             Tool(self.load_skill, exclusive=True, resumable=True),
             Tool(self.read_skill_file, resumable=True),
             Tool(self.search_skills, resumable=True),
         ]
+        return meta + [t for item in self.preloaded for t in item.tools]
 
-    async def load_skill(self, name: str, ctx: ToolContext) -> str:
+    def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
+        """Refuse a call that an active skill's `allowed-tools` does not allow."""
+        rules = [*self._static_rules(), *ctx.state.get(RULES_KEY, ())]
+        return first_refusal(call.name, rules)
+
+    def _static_rules(self) -> list[ToolRule]:
+        """The limits of the preloaded skills, active from the start."""
+        if self._rules is None:
+            found = (self.rule_for(item.info) for item in self.preloaded)
+            self._rules = [rule for rule in found if rule is not None]
+        return self._rules
+
+    def rule_for(self, info: SkillInfo) -> ToolRule | None:
+        """The limit a skill's `allowed-tools` sets while it is active, if it names our tools."""
+        if info.allowed_tools is None:
+            return None
+        source = f"the active skill {info.name!r} (allowed-tools)"
+        return tool_rule(source, info.allowed_tools, own_skill=info.name, skills=self.catalog)
+
+    async def load_skill(self, name: str, ctx: ToolContext, arguments: str = "") -> str:
         """Load a skill: returns its instructions; its tools can be called from your next step.
 
         Args:
             name: The skill's name, as the skill index or search_skills shows it.
+            arguments: Text for the skill, when its instructions take some (filled in for
+                $ARGUMENTS).
         """
         info = self._info(name)
+        if info.name == self.running:
+            return f"You are running the skill {info.name!r}: its instructions are your task."
+        rules: list[ToolRule] = ctx.state.setdefault(RULES_KEY, [])
+        if info.forks:
+            return await self._fork(info, arguments, [*self._static_rules(), *rules], ctx)
         loaded: set[str] = ctx.state.setdefault(STATE_KEY, set())
-        if info.name in loaded:
+        if info.name in loaded or info.name in self._preloaded_names():
+            if arguments.strip():  # the instructions again, for the new arguments
+                return substitute(await run_in_thread(read_body, info), info.folder, arguments)
             return (
                 f"Skill {info.name!r} is already loaded: its instructions are earlier in this "
                 "conversation and its tools are available."
             )
+        skill = await self._read(info, ctx)
+        rule = self.rule_for(info)
+        active = [*self._static_rules(), *rules, *([rule] if rule else [])]
+        allowed = [
+            t for t in skill.tools if self.allows(t.name) and first_refusal(t.name, active) is None
+        ]
+        added = [t.name for t in allowed if ctx.toolset.add(t)]
+        already = [t.name for t in allowed if t.name not in added]
+        loaded.add(info.name)
+        if rule is not None:
+            rules.append(rule)
+        if ctx.trace is not None:
+            ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
+        return render_loaded(skill, arguments, rule, shown=[*added, *already])
+
+    async def _read(self, info: SkillInfo, ctx: ToolContext) -> LoadedSkill:
         refusal = untrusted_code(info, Permissions.coerce(ctx.permissions))
         if refusal is not None:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {refusal}")
         try:
-            skill = await run_in_thread(self.catalog.load, info.name)
+            return await run_in_thread(self.catalog.load, info.name)
         except SkillError as exc:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
-        added = [t.name for t in skill.tools if ctx.toolset.add(t)]
-        loaded.add(info.name)
-        if ctx.trace is not None:
-            ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
-        return render_loaded(skill)
+
+    async def _fork(
+        self, info: SkillInfo, arguments: str, rules: list[ToolRule], ctx: ToolContext
+    ) -> str:
+        """Run a `context: fork` skill as a sub-agent; its instructions are the task."""
+        if self.forker is None:
+            raise ToolError(
+                f"Skill {info.name!r} runs as a sub-agent (context: fork), and this agent "
+                "cannot start sub-agents (it is at the fork depth limit, or has no fork tool)."
+            )
+        refused = first_refusal("fork", rules)
+        if refused is not None:
+            raise ToolError(f"Skill {info.name!r} runs as a sub-agent: {refused.text}")
+        try:
+            body = await run_in_thread(read_body, info)
+        except SkillError as exc:
+            raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
+        return await self.forker.fork_skill(info, substitute(body, info.folder, arguments), ctx)
+
+    def _preloaded_names(self) -> set[str]:
+        return {item.info.name for item in self.preloaded}
 
     def restore(
         self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
     ) -> None:
         """A resumed run: the skills whose `load_skill` result is in the rebuilt conversation
-        are loaded again, their tools in the same order (nothing is recorded again). A load
-        cut off before its result was recorded is not: the resumed run calls it again."""
+        are loaded again, their tools in the same order and their `allowed-tools` limits
+        active again (nothing is recorded again). A load cut off before its result was
+        recorded is not: the resumed run calls it again. A `context: fork` skill loaded
+        nothing (a sub-agent ran it), so there is nothing to bring back."""
         loaded: set[str] = context.state.setdefault(STATE_KEY, set())
+        rules: list[ToolRule] = context.state.setdefault(RULES_KEY, [])
         permissions = Permissions.coerce(context.permissions)
+        given = {*self._preloaded_names(), self.running, *loaded}
         for name in loaded_in(messages):
             info = self.catalog.get(name)
-            if info is None or info.name in loaded or untrusted_code(info, permissions):
+            if info is None or info.forks or info.name in given:
+                continue
+            if untrusted_code(info, permissions):
                 continue
             try:
                 skill = self.catalog.load(info.name)
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
+            rule = self.rule_for(info)
+            active = [*self._static_rules(), *rules, *([rule] if rule else [])]
             for item in skill.tools:
-                context.toolset.add(item)
+                if self.allows(item.name) and first_refusal(item.name, active) is None:
+                    context.toolset.add(item)
             loaded.add(info.name)
+            given.add(info.name)
+            if rule is not None:
+                rules.append(rule)
 
     def read_skill_file(self, skill: str, path: str, ctx: ToolContext, offset: int = 0) -> str:
         """Read a file inside a skill's folder, such as a reference its instructions mention.
@@ -132,10 +268,9 @@ class SkillsExtension:
         """
         found = self.catalog.search(query, limit=max(1, min(limit, MAX_SEARCH_RESULTS)))
         if not found:
-            return (
-                f"No skill matches {query!r} ({len(self.catalog)} skills exist). Try other words."
-            )
-        loaded = ctx.state.get(STATE_KEY, set())
+            count = len(self.catalog.invocable)
+            return f"No skill matches {query!r} ({count} skills exist). Try other words."
+        loaded = ctx.state.get(STATE_KEY, set()) | self._preloaded_names()
         lines = [f"{info.summary()}{' (loaded)' if info.name in loaded else ''}" for info in found]
         return "\n".join([*lines, "Load one with load_skill(name)."])
 
@@ -143,6 +278,12 @@ class SkillsExtension:
         info = self.catalog.get(name)
         if info is None:
             raise ToolError(self.catalog.unknown_message(name))
+        given = info.name in self._preloaded_names() or info.name == self.running
+        if not info.model_invocable and not given:
+            raise ToolError(
+                f"Skill {info.name!r} is not for the model to choose (disable-model-invocation); "
+                "a job step or a fork task that names it in its skills gives it to its agent."
+            )
         return info
 
     def __repr__(self) -> str:
@@ -169,35 +310,28 @@ def loaded_in(messages: Sequence[Message]) -> list[str]:
     return names
 
 
-def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:
-    """Why a skill's code must not run in a run with these permissions, or None if it may.
-
-    Code is never imported from a skill folder inside the run's workspace, where the files
-    skill writes: the model could have written it, in this run or an earlier one. The skills
-    shipped with the package are exempt (the workspace may be a checkout that holds them).
-    """
-    if not info.has_tools or info.builtin:
-        return None
-    root = permissions.workspace_root()
-    if not is_inside(root, info.folder):
-        return None
-    return (
-        f"its folder {info.folder} is inside the run's workspace ({root}), where files can be "
-        "written during a run, so its tools.py is not imported. Keep skills with code outside "
-        "the workspace, or set the workspace (permissions.workspace) to a folder that does "
-        "not hold them."
-    )
-
-
-def render_loaded(skill: LoadedSkill) -> str:
-    """The observation of `load_skill`: instructions, tools, and files to read on demand."""
-    parts = [
-        f"# Skill: {skill.name}\nFolder: {skill.info.folder}",
-        skill.body or "(no instructions)",
-    ]
-    if skill.tools:
-        lines = [f"- {t.name}: {_one_line(t.description)}" for t in skill.tools]
+def render_loaded(
+    skill: LoadedSkill,
+    arguments: str = "",
+    rule: ToolRule | None = None,
+    shown: Sequence[str] | None = None,
+) -> str:
+    """The observation of `load_skill`: instructions, tools (those in `shown`, when given:
+    the ones this agent may call), and files to read on demand."""
+    body = substitute(skill.body, skill.info.folder, arguments)
+    parts = [f"# Skill: {skill.name}\nFolder: {skill.info.folder}", body or "(no instructions)"]
+    tools = [t for t in skill.tools if shown is None or t.name in shown]
+    if tools:
+        lines = [f"- {t.name}: {_one_line(t.description)}" for t in tools]
         parts.append("## Tools of this skill (callable from your next step)\n" + "\n".join(lines))
+    withheld = [t.name for t in skill.tools if t not in tools]
+    if withheld:
+        parts.append(f"(Not callable by this agent, which is limited: {', '.join(withheld)}.)")
+    if rule is not None:
+        parts.append(
+            "## Tools allowed from now on\nWhile this skill is active (the rest of this run), "
+            f"only these tools may be called ({rule.written}): {rule.described()}."
+        )
     files = [f for f in list_files(skill.info, limit=MAX_FILES_SHOWN + 2) if f not in _SELF_FILES]
     if files:
         shown = files[:MAX_FILES_SHOWN]

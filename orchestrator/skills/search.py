@@ -1,10 +1,10 @@
 """Ranking skills for `search_skills`: a small weighted keyword search, no dependencies.
 
 Each skill is indexed by the words of its name (weight 3), its `metadata.keywords` (2) and its
-description (1). A query word scores the best weight it finds in a skill, times its inverse
-document frequency, so rare words count more than words every description has. Words are
-lowercased and lightly stemmed ("files" finds "file", "parsing" finds "parse"); a query word
-that starts a longer indexed word ("spread" and "spreadsheet") scores half.
+description with `when_to_use` (1). A query word scores the best weight it finds in a skill,
+times its inverse document frequency, so rare words count more than words every description
+has. Words are lowercased and lightly stemmed ("files" finds "file", "parsing" finds "parse");
+a query word that starts a longer indexed word ("spread" and "spreadsheet") scores half.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class SearchIndex:
             fields = (
                 (info.name.replace("-", " "), NAME_WEIGHT),
                 (" ".join(info.keywords), KEYWORD_WEIGHT),
-                (info.description, DESCRIPTION_WEIGHT),
+                (info.about, DESCRIPTION_WEIGHT),
             )
             for text, weight in fields:
                 for word in words(text):

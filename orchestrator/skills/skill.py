@@ -45,7 +45,18 @@ class SkillInfo:
     compatibility: str | None = None
     allowed_tools: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    """String values as written; nested values (mappings, lists) as JSON text."""
     keywords: tuple[str, ...] = ()
+    when_to_use: str | None = None
+    """Claude Code's `when_to_use`: when to reach for the skill; joins the description in the
+    index and in search."""
+    model_invocable: bool = True
+    """False with `disable-model-invocation: true`: out of the index and of `load_skill`; a
+    job step or a fork task may still name it (it is then preloaded)."""
+    context: str | None = None
+    """`fork`: `load_skill` runs the skill as a sub-agent (of `agent`) instead of inlining it."""
+    agent: str | None = None
+    """The sub-agent a `context: fork` skill runs as; the general one if None."""
     tools_digest: str | None = None
     """SHA-256 of `tools.py` when the catalog was scanned; None if it had none. Only that
     exact file is ever imported."""
@@ -56,9 +67,19 @@ class SkillInfo:
     def has_tools(self) -> bool:
         return self.tools_digest is not None
 
+    @property
+    def forks(self) -> bool:
+        return self.context == "fork"
+
+    @property
+    def about(self) -> str:
+        """The description, and `when_to_use` after it, whitespace collapsed."""
+        text = f"{self.description} {self.when_to_use or ''}"
+        return " ".join(text.split())
+
     def summary(self) -> str:
-        """The one index line: name and description, whitespace collapsed."""
-        return f"- {self.name}: {' '.join(self.description.split())}"
+        """The one index line: name and description (with `when_to_use`)."""
+        return f"- {self.name}: {self.about}"
 
 
 @dataclass(frozen=True)
@@ -91,12 +112,15 @@ def parse_keywords(value: object) -> tuple[str, ...]:
 def qualified_tool_name(skill: str, tool: str) -> str:
     """`{skill}__{tool}`, kept to `^[a-zA-Z0-9_-]{1,64}$`.
 
-    Unsafe characters become `_`; a name that is too long keeps its start and ends in a short
-    hash of the full name, so two long names never collide.
+    Unsafe characters become `_` and the name then ends in a short hash of the full name, as a
+    name that is too long does (it keeps its start), so two such names never collide.
     """
     full = f"{skill}{TOOL_SEPARATOR}{tool}"
     safe = _UNSAFE.sub("_", full)
-    if len(safe) <= MAX_TOOL_NAME:
+    if len(safe) <= MAX_TOOL_NAME and safe == full:
         return safe
+    if len(safe) <= MAX_TOOL_NAME - 9:
+        # Characters were replaced (a name in another script): the hash keeps names apart.
+        return f"{safe}_{hashlib.sha1(full.encode()).hexdigest()[:8]}"
     digest = hashlib.sha1(full.encode()).hexdigest()[:8]
     return f"{safe[: MAX_TOOL_NAME - 9]}_{digest}"

@@ -7,7 +7,13 @@ with its status, capped output and tokens. Sub-agents get `fork` too, up to `max
 
 Nothing widens down the tree: a sub-agent's skills are those its definition and task allow
 among its parent's own (`within`), its permissions are its parent's, its depth is one more,
-and its budget is a cap inside its parent's.
+and its budget is a cap inside its parent's. Skills a task (or job step) names start loaded
+in its agent (preloaded), as do those its definition preloads (Claude Code's `skills`); a
+definition's `tools` limit what the agent may call (`ToolLimit`).
+
+A `context: fork` skill runs through the same machinery (`fork_skill`): one task, its agent
+the skill's `agent` (or `general`), its prompt the skill's instructions, the skill active in
+it (its tools, if its agent may use the skill, and its `allowed-tools` limit).
 
 Each task's result joins the caller's children as soon as the task ends, so a fork cut short
 (a time limit, Ctrl-C) still accounts for every sub-agent's usage. `fork` is resumable: when a
@@ -19,24 +25,26 @@ earlier forks (ids used, outputs, children).
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from ..agent import TaskResult, Tool, ToolContext
 from ..errors import ConfigError, ToolError
 from ..messages import Message
-from ..models.base import ChatModel
-from ..models.registry import resolve_model
-from ..skills import Agent, SkillCatalog
+from ..models import ChatModel, ModelSettings, output_cap, resolve_model
+from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
+from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
 from .executor import LocalExecutor
 from .graph import GraphError, suggest
-from .restore import restored_children
+from .restore import restore_forks
 from .scheduler import GraphRun, task_graph
+from .slots import lend
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
 
@@ -68,7 +76,10 @@ class ForkExtension:
     """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use.
 
     `skills` is the catalog sub-agents choose from (each within what its definition allows);
-    `tools` are given to every sub-agent as they are.
+    `tools` are given to every sub-agent as they are. `resolve` turns a definition's model
+    into a ChatModel (the run's aliases and environment; `resolve_model` by default).
+    `approve` is the approval callback of sub-agents whose parent has none (a job's steps);
+    otherwise they get their parent's.
     """
 
     def __init__(
@@ -79,8 +90,12 @@ class ForkExtension:
         tools: Sequence[Tool] = (),
         settings: ForkSettings | None = None,
         counter: TokenCounter | None = None,
+        resolve: Callable[[ModelSettings], ChatModel] = resolve_model,
+        approve: Any = None,
     ) -> None:
         self.subagents = subagents
+        self.resolve = resolve
+        self.approve = approve
         self.skills = skills
         self.shared_tools = list(tools)
         self.settings = settings or ForkSettings()
@@ -119,8 +134,38 @@ class ForkExtension:
             tasks: the tasks; each needs an `id` and a `task`, and may name an `agent`,
                 the ids it `depends_on`, and the `skills` it may use.
         """
+        results = await self._run(tasks, ctx)
+        return self._observation(results, ctx)
+
+    async def fork_skill(self, skill: SkillInfo, task: str, ctx: ToolContext) -> str:
+        """Run a `context: fork` skill as one sub-agent task; its answer is the observation."""
+        agent = skill.agent or GENERAL
+        if agent not in self.subagents:
+            known = ", ".join(self.subagents.names)
+            raise ToolError(
+                f"Skill {skill.name!r} runs as the sub-agent {agent!r} (its `agent` field), "
+                f"which this run does not have (known: {known})."
+            )
+        spec = TaskSpec(id=self._skill_task_id(skill, ctx), task=task, agent=agent)
+        [result] = await self._run([spec], ctx, running=skill)
+        head = f"Skill {skill.name!r} ran as a sub-agent (context: fork)."
+        return f"{head}\n{self._task_block(result)}"
+
+    def _skill_task_id(self, skill: SkillInfo, ctx: ToolContext) -> str:
+        used: set[str] = ctx.state.setdefault(IDS_KEY, set())
+        stem = re.sub(r"[^A-Za-z0-9_-]+", "-", skill.name).strip("-")[:36] or "skill"
+        number = 1
+        while f"{stem}-{number}" in used:
+            number += 1
+        return f"{stem}-{number}"
+
+    async def _run(
+        self, tasks: Sequence[TaskSpec], ctx: ToolContext, running: SkillInfo | None = None
+    ) -> list[TaskResult]:
         self._validate(tasks, ctx.state.setdefault(IDS_KEY, set()))
-        executor = LocalExecutor(lambda request: self.build_agent(request, ctx), ctx.budget)
+        executor = LocalExecutor(
+            lambda request: self.build_agent(request, ctx, running=running), ctx.budget
+        )
         run = GraphRun(
             tasks,
             executor,
@@ -134,11 +179,12 @@ class ForkExtension:
             on_result=ctx.children.append,
         )
         first = len(ctx.children)
-        results = await run.run()
+        async with lend():  # this agent only waits now: its slot is its tasks'
+            results = await run.run()
         ctx.children[first:] = results  # the whole fork done: in the order the tasks were given
         outputs = ctx.state.setdefault(OUTPUTS_KEY, {})
         outputs.update({r.id: r.output for r in results})
-        return self._observation(results, ctx)
+        return results
 
     def restore(
         self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
@@ -146,19 +192,8 @@ class ForkExtension:
         """A resumed run: the forks it made and got results for count again (their ids are
         used, their outputs readable, their results among its children). A fork still
         without a result is not restored: the resumed run calls it again."""
-        checkpoint = context.trace.checkpoint if context.trace is not None else None
-        if checkpoint is None:
-            return
-        answered = {m.tool_call_id for m in messages if m.role == "tool"}
         used = context.state.setdefault(IDS_KEY, set())
-        outputs = context.state.setdefault(OUTPUTS_KEY, {})
-        for fork in checkpoint.forks_of(record.path):
-            if fork.call_id not in answered:
-                continue
-            children = restored_children(checkpoint, fork)
-            used.update(checkpoint.tasks[p].id for p in fork.paths if p in checkpoint.tasks)
-            outputs.update({c.id: c.output for c in children})
-            context.children.extend(children)
+        restore_forks(context, record, messages, used, context.state.setdefault(OUTPUTS_KEY, {}))
 
     def read_task_output(self, id: str, ctx: ToolContext) -> str:
         """Return the whole output of a task from an earlier fork.
@@ -227,26 +262,44 @@ class ForkExtension:
             parts.append(f'<result task="{dep.id}" status="{dep.status}">\n{text}\n</result>')
         return "\n".join(parts)
 
-    def build_agent(self, request: TaskRequest, ctx: ToolContext) -> Agent:
-        """The agent loop for one task: its definition's prompt, skills and limits."""
+    def build_agent(
+        self,
+        request: TaskRequest,
+        ctx: ToolContext,
+        model: ChatModel | None = None,
+        running: SkillInfo | None = None,
+    ) -> Agent:
+        """The agent loop for one task: its definition's prompt, skills, tools and limits.
+
+        `model` (a job step's own) goes before the definition's; `running` is the
+        `context: fork` skill the task runs, if any."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         skills = self._skills_for(definition, request.spec)
-        extensions = [self.within(skills)] if request.depth < self.settings.max_depth else []
+        cap = self.settings.default_max_steps
+        extensions: list[Any] = []
+        if request.depth < self.settings.max_depth:
+            extensions.append(self.within(skills))
+        limit = self._limit(definition, running)
+        if limit is not None:
+            extensions.append(limit)
+        model = model or self._model_for(definition, ctx)
         return Agent(
-            self._model_for(definition, ctx),
+            model,
             self.shared_tools,
             system=definition.system,
             name=request.path,
-            max_steps=definition.max_steps or self.settings.default_max_steps,
+            # A definition may ask for fewer steps than the run allows, never for more.
+            max_steps=min(definition.max_steps or cap, cap),
             max_tokens=definition.max_tokens,
             budget=ctx.budget,
             trace=ctx.trace,
             permissions=ctx.permissions,
             extensions=extensions,
-            skills=skills if skills is not None and len(skills) else None,
+            skills=self._skills_extension(skills, definition, request.spec, running, limit),
             depth=request.depth,
             counter=self.counter,
-            max_output_tokens=self.settings.max_output_tokens,
+            max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
+            approve=ctx.approve if ctx.approve is not None else self.approve,
         )
 
     def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
@@ -257,14 +310,51 @@ class ForkExtension:
             names = [n for n in names if n in spec.skills]
         return self.skills.subset(names)
 
+    def _skills_extension(
+        self,
+        skills: SkillCatalog | None,
+        definition: SubagentDef,
+        spec: TaskSpec,
+        running: SkillInfo | None,
+        limit: ToolLimit | None,
+    ) -> SkillsExtension | None:
+        """The task's skills: those named by its task and its definition start loaded."""
+        if skills is None or not len(skills):
+            return None
+        preload = [n for n in (*definition.preload, *(spec.skills or ())) if n in skills]
+        return SkillsExtension(
+            skills,
+            counter=self.counter,
+            preload=list(dict.fromkeys(preload)),
+            running=running.name if running is not None and running.name in skills else None,
+            allows=limit.allows if limit is not None else None,
+        )
+
+    def _limit(self, definition: SubagentDef, running: SkillInfo | None) -> ToolLimit | None:
+        """What the agent may call: its definition's `tools`, a forked skill's
+        `allowed-tools`; None when neither limits anything."""
+        rules: list[ToolRule] = []
+        if definition.tools is not None or definition.disallowed_tools:
+            source = f"its sub-agent definition {definition.name!r} (tools)"
+            rule = tool_rule(source, definition.tools, definition.disallowed_tools or None)
+            rules += [rule] if rule is not None else []
+        if running is not None and running.allowed_tools is not None:
+            source = f"the skill it runs, {running.name!r} (allowed-tools)"
+            rule = tool_rule(
+                source, running.allowed_tools, own_skill=running.name, skills=self._all_skills
+            )
+            rules += [rule] if rule is not None else []
+        return ToolLimit(rules) if rules else None
+
     def _model_for(self, definition: SubagentDef, ctx: ToolContext) -> ChatModel:
         if definition.model is None:
             if ctx.model is None:
                 raise ConfigError("no model for sub-agents: the parent agent has none")
             return ctx.model
-        if definition.model not in self._models:
-            self._models[definition.model] = resolve_model(definition.model)
-        return self._models[definition.model]
+        key = definition.model.model_dump_json()
+        if key not in self._models:
+            self._models[key] = self.resolve(definition.model)
+        return self._models[key]
 
     def _observation(self, results: Sequence[TaskResult], ctx: ToolContext) -> str:
         counts: dict[str, int] = {}

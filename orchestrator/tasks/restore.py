@@ -4,13 +4,17 @@ A task (a job step or a forked task) that ran to an end in an earlier attempt of
 that end: its output, status, steps and spend (its whole subtree's, every attempt's) come from
 the trace, and so does its agent's result, with the results of the tasks it forked. Tasks that
 were cancelled, skipped, cut off or never started are not restored: the scheduler decides
-about them again.
+about them again. `restore_forks` gives a resumed agent back the forks it had got results for
+(`ForkExtension.restore`).
 """
 
 from __future__ import annotations
 
-from ..agent import RunResult, TaskResult
-from ..trace import ENDED_TASK, Checkpoint, ForkRecord, Trace
+from collections.abc import Sequence
+
+from ..agent import RunResult, TaskResult, ToolContext
+from ..messages import Message
+from ..trace import ENDED_TASK, AgentRecord, Checkpoint, ForkRecord, Trace
 
 
 def restored_task(
@@ -21,6 +25,29 @@ def restored_task(
     if checkpoint is None:
         return None
     return _ended(checkpoint, path, task_id, agent, depends_on)
+
+
+def restore_forks(
+    context: ToolContext,
+    record: AgentRecord,
+    messages: Sequence[Message],
+    used: set[str],
+    outputs: dict[str, str],
+) -> None:
+    """Bring back the forks a resumed agent made and got results for: their task ids are
+    `used`, their `outputs` readable, their results among its children. A fork still without
+    a result is left out: the resumed run calls it again."""
+    checkpoint = context.trace.checkpoint if context.trace is not None else None
+    if checkpoint is None:
+        return
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    for fork in checkpoint.forks_of(record.path):
+        if fork.call_id not in answered:
+            continue
+        children = restored_children(checkpoint, fork)
+        used.update(checkpoint.tasks[p].id for p in fork.paths if p in checkpoint.tasks)
+        outputs.update({c.id: c.output for c in children})
+        context.children.extend(children)
 
 
 def restored_children(checkpoint: Checkpoint, fork: ForkRecord) -> list[TaskResult]:

@@ -24,6 +24,7 @@ from ..trace import Trace
 from .executor import TaskExecutor
 from .graph import build_graph
 from .restore import restored_task
+from .slots import Slots
 from .task import TaskRequest, TaskSpec
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
@@ -66,7 +67,7 @@ class GraphRun:
         self.gate = gate
         self.trace = trace
         self.on_result = on_result
-        self._slots = asyncio.Semaphore(max(1, max_parallel))
+        self._slots = Slots.for_graph(max_parallel)
         self._tasks: dict[str, asyncio.Task[TaskResult]] = {}
 
     async def run(self) -> list[TaskResult]:
@@ -100,7 +101,7 @@ class GraphRun:
             failed = next((d for d in dependencies if d.status != "completed"), None)
             if failed is not None:
                 return self._skipped(spec, f"dependency {failed.id!r} ended {failed.status}")
-            async with self._slots:
+            async with self._slots.hold():
                 return await self._start(spec, dependencies)
         except asyncio.CancelledError:
             # The graph is being cancelled: the task ends on the record, then the graph

@@ -4,32 +4,35 @@
     name: researcher
     description: Reads files and answers with citations.
     skills: [files, data]      # allowed skills, or "*" for all
-    model: openai:gpt-4o-mini  # optional; defaults to the run's model
+    model: haiku               # optional: a model string, an alias, a settings mapping, or
+                               # inherit (the forking agent's model, also the default)
     max_steps: 15              # optional
     max_tokens: 40000          # optional; a cap inside the run's one budget
     ---
     You are a careful researcher...
 
-Loading is lenient (a bad file is left out with a warning naming it and the problem);
-`check_subagent_folder` is strict and reports every problem. The first folder on the search
-path wins when two files share a name. A general-purpose agent, `general`, always exists.
+Claude Code's sub-agent files (`.claude/agents/*.md`) and Codex's (`.codex/agents/*.toml`)
+load unchanged (subagent_files.py). Loading is lenient (what can be made up for is, with a
+warning; a file that cannot be understood is left out with a warning naming it and the
+problem); `check_subagent_folder` is strict and reports every problem. The first folder on
+the search path wins when two files share a name. A general-purpose agent, `general`, always
+exists.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
+from ..models import INHERIT, ModelSettings
 from ..skills.builtin import shipped_folder
+from .subagent_files import CLAUDE_ONLY, NAME, DefinitionError, read_definition
 
-NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 GENERAL = "general"
 GENERAL_PROMPT = (
     "You are a capable general-purpose worker agent. Do the task you are given, using the "
@@ -43,16 +46,43 @@ class SubagentDef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="Lowercase letters, digits and single inner hyphens.")
+    name: str = Field(
+        description="Lowercase letters, digits and single inner hyphens (or underscores)."
+    )
     description: str = Field(description="One line: what this agent is good at.")
     skills: list[str] | Literal["*"] = Field(
         default="*", description="Skill names this agent may use, or '*' for all."
     )
-    model: str | None = Field(default=None, description="A model string; the run's by default.")
+    model: ModelSettings | None = Field(
+        default=None,
+        description="A model string, alias or settings mapping; `inherit` (the default) uses "
+        "the model of the agent that forks it.",
+    )
     max_steps: int | None = Field(default=None, ge=1, description="A cap on model calls.")
     max_tokens: int | None = Field(default=None, ge=1, description="A cap inside the budget.")
     system: str = Field(default="", description="The system prompt: the file's body.")
     path: Path | None = Field(default=None, description="The file it was read from.")
+    tools: list[str] | None = Field(
+        default=None,
+        description="The only tools it may call (Claude Code's names or ours); None: any.",
+    )
+    disallowed_tools: list[str] = Field(
+        default_factory=list, description="Tools it may never call (Claude Code's or ours)."
+    )
+    preload: list[str] = Field(
+        default_factory=list, description="Skills it starts with loaded (among those allowed)."
+    )
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description="Other fields of its file (Claude Code's `color`...)."
+    )
+    format: Literal["orchestrator", "claude", "codex"] = Field(
+        default="orchestrator", description="The file format it was read from."
+    )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _inherit(cls, model: Any) -> Any:
+        return None if model == INHERIT else model
 
     @field_validator("name")
     @classmethod
@@ -95,32 +125,27 @@ class SubagentError(ConfigError):
 
 
 def _definition_files(folder: Path) -> list[Path]:
-    return [p for p in sorted(folder.glob("*.md")) if p.name.lower() != "readme.md"]
+    found = [*folder.glob("*.md"), *folder.glob("*.toml")]
+    return [p for p in sorted(found) if p.name.lower() != "readme.md" and p.is_file()]
 
 
 def parse_subagent(path: Path) -> SubagentDef:
-    """Read one definition; raise ConfigError naming the file and the rule broken."""
+    """Read one definition leniently; raise ConfigError naming the file and the rule broken."""
+    return read_subagent(path)[0]
+
+
+def read_subagent(path: Path) -> tuple[SubagentDef, list[str]]:
+    """One definition and the warnings about what its reading made up for; SubagentError
+    (a ConfigError naming the file) when it cannot be understood."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SubagentError(path, f"cannot be read ({exc})") from None
-    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", text, re.DOTALL)
-    if match is None:
-        raise SubagentError(path, "no YAML frontmatter (the file must start with a '---' line)")
+        fields, notes = read_definition(path)
+    except DefinitionError as exc:
+        raise SubagentError(path, str(exc)) from None
     try:
-        meta = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        raise SubagentError(path, f"frontmatter is not valid YAML ({exc})") from None
-    if not isinstance(meta, dict):
-        raise SubagentError(path, "frontmatter must be a mapping of fields")
-    for reserved in ("system", "path"):
-        if reserved in meta:
-            raise SubagentError(path, f"unknown field {reserved!r}")
-    try:
-        agent = SubagentDef(**meta, system=match.group(2).strip(), path=path)
+        agent = SubagentDef(**fields, path=path)
     except ValidationError as exc:
         raise SubagentError(path, _describe(exc)) from None
-    return agent
+    return agent, notes
 
 
 def _describe(exc: ValidationError) -> str:
@@ -155,10 +180,11 @@ class SubagentRegistry:
             return
         for path in _definition_files(folder):
             try:
-                agent = parse_subagent(path)
+                agent, notes = read_subagent(path)
             except SubagentError as exc:
                 self.warnings.append(SubagentProblem(path, f"left out: {exc.reason}"))
                 continue
+            self.warnings.extend(SubagentProblem(path, note) for note in notes)
             first = self._agents.get(agent.name)
             if first is not None:
                 self.warnings.append(
@@ -205,14 +231,22 @@ def check_subagent_folder(folder: str | Path) -> list[SubagentProblem]:
     seen: dict[str, Path] = {}
     for path in _definition_files(root):
         try:
-            agent = parse_subagent(path)
+            agent, notes = read_subagent(path)
         except SubagentError as exc:
             problems.append(SubagentProblem(path, exc.reason))
             continue
-        if agent.name != path.stem:
-            problems.append(
-                SubagentProblem(path, f"name {agent.name!r} differs from the file name")
+        problems.extend(SubagentProblem(path, note) for note in notes)
+        if agent.format == "orchestrator":
+            problems.extend(
+                SubagentProblem(path, f"{key}: unknown field") for key in agent.metadata
             )
+            if agent.name != path.stem:
+                problems.append(
+                    SubagentProblem(path, f"name {agent.name!r} differs from the file name")
+                )
+        elif agent.format == "claude":
+            unknown = [key for key in agent.metadata if key not in CLAUDE_ONLY]
+            problems.extend(SubagentProblem(path, f"{key}: unknown field") for key in unknown)
         if agent.name in seen:
             problems.append(
                 SubagentProblem(path, f"name {agent.name!r} also defined in {seen[agent.name]}")

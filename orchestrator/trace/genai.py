@@ -144,7 +144,7 @@ def _arguments(raw: Any) -> Any:
         return raw
     try:
         return json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return raw
 
 

@@ -59,17 +59,20 @@ def remove_sink(factory: SinkFactory) -> None:
         _SINKS.remove(factory)
 
 
-def open_trace(trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
+def open_trace(
+    trace: Trace | str | Path | None, *, secrets: Iterable[str] | None = None
+) -> tuple[Trace | None, bool]:
     """The Trace a run writes to, and whether the run opened it (and so must close it).
 
     A path opens a file; None stays None unless a sink is installed, then it is an in-memory
-    Trace, so the sink still sees the run.
+    Trace, so the sink still sees the run. `secrets` are masked in a Trace opened here (by
+    default, those of the environment).
     """
     if isinstance(trace, Trace):
         return trace, False
     if trace is None and not _SINKS:
         return None, False
-    return Trace(trace), True
+    return Trace(trace, secrets=secrets), True
 
 
 class TraceExists(ConfigError):
@@ -116,7 +119,9 @@ class Trace:
 
     def _open(self, path: Path, resuming: bool) -> IO[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
-        file = path.open("a+", encoding="utf-8")
+        # backslashreplace: a text no message check saw (an error string, say) that holds a
+        # lone surrogate is written as its JSON escape instead of failing the write.
+        file = path.open("a+", encoding="utf-8", errors="backslashreplace")
         try:
             lock_file(file)
         except FileBusy:

@@ -98,8 +98,10 @@ def _convert(value: Any, kind: str) -> Any:
 
 def load_table(ctx: ToolContext, path: str, records: str | None = None) -> Table:
     """Read a data file of the workspace as a table."""
-    root = Permissions.coerce(ctx.permissions).workspace_root()
+    permissions = Permissions.coerce(ctx.permissions)
+    root = permissions.workspace_root()
     target = resolve_inside(root, path)
+    permissions.require_readable(target, repr(path))
     try:
         with open_resolved(root, target, shown=repr(path)) as handle:
             text = handle.read().decode("utf-8-sig", errors="replace")

@@ -10,7 +10,6 @@ Patterns for grep run on RE2, in time linear in the text, so no pattern can free
 from __future__ import annotations
 
 import fnmatch
-import io
 import os
 from collections.abc import Iterator
 from pathlib import Path, PurePath
@@ -23,15 +22,14 @@ from orchestrator.security import (
     PathRefused,
     Permissions,
     is_inside,
-    open_inside,
     open_resolved,
     relative_name,
     resolve_inside,
 )
+from orchestrator.skills.reading import Lines, read_lines
 
 MAX_READ_CHARS = 50_000
 MAX_EDIT_BYTES = 10_000_000
-READ_CHUNK = 65_536
 MAX_ENTRIES = 500
 MAX_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 2_000_000
@@ -44,10 +42,13 @@ def _root(ctx: ToolContext) -> Path:
     return Permissions.coerce(ctx.permissions).workspace_root()
 
 
-def _open(root: Path, path: str) -> BinaryIO:
+def _open(permissions: Permissions, path: str) -> BinaryIO:
     """The workspace file at `path`, opened for reading; ToolError if it is not one."""
+    root = permissions.workspace_root()
+    target = resolve_inside(root, path)
+    permissions.require_readable(target, repr(path))
     try:
-        return open_inside(root, path)
+        return open_resolved(root, target, shown=repr(path))
     except IsADirectoryError:
         raise ToolError(f"{path!r} is a folder; list_dir shows what is in it.") from None
     except (FileNotFoundError, NotADirectoryError):
@@ -61,8 +62,8 @@ def _refuse_binary(handle: BinaryIO, shown: str) -> None:
     handle.seek(0)
 
 
-def _text_of(root: Path, path: str) -> str:
-    with _open(root, path) as handle:
+def _text_of(permissions: Permissions, path: str) -> str:
+    with _open(permissions, path) as handle:
         _refuse_binary(handle, repr(path))
         data = handle.read(MAX_EDIT_BYTES + 1)
     if len(data) > MAX_EDIT_BYTES:
@@ -99,59 +100,30 @@ def read_file(path: str, ctx: ToolContext, start_line: int = 1, end_line: int | 
         start_line: The first line to return (1-based).
         end_line: The last line to return (inclusive); leave out to read to the end.
     """
-    with _open(_root(ctx), path) as handle:
+    with _open(Permissions.coerce(ctx.permissions), path) as handle:
         _refuse_binary(handle, repr(path))
-        text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
-        return _read_lines(text, path, max(1, start_line), end_line)
+        lines = read_lines(handle, max(1, start_line), end_line, MAX_READ_CHARS)
+    return _lines_shown(lines, path, end_line)
 
 
-def _read_lines(text: io.TextIOWrapper, path: str, first: int, end_line: int | None) -> str:
-    """Lines `first`..`end_line` of a file read as a stream: memory stays near the cap."""
-    chosen: list[str] = []
-    size, number, cut_at = 0, 0, None
-    full = True
-    while line := text.readline(MAX_READ_CHARS + 1):
-        number += 1
-        ended = line.endswith(("\n", "\r"))
-        if not ended and len(line) > MAX_READ_CHARS:
-            _skip_rest_of_line(text)
-        wanted = number >= first and (end_line is None or number <= end_line)
-        if wanted and full and size + len(line) <= MAX_READ_CHARS:
-            chosen.append(line)
-            size += len(line)
-        elif wanted and full:
-            if not chosen:  # one line longer than the cap: show its start
-                chosen.append(line[:MAX_READ_CHARS])
-                cut_at = number
-            full = False
-    return _lines_shown(chosen, path, first, end_line, number, cut_at)
-
-
-def _skip_rest_of_line(text: io.TextIOWrapper) -> None:
-    while (part := text.readline(READ_CHUNK)) and not part.endswith(("\n", "\r")):
-        pass
-
-
-def _lines_shown(
-    chosen: list[str], path: str, first: int, end_line: int | None, total: int, cut_at: int | None
-) -> str:
-    if total == 0:
+def _lines_shown(lines: Lines, path: str, end_line: int | None) -> str:
+    if lines.total == 0:
         return "(empty file)"
-    last = total if end_line is None else min(end_line, total)
-    if first > last:
-        raise ToolError(f"{path!r} has {total} lines; lines {first}-{last} do not exist.")
-    shown_last = first + len(chosen) - 1
-    text = "".join(chosen)
-    if first == 1 and shown_last == total and cut_at is None:
-        return text
-    note = f"[lines {first}-{shown_last} of {total}"
-    if cut_at is not None:
-        note += f"; line {cut_at} is cut at {MAX_READ_CHARS:,} characters"
-        if shown_last < last:
-            note += f"; read on with start_line={shown_last + 1}"
-    elif shown_last < last:
-        note += f"; output capped, read on with start_line={shown_last + 1}"
-    return f"{text.rstrip(chr(10))}\n{note}]"
+    last = lines.total if end_line is None else min(end_line, lines.total)
+    if lines.first > last:
+        raise ToolError(
+            f"{path!r} has {lines.total} lines; lines {lines.first}-{last} do not exist."
+        )
+    whole = lines.first == 1 and lines.last_shown == lines.total
+    if whole and lines.cut_line is None:
+        return lines.text
+    note = f"[lines {lines.first}-{lines.last_shown} of {lines.total}"
+    if lines.cut_line is not None:
+        note += f"; line {lines.cut_line} is cut at {MAX_READ_CHARS:,} characters"
+    if lines.last_shown < last:
+        joint = "; read on" if lines.cut_line is not None else "; output capped, read on"
+        note += f"{joint} with start_line={lines.last_shown + 1}"
+    return f"{lines.text.rstrip(chr(10))}\n{note}]"
 
 
 @tool
@@ -183,7 +155,7 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
     if not old_text:
         raise ToolError("old_text is empty; give the exact text to replace.")
     root, target = _writable(ctx, path)
-    text = _text_of(root, path)
+    text = _text_of(Permissions.coerce(ctx.permissions), path)
     count = text.count(old_text)
     if count == 0:
         raise ToolError(
@@ -282,13 +254,16 @@ def grep(
         max_matches: Stop after this many matching lines.
     """
     regex = _compile(pattern, ignore_case)
-    root = _root(ctx)
+    permissions = Permissions.coerce(ctx.permissions)
+    root = permissions.workspace_root()
     base = resolve_inside(root, path)
+    if base.is_file():
+        permissions.require_readable(base, repr(path))
     if not base.exists():
         raise ToolError(f"There is no file or folder {path!r} in the workspace.")
     limit = max(1, min(max_matches, 1000))
     matches: list[str] = []
-    for file in _searchable_files(root, base, include):
+    for file in _searchable_files(root, base, include, permissions.secret_files):
         matches += _grep_file(root, file, regex, limit - len(matches))
         if len(matches) >= limit:
             matches.append(f"[stopped after {limit} matches]")
@@ -310,7 +285,9 @@ def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
         ) from None
 
 
-def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[Path]:
+def _searchable_files(
+    root: Path, base: Path, include: str | None, secret: tuple[str, ...]
+) -> Iterator[Path]:
     if base.is_file():
         yield base
         return
@@ -319,6 +296,8 @@ def _searchable_files(root: Path, base: Path, include: str | None) -> Iterator[P
         for name in sorted(files):
             file = Path(current) / name
             if include and not fnmatch.fnmatch(name, include):
+                continue
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in secret):
                 continue
             if is_inside(root, file) and _size(file) <= MAX_GREP_FILE_BYTES:
                 yield file

@@ -1,0 +1,144 @@
+"""`orchestrator ask "goal"`: a one-off planner run, no job file.
+
+The planner gets the skills and sub-agents of the folders named (and the built-in ones), the
+working folder as its workspace (no shell, python or network), and streams its answer to
+stdout as the model writes it. The model is `--model`, else the alias `default` of the user's
+alias file. Keys come from the environment, then a `.env` file in the working folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..agent import RunResult
+from ..errors import ConfigError
+from ..jobs import parse_model_options, read_dotenv
+from ..models import DEFAULT_ALIAS, ModelAliases, ModelSettings, user_alias_file
+from ..planner import Orchestrator
+from ..security import SecretMask
+from ..trace import Trace, new_run_id
+from .answer import AnswerStream
+from .jobs import (
+    EXIT_BUDGET,
+    EXIT_FAILED_STEP,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SPEC_ERROR,
+    add_model_arguments,
+    config_error,
+)
+from .output import masked_output
+from .progress import PlainProgress
+from .run import default_trace_path
+
+EXIT_CODES = {"completed": EXIT_OK, "budget_exhausted": EXIT_BUDGET, "cancelled": EXIT_INTERRUPTED}
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    ask = commands.add_parser(
+        "ask",
+        help="run the planner on one goal, without a job file",
+        description="Run the planner on GOAL and stream its answer to stdout.",
+    )
+    ask.add_argument("goal", help="what to do, in a sentence or a paragraph")
+    ask.add_argument(
+        "--skills",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of skills, searched before the built-in ones (repeatable)",
+    )
+    ask.add_argument(
+        "--subagents",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of sub-agent definitions, searched before the built-in ones (repeatable)",
+    )
+    add_model_arguments(ask, "the model; default: the alias 'default' of your alias file")
+    ask.add_argument("--max-tokens", type=int, metavar="N", help="the budget of the whole run")
+    ask.add_argument("--max-steps", type=int, default=30, metavar="N", help="steps per agent")
+    ask.add_argument("--trace", type=Path, help="where to write the JSONL trace")
+    ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ask.set_defaults(handler=ask_command)
+
+
+def ask_command(args: argparse.Namespace) -> int:
+    try:
+        orchestrator = _orchestrator(args)
+    except ConfigError as exc:
+        print(f"error: {config_error(exc)}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    for warning in orchestrator.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    run_id = new_run_id()
+    trace_path = args.trace or default_trace_path("ask", run_id)
+    secrets = orchestrator.secrets()  # the environment's and the .env file's
+    with masked_output(SecretMask(secrets)):
+        listeners = [] if args.quiet else [PlainProgress(sys.stderr)]
+        try:
+            trace = Trace(trace_path, listeners=listeners, secrets=secrets, run_id=run_id)
+        except ConfigError as exc:  # the path holds another run, or a run still writes it
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_SPEC_ERROR
+        except OSError as exc:
+            print(f"error: cannot write the trace to {trace_path}: {exc.strerror}", file=sys.stderr)
+            return EXIT_SPEC_ERROR
+        stream = AnswerStream(secrets=secrets)
+        began = time.time()
+        try:
+            result = asyncio.run(orchestrator.run(args.goal, trace=trace, stream=stream))
+        except KeyboardInterrupt:
+            print(f"interrupted; the trace is in {trace_path}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            trace.close()
+        stream.finish(result.output)
+        if not args.quiet:
+            _summary(result, time.time() - began, trace_path)
+    return EXIT_CODES.get(result.status, EXIT_FAILED_STEP)
+
+
+def _orchestrator(args: argparse.Namespace) -> Orchestrator:
+    environ = {**read_dotenv([Path.cwd()]), **os.environ}
+    aliases = ModelAliases.standard(environ=environ)
+    name = args.model or _default_model(aliases)
+    options = parse_model_options(args.model_options)
+    try:
+        model = ModelSettings.model_validate({"name": name, **options})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"--model-option {where}: {first['msg']}") from None
+    return Orchestrator(
+        model,
+        skills=args.skills,
+        subagents=args.subagents,
+        max_tokens=args.max_tokens,
+        max_steps=args.max_steps,
+        aliases=aliases,
+        environ=environ,
+    )
+
+
+def _default_model(aliases: ModelAliases) -> str:
+    if DEFAULT_ALIAS in aliases:
+        return DEFAULT_ALIAS
+    raise ConfigError(
+        "no model: pass --model (e.g. --model sonnet, or --model ollama:qwen3:8b), or add "
+        f"'{DEFAULT_ALIAS}: MODEL' to {user_alias_file()}"
+    )
+
+
+def _summary(result: RunResult, seconds: float, trace: Path) -> None:
+    line = f"ask: {result.status} in {seconds:.1f}s, {result.total_usage.total_tokens:,} tokens"
+    if result.error:
+        line += f": {result.error}"
+    print(f"{line}; trace: {trace}", file=sys.stderr)

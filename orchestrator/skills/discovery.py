@@ -1,0 +1,112 @@
+"""Where skills are: the folders below a search-path entry, and where users keep them.
+
+A folder on the search path is a skill itself (it holds a SKILL.md) or has skills somewhere
+below it: one level down (`skills/pdf/`), or deeper, as plugin repositories lay them out
+(`plugins/*/skills/*/SKILL.md`) and as tiers in dot folders (`skills/.curated/*`). The walk
+goes breadth first, in name order, never into a skill's own folder, and skips folders that
+never hold skills (`.git`, `node_modules`, virtual environments, caches); it stops at
+`MAX_DEPTH` levels and `MAX_FOLDERS` folders.
+
+Projects keep skills in `skills/`, `.claude/skills/` (Claude Code) and `.agents/skills/` (the
+cross-client convention); users in `~/.claude/skills/` and `~/.agents/skills/`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .frontmatter import skill_file_in
+
+MAX_DEPTH = 6
+MAX_FOLDERS = 20_000
+PROJECT_SKILL_FOLDERS = ("skills", ".claude/skills", ".agents/skills")
+USER_SKILL_FOLDERS = (".claude/skills", ".agents/skills")
+SKIPPED = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+        ".idea",
+        ".vscode",
+        "site-packages",
+        ".orchestrator",
+    }
+)
+
+
+@dataclass
+class Walk:
+    """The skill folders found below one root, and whether the walk hit a limit."""
+
+    folders: list[Path]
+    truncated: bool = False
+
+
+def walk_skill_folders(root: Path) -> Walk:
+    """Every folder at or below `root` that holds a SKILL.md (breadth first, by name)."""
+    if skill_file_in(root) is not None:
+        return Walk([root])
+    found: list[Path] = []
+    queue: deque[tuple[Path, int]] = deque([(root, 0)])
+    seen = {root.resolve()}
+    visited = 0
+    while queue:
+        folder, depth = queue.popleft()
+        for child in _subfolders(folder):
+            visited += 1
+            if visited > MAX_FOLDERS:
+                return Walk(found, truncated=True)
+            if skill_file_in(child) is not None:
+                found.append(child)
+            elif depth + 1 < MAX_DEPTH and (real := child.resolve()) not in seen:
+                seen.add(real)
+                queue.append((child, depth + 1))
+    return Walk(found)
+
+
+def _subfolders(folder: Path) -> Iterator[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name not in SKIPPED and _is_dir(e))
+    except OSError:
+        return
+    for name in names:
+        yield folder / name
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def project_skill_folders(base: Path) -> list[Path]:
+    """The skill folders of a project (`skills/`, `.claude/skills/`, `.agents/skills/`)
+    that exist under `base`."""
+    return [folder for folder in candidate_skill_folders(base) if folder.is_dir()]
+
+
+def candidate_skill_folders(base: Path) -> list[Path]:
+    """Where a project may keep skills, whether or not the folders exist."""
+    return [base / relative for relative in PROJECT_SKILL_FOLDERS]
+
+
+def user_skill_folders(home: Path | None = None) -> list[Path]:
+    """The user's own skill folders (`~/.claude/skills/`, `~/.agents/skills/`) that exist."""
+    home = home if home is not None else Path.home()
+    return [home / relative for relative in USER_SKILL_FOLDERS if (home / relative).is_dir()]

@@ -1,0 +1,192 @@
+"""Reading sub-agent definition files: ours, Claude Code's and OpenAI Codex's, unchanged.
+
+- **Ours** (`*.md`): frontmatter `name`, `description`, `skills` (the skills it may use, or
+  `"*"`), `model`, `max_steps`, `max_tokens`; the body is the system prompt.
+- **Claude Code's** (`*.md`, e.g. `.claude/agents/code-reviewer.md`): recognised by a field
+  only Claude Code uses (`tools`, `maxTurns`, `color`, ...) or by its folder. `tools` (a
+  comma list or a YAML list) maps to our skills (`Read`/`Grep`/`Glob`/`LS`/`Write`/`Edit`/
+  `MultiEdit` -> files, `Bash` -> shell, `WebFetch` -> http; others warn) and limits the agent
+  to those tools; `disallowedTools` denies; `skills` are preloaded; `maxTurns` is `max_steps`;
+  `model: inherit` is the parent's model, other values stay as written; `color` and every
+  other field are kept as metadata. The name need not be the file's.
+- **Codex's** (`*.toml`, e.g. `.codex/agents/reviewer.toml`): `name`, `description`,
+  `developer_instructions` (the system prompt), `model`; the rest is kept as metadata.
+
+Reading is lenient: a name that breaks the rules becomes one that keeps them (warned about),
+a missing description is the body's first paragraph. A file that cannot be read at all raises
+`DefinitionError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..skills.allowed import resolve_tools, tool_tokens
+from ..skills.body import first_paragraph
+from ..skills.frontmatter import FrontmatterError, parse_forgiving, split_skill_text
+from ..skills.rules import slug
+
+NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
+OUR_FIELDS = ("name", "description", "skills", "model", "max_steps", "max_tokens")
+CLAUDE_ONLY = (
+    "tools",
+    "disallowedTools",
+    "maxTurns",
+    "permissionMode",
+    "color",
+    "hooks",
+    "mcpServers",
+    "memory",
+    "background",
+    "effort",
+    "isolation",
+    "initialPrompt",
+)
+CLAUDE_MAPPED = ("tools", "disallowedTools", "maxTurns")
+"""Claude Code's fields that become fields of ours; its others are kept as metadata."""
+CODEX_FIELDS = ("name", "description", "developer_instructions", "model")
+_NO_SKILL_NEEDED = frozenset({"fork"})
+
+
+class DefinitionError(Exception):
+    """A definition file that cannot be understood; the message says why."""
+
+
+def read_definition(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The fields of a `SubagentDef` read from `path`, and warnings about what was made up for."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DefinitionError(f"cannot be read ({exc})") from None
+    if path.suffix.lower() == ".toml":
+        return _codex(text, path)
+    return _markdown(text, path)
+
+
+def dialect_of(meta: dict[str, Any], path: Path) -> str:
+    """`claude` for a Claude Code file, else `orchestrator`."""
+    in_claude = path.parent.name == "agents" and path.parent.parent.name == ".claude"
+    return "claude" if in_claude or any(key in meta for key in CLAUDE_ONLY) else "orchestrator"
+
+
+def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
+    try:
+        frontmatter, body, _ = split_skill_text(text)
+        if frontmatter is None:
+            raise DefinitionError("no YAML frontmatter (the file must start with a '---' line)")
+        meta, problems = parse_forgiving(frontmatter, (*OUR_FIELDS, *CLAUDE_ONLY, "skills"))
+    except FrontmatterError as exc:
+        raise DefinitionError(_reason(exc)) from None
+    notes = [p.message for p in problems if p.rule != "yaml-duplicate-key"]
+    for reserved in ("system", "path"):
+        if reserved in meta:
+            raise DefinitionError(f"unknown field {reserved!r}")
+    fields = {key: meta[key] for key in ("max_steps", "max_tokens") if key in meta}
+    fields["system"] = body
+    fields.update(_identity(meta, body, path, notes))
+    if meta.get("model") is not None:
+        fields["model"] = _model(meta["model"])
+    fields["format"] = dialect_of(meta, path)
+    if fields["format"] == "claude":
+        fields.update(_claude(meta, notes))
+    else:
+        fields["skills"] = _skill_names(meta["skills"]) if "skills" in meta else "*"
+    used = (*OUR_FIELDS, *CLAUDE_MAPPED)
+    fields["metadata"] = _metadata({k: v for k, v in meta.items() if k not in used})
+    return fields, notes
+
+
+def _reason(exc: FrontmatterError) -> str:
+    message = exc.problem.message
+    if exc.problem.rule == "yaml" and "mapping" in message:
+        return "frontmatter must be a mapping of fields"
+    if exc.problem.rule == "yaml":
+        return f"frontmatter is not valid YAML ({message})"
+    return message
+
+
+def _identity(meta: dict[str, Any], body: str, path: Path, notes: list[str]) -> dict[str, str]:
+    """The name and description, with their fallbacks."""
+    raw = meta.get("name")
+    name = raw.strip() if isinstance(raw, str) else ""
+    if not NAME.match(name) or len(name) > 64:
+        fixed = slug(name) or slug(path.stem)
+        if not fixed:
+            raise DefinitionError(f"name {raw!r}: no usable name, nor in the file name")
+        what = f"name {raw!r} breaks the naming rules" if name else "no name"
+        notes.append(f"{what}; loaded as {fixed!r}")
+        name = fixed
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        description = first_paragraph(body)
+        if description is None:
+            raise DefinitionError("description: Field required (and the body has no paragraph)")
+        notes.append("no description; the body's first paragraph is used")
+    return {"name": name, "description": " ".join(description.split())}
+
+
+def _model(value: Any) -> Any:
+    """`inherit` (and nothing) is the parent's model; a settings mapping is kept for the
+    definition to check; any other value stays as written."""
+    if isinstance(value, dict):
+        return value
+    text = str(value).strip()
+    return None if text in ("", "inherit") else text
+
+
+def _claude(meta: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The Claude Code fields: tools as skills and a limit, preloaded skills, max turns."""
+    listed = _skill_names(meta.get("skills")) if "skills" in meta else []
+    listed = [] if listed == "*" else listed
+    fields: dict[str, Any] = {"preload": list(listed)}
+    if "maxTurns" in meta:
+        fields["max_steps"] = meta["maxTurns"]
+    if "disallowedTools" in meta:
+        fields["disallowed_tools"] = tool_tokens(meta["disallowedTools"])
+    if "tools" not in meta:
+        fields["skills"] = "*"
+        return fields
+    tokens = tool_tokens(meta["tools"])
+    names, whole, foreign = resolve_tools(tokens)
+    notes.extend(f"tool {t!r} has no equivalent here; ignored" for t in foreign)
+    reached = sorted({n.partition("__")[0] for n in names if n not in _NO_SKILL_NEEDED} | whole)
+    fields["tools"] = [*tokens, *listed]  # the skills it lists may use their own tools
+    fields["skills"] = list(dict.fromkeys([*reached, *listed]))
+    fields["preload"] = list(dict.fromkeys([*reached, *listed]))
+    return fields
+
+
+def _skill_names(value: Any) -> list[str] | str:
+    if value == "*":
+        return "*"
+    if isinstance(value, list):
+        return [str(item).strip() for item in value if str(item).strip()]
+    return [word for word in re.split(r"[\s,]+", str(value or "")) if word]
+
+
+def _metadata(extra: dict[str, Any]) -> dict[str, str]:
+    return {
+        str(key): value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        for key, value in extra.items()
+    }
+
+
+def _codex(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise DefinitionError(f"not valid TOML ({exc})") from None
+    instructions = data.get("developer_instructions")
+    body = instructions.strip() if isinstance(instructions, str) else ""
+    notes: list[str] = []
+    fields: dict[str, Any] = {"system": body, "skills": "*", "format": "codex"}
+    meta = {k: v for k, v in data.items() if k in ("name", "description")}
+    fields.update(_identity(meta, body, path, notes))
+    if data.get("model") is not None:
+        fields["model"] = _model(data["model"])
+    fields["metadata"] = _metadata({k: v for k, v in data.items() if k not in CODEX_FIELDS})
+    return fields, notes

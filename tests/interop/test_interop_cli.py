@@ -1,0 +1,160 @@
+"""Real jobs through the command line, against the real server and model (see conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from interop_server import LlamaServer, edit_spec
+from invariants import check_statuses, check_trace
+
+pytestmark = pytest.mark.interop
+JOB_STATUSES = {"completed", "failed", "budget_exhausted", "cancelled"}
+SHAPES = {"no tools", "tools, tool_choice auto", "tools, tool_choice none"}
+
+
+def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+def of_type(events: list[dict], kind: str, agent: str | None = None) -> list[dict]:
+    return [e for e in events if e["type"] == kind and agent in (None, e["agent"])]
+
+
+def test_the_quickstart_with_streaming_off(llama_server: LlamaServer, quickstart: Path) -> None:
+    edit_spec(
+        quickstart,
+        model=llama_server.model(stream=False),
+        budget={"max_tokens": 60000, "max_steps": 3, "max_parallel": 2},
+    )
+    offset = llama_server.log_size()
+
+    done = orchestrator(
+        "run", "quickstart.yaml", "--json", "--quiet", "--trace", "t.jsonl", cwd=quickstart.parent
+    )
+
+    assert done.returncode in (0, 3, 4), done.stderr
+    assert json.loads(done.stdout)["status"] in JOB_STATUSES
+    events = check_trace(quickstart.parent / "t.jsonl")
+    check_statuses(llama_server.statuses_since(offset))
+    assert of_type(events, "model_stream_fallback") == []
+    calls = of_type(events, "model_call", "goal")
+    (end,) = of_type(events, "run_end", "goal")
+    assert 1 <= len(calls) <= 3
+    if end["status"] == "max_steps":  # the step cap forced an answer: tools were disabled
+        assert calls[-1]["tool_choice"] == "none"
+
+
+def test_the_quickstart_streamed_falls_back_where_the_server_cannot_stream(
+    llama_server: LlamaServer, quickstart: Path
+) -> None:
+    edit_spec(
+        quickstart,
+        model=llama_server.model(),  # streaming is on by default
+        budget={"max_tokens": 60000, "max_steps": 2, "max_parallel": 2},
+    )
+    offset = llama_server.log_size()
+
+    done = orchestrator(
+        "run", "quickstart.yaml", "--stream", "--quiet", "--trace", "t.jsonl", cwd=quickstart.parent
+    )
+
+    assert done.returncode in (0, 3, 4), done.stderr
+    events = check_trace(quickstart.parent / "t.jsonl")
+    check_statuses(llama_server.statuses_since(offset))
+    # The first request offers tools with tool_choice auto, which this server answers with an
+    # empty stream: asked again whole, and that shape is sent whole from then on.
+    shapes = [e["request"] for e in of_type(events, "model_stream_fallback")]
+    assert shapes[0] == "tools, tool_choice auto"
+    assert len(shapes) == len(set(shapes)) and set(shapes) <= SHAPES
+    (end,) = of_type(events, "run_end", "goal")
+    assert done.stdout.rstrip("\n").endswith(end["output"].rstrip("\n"))
+
+
+FAN_OUT = """\
+name: fan-out
+model: {model}
+models:
+  cheap: {cheap}
+budget: {{max_steps: 2, max_parallel: 2}}
+permissions: {{workspace: .}}
+steps:
+  - {{id: north, model: cheap, task: "In one sentence: what is the capital of Norway?"}}
+  - id: south
+    model: {{name: cheap, temperature: 0}}
+    task: "In one sentence: what is the capital of Chile?"
+  - id: both
+    depends_on: [north, south]
+    task: "Join the two answers into one line: {{steps.north.output}} / {{steps.south.output}}"
+"""
+
+
+def test_a_fork_of_two_sub_agents_on_a_cheap_model(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    model, cheap = llama_server.model(), llama_server.model(max_output_tokens=32)
+    spec = FAN_OUT.format(model=json.dumps(model), cheap=json.dumps(cheap))
+    (tmp_path / "fan-out.yaml").write_text(spec, encoding="utf-8")
+    offset = llama_server.log_size()
+
+    done = orchestrator(
+        "run", "fan-out.yaml", "--json", "--quiet", "--trace", "t.jsonl", cwd=tmp_path
+    )
+
+    assert done.returncode in (0, 3, 4), done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] in JOB_STATUSES
+    events = check_trace(tmp_path / "t.jsonl")
+    check_statuses(llama_server.statuses_since(offset))
+    (fork,) = of_type(events, "fork", "job")
+    assert [t["id"] for t in fork["tasks"]] == ["north", "south", "both"]
+    ran = {e["agent"] for e in of_type(events, "run_start")}
+    assert {"north", "south"} <= ran
+    for step, cap in (("north", 32), ("south", 32), ("both", 96)):
+        # Each step's own output cap was sent: its answers (a tool call is generated in parts,
+        # each under the cap) are no longer. Every step that ran ends in an answer.
+        answers = [
+            c for c in of_type(events, "model_call", step) if c["finish_reason"] != "tool_calls"
+        ]
+        assert answers or step not in ran, step
+        assert all(c["usage"]["output_tokens"] <= cap for c in answers), (step, answers)
+
+
+def test_ask_streams_the_answer(llama_server: LlamaServer, tmp_path: Path) -> None:
+    options = {"base_url": llama_server.base_url, "temperature": "0", "max_output_tokens": "48"}
+    flags = [arg for key, value in options.items() for arg in ("--model-option", f"{key}={value}")]
+    offset = llama_server.log_size()
+
+    done = orchestrator(
+        "ask",
+        "Say hello to the team in five words.",
+        "--model",
+        "openai-compatible:smollm2",
+        *flags,
+        "--model-option",
+        "extra_body={seed: 7}",
+        "--max-steps",
+        "2",
+        "--trace",
+        "t.jsonl",
+        "--quiet",
+        cwd=tmp_path,
+    )
+
+    assert done.returncode in (0, 3), done.stderr
+    events = check_trace(tmp_path / "t.jsonl")
+    check_statuses(llama_server.statuses_since(offset))
+    (end,) = of_type(events, "run_end", "planner")
+    assert done.stdout.rstrip("\n").endswith(end["output"].rstrip("\n"))
+    # Only the shape the server cannot stream fell back; a forced answer streamed for real.
+    shapes = {e["request"] for e in of_type(events, "model_stream_fallback")}
+    assert shapes <= {"tools, tool_choice auto"}

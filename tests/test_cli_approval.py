@@ -1,0 +1,107 @@
+"""`orchestrator run` asks a person on the terminal: a real pseudo-terminal (pexpect), a real
+shell command, a scripted model. Off a terminal, nobody can be asked and the call is denied."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+import yaml
+
+from orchestrator import read_trace
+
+JOB = """\
+name: approve
+model: scripted:script.yaml
+skills: []
+permissions: {shell: ask}
+goal: Make the file.
+"""
+PROMPT = r"Allow this call\? \[y/N\]"
+
+
+def call(tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+def job_folder(tmp_path: Path) -> Path:
+    (tmp_path / "job.yaml").write_text(JOB)
+    turns = [
+        call("load_skill", name="shell"),
+        call("shell__run", command="touch approved.txt"),
+        {"content": "done"},
+    ]
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"goal": turns}))
+    return tmp_path
+
+
+def spawn(folder: Path, *extra: str) -> pexpect.spawn:
+    args = ["-m", "orchestrator", "run", "job.yaml", "--trace", "run.jsonl", *extra]
+    return pexpect.spawn(
+        sys.executable, args, cwd=str(folder), encoding="utf-8", timeout=60,
+        dimensions=(40, 120),
+    )  # fmt: skip
+
+
+def decisions(folder: Path) -> list[tuple[str, str]]:
+    return [
+        (e["decision"], e["by"])
+        for e in read_trace(folder / "run.jsonl")
+        if e["type"] == "approval"
+    ]
+
+
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "live-view"])
+def test_yes_on_the_terminal_runs_the_call(tmp_path: Path, quiet: bool) -> None:
+    folder = job_folder(tmp_path)
+    child = spawn(folder, *(["--quiet"] if quiet else []))
+    child.expect("Approval needed: agent goal wants to call shell__run")
+    child.expect("permissions.shell is 'ask'")
+    child.expect('"command": "touch approved.txt"')
+    child.expect(PROMPT)
+    child.sendline("y")
+    child.expect("-> allowed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert (folder / "approved.txt").exists()
+    assert decisions(folder) == [("approved", "person")]
+
+
+def test_no_on_the_terminal_denies_and_the_model_is_told(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path)
+    child = spawn(folder, "--quiet")
+    child.expect(PROMPT)
+    child.sendline("n")
+    child.expect("-> denied")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not (folder / "approved.txt").exists()
+    assert decisions(folder) == [("denied", "person")]
+    [denied] = [
+        e["message"]["content"]
+        for e in read_trace(folder / "run.jsonl")
+        if e["type"] == "message" and e["message"].get("error_type") == "denied"
+    ]
+    assert "a person denied it" in denied
+
+
+def test_off_a_terminal_the_call_is_denied_and_says_why(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--trace", "run.jsonl"],
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Allow this call" not in done.stderr
+    assert not (folder / "approved.txt").exists()
+    assert decisions(folder) == [("denied", "nobody")]

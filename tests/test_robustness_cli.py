@@ -1,0 +1,79 @@
+"""Bad input at the command line: a clear error and an exit code, never a Python traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD_JOB = "name: x\nmodel: scripted:script.yaml\ngoal: Say hi.\n"
+GOOD_SCRIPT = "goal: [{content: hi}]\n"
+
+
+def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+BROKEN_JOB = b"name: x\nmodel: scripted:script.yaml\ngoal: \xff\xfe hi\n"
+BOTH = ("run", "validate")
+
+
+@pytest.mark.parametrize(
+    ("job", "script", "commands", "message"),
+    [
+        (BROKEN_JOB, GOOD_SCRIPT.encode(), BOTH, "not UTF-8"),
+        (bytes(range(256)), GOOD_SCRIPT.encode(), BOTH, "not UTF-8"),
+        (GOOD_JOB.encode(), b"\xff\xfe\x00\x01binary", ("run",), "is not UTF-8 text"),
+    ],
+    ids=["spec-not-utf8", "spec-binary", "script-not-utf8"],
+)
+def test_files_that_are_not_text(
+    tmp_path: Path, job: bytes, script: bytes, commands: tuple[str, ...], message: str
+) -> None:
+    (tmp_path / "job.yaml").write_bytes(job)
+    (tmp_path / "script.yaml").write_bytes(script)
+    for command in commands:
+        done = orchestrator(command, "job.yaml", cwd=tmp_path)
+        no_traceback(done)
+        assert done.returncode == 2
+        assert message in done.stderr
+
+
+def test_a_skill_file_that_is_not_text_is_left_out_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "skills" / "bin").mkdir(parents=True)
+    (tmp_path / "skills" / "bin" / "SKILL.md").write_bytes(b"---\nname: bin\n\xff\xfe\x00---\n")
+    (tmp_path / "job.yaml").write_text(GOOD_JOB + "skills: [./skills]\n")
+    (tmp_path / "script.yaml").write_text(GOOD_SCRIPT)
+
+    listed = orchestrator("skills", "list", "--skills", "skills", cwd=tmp_path)
+    ran = orchestrator("run", "job.yaml", "--trace", "t.jsonl", cwd=tmp_path)
+
+    for done in (listed, ran):
+        no_traceback(done)
+        assert "skills/bin" in done.stderr
+    assert ran.returncode == 0
+    assert ran.stdout.strip() == "hi"
+
+
+@pytest.mark.parametrize("where", ["a-folder", "/proc/no/such/place.jsonl"])
+def test_a_trace_that_cannot_be_written(tmp_path: Path, where: str) -> None:
+    (tmp_path / "job.yaml").write_text(GOOD_JOB)
+    (tmp_path / "script.yaml").write_text(GOOD_SCRIPT)
+    (tmp_path / "a-folder").mkdir()
+    done = orchestrator("run", "job.yaml", "--trace", where, cwd=tmp_path)
+
+    no_traceback(done)
+    assert done.returncode == 2
+    assert "cannot write the trace to" in done.stderr
