@@ -21,6 +21,7 @@ from .agent import RunResult, TokenBudget
 from .agent.approval import Approver
 from .errors import ConfigError
 from .jobs import Job, JobResult, JobRunner, job_folders
+from .jobs.preflight import Preflight, preflight
 from .models import (
     ChatModel,
     ModelAliases,
@@ -133,6 +134,10 @@ class Orchestrator:
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
+
+    def preflight(self, job: Job) -> Preflight:
+        """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py)."""
+        return preflight(job, self.subagents, self.catalog.names, self.aliases)
 
     def resolve(self, model: ChatModel | ModelRef | None) -> ChatModel:
         """A model for this run: None is the run's own; the same settings give the same one."""

@@ -35,6 +35,7 @@ from .jobs import (
     add_job_arguments,
     config_error,
     load_job_from_args,
+    report_preflight,
 )
 from .output import masked_output
 from .progress import LiveView, PlainProgress
@@ -78,6 +79,8 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if not report_preflight(orchestrator.preflight(job), job):
+        return EXIT_SPEC_ERROR
     trace_path = job.trace or default_trace_path(job.name)
     began = time.time()
     secrets = orchestrator.secrets()  # the environment's and the .env files'
