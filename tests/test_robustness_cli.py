@@ -109,3 +109,24 @@ def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
             and "unknown model 'nosuchalias'" in done.stderr
         )
     assert not list(tmp_path.glob(".orchestrator/runs/*"))  # run started nothing
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "broken.md").write_text(
+        "---\nname: broken\ndescription: d\nmodel: scripted:no-such-script.yaml\n---\nWork.\n"
+    )
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nsubagents: [./agents]\n"
+        "steps:\n  - {id: first, agent: broken, task: Work.}\n"
+        "  - {id: second, depends_on: [first], task: More.}\n"
+    )
+    (tmp_path / "script.yaml").write_text("second: [{content: never}]\n")
+    done = orchestrator("run", "job.yaml", *(["--quiet"] if quiet else []), cwd=tmp_path)
+
+    no_traceback(done)
+    assert done.returncode == 3
+    assert "step first (broken): error:" in done.stderr
+    assert "no-such-script.yaml" in done.stderr
+    assert "step second" not in done.stderr  # skipped for its dependency: not a reason of its own

@@ -139,6 +139,20 @@ def _report(
             file=sys.stderr,
         )
         print(f"report: orchestrator report {result.trace}", file=sys.stderr)
+    for line in failure_lines(result):  # with --quiet too: a failure must say why
+        print(line, file=sys.stderr)
+
+
+def failure_lines(result: JobResult) -> list[str]:
+    """Why each step that did not complete ended as it did (skips for a dependency aside)."""
+    lines = []
+    for step in result.steps:
+        if step.status == "completed" or (step.reason or "").startswith("dependency "):
+            continue
+        lines.append(
+            f"step {step.id} ({step.agent}): {step.status}: {step.reason or 'no reason given'}"
+        )
+    return lines
 
 
 def _as_json(result: JobResult) -> dict[str, Any]:
