@@ -29,6 +29,7 @@ from .jobs import (
     job_folders,
     prepare_resume,
 )
+from .jobs.preflight import Preflight, preflight
 from .models import (
     ChatModel,
     ModelAliases,
@@ -143,6 +144,10 @@ class Orchestrator:
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
+
+    def preflight(self, job: Job) -> Preflight:
+        """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py)."""
+        return preflight(job, self.subagents, self.catalog.names, self.aliases)
 
     def resolve(self, model: ChatModel | ModelRef | None) -> ChatModel:
         """A model for this run: None is the run's own; the same settings give the same one."""

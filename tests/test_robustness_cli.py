@@ -77,3 +77,56 @@ def test_a_trace_that_cannot_be_written(tmp_path: Path, where: str) -> None:
     no_traceback(done)
     assert done.returncode == 2
     assert "cannot write the trace to" in done.stderr
+
+
+def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "counter.md").write_text(
+        "---\nname: counter\ndescription: Counts.\nmodel: opneai:gpt-4o-mini\n"
+        "skills: [text-statz]\n---\nCount.\n"
+    )
+    (agents / "spare.md").write_text(
+        "---\nname: spare\ndescription: Unused.\nmodel: nosuchalias\n---\nWait.\n"
+    )
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nsubagents: [./agents]\n"
+        "permissions: {workspace: ./missing}\n"
+        "steps:\n  - {id: count, agent: counter, task: Count.}\n"
+    )
+    (tmp_path / "script.yaml").write_text("count: [{content: '3'}]\n")
+    for command in ("validate", "run"):
+        done = orchestrator(command, "job.yaml", cwd=tmp_path)
+        no_traceback(done)
+        assert done.returncode == 2
+        assert (
+            "permissions.workspace: the folder" in done.stderr and "does not exist" in done.stderr
+        )
+        assert "unknown model provider 'opneai' (did you mean 'openai'?)" in done.stderr
+        assert "skills: 'text-statz' names no skill" in done.stderr
+        assert (
+            "warning: sub-agent 'spare'" in done.stderr
+            and "unknown model 'nosuchalias'" in done.stderr
+        )
+    assert not list(tmp_path.glob(".orchestrator/runs/*"))  # run started nothing
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "broken.md").write_text(
+        "---\nname: broken\ndescription: d\nmodel: scripted:no-such-script.yaml\n---\nWork.\n"
+    )
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nsubagents: [./agents]\n"
+        "steps:\n  - {id: first, agent: broken, task: Work.}\n"
+        "  - {id: second, depends_on: [first], task: More.}\n"
+    )
+    (tmp_path / "script.yaml").write_text("second: [{content: never}]\n")
+    done = orchestrator("run", "job.yaml", *(["--quiet"] if quiet else []), cwd=tmp_path)
+
+    no_traceback(done)
+    assert done.returncode == 3
+    assert "step first (broken): error:" in done.stderr
+    assert "no-such-script.yaml" in done.stderr
+    assert "step second" not in done.stderr  # skipped for its dependency: not a reason of its own

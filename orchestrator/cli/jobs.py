@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from ..errors import ConfigError
-from ..jobs import Job, load_job, parse_model_options, parse_set_options
+from ..jobs import Job, SpecError, load_job, parse_model_options, parse_set_options
+from ..jobs.preflight import Preflight, preflight_job
 from ..models import MissingSettingError
 
 EXIT_OK = 0
@@ -66,6 +67,15 @@ def add_model_arguments(parser: argparse.ArgumentParser, model_help: str) -> Non
     )
 
 
+def report_preflight(found: Preflight, job: Job) -> bool:
+    """Print what would certainly fail (and what might); False if the job must not start."""
+    for warning in found.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if found.problems:
+        print(f"error: {SpecError(job.source, found.problems)}", file=sys.stderr)
+    return not found.problems
+
+
 def config_error(error: ConfigError) -> str:
     """An error as a user of the command line should read it."""
     if isinstance(error, MissingSettingError):
@@ -89,8 +99,11 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
 def validate_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args)
+        found = preflight_job(job, user_skills=args.user_skills)
     except ConfigError as error:
         print(f"error: {config_error(error)}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    if not report_preflight(found, job):
         return EXIT_SPEC_ERROR
     count = len(job.plan)
     print(f"ok: {job.name} ({count} step{'' if count == 1 else 's'})")

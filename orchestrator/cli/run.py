@@ -37,6 +37,7 @@ from .jobs import (
     add_job_arguments,
     config_error,
     load_job_from_args,
+    report_preflight,
 )
 from .output import masked_output
 from .progress import LiveView, PlainProgress
@@ -106,6 +107,8 @@ def execute(
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if not report_preflight(orchestrator.preflight(job), job):
+        return EXIT_SPEC_ERROR
     began = time.time()
     secrets = orchestrator.secrets()  # the environment's and the .env files'
     with telemetry, masked_output(SecretMask(secrets)):
@@ -175,6 +178,20 @@ def report(
             file=sys.stderr,
         )
         print(f"report: orchestrator report {result.trace}", file=sys.stderr)
+    for line in failure_lines(result):  # with --quiet too: a failure must say why
+        print(line, file=sys.stderr)
+
+
+def failure_lines(result: JobResult) -> list[str]:
+    """Why each step that did not complete ended as it did (skips for a dependency aside)."""
+    lines = []
+    for step in result.steps:
+        if step.status == "completed" or (step.reason or "").startswith("dependency "):
+            continue
+        lines.append(
+            f"step {step.id} ({step.agent}): {step.status}: {step.reason or 'no reason given'}"
+        )
+    return lines
 
 
 def _as_json(result: JobResult) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from .endpoint import close_connections
 from .http import Connection, ConnectionSettings
 from .openai import OpenAIChatModel, OpenAIOptions
 from .providers import PRESETS, MissingSettingError
-from .registry import PROVIDERS, resolve_model
+from .registry import PROVIDERS, check_model, resolve_model
 from .replay import ReplayMismatch, ReplayModel
 from .retry import RetryPolicy
 from .scripted import ScriptedModel
@@ -62,6 +62,7 @@ __all__ = [
     "WireOptions",
     "close_connections",
     "output_cap",
+    "check_model",
     "resolve_model",
     "user_alias_file",
 ]

@@ -73,6 +73,24 @@ def resolve_model(
     return factory(target, **given)
 
 
+def check_model(model: ModelRef, aliases: ModelAliases | None = None) -> ModelSettings:
+    """The settings `model` stands for, or the ConfigError that resolving it would raise for
+    its name alone (an unknown alias or provider, a name without `provider:`); nothing is
+    built and no key is needed."""
+    settings = ModelSettings.model_validate(model)
+    if settings.is_alias:
+        settings = (aliases or ModelAliases.standard()).expand(settings)
+    provider, _, target = settings.name.partition(":")
+    if not target:
+        raise ConfigError(
+            f"model {settings.name!r} must look like 'provider:model'; "
+            f"providers: {', '.join(PROVIDERS)}"
+        )
+    if provider not in PROVIDERS:
+        raise ConfigError(unknown_provider(provider))
+    return settings
+
+
 def unknown_provider(provider: str) -> str:
     close = difflib.get_close_matches(provider, PROVIDERS, n=2, cutoff=0.6)
     hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

@@ -1,0 +1,77 @@
+"""What would certainly fail once a job runs, found before anything starts.
+
+The spec's own checks (checks.py) see the file; these see what it points at: the workspace
+folder, and the sub-agent definitions its steps name (their model must be one that can be
+built, their `skills:` must name skills that exist). `orchestrator validate` reports them, and
+`orchestrator run` refuses to start on them. Definitions only a planner might fork are
+reported as warnings: a run that never forks them is not hurt by them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+from ..models import ModelAliases, check_model
+from ..skills import SkillCatalog
+from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
+from .folders import job_folders
+from .problems import Problem
+from .spec import Job
+
+
+@dataclass
+class Preflight:
+    """Problems that stop the job, and warnings about what only might be used."""
+
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def preflight(
+    job: Job, registry: SubagentRegistry, skills: Collection[str], aliases: ModelAliases
+) -> Preflight:
+    """Check the job's workspace and the sub-agents it can run against what exists."""
+    found = Preflight()
+    workspace = job.permissions.workspace
+    if not workspace.is_dir():
+        found.problems.append(
+            Problem("permissions.workspace", f"the folder {workspace} does not exist")
+        )
+    named = {step.agent for step in job.plan if step.agent and not step.planner}
+    for definition in registry:
+        issues = _definition_issues(definition, skills, aliases)
+        where = f"sub-agent {definition.name!r}" + (
+            f" ({definition.path})" if definition.path else ""
+        )
+        if definition.name in named:
+            found.problems += [Problem(where, issue) for issue in issues]
+        else:
+            found.warnings += [f"{where}: {issue} (it fails if it is forked)" for issue in issues]
+    return found
+
+
+def preflight_job(job: Job, *, user_skills: bool = False) -> Preflight:
+    """`preflight` with the skills, sub-agents and aliases the job's spec points at; no
+    model is built, so no key is needed."""
+    folders = job_folders(job, user=user_skills)
+    registry = SubagentRegistry(folders=[*folders.subagents, *builtin_subagent_folders()])
+    catalog = SkillCatalog(folders.skills)
+    return preflight(job, registry, catalog.names, ModelAliases.standard(job.models))
+
+
+def _definition_issues(
+    definition: SubagentDef, skills: Collection[str], aliases: ModelAliases
+) -> list[str]:
+    issues = []
+    if definition.model is not None:
+        try:
+            check_model(definition.model, aliases)
+        except ConfigError as exc:
+            issues.append(f"model: {exc}")
+    if isinstance(definition.skills, list):
+        for name in definition.skills:
+            if name not in skills:
+                issues.append(f"skills: {name!r} names no skill{suggest(name, skills)}")
+    return issues
