@@ -2,8 +2,8 @@
 
 The spec's own checks (checks.py) see the file; these see what it points at: the workspace
 folder, and the sub-agent definitions its steps name (their model must be one that can be
-built, their `skills:` must name skills that exist). `orchestrator validate` reports them, and
-`orchestrator run` refuses to start on them. Definitions only a planner might fork are
+built, their `skills:` must name skills that exist). `orchestrator validate` reports them;
+`orchestrator run` and `resume` refuse to start on them. Definitions only a planner might fork are
 reported as warnings: a run that never forks them is not hurt by them.
 """
 
