@@ -130,3 +130,13 @@ def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> 
     assert "step first (broken): error:" in done.stderr
     assert "no-such-script.yaml" in done.stderr
     assert "step second" not in done.stderr  # skipped for its dependency: not a reason of its own
+
+
+@pytest.mark.parametrize("content", ['{"a": 1}\n', "garbage\n", ""])
+def test_trace_show_on_a_file_that_is_not_a_trace(tmp_path: Path, content: str) -> None:
+    (tmp_path / "notes.jsonl").write_text(content)
+    done = orchestrator("trace", "show", "notes.jsonl", cwd=tmp_path)
+
+    no_traceback(done)
+    assert done.returncode == 2
+    assert "is not a trace: it holds no events" in done.stderr

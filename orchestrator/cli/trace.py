@@ -41,9 +41,13 @@ def show_command(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"error: no trace at {path}", file=sys.stderr)
         return EXIT_SPEC_ERROR
+    events = read_trace(path)
+    if not events:
+        print(f"error: {path} is not a trace: it holds no events", file=sys.stderr)
+        return EXIT_SPEC_ERROR
     if args.path == "last":
         print(f"trace: {path}")
-    print(render(summarize(read_trace(path), live=is_locked(path))))
+    print(render(summarize(events, live=is_locked(path))))
     return EXIT_OK
 
 
