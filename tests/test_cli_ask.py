@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+from cli_process import orchestrator
 from provider_server import Fault, ProviderServer
 
 from orchestrator import read_trace
@@ -19,16 +20,6 @@ from orchestrator.security import is_secret_name
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWER = "Hello there, this is the whole answer."
-
-
-def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 def test_ask_prints_only_the_answer(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from cli_process import orchestrator
+
 from orchestrator import read_trace, rebuild_conversations
 from orchestrator.cli.progress import ProgressState
 
@@ -36,16 +38,6 @@ def make_job(
     job = folder / "job.yaml"
     job.write_text(JOB.format(name=name, budget=budget, permissions=permissions, steps=steps))
     return job
-
-
-def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 TWO_STEPS = """\

@@ -4,13 +4,11 @@ CLI error lines never carry their values, even when a model echoes them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from cli_process import orchestrator
 from skill_factory import call, context
 
 from orchestrator import Agent, Permissions
@@ -72,17 +70,6 @@ goal: Say something.
 """
 
 
-def run(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=folder,
-        env={**os.environ, **env},
-    )
-
-
 def test_a_key_the_model_echoes_is_masked_everywhere_the_cli_writes(tmp_path: Path) -> None:
     secret = "pg-pass-5f3c9a1d7e"
     (tmp_path / "job.yaml").write_text(JOB)
@@ -90,8 +77,8 @@ def test_a_key_the_model_echoes_is_masked_everywhere_the_cli_writes(tmp_path: Pa
     (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
     env = {"PGPASSWORD": secret}
 
-    plain = run(tmp_path, "run", "job.yaml", "--trace", "a.jsonl", env=env)
-    as_json = run(tmp_path, "run", "job.yaml", "--json", "--trace", "b.jsonl", env=env)
+    plain = orchestrator("run", "job.yaml", "--trace", "a.jsonl", cwd=tmp_path, env=env)
+    as_json = orchestrator("run", "job.yaml", "--json", "--trace", "b.jsonl", cwd=tmp_path, env=env)
 
     assert plain.returncode == 0 and as_json.returncode == 0
     assert plain.stdout.strip() == f"The database password is {MASK}."
@@ -100,7 +87,7 @@ def test_a_key_the_model_echoes_is_masked_everywhere_the_cli_writes(tmp_path: Pa
         assert secret not in done.stdout + done.stderr
     for trace in ("a.jsonl", "b.jsonl"):
         assert secret not in (tmp_path / trace).read_text()
-    shown = run(tmp_path, "trace", "show", "a.jsonl", env=env)
+    shown = orchestrator("trace", "show", "a.jsonl", cwd=tmp_path, env=env)
     assert secret not in shown.stdout
 
 
@@ -108,7 +95,7 @@ def test_cli_error_lines_are_masked(tmp_path: Path) -> None:
     secret = "sk-live-0123456789abcdef"
     (tmp_path / "job.yaml").write_text(JOB + f"budget: {{max_tokens: {secret}}}\n")
     (tmp_path / "script.yaml").write_text("goal: [{content: hi}]\n")
-    done = run(tmp_path, "validate", "job.yaml", env={"STRIPE_KEY": secret})
+    done = orchestrator("validate", "job.yaml", cwd=tmp_path, env={"STRIPE_KEY": secret})
 
     assert done.returncode == 2
     assert "budget.max_tokens" in done.stderr

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_process import orchestrator
 
 from bench.resume_savings import (
     KILL_POINTS,
@@ -152,16 +151,6 @@ def after_step(finished: Outcome, tmp_path: Path, step: str = "gather") -> Path:
     events = finished.events
     end = next(i for i, e in enumerate(events) if e["type"] == "task_end" and e["agent"] == step)
     return cut(finished.trace, end + 1, tmp_path / "t.jsonl")
-
-
-def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 def test_a_finished_run_is_not_run_again(finished: Outcome) -> None:

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_process import orchestrator
 
 GOOD_JOB = "name: x\nmodel: scripted:script.yaml\ngoal: Say hi.\n"
 GOOD_SCRIPT = "goal: [{content: hi}]\n"
-
-
-def orchestrator(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 def no_traceback(done: subprocess.CompletedProcess[str]) -> None:
