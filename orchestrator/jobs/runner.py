@@ -44,6 +44,12 @@ class JobResult(BaseModel):
     steps: list[TaskResult] = Field(default_factory=list)
     trace: str | None = None
 
+    @property
+    def cost(self) -> float | None:
+        """US dollars of every step's tree; None when no call had a price."""
+        costs = [step.cost for step in self.steps if step.cost is not None]
+        return sum(costs) if costs else None
+
     def step(self, step_id: str) -> TaskResult:
         for result in self.steps:
             if result.id == step_id:
@@ -91,6 +97,8 @@ class StepAgents(Protocol):
 
     def resolve(self, model: ModelSettings | None) -> ChatModel: ...
 
+    def new_budget(self) -> TokenBudget: ...
+
 
 class JobRunner:
     """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
@@ -107,7 +115,7 @@ class JobRunner:
         self.job = job
         self.trace = trace
         self.stream = stream
-        self.budget = TokenBudget(orchestrator.max_tokens)
+        self.budget = orchestrator.new_budget()
         if trace is not None and trace.checkpoint is not None:
             self.budget.record_spent(trace.checkpoint.usage.total_tokens)
         self.outputs: dict[str, str] = {}
@@ -168,7 +176,7 @@ class JobRunner:
 
     def _end(self, result: JobResult) -> JobResult:
         if self.trace is not None:
-            self.trace.emit("job_end", "job", status=result.status, usage=result.usage.model_dump())
+            self.trace.emit("job_end", "job", status=result.status, usage=result.usage.record())
         return result
 
     def _step_ended(self, result: TaskResult) -> None:
