@@ -85,8 +85,9 @@ def resume_state(
 ) -> int:
     """Fill a new run's state from `record`; returns how many recorded messages were kept.
 
-    `spent` (tokens, dollars) is charged to the run's own budget when it has one (a cap inside a shared budget,
-    which counts the earlier attempts itself); None when the budget is the shared one.
+    `spent` (tokens, dollars) is charged to the run's own budget when it has one (a cap
+    inside a shared budget, which counts the earlier attempts itself); None when the budget
+    is the shared one.
     """
     messages, cut = cut_turn(record, state.context.toolset, notes)
     state.transcript.extend(messages)
