@@ -31,6 +31,7 @@ from .loader import load_folder
 from .search import SearchIndex
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
 from .sources import TOOLS_FILE
+from .sources.mcp import config_file_in
 
 logger = logging.getLogger("orchestrator.skills")
 
@@ -202,7 +203,9 @@ class SkillCatalog:
             return None
         # The digest pins the code: only this tools.py may be imported later (sources/).
         digest = file_digest(folder / TOOLS_FILE)
-        return replace(reading.info, tools_digest=digest, builtin=builtin)
+        servers = config_file_in(folder)
+        pinned = file_digest(servers) if servers is not None else None
+        return replace(reading.info, tools_digest=digest, mcp_digest=pinned, builtin=builtin)
 
     def _warn(self, folder: Path, problem: Problem) -> None:
         warning = SkillWarning(folder, problem.rule, problem.message, left_out=problem.fatal)

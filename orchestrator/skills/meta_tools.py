@@ -40,13 +40,14 @@ from .index import DEFAULT_INDEX_TOKENS
 from .loader import read_body
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .skill import LoadedSkill, SkillError, SkillInfo
+from .sources.mcp import with_servers, with_servers_sync
 
 STATE_KEY = "skills.loaded"
 RULES_KEY = "skills.rules"
 MAX_SEARCH_RESULTS = 20
 MAX_TOOL_LINE = 200
 MAX_FILES_SHOWN = 50
-_SELF_FILES = frozenset({"SKILL.md", "skill.md", "tools.py"})
+_SELF_FILES = frozenset({"SKILL.md", "skill.md", "tools.py", ".mcp.json", "mcp.json"})
 
 __all__ = ["SkillForker", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
 
@@ -190,9 +191,10 @@ class SkillsExtension:
         if refusal is not None:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {refusal}")
         try:
-            return await run_in_thread(self.catalog.load, info.name)
+            skill = await run_in_thread(self.catalog.load, info.name)
         except SkillError as exc:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
+        return await with_servers(skill)
 
     async def _fork(
         self, info: SkillInfo, arguments: str, rules: list[ToolRule], ctx: ToolContext
@@ -234,7 +236,7 @@ class SkillsExtension:
             if untrusted_code(info, permissions):
                 continue
             try:
-                skill = self.catalog.load(info.name)
+                skill = with_servers_sync(self.catalog.load(info.name))
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
             rule = self.rule_for(info)
@@ -327,6 +329,7 @@ def render_loaded(
     withheld = [t.name for t in skill.tools if t not in tools]
     if withheld:
         parts.append(f"(Not callable by this agent, which is limited: {', '.join(withheld)}.)")
+    parts.extend(skill.notes)
     if rule is not None:
         parts.append(
             "## Tools allowed from now on\nWhile this skill is active (the rest of this run), "
