@@ -58,6 +58,13 @@ def convert(result: object) -> Observation:
 
 
 def _same_json(text: str, value: Any) -> bool:
+    """Whether a text block already says what the structured content does (servers built on
+    the SDK wrap a plain return value as `{"result": value}` beside its text)."""
+    if isinstance(value, dict) and len(value) == 1 and "result" in value:
+        inner = value["result"]
+        if isinstance(inner, str) and inner == text:
+            return True
+        value = inner
     try:
         return json.loads(text) == value
     except ValueError:
