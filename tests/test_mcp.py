@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -179,3 +183,48 @@ def test_server_is_stopped_after_a_failed_run(tmp_path: Path) -> None:
     assert result.status == "error"
     assert len(seen) == 1
     assert servers_below(os.getpid(), TEST_SERVER) == []
+
+
+@pytest.fixture
+def http_server(tmp_path: Path):
+    """Our test server over streamable HTTP on 127.0.0.1, in a subprocess."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (tmp_path / "http-server.log").open("w")
+    process = subprocess.Popen([sys.executable, TEST_SERVER, "http", str(port)], stderr=log)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail("the streamable-HTTP test server did not start")
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(10)
+    log.close()
+
+
+def test_streamable_http_server_with_a_secret_header(
+    tmp_path: Path, http_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCS_HEADER_VALUE", "hdr-secret-0123456789")
+    server = {"type": "http", "url": http_server, "headers": {"X-Api": "${DOCS_HEADER_VALUE}"}}
+    mcp_skill(tmp_path / "skills", "docs", {"docs": server})
+    model = ScriptedModel(
+        {
+            "agent": [
+                {"tool_calls": [{"name": "load_skill", "arguments": {"name": "docs"}}]},
+                {"tool_calls": [{"name": "docs__echo", "arguments": {"text": "over http"}}]},
+                {"content": "done"},
+            ]
+        }
+    )
+    trace = tmp_path / "trace.jsonl"
+    result = _agent(model, tmp_path / "skills", tmp_path / "ws", trace=trace).run_sync("go")
+    assert tool_results(result.messages)[1].content == "echo: over http"
+    assert "hdr-secret-0123456789" not in trace.read_text()
