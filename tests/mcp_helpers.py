@@ -74,9 +74,18 @@ def command_line(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace")
 
 
+def parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def servers_below(pid: int, marker: str) -> list[int]:
-    """Processes below `pid` whose command line holds `marker` (a server's program)."""
-    return [p for p in descendants(pid) if marker in command_line(p)]
+    """Server processes below `pid`: those whose command line holds `marker` (its program),
+    leaving out their own children (a fork that has not exec'd yet shows its parent's)."""
+    found = [p for p in descendants(pid) if marker in command_line(p)]
+    return [p for p in found if parent_of(p) not in found]
 
 
 def alive(pid: int) -> bool:

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from mcp_helpers import (
     GIT_SERVER,
+    command_line,
     TEST_SERVER,
     git_repo,
     git_server,
+    kit_server,
     mcp_skill,
     servers_below,
-    kit_server,
     tool_results,
 )
 
@@ -64,7 +65,7 @@ def test_nothing_starts_before_load_and_git_log_finds_the_commit(tmp_path: Path)
     result = _agent(model, tmp_path / "skills", tmp_path / "ws", tools=[look]).run_sync("go")
     assert result.status == "completed"
     assert seen["before"] == []
-    assert len(seen["during"]) == 1
+    assert len(seen["during"]) == 1, [command_line(p) for p in seen["during"]]
     # Zero schema tokens before the load: the first requests carry none of the server's tools.
     first, second, third = (r.tools for r in model.requests[:3])
     assert not any(s.name.startswith("git__") for s in [*first, *second])

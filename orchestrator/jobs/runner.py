@@ -149,7 +149,8 @@ class JobRunner:
             on_result=self._step_ended,
         )
         try:
-            async with server_scope():  # one MCP server pool for every step of the job
+            # One MCP server pool for every step of the job; `${VAR}` from the job's environment.
+            async with server_scope(self.job.environment()):
                 results = await graph.run()
         except asyncio.CancelledError:
             self._end(self._result(self.ended, status="cancelled"))

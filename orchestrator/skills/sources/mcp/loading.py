@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -105,7 +104,7 @@ async def _open(pool: ServerPool, info: SkillInfo) -> tuple[tuple[Tool, ...], tu
 def _connection(pool: ServerPool, info: SkillInfo, name: str, declared: Declared) -> Any:
     """The run's connection to a server, or a note when its config cannot be filled in."""
     try:
-        config = expanded(declared.servers[name], os.environ, declared.folder)
+        config = expanded(declared.servers[name], pool.environ, declared.folder)
     except ConfigProblem as exc:
         return f"MCP server {name!r} is not available: {exc}"
     return pool.connection(info.name, name, lambda: Connection(name, config))

@@ -15,8 +15,9 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import os
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -29,9 +30,14 @@ _CURRENT: ContextVar[ServerPool | None] = ContextVar("orchestrator_mcp_pool", de
 
 
 class ServerPool:
-    """Connections by key (the declaring skill and the server's name), on one event loop."""
+    """Connections by key (the declaring skill and the server's name), on one event loop.
 
-    def __init__(self) -> None:
+    `environ` is where `${VAR}` in the servers' configs comes from (the process environment
+    by default; a job's, `.env` files included, for a job).
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
         self.connections: dict[tuple[str, str], Connection] = {}
         self.cache: dict[str, Any] = {}
         """Per-run results keyed by skill (its tools), kept by the callers."""
@@ -127,13 +133,13 @@ def current_pool() -> ServerPool | None:
 
 
 @contextlib.asynccontextmanager
-async def server_scope() -> AsyncIterator[ServerPool]:
+async def server_scope(environ: Mapping[str, str] | None = None) -> AsyncIterator[ServerPool]:
     """The run's pool: the enclosing run's, or a new one closed (servers and all) on exit."""
     found = _CURRENT.get()
     if found is not None:
         yield found
         return
-    pool = ServerPool()
+    pool = ServerPool(environ)
     token = _CURRENT.set(pool)
     try:
         yield pool
