@@ -15,6 +15,7 @@ BIN = Path(sys.executable).parent
 GIT_SERVER = str(BIN / "mcp-server-git")
 TIME_SERVER = str(BIN / "mcp-server-time")
 TEST_SERVER = str(Path(__file__).with_name("mcp_server.py"))
+LEGACY_SERVER = str(Path(__file__).with_name("legacy_mcp_server.py"))
 
 
 def mcp_skill(root: Path, name: str, servers: dict[str, Any], **options: Any) -> Path:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from mcp_helpers import (
     GIT_SERVER,
-    command_line,
+    LEGACY_SERVER,
     TEST_SERVER,
+    command_line,
     git_repo,
     git_server,
     kit_server,
@@ -23,6 +24,7 @@ from mcp_helpers import (
     servers_below,
     tool_results,
 )
+from skill_factory import CORPUS
 
 from orchestrator import Agent, Orchestrator, tool
 from orchestrator.models import ScriptedModel
@@ -229,3 +231,26 @@ def test_streamable_http_server_with_a_secret_header(
     result = _agent(model, tmp_path / "skills", tmp_path / "ws", trace=trace).run_sync("go")
     assert tool_results(result.messages)[1].content == "echo: over http"
     assert "hdr-secret-0123456789" not in trace.read_text()
+
+
+def test_a_handshake_era_server_is_reached_by_falling_back(tmp_path: Path) -> None:
+    recording = CORPUS / "mcp-transcripts" / "mcp-server-time_2025-06-18_handshake.jsonl"
+    server = {"command": sys.executable, "args": [LEGACY_SERVER, str(recording)]}
+    mcp_skill(tmp_path / "skills", "clock", {"time": server})
+    model = ScriptedModel(
+        {
+            "agent": [
+                {"tool_calls": [{"name": "load_skill", "arguments": {"name": "clock"}}]},
+                {
+                    "tool_calls": [
+                        {"name": "clock__get_current_time", "arguments": {"timezone": "UTC"}}
+                    ]
+                },
+                {"content": "done"},
+            ]
+        }
+    )
+    result = _agent(model, tmp_path / "skills", tmp_path / "ws").run_sync("go")
+    loaded, answer = tool_results(result.messages)
+    assert "clock__convert_time" in loaded.content
+    assert not answer.is_error and '"timezone"' in answer.content

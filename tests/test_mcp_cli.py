@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cli_process import orchestrator
 from mcp_helpers import (
+    LEGACY_SERVER,
     TEST_SERVER,
     TIME_SERVER,
     alive,
@@ -20,6 +21,7 @@ from mcp_helpers import (
     mcp_skill,
     servers_below,
 )
+from skill_factory import CORPUS
 
 from orchestrator import read_trace
 
@@ -109,6 +111,18 @@ def test_skills_show_lists_servers_and_with_connect_their_tools(tmp_path: Path) 
     assert connected.returncode == 0, connected.stderr
     assert "  - kit__echo: Say the text back." in connected.stdout
     assert "Call echo to hear yourself." in connected.stdout
+    assert "  - kit: connected, protocol 2026-" in connected.stdout  # the discover era
+
+
+def test_skills_show_connect_falls_back_to_the_handshake_era(tmp_path: Path) -> None:
+    recording = CORPUS / "mcp-transcripts" / "mcp-server-time_2025-06-18_handshake.jsonl"
+    server = {"command": sys.executable, "args": [LEGACY_SERVER, str(recording)]}
+    mcp_skill(tmp_path / "skills", "clock", {"time": server})
+    args = ("skills", "show", "clock", "--skills", "skills", "--no-builtin", "--connect")
+    shown = orchestrator(*args, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "  - time: connected, protocol 2025-06-18" in shown.stdout
+    assert "  - clock__get_current_time: Get current time in a specific timezone" in shown.stdout
 
 
 def test_skills_check_flags_a_bad_mcp_json(tmp_path: Path) -> None:

@@ -14,7 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..skills import SkillCatalog, SkillError, SkillInfo, builtin_skills_folder, check_folders
+from ..skills import (
+    LoadedSkill,
+    SkillCatalog,
+    SkillError,
+    SkillInfo,
+    builtin_skills_folder,
+    check_folders,
+)
 from ..skills.check import FolderReport
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
@@ -153,10 +160,7 @@ def show_command(args: argparse.Namespace) -> int:
         if value:
             print(f"{key}: {value}")
     if info.has_servers:
-        _print_servers(info, connect=args.connect)
-        if args.connect:
-            with sync_server_scope():
-                skill = with_servers_sync(skill)
+        skill = _servers(info, skill, connect=args.connect)
     none = "none (instructions only)" if not info.has_servers or args.connect else "none listed"
     print("tools:" if skill.tools else f"tools: {none}")
     for found in skill.tools:
@@ -169,17 +173,26 @@ def show_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_servers(info: SkillInfo, *, connect: bool) -> None:
+def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSkill:
+    """Print the skill's MCP servers; with `connect`, the skill with their tools (the servers
+    stop again before this returns)."""
     try:
         servers = server_summary(info)
     except ConfigProblem as exc:
         print(f"mcp servers: cannot be read: {exc}")
-        return
+        return skill
     print("mcp servers:")
     for name, where in servers.items():
         print(f"  - {name}: {where}")
     if not connect:
         print("  (`--connect` starts them and lists their tools)")
+        return skill
+    with sync_server_scope() as pool:
+        skill = with_servers_sync(skill)
+        for connection in pool.connections.values():
+            if connection.up:
+                print(f"  - {connection.name}: connected, protocol {connection.protocol}")
+    return skill
 
 
 def check_command(args: argparse.Namespace) -> int:

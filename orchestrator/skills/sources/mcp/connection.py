@@ -37,6 +37,8 @@ class Connection:
         self.mask = SecretMask(secret_values(config))
         self.tools: list[Mapping[str, Any]] = []
         self.instructions: str | None = None
+        self.protocol: str | None = None
+        """The protocol version negotiated (a 2026 `server/discover` era one, or older)."""
         self.starts = 0
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -92,6 +94,7 @@ class Connection:
                     client = await stack.enter_async_context(self._client_for(stack, log))
                     self.tools = await _list_tools(client)
                     self.instructions = getattr(client, "instructions", None)
+                    self.protocol = getattr(client, "protocol_version", None)
                     ready.set_result(client)
                     await stop.wait()
             except BaseException as exc:
