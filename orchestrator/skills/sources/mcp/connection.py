@@ -43,6 +43,7 @@ class Connection:
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
         self._lock: asyncio.Lock | None = None
         self._stderr: IO[str] | None = None
         self._tail = ""
@@ -124,37 +125,41 @@ class Connection:
         """`tools/call`; ToolError for the server's protocol errors, ToolInfrastructureError
         when the server is gone or does not answer in time (it is then stopped)."""
         client = await self.ensure()
-        assert self._sdk is not None
+        task, sdk = self._task, self._sdk
+        assert sdk is not None
         try:
             async with asyncio.timeout(self.config.timeout):
                 return await client.call_tool(tool, dict(arguments))
         except TimeoutError:
-            await self._drop()
-            raise self._failure(f"did not answer within {self.config.timeout:g} s") from None
-        except self._sdk.MCPError as exc:
-            if exc.code == self._sdk.CONNECTION_CLOSED:
-                await self._drop()
-                raise self._failure(f"closed the connection: {self._reason(exc)}") from None
-            raise ToolError(self.mask(f"MCP error {exc.code}: {exc.message}")) from None
+            failure = self._failure(f"did not answer within {self.config.timeout:g} s")
+        except sdk.MCPError as exc:
+            if exc.code != sdk.CONNECTION_CLOSED:
+                raise ToolError(self.mask(f"MCP error {exc.code}: {exc.message}")) from None
+            failure = self._failure(f"closed the connection: {self._reason(exc)}")
         except Exception as exc:
-            await self._drop()
-            raise self._failure(f"failed: {self._reason(exc)}") from None
+            failure = self._failure(f"failed: {self._reason(exc)}")
+        self._drop(task)
+        raise failure
 
-    async def _drop(self) -> None:
-        """Stop a server that failed a call; the next call may start it again."""
-        self._client = None
-        stopping = asyncio.create_task(self.stop())
-        await asyncio.shield(stopping)
-
-    async def stop(self) -> None:
-        """Stop the server (stdio: close its stdin, then end its process group)."""
-        task, self._task, self._client = self._task, None, None
-        if task is None:
+    def _drop(self, task: asyncio.Task[None] | None) -> None:
+        """Stop the server a call failed on, in the background (the call's result does not
+        wait for it), unless another call has already started a new one."""
+        if task is None or task is not self._task:
             return
+        self._task, self._client = None, None
         if self._stop is not None:
             self._stop.set()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, timeout=10)
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    async def stop(self) -> None:
+        """Stop the server (stdio: close its stdin, then end its process group), and wait
+        for servers dropped earlier to be gone."""
+        self._drop(self._task)
+        waiting = list(self._stopping)
+        if waiting:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait(waiting, timeout=10)
 
     def _failure(self, what: str) -> ToolInfrastructureError:
         where = self.config.where()
