@@ -68,12 +68,14 @@ def test_a_bad_job_server_is_a_spec_error_naming_the_field(tmp_path: Path) -> No
     assert "mcp_servers.time" in done.stderr
 
 
-def test_ctrl_c_stops_the_servers(tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_servers_and_resume_brings_their_tools_back(tmp_path: Path) -> None:
     servers = f"  kit:\n    command: {sys.executable}\n    args: [{TEST_SERVER}, stdio]\n"
     script = """\
 goal:
   - tool_calls: [{name: load_skill, arguments: {name: kit}}]
   - tool_calls: [{name: kit__hang, arguments: {seconds: 600}}]
+  - tool_calls: [{name: kit__echo, arguments: {text: after resume}}]
+  - content: done
 """
     _job(tmp_path, servers, script)
     trace = tmp_path / "t.jsonl"
@@ -98,6 +100,39 @@ goal:
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert not any(alive(pid) for pid in pids)
+
+    # The resumed run loads the skill's server tools again (restore), without a new load.
+    resumed = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    messages = [e["message"] for e in read_trace(trace) if e["type"] == "message"]
+    echo = [m for m in messages if m.get("name") == "kit__echo"]
+    assert [m["content"] for m in echo] == ["echo: after resume"]
+
+
+def test_a_job_step_starts_with_a_server_skill_preloaded(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        f"""\
+name: preloaded
+model: scripted:script.yaml
+permissions: {{workspace: .}}
+mcp_servers:
+  time: {{command: {TIME_SERVER}}}
+steps:
+  - {{id: now, task: Tell the time., skills: [time]}}
+"""
+    )
+    (tmp_path / "script.yaml").write_text(
+        """\
+now:
+  - tool_calls: [{name: time__get_current_time, arguments: {timezone: UTC}}]
+  - content: told
+"""
+    )
+    done = orchestrator("run", "job.yaml", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    messages = [e["message"] for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "message"]
+    answer = next(m for m in messages if m.get("name") == "time__get_current_time")
+    assert not answer.get("is_error") and '"timezone": "UTC"' in answer["content"]
 
 
 def test_skills_show_lists_servers_and_with_connect_their_tools(tmp_path: Path) -> None:
