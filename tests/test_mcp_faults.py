@@ -194,3 +194,24 @@ def test_without_the_sdk_the_skill_loads_and_names_the_extra(tmp_path: Path) -> 
     assert "pip install 'orchestrator[mcp]'" in loaded
     assert local == "local ok"
     assert report["mcp_imported"] is False
+
+
+def test_a_variable_in_the_args_is_masked_in_what_the_server_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIT_ARG_TOKEN", SECRET)
+    # The server gets the token on its command line, and a crash prints its command line.
+    crash_on_start = [
+        "-c",
+        "import sys; print('started with', sys.argv, file=sys.stderr); sys.exit(1)",
+        "--token",
+        "${KIT_ARG_TOKEN}",
+    ]
+    mcp_skill(
+        tmp_path / "skills", "kit", {"kit": {"command": sys.executable, "args": crash_on_start}}
+    )
+    trace = tmp_path / "trace.jsonl"
+    loaded = tool_results(_run(tmp_path, [], trace=trace).messages)[0]
+    assert "MCP server 'kit' is not available" in loaded.content
+    assert "started with" in loaded.content and "[REDACTED]" in loaded.content
+    assert SECRET not in loaded.content and SECRET not in trace.read_text()

@@ -16,6 +16,7 @@ SDK: the catalog and `skills check` read these files without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -212,6 +213,17 @@ def expanded(server: ServerConfig, environ: Mapping[str, str], folder: Path) -> 
     )
 
 
-def secret_values(server: ServerConfig) -> list[str]:
-    """The values that must never reach a trace or a message: env and header values."""
-    return [v for v in (*server.env.values(), *server.headers.values()) if len(v) >= 4]
+def secret_values(server: ServerConfig, environ: Mapping[str, str] | None = None) -> list[str]:
+    """What must never reach a trace or a message: the env and header values (as written,
+    and expanded with `environ`), and every variable's value that a field of the server
+    uses (an args token too)."""
+    values = [*server.env.values(), *server.headers.values()]
+    if environ is not None:
+        for text in _texts(server):
+            values += [
+                environ[m.group(1)] for m in _VARIABLE.finditer(text) if m.group(1) in environ
+            ]
+        with contextlib.suppress(ConfigProblem):
+            filled = expanded(server, environ, Path())
+            values += [*filled.env.values(), *filled.headers.values()]
+    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from ....errors import ToolError, ToolInfrastructureError
@@ -31,10 +31,10 @@ MAX_LIST_PAGES = 50
 class Connection:
     """A server's client, its tools listing, and whether it may be started again."""
 
-    def __init__(self, name: str, config: ServerConfig) -> None:
+    def __init__(self, name: str, config: ServerConfig, secrets: Sequence[str] = ()) -> None:
         self.name = name
         self.config = config
-        self.mask = SecretMask(secret_values(config))
+        self.mask = SecretMask([*secrets, *secret_values(config)])
         self.tools: list[Mapping[str, Any]] = []
         self.instructions: str | None = None
         self.protocol: str | None = None

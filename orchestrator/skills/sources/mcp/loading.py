@@ -19,12 +19,20 @@ from typing import Any
 from ....agent import Tool
 from ....errors import ToolInfrastructureError
 from ...skill import LoadedSkill, SkillInfo, qualified_tool_name
-from .config import ConfigProblem, Declared, config_file_in, expanded, parse_config
+from .config import (
+    ConfigProblem,
+    Declared,
+    config_file_in,
+    expanded,
+    parse_config,
+    secret_values,
+)
 from .connection import Connection
 from .pool import ServerPool, current_pool
 from .sdk import load_sdk
 from .tool import McpTool
 
+MAX_INSTRUCTIONS = 4_000
 NO_RUN = "its MCP servers start only inside a run (Agent.run, Orchestrator.run, a job)"
 
 
@@ -97,17 +105,22 @@ async def _open(pool: ServerPool, info: SkillInfo) -> tuple[tuple[Tool, ...], tu
             _add_tools(tools, pool, info, connection)
             if connection.instructions:
                 text = connection.instructions.strip()
+                if len(text) > MAX_INSTRUCTIONS:
+                    cut = len(text) - MAX_INSTRUCTIONS
+                    text = f"{text[:MAX_INSTRUCTIONS]}\n[... {cut} more characters cut]"
                 notes.append(f"## Instructions of MCP server {connection.name!r}\n{text}")
     return tuple(tools.values()), tuple(notes)
 
 
 def _connection(pool: ServerPool, info: SkillInfo, name: str, declared: Declared) -> Any:
     """The run's connection to a server, or a note when its config cannot be filled in."""
+    written = declared.servers[name]
     try:
-        config = expanded(declared.servers[name], pool.environ, declared.folder)
+        config = expanded(written, pool.environ, declared.folder)
     except ConfigProblem as exc:
         return f"MCP server {name!r} is not available: {exc}"
-    return pool.connection(info.name, name, lambda: Connection(name, config))
+    secrets = secret_values(written, pool.environ)
+    return pool.connection(info.name, name, lambda: Connection(name, config, secrets))
 
 
 def _add_tools(
