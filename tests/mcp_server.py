@@ -9,6 +9,7 @@ report an environment variable's presence, so tests can exercise each path for r
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -29,6 +30,25 @@ def echo(text: str) -> str:
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+_waiting: list[asyncio.Event] = []
+
+
+@server.tool()
+async def meet(count: int) -> str:
+    """Wait until `count` calls of `meet` are in progress at once: `met` proves concurrent
+    calls; `alone` after 30 s without them."""
+    arrived = asyncio.Event()
+    _waiting.append(arrived)
+    if len(_waiting) >= count:
+        for event in _waiting:
+            event.set()
+    try:
+        await asyncio.wait_for(arrived.wait(), 30)
+    except TimeoutError:
+        return "alone"
+    return "met"
 
 
 @server.tool()

@@ -125,6 +125,7 @@ def _fork_script(skill: str) -> dict[str, list[dict[str, object]]]:
     tasks = [{"id": i, "task": f"task {i}", "skills": [skill]} for i in ("a", "b")]
     sub = [
         {"tool_calls": [{"name": f"{skill}__pid", "arguments": {}}]},
+        {"tool_calls": [{"name": f"{skill}__meet", "arguments": {"count": 2}}]},
         {"content": "sub done"},
     ]
     return {
@@ -151,14 +152,17 @@ def test_sub_agents_share_one_server_process(tmp_path: Path) -> None:
     )
     result = orchestrator.run_sync("go")
     assert result.status == "completed", result.error
-    pids = {}
+    pids, meetings = {}, {}
     for line in (tmp_path / "trace.jsonl").read_text().splitlines():
         event = json.loads(line)
         message = event.get("message") or {}
         if event["type"] == "message" and message.get("name") == "kit__pid":
             pids[event["agent"]] = message["content"]
+        if event["type"] == "message" and message.get("name") == "kit__meet":
+            meetings[event["agent"]] = message["content"]
     assert set(pids) == {"planner/a", "planner/b"}
     assert len(set(pids.values())) == 1  # both children, one process
+    assert meetings == {"planner/a": "met", "planner/b": "met"}  # its calls ran at once
     model.assert_all_used()
     assert servers_below(os.getpid(), TEST_SERVER) == []
 
