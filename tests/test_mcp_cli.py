@@ -135,6 +135,32 @@ now:
     assert not answer.get("is_error") and '"timezone": "UTC"' in answer["content"]
 
 
+def test_ctrl_c_while_a_server_starts_leaves_no_process(tmp_path: Path) -> None:
+    # A server that never answers the handshake: the load waits for it until Ctrl-C.
+    mute = "import time; time.sleep(600)  # mute-mcp-server"
+    servers = f"  mute:\n    command: {sys.executable}\n    args: ['-c', '{mute}']\n"
+    servers += "    startTimeout: 300\n"
+    script = "goal:\n  - tool_calls: [{name: load_skill, arguments: {name: mute}}]\n"
+    _job(tmp_path, servers, script)
+    trace = tmp_path / "t.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--trace", str(trace)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not servers_below(process.pid, "mute-mcp-server"):
+        time.sleep(0.05)
+    pids = servers_below(process.pid, "mute-mcp-server")
+    assert len(pids) == 1
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert not any(alive(pid) for pid in pids)
+
+
 def test_skills_show_lists_servers_and_with_connect_their_tools(tmp_path: Path) -> None:
     mcp_skill(tmp_path / "skills", "kit", {"kit": kit_server()})
     args = ("skills", "show", "kit", "--skills", "skills", "--no-builtin")

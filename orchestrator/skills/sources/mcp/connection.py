@@ -24,6 +24,7 @@ from .config import ServerConfig, secret_values
 from .sdk import Sdk, load_sdk
 
 MAX_RESTARTS = 1
+STOP_GRACE = 8.0
 STDERR_TAIL = 600
 MAX_LIST_PAGES = 50
 
@@ -157,9 +158,15 @@ class Connection:
         for servers dropped earlier to be gone."""
         self._drop(self._task)
         waiting = list(self._stopping)
-        if waiting:
-            with contextlib.suppress(BaseException):
-                await asyncio.wait(waiting, timeout=10)
+        if not waiting:
+            return
+        _, pending = await asyncio.wait(waiting, timeout=STOP_GRACE)
+        # Still starting (a server that never finished its handshake): cancel it; the SDK's
+        # transport then ends the process (bounded: stdin, SIGTERM, SIGKILL).
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=STOP_GRACE)
 
     def _failure(self, what: str) -> ToolInfrastructureError:
         where = self.config.where()
