@@ -147,9 +147,12 @@ class Connection:
         wait for it), unless another call has already started a new one."""
         if task is None or task is not self._task:
             return
+        starting = self._client is None  # still in its handshake: nothing to finish
         self._task, self._client = None, None
         if self._stop is not None:
             self._stop.set()
+        if starting:
+            task.cancel()  # the SDK's transport still ends the process (bounded)
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 
@@ -161,8 +164,8 @@ class Connection:
         if not waiting:
             return
         _, pending = await asyncio.wait(waiting, timeout=STOP_GRACE)
-        # Still starting (a server that never finished its handshake): cancel it; the SDK's
-        # transport then ends the process (bounded: stdin, SIGTERM, SIGKILL).
+        # Stuck on its way out: cancel it; the SDK's transport then ends the process
+        # (bounded: stdin, SIGTERM, SIGKILL).
         for task in pending:
             task.cancel()
         if pending:
