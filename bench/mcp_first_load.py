@@ -9,7 +9,10 @@ takes a fresh server pool, as a new run does, and measures
 - stop: shutting the server down at the run's end;
 
 and reports the medians (and spread) of N runs, plus what the server's tool schemas cost in
-tokens once loaded: the tokens a planner does not send before the load.
+tokens once loaded: the tokens a planner does not send before the load. For scale, the same
+medians of a bare `python -c "import mcp.server"` (a Python process importing the SDK's
+server side, which both servers do before anything else) give the share of start + list that
+is the server's own interpreter start.
 
     python bench/mcp_first_load.py [--repeats 7] [--json FILE]
 
@@ -84,6 +87,16 @@ def _schema_tokens(tools: list[dict[str, Any]]) -> int:
     return default_counter().count_tools(specs)
 
 
+def _baseline(repeats: int) -> float:
+    """Median seconds of a Python process that imports the SDK's server package and exits."""
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import mcp.server"], check=True)
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
 def measure(repeats: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         servers = _servers(_repo(Path(scratch) / "repo"))
@@ -97,13 +110,18 @@ def measure(repeats: int) -> dict[str, Any]:
                             "max": max(values)}  # fmt: skip
             row["schema_tokens"] = _schema_tokens(runs[0]["tools"])
             results[label] = row
+    baseline = _baseline(repeats)
+    for row in results.values():
+        row["python_import_sdk_s"] = baseline
+        row["start_over_python"] = row["start_list_s"]["median"] / baseline
     return results
 
 
 def render(results: dict[str, Any]) -> str:
     lines = [
-        "| server | tools | schema tokens | start + list (median) | first call | stop |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| server | tools | schema tokens | start + list (median) | first call | stop "
+        "| start + list / python importing the SDK |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, row in results.items():
 
@@ -113,7 +131,8 @@ def render(results: dict[str, Any]) -> str:
         lines.append(
             f"| {label} | {row['tools']} | {row['schema_tokens']} | {ms('start_list_s')} "
             f"(min {row['start_list_s']['min'] * 1000:.0f}, max "
-            f"{row['start_list_s']['max'] * 1000:.0f}) | {ms('first_call_s')} | {ms('stop_s')} |"
+            f"{row['start_list_s']['max'] * 1000:.0f}) | {ms('first_call_s')} | {ms('stop_s')} "
+            f"| {row['start_over_python']:.2f}x ({row['python_import_sdk_s'] * 1000:.0f} ms) |"
         )
     return "\n".join(lines)
 
