@@ -197,3 +197,27 @@ def test_skills_check_flags_a_bad_mcp_json(tmp_path: Path) -> None:
     (folder / ".mcp.json").write_text("{broken")
     again = orchestrator("skills", "check", str(folder), cwd=tmp_path)
     assert again.returncode == 1 and "not valid JSON" in again.stdout
+
+
+def test_job_server_variables_come_from_the_env_file_and_stay_out_of_the_trace(
+    tmp_path: Path,
+) -> None:
+    value = "dotenv-value-7f3a9c1e2b"
+    (tmp_path / ".env").write_text(f"KIT_FROM_DOTENV={value}\n")
+    servers = (
+        f"  kit:\n    command: {sys.executable}\n    args: [{TEST_SERVER}, stdio]\n"
+        "    env: {TEST_SECRET: '${KIT_FROM_DOTENV}'}\n"
+    )
+    script = """\
+goal:
+  - tool_calls: [{name: load_skill, arguments: {name: kit}}]
+  - tool_calls: [{name: kit__has_secret, arguments: {}}]
+  - content: checked
+"""
+    _job(tmp_path, servers, script)
+    done = orchestrator("run", "job.yaml", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "t.jsonl").read_text()
+    messages = [e["message"] for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "message"]
+    assert next(m for m in messages if m.get("name") == "kit__has_secret")["content"] == "yes"
+    assert value not in text and value not in done.stdout + done.stderr
