@@ -148,6 +148,9 @@ class Orchestrator:
         settings.update(overrides)
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
+        if job.mcp_servers:  # each a skill of its own; relative paths start at the job's folder
+            base = job.source.parent if job.source is not None else Path.cwd()
+            orchestrator.catalog.add_servers(job.mcp_servers, base)
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator

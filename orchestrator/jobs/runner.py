@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
 from ..models import ChatModel, ModelSettings, TextSink, TextTap
+from ..skills.sources.mcp import server_scope
 from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
 from ..trace import Trace
 from .record import job_record
@@ -157,7 +158,9 @@ class JobRunner:
             on_result=self._step_ended,
         )
         try:
-            results = await graph.run()
+            # One MCP server pool for every step of the job; `${VAR}` from the job's environment.
+            async with server_scope(self.job.environment()):
+                results = await graph.run()
         except asyncio.CancelledError:
             self._end(self._result(self.ended, status="cancelled"))
             raise
