@@ -62,7 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """`--json`, `--quiet`, `--stream` and `--otel`: how a job's run shows (run and resume)."""
     parser.add_argument("--json", action="store_true", help="print a JSON result on stdout")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
         "--stream",
         action="store_true",

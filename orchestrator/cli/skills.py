@@ -18,6 +18,7 @@ from ..skills import SkillCatalog, SkillError, builtin_skills_folder, check_fold
 from ..skills.check import FolderReport
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
+from ..trace.words import plural
 
 
 def register(subparsers: Any) -> None:
@@ -108,7 +109,7 @@ def list_command(args: argparse.Namespace) -> int:
         text = row["description"]
         text = text if len(text) <= room else text[: room - 3] + "..."
         print(f"{row['name']:<{width}}  {text}")
-    print(f"\n{len(rows)} skills from: {', '.join(map(str, catalog.paths))}")
+    print(f"\n{plural(len(rows), 'skill')} from: {', '.join(map(str, catalog.paths))}")
     return 0
 
 
@@ -156,7 +157,8 @@ def check_command(args: argparse.Namespace) -> int:
         _print_report(report)
     failed = sum(not report.ok for report in reports)
     print(
-        f"\n{len(reports)} folders checked: {len(reports) - failed} valid, {failed} with problems"
+        f"\n{plural(len(reports), 'folder')} checked: {len(reports) - failed} valid, "
+        f"{failed} with problems"
     )
     return 1 if failed else 0
 
@@ -164,7 +166,7 @@ def check_command(args: argparse.Namespace) -> int:
 def _print_report(report: FolderReport) -> None:
     if report.ok:
         count = len(report.tools)
-        tools = f", {count} tool{'' if count == 1 else 's'}" if count else ""
+        tools = f", {plural(count, 'tool')}" if count else ""
         print(f"ok    {report.folder} ({report.name}{tools})")
         return
     print(f"FAIL  {report.folder}")
