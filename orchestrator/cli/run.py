@@ -26,6 +26,7 @@ from ..planner import Orchestrator
 from ..security import SecretMask
 from ..trace import Checkpoint, Trace, new_run_id
 from ..trace.telemetry import instrument_otlp
+from . import STARTED
 from .answer import AnswerStream
 from .approval import TerminalApprover, terminal_approver
 from .jobs import (
@@ -39,7 +40,6 @@ from .jobs import (
     load_job_from_args,
     report_preflight,
 )
-from . import STARTED
 from .output import masked_output
 from .progress import LiveView, PlainProgress
 
