@@ -42,6 +42,7 @@ from .jobs import (
 )
 from .output import masked_output
 from .progress import LiveView, PlainProgress
+from .rows import silence_after
 
 DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
 OFFLINE_PROVIDERS = {"scripted", "replay"}
@@ -154,7 +155,7 @@ def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None]
     if args.quiet:
         return None, nullcontext()
     if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
-        view = LiveView(f"job {job.name}", job.budget.max_tokens)
+        view = LiveView(f"job {job.name}", job.budget.max_tokens, silence_after=silence_after())
         return view, view
     return PlainProgress(sys.stderr), nullcontext()
 
