@@ -131,3 +131,17 @@ def test_offline_only_when_every_model_of_the_job_answers_from_a_file(tmp_path: 
     assert offline_note(load_job(spec)) == f"offline, scripted model ({tmp_path / 'script.yaml'})"
     spec.write_text(JOB.replace("skills: [files]}", "skills: [files], model: openai:gpt-4o-mini}"))
     assert offline_note(load_job(spec)) is None
+
+
+def test_a_spec_may_unlist_paths_of_its_own(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "job.yaml").write_text(JOB.replace("{workspace: .}", "{workspace: ., unlisted: [old]}"))
+    (job / "script.yaml").write_text(SCRIPT)
+    (job / "old").mkdir()
+    (job / "old" / "draft.md").write_text("an old brief\n")
+
+    result = run_json(tmp_path, "job/job.yaml")  # run from elsewhere: paths are the spec's
+
+    assert "old/" not in listings(result["trace"])[0]
+    assert listings(result["trace"], "files__glob") == ["No file matches '**/*.md'."]
