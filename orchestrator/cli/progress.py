@@ -26,25 +26,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..trace import Event
-from .rows import SILENCE_AFTER, Row, row_of
-
-
-@dataclass
-class AgentState:
-    """What the view knows of one agent."""
-
-    path: str
-    definition: str | None = None
-    """The sub-agent definition the agent runs (`researcher`, `planner`)."""
-    status: str = "waiting"
-    steps: int = 0
-    tokens: int = 0
-    tool: str | None = None
-    note: str | None = None
-    started: float | None = None
-    ended: float | None = None
-    last: float | None = None
-    """When an event of this agent was last seen (a model's answer, a tool's end...)."""
+from .rows import SILENCE_AFTER, AgentState, Row, row_of
 
 
 @dataclass

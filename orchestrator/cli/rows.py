@@ -1,19 +1,16 @@
-"""What the live view shows of each agent: one `Row`, a list of `Cell`s.
+"""What the live view shows of each agent: its `AgentState`, read into one `Row` of `Cell`s.
 
-`row_of(agent, now)` reads an agent's state (progress.py) into a row: its name and the
-sub-agent definition it runs, status, steps, tokens, time, the tool it is in, and a hint when
-its model has said nothing for `silence_after` seconds. The views only lay cells out, so a
-new figure (cache tokens, cost) is a field and a cell here, not a format string per view.
+`row_of(agent, now)` reads an agent's state (kept up to date by progress.py) into a row: its
+name and the sub-agent definition it runs, status, steps, tokens, time, the tool it is in, and
+a hint when its model has said nothing for `silence_after` seconds. The views only lay cells
+out, so a new figure (cache tokens, cost) is a field and a cell here, not a format string per
+view.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .progress import AgentState
 
 SILENCE_AFTER = 10.0
 """Seconds without a word from an agent's model before the live view says it is waiting."""
@@ -30,6 +27,24 @@ STYLES = {
     "cancelled": "red",
     "error": "red",
 }
+
+
+@dataclass
+class AgentState:
+    """What the view knows of one agent."""
+
+    path: str
+    definition: str | None = None
+    """The sub-agent definition the agent runs (`researcher`, `planner`)."""
+    status: str = "waiting"
+    steps: int = 0
+    tokens: int = 0
+    tool: str | None = None
+    note: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    last: float | None = None
+    """When an event of this agent was last seen (a model's answer, a tool's end...)."""
 
 
 @dataclass(frozen=True)
