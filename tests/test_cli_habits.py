@@ -73,22 +73,27 @@ def test_a_mistyped_flag_gets_the_closest_ones(tmp_path: Path) -> None:
     assert command.returncode == 2 and "(did you mean run?)" in command.stderr
 
 
-def test_help_lists_every_command_in_order_with_its_line() -> None:
-    shown = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "orchestrator", "--help"],
+def with_imports(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """`python -m orchestrator ARGS`, and the modules it imported (`-X importtime`)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "orchestrator", *args],
         capture_output=True,
         text=True,
         timeout=60,
     )
+    assert done.returncode == 0, done.stderr
+    return done, {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
 
-    assert shown.returncode == 0
+
+def test_help_lists_every_command_in_order_with_its_line() -> None:
+    shown, imported = with_imports("--help")
+
     listed = [line.split()[0] for line in shown.stdout.splitlines() if line.startswith("    ")]
     assert listed == [command.name for command in COMMANDS]
     for command in COMMANDS:
         line = rf"^    {command.name} +{re.escape(command.help)}$"
         assert re.search(line, shown.stdout, re.MULTILINE), command
     # No command's module and nothing heavy behind it was imported to print the help.
-    imported = {line.split("|")[-1].strip() for line in shown.stderr.splitlines()}
     assert {"pydantic", "httpx", "rich", "orchestrator.planner", "orchestrator.cli.run"}.isdisjoint(
         imported
     )
@@ -103,14 +108,8 @@ def test_the_help_table_says_what_each_module_registers() -> None:
 
 
 def test_version_imports_nothing_heavy() -> None:
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "orchestrator", "--version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    done, imported = with_imports("--version")
+    assert done.stdout.startswith("orchestrator ")
     heavy = {"pydantic", "httpx", "networkx", "tiktoken", "rich", "yaml", "orchestrator.agent"}
     assert heavy.isdisjoint(imported), heavy & imported
 
