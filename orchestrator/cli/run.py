@@ -193,7 +193,7 @@ def report(
 
 
 def offline_note(job: Job) -> str | None:
-    """ "offline, scripted model (FILE)" when no model of the job reaches a server."""
+    """`offline, scripted model (FILE)` when no model of the job reaches a server."""
     names = [job.model.name, *(s.model.name for s in job.plan if s.model is not None)]
     providers = {name.partition(":")[0] for name in names}
     if not providers <= OFFLINE_PROVIDERS:
@@ -230,8 +230,11 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         "output": result.output,
         "output_step": result.output_step,
         "usage": result.usage.model_dump(),
+        "cost": result.cost,
         "steps": [
-            step.model_dump(include={"id", "agent", "status", "output", "reason", "usage", "steps"})
+            step.model_dump(
+                include={"id", "agent", "status", "output", "reason", "usage", "cost", "steps"}
+            )
             for step in result.steps
         ],
         "trace": result.trace,

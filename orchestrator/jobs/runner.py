@@ -47,6 +47,12 @@ class JobResult(BaseModel):
     files: list[str] = Field(default_factory=list)
     """The files the run created or changed in its workspace (absolute paths)."""
 
+    @property
+    def cost(self) -> float | None:
+        """US dollars of every step's tree; None when no call had a price."""
+        costs = [step.cost for step in self.steps if step.cost is not None]
+        return sum(costs) if costs else None
+
     def step(self, step_id: str) -> TaskResult:
         for result in self.steps:
             if result.id == step_id:
@@ -94,6 +100,8 @@ class StepAgents(Protocol):
 
     def resolve(self, model: ModelSettings | None) -> ChatModel: ...
 
+    def new_budget(self) -> TokenBudget: ...
+
 
 class JobRunner:
     """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
@@ -112,7 +120,7 @@ class JobRunner:
         self.job = job
         self.trace = trace
         self.stream = stream
-        self.budget = TokenBudget(orchestrator.max_tokens)
+        self.budget = orchestrator.new_budget()
         if trace is not None and trace.checkpoint is not None:
             self.budget.record_spent(trace.checkpoint.usage.total_tokens)
         self.outputs: dict[str, str] = {}
@@ -175,7 +183,7 @@ class JobRunner:
         left = self.workspace.finish() if self.workspace is not None else {}
         result.files = left.pop("files", [])
         if self.trace is not None:
-            usage = result.usage.model_dump()
+            usage = result.usage.record()
             self.trace.emit("job_end", "job", status=result.status, usage=usage, **left)
         return result
 
