@@ -122,7 +122,8 @@ class JobRunner:
         self.stream = stream
         self.budget = orchestrator.new_budget()
         if trace is not None and trace.checkpoint is not None:
-            self.budget.record_spent(trace.checkpoint.usage.total_tokens)
+            checkpoint = trace.checkpoint
+            self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
         self.outputs: dict[str, str] = {}
         self.ended: list[TaskResult] = []
         self.executor = LocalExecutor(self._build, self.budget)
