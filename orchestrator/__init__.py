@@ -1,22 +1,62 @@
-"""A skills-based multi-agent orchestrator with progressive disclosure."""
+"""A skills-based multi-agent orchestrator with progressive disclosure.
 
-from .agent import RunResult, TaskResult, TokenBudget, Tool, ToolContext, Toolset, tool
-from .errors import (
-    ConfigError,
-    ModelError,
-    OrchestratorError,
-    PermissionDenied,
-    ToolError,
-    ToolInfrastructureError,
-)
-from .jobs import JobResult, load_job
-from .messages import Message, ToolCall, ToolSpec, Usage
-from .planner import Orchestrator
-from .security import Permissions
-from .skills import Agent, SkillCatalog
-from .tokens import TokenCounter
-from .trace import Trace, read_trace, rebuild_conversations
+The public names below are imported when first used (PEP 562), not when the package is:
+`orchestrator --version` and `--help` then start without loading the library behind them.
+`from orchestrator import Orchestrator` works as ever.
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent import RunResult, TaskResult, TokenBudget, Tool, ToolContext, Toolset, tool
+    from .errors import (
+        ConfigError,
+        ModelError,
+        OrchestratorError,
+        PermissionDenied,
+        ToolError,
+        ToolInfrastructureError,
+    )
+    from .jobs import JobResult, load_job
+    from .messages import Message, ToolCall, ToolSpec, Usage
+    from .planner import Orchestrator
+    from .security import Permissions
+    from .skills import Agent, SkillCatalog
+    from .tokens import TokenCounter
+    from .trace import Trace, read_trace, rebuild_conversations
+
+_EXPORTS: dict[str, str] = {
+    "Agent": "skills",
+    "ConfigError": "errors",
+    "JobResult": "jobs",
+    "load_job": "jobs",
+    "Message": "messages",
+    "ModelError": "errors",
+    "Orchestrator": "planner",
+    "OrchestratorError": "errors",
+    "PermissionDenied": "errors",
+    "Permissions": "security",
+    "read_trace": "trace",
+    "rebuild_conversations": "trace",
+    "RunResult": "agent",
+    "SkillCatalog": "skills",
+    "TaskResult": "agent",
+    "TokenBudget": "agent",
+    "TokenCounter": "tokens",
+    "Tool": "agent",
+    "tool": "agent",
+    "ToolCall": "messages",
+    "ToolContext": "agent",
+    "ToolError": "errors",
+    "ToolInfrastructureError": "errors",
+    "Toolset": "agent",
+    "ToolSpec": "messages",
+    "Trace": "trace",
+    "Usage": "messages",
+}
 __all__ = [
     "Agent",
     "ConfigError",
@@ -46,3 +86,16 @@ __all__ = [
     "rebuild_conversations",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

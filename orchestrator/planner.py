@@ -29,6 +29,7 @@ from .jobs import (
     job_folders,
     prepare_resume,
 )
+from .jobs.outputs import WorkspaceRecord
 from .jobs.preflight import Preflight, preflight
 from .models import (
     ChatModel,
@@ -287,8 +288,10 @@ class Orchestrator:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget;
         `stream` is shown the output step's text as the model writes it."""
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
+        workspace = WorkspaceRecord.start(job, self.permissions, opened.path if opened else None)
+        self.permissions = workspace.permissions(self.permissions)
         try:
-            return await JobRunner(self, job, opened, stream=stream).run()
+            return await JobRunner(self, job, opened, stream=stream, workspace=workspace).run()
         finally:
             if owned and opened is not None:
                 opened.close()

@@ -10,11 +10,16 @@ from pathlib import Path
 
 
 def orchestrator(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+    *args: str | Path,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m orchestrator ARGS` in `cwd`, with `env` on top of this environment."""
+    """`python -m orchestrator ARGS` in `cwd`, with `env` on top of this environment and
+    `stdin` as its standard input (None: this process's)."""
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
+        [sys.executable, "-m", "orchestrator", *map(str, args)],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,

@@ -116,3 +116,11 @@ def test_the_budget_is_split_into_deadlines_by_expected_cost() -> None:
 def test_report_size_runs() -> None:
     figures = report_size.measure(3, 1, browser=False)
     assert figures["agents"] == 4 and figures["report_mb"] > 0 and figures["chromium"] is None
+
+
+def test_cli_startup_measures_the_commands_once() -> None:
+    from bench import cli_startup
+
+    results = cli_startup.measure({"here": cli_startup.HERE}, runs=1)
+    assert results["python"]["-c pass s"] > 0
+    assert results["here"]["--version s"] > 0 and results["here"]["--help modules"] > 0

@@ -157,7 +157,7 @@ second: [{content: hello again}]
     assert "[completed]" in first and "steps 3" in first and "skills: files" in first
     second = next(line for line in lines if line.startswith("second"))
     assert "after first" in second
-    assert "1 errors:" in done.stdout and "first: files__read_file [tool_error]" in done.stdout
+    assert "1 error:" in done.stdout and "first: files__read_file [tool_error]" in done.stdout
     missing = orchestrator("trace", "show", "nope.jsonl", cwd=tmp_path)
     assert missing.returncode == 2 and "no trace at nope.jsonl" in missing.stderr
 

@@ -125,7 +125,7 @@ def test_check_a_single_skill_folder(tmp_path: Path) -> None:
     folder = write_skill(tmp_path, "solo")
     done = orchestrator("skills", "check", folder, cwd=tmp_path)
     assert done.returncode == 0
-    assert "1 folders checked: 1 valid" in done.stdout
+    assert "1 folder checked: 1 valid" in done.stdout
 
 
 def test_check_is_strict_about_the_corpus(tmp_path: Path) -> None:

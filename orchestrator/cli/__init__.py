@@ -1,52 +1,100 @@
-"""The `orchestrator` command line. Each command group lives in a module of its own."""
+"""The `orchestrator` command line. Each command group lives in a module of its own.
+
+`COMMANDS` lists every command, in the order `orchestrator --help` shows them, with the
+module that defines it and its line of help. Only the module of the command being run is
+imported (with the library behind it): `orchestrator --version` and `--help` import none,
+so they answer at once. `parser.py` holds the parser class (short suggestions for typos).
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
 
-from . import ask, jobs, report, resume, run, skills, subagents, trace
-from .output import masked_output
+from .parser import Parser
+
+STARTED = time.time()
+"""When the command started (as near as the CLI can tell): `run` reports the time since."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+@dataclass(frozen=True)
+class Command:
+    """One command: its name, the module under `orchestrator.cli` that registers it, and
+    the line `orchestrator --help` shows for it."""
+
+    name: str
+    module: str
+    help: str
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("init", "init", "create a job folder that runs at once, offline"),
+    Command("run", "run", "run a job spec"),
+    Command("validate", "jobs", "check a job spec without running anything"),
+    Command("ask", "ask", "run the planner on one goal, without a job file"),
+    Command("resume", "resume", "go on with a killed or interrupted job run, from its trace"),
+    Command("trace", "trace", "list runs and summarize one from its trace"),
+    Command("report", "report", "write a run's HTML report"),
+    Command("skills", "skills", "list, show and check skills"),
+    Command("subagents", "subagents", "list, show and check sub-agent definitions"),
+    Command("completion", "completion", "print a shell completion script (bash or zsh)"),
+)
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The command line's parser. With `command`, only that command's module is imported and
+    its arguments registered; every other command gets its help line alone. Without it, every
+    command is registered (for completion scripts and tests)."""
+    parser = Parser(
         prog="orchestrator",
         description="Run skills-based multi-agent jobs.",
+        epilog="`orchestrator COMMAND --help` shows a command's options.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for register in _command_groups():
-        register(commands)
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for entry in COMMANDS:
+        if command is None or entry.name == command:
+            command_module(entry).register(commands)
+        else:
+            commands.add_parser(entry.name, help=entry.help)
     return parser
 
 
-def _command_groups() -> list:
-    return [
-        jobs.register,
-        skills.register,
-        run.register,
-        resume.register,
-        ask.register,
-        trace.register,
-        report.register,
-        subagents.register,
-    ]
+def command_module(entry: Command) -> ModuleType:
+    """The module that defines `entry`'s command, imported now."""
+    return importlib.import_module(f"{__name__}.{entry.module}")
+
+
+def _chosen(argv: Sequence[str]) -> str:
+    """The command named on the command line (the first word that is not an option), or ""
+    (which names none: `orchestrator --help` registers no command's arguments)."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Commands print the catalog's warnings themselves: the logger must not repeat them.
-    logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_chosen(argv))
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
+    return _dispatch(handler, args)
+
+
+def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    import logging
+
+    from .output import masked_output
+
+    # Commands print the catalog's warnings themselves: the logger must not repeat them.
+    logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
     try:
         with masked_output():
             return int(handler(args) or 0)
@@ -57,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("orchestrator")
     except PackageNotFoundError:

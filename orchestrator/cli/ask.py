@@ -66,7 +66,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     ask.add_argument("--max-tokens", type=int, metavar="N", help="the budget of the whole run")
     ask.add_argument("--max-steps", type=int, default=30, metavar="N", help="steps per agent")
     ask.add_argument("--trace", type=Path, help="where to write the JSONL trace")
-    ask.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ask.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     ask.set_defaults(handler=ask_command)
 
 

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..jobs import Job, SpecError, load_job, parse_model_options, parse_set_options
 from ..jobs.preflight import Preflight, preflight_job
 from ..models import MissingSettingError
+from ..trace.words import plural
 
 EXIT_OK = 0
 EXIT_SPEC_ERROR = 2
 EXIT_FAILED_STEP = 3
 EXIT_BUDGET = 4
 EXIT_INTERRUPTED = 130
+STDIN_SPEC = Path("<stdin>")
+"""What a spec read from standard input (`run -`) is called; its folder is the working one."""
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +35,12 @@ def register(subparsers: Any) -> None:
 
 def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     """The job file and the overrides every job command takes."""
-    parser.add_argument("job", metavar="JOB.yaml", help="the job spec file")
+    parser.add_argument(
+        "job",
+        metavar="JOB.yaml",
+        help="the job spec file, or - to read it from standard input (its paths then "
+        "resolve from the working folder)",
+    )
     parser.add_argument(
         "--set",
         dest="set_options",
@@ -54,7 +63,7 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
     """`--model` and `--model-option`."""
     parser.add_argument(
-        "--model", metavar="MODEL", help=f"{model_help}: provider:model or an alias"
+        "-m", "--model", metavar="MODEL", help=f"{model_help}: provider:model or an alias"
     )
     parser.add_argument(
         "--model-option",
@@ -86,8 +95,10 @@ def config_error(error: ConfigError) -> str:
 def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
     """The job named on the command line, with its --set and --model overrides, its agents
     checked against the sub-agents it can see."""
+    from_stdin = args.job == "-"
     return load_job(
-        args.job,
+        STDIN_SPEC if from_stdin else args.job,
+        text=sys.stdin.read() if from_stdin else None,
         model=args.model,
         model_options=parse_model_options(args.model_options),
         inputs=parse_set_options(args.set_options),
@@ -106,5 +117,5 @@ def validate_command(args: argparse.Namespace) -> int:
     if not report_preflight(found, job):
         return EXIT_SPEC_ERROR
     count = len(job.plan)
-    print(f"ok: {job.name} ({count} step{'' if count == 1 else 's'})")
+    print(f"ok: {job.name} ({plural(count, 'step')})")
     return EXIT_OK

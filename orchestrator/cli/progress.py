@@ -1,13 +1,17 @@
 """Live progress of a run, fed by trace events.
 
-`ProgressState` folds events into a picture of the run (each agent's status, steps, tokens,
-running tool). `LiveView` draws it with rich on a terminal: a tree of steps and sub-agents and
-a budget bar. `PlainProgress` writes one line per notable event, for pipes and CI.
+`ProgressState` folds events into a picture of the run (each agent's status, the sub-agent
+definition it runs, steps, tokens, times, running tool, when it was last heard of).
+`LiveView` draws it with rich on a terminal, redrawn several times a second so times move
+and a model that has been silent for long says so: a tree of steps and sub-agents, one row
+per agent (rows.py), and a budget bar. `PlainProgress` writes one line per notable event,
+for pipes and CI.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,32 +26,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..trace import Event
-
-STYLES = {
-    "waiting": "dim",
-    "running": "yellow",
-    "completed": "green",
-    "skipped": "dim",
-    "max_steps": "magenta",
-    "budget_exhausted": "magenta",
-    "loop_detected": "magenta",
-    "cancelled": "red",
-    "error": "red",
-}
-
-
-@dataclass
-class AgentState:
-    """What the view knows of one agent."""
-
-    path: str
-    status: str = "waiting"
-    steps: int = 0
-    tokens: int = 0
-    tool: str | None = None
-    note: str | None = None
-    started: float | None = None
-    ended: float | None = None
+from .rows import SILENCE_AFTER, AgentState, Row, row_of
 
 
 @dataclass
@@ -66,11 +45,15 @@ class ProgressState:
     def update(self, event: Event) -> AgentState | None:
         """Fold one event in; returns the agent it changed, if any."""
         handler = getattr(self, f"_on_{event['type']}", None)
-        return handler(event) if handler else None
+        changed = handler(event) if handler else None
+        heard = self.agents.get(event.get("agent", ""))
+        if heard is not None and isinstance(event.get("ts"), int | float):
+            heard.last = event["ts"]
+        return changed
 
     def _on_fork(self, event: Event) -> AgentState | None:
         for task in event["tasks"]:
-            self.agent(task["path"])
+            self.agent(task["path"]).definition = task.get("agent")
         return None
 
     def _on_run_start(self, event: Event) -> AgentState:
@@ -139,34 +122,54 @@ class PlainProgress:
         changed = self.state.update(event)
         if changed is None or event["type"] not in ("run_start", "run_end", "task_end"):
             return
-        elapsed = event["ts"] - self.began
-        line = f"[{elapsed:7.2f}s] {changed.path}: {changed.status}"
-        if event["type"] != "run_start":
-            line += f" (steps {changed.steps}, tokens {changed.tokens:,})"
-        if changed.note:
-            line += f": {changed.note}"
+        row = row_of(changed, event["ts"])
+        line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"
+        if event["type"] == "run_start":
+            line += f" ({row.definition})" if row.definition else ""
+        else:
+            took = f", {row.seconds:.1f}s" if row.seconds is not None else ""
+            line += f" (steps {row.steps}, tokens {row.tokens:,}{took})"
+        if row.note:
+            line += f": {row.note}"
         print(line, file=self.stream, flush=True)
 
 
 class LiveView:
-    """A rich live display of the run: a tree of agents and a budget bar."""
+    """A rich live display of the run: a tree of agents and a budget bar.
 
-    def __init__(self, title: str, max_tokens: int | None, console: Console | None = None) -> None:
+    It is drawn anew several times a second (from rich's refresh thread), so each agent's
+    time runs on and the "waiting on the model" hint appears after `silence_after` seconds
+    without a word from an agent's model; a lock keeps a redraw from reading the state while
+    an event changes it.
+    """
+
+    def __init__(
+        self,
+        title: str,
+        max_tokens: int | None,
+        console: Console | None = None,
+        *,
+        silence_after: float = SILENCE_AFTER,
+    ) -> None:
         self.title = title
         self.state = ProgressState(max_tokens=max_tokens)
         self.console = console or Console(stderr=True)
+        self.silence_after = silence_after
+        self.lock = threading.Lock()
         self.live = self._new_live()
 
     def __call__(self, event: Event) -> None:
-        if self.state.update(event) is not None:
-            self.live.update(self.render())
+        with self.lock:
+            changed = self.state.update(event)
+        if changed is not None:
+            self.live.refresh()
 
     def __enter__(self) -> LiveView:
         self.live.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.live.update(self.render())
+        self.live.refresh()
         self.live.__exit__(*exc)
 
     @contextmanager
@@ -183,7 +186,19 @@ class LiveView:
                 self.live.start()
 
     def _new_live(self) -> Live:
-        return Live(self.render(), console=self.console, refresh_per_second=8, transient=False)
+        return Live(
+            console=self.console,
+            refresh_per_second=4,
+            transient=False,
+            get_renderable=self.render,
+        )
+
+    def rows(self, now: float | None = None) -> list[tuple[str, Row]]:
+        """Each agent's path and row, in the order they appeared."""
+        now = time.time() if now is None else now
+        with self.lock:
+            agents = list(self.state.agents.items())
+            return [(path, row_of(agent, now, self.silence_after)) for path, agent in agents]
 
     def render(self) -> Group:
         return Group(self._tree(), self._budget())
@@ -191,24 +206,11 @@ class LiveView:
     def _tree(self) -> Tree:
         root = Tree(Text(self.title, style="bold"))
         nodes: dict[str, Tree] = {}
-        for path, agent in self.state.agents.items():
+        for path, row in self.rows():
             parent_path = path.rsplit("/", 1)[0] if "/" in path else None
             parent = nodes.get(parent_path, root) if parent_path else root
-            nodes[path] = parent.add(self._label(agent))
+            nodes[path] = parent.add(_label(row))
         return root
-
-    @staticmethod
-    def _label(agent: AgentState) -> Text:
-        name = agent.path.rsplit("/", 1)[-1]
-        label = Text(f"{name} ", style="bold")
-        label.append(agent.status, style=STYLES.get(agent.status, ""))
-        if agent.status != "waiting" and agent.status != "skipped":
-            label.append(f"  steps {agent.steps}  tokens {agent.tokens:,}", style="dim")
-        if agent.tool:
-            label.append(f"  ▸ {agent.tool}", style="cyan")
-        if agent.note:
-            label.append(f"  {agent.note}", style="dim")
-        return label
 
     def _budget(self) -> Table:
         table = Table.grid(padding=(0, 1))
@@ -223,3 +225,13 @@ class LiveView:
         else:
             table.add_row(Text("tokens"), Text(f"{used:,} (no budget set)"))
         return table
+
+
+def _label(row: Row) -> Text:
+    """A row as one line of text: its cells, two spaces apart (one after the name)."""
+    label = Text()
+    for index, cell in enumerate(row.cells()):
+        if index:
+            label.append(" " if index == 1 else "  ")
+        label.append(cell.text, style=cell.style)
+    return label

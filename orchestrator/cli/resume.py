@@ -86,7 +86,7 @@ def _finished(args: argparse.Namespace, resumption: Resumption, result: JobResul
         f"({result.status}); nothing to resume. Its recorded result:",
         file=sys.stderr,
     )
-    report(args, result, 0.0)
+    report(args, result, None)
     return EXIT_OK
 
 

@@ -26,6 +26,7 @@ from ..planner import Orchestrator
 from ..security import SecretMask
 from ..trace import Checkpoint, Trace, new_run_id
 from ..trace.telemetry import instrument_otlp
+from . import STARTED
 from .answer import AnswerStream
 from .approval import TerminalApprover, terminal_approver
 from .jobs import (
@@ -41,8 +42,11 @@ from .jobs import (
 )
 from .output import masked_output
 from .progress import LiveView, PlainProgress
+from .rows import silence_after
 
 DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
+OFFLINE_PROVIDERS = {"scripted", "replay"}
+"""Models that answer from a file, not a server: a run with only these is offline."""
 EXIT_CODES = {
     "completed": EXIT_OK,
     "failed": EXIT_FAILED_STEP,
@@ -62,7 +66,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """`--json`, `--quiet`, `--stream` and `--otel`: how a job's run shows (run and resume)."""
     parser.add_argument("--json", action="store_true", help="print a JSON result on stdout")
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
         "--stream",
         action="store_true",
@@ -109,7 +113,6 @@ def execute(
         print(f"warning: {warning}", file=sys.stderr)
     if not report_preflight(orchestrator.preflight(job), job):
         return EXIT_SPEC_ERROR
-    began = time.time()
     secrets = orchestrator.secrets()  # the environment's and the .env files'
     with telemetry, masked_output(SecretMask(secrets)):
         progress, view = _progress(args, job)
@@ -138,7 +141,7 @@ def execute(
             return EXIT_SPEC_ERROR
         finally:
             trace.close()
-        report(args, result, time.time() - began, stream)
+        report(args, result, time.time() - STARTED, stream, offline=offline_note(job))
     return EXIT_CODES[result.status]
 
 
@@ -152,7 +155,7 @@ def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None]
     if args.quiet:
         return None, nullcontext()
     if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
-        view = LiveView(f"job {job.name}", job.budget.max_tokens)
+        view = LiveView(f"job {job.name}", job.budget.max_tokens, silence_after=silence_after())
         return view, view
     return PlainProgress(sys.stderr), nullcontext()
 
@@ -160,11 +163,14 @@ def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None]
 def report(
     args: argparse.Namespace,
     result: JobResult,
-    seconds: float,
+    seconds: float | None,
     stream: AnswerStream | None = None,
+    *,
+    offline: str | None = None,
 ) -> None:
     """The job's output (or JSON, or the rest of a streamed answer) on stdout; unless quiet,
-    how it went on stderr."""
+    how it went on stderr: the time since the command started, the files written (as paths
+    from the working folder), whether no real model was called, the trace."""
     if args.json:
         print(json.dumps(_as_json(result), indent=2))
     elif stream is not None:
@@ -172,14 +178,37 @@ def report(
     else:
         print(result.output)
     if not args.quiet:
+        took = f" in {seconds:.1f}s" if seconds is not None else ""
         print(
-            f"job {result.name}: {result.status} in {seconds:.1f}s, "
-            f"{result.usage.total_tokens:,} tokens; trace: {result.trace}",
+            f"job {result.name}: {result.status}{took}, {result.usage.total_tokens:,} tokens"
+            + (f"; {offline}" if offline else ""),
             file=sys.stderr,
         )
+        for file in result.files:
+            print(f"wrote {shown_path(file)}", file=sys.stderr)
+        print(f"trace: {result.trace}", file=sys.stderr)
         print(f"report: orchestrator report {result.trace}", file=sys.stderr)
     for line in failure_lines(result):  # with --quiet too: a failure must say why
         print(line, file=sys.stderr)
+
+
+def offline_note(job: Job) -> str | None:
+    """`offline, scripted model (FILE)` when no model of the job reaches a server."""
+    names = [job.model.name, *(s.model.name for s in job.plan if s.model is not None)]
+    providers = {name.partition(":")[0] for name in names}
+    if not providers <= OFFLINE_PROVIDERS:
+        return None
+    kind = "scripted" if providers == {"scripted"} else "recorded"
+    sources = ", ".join(dict.fromkeys(shown_path(n.partition(":")[2]) for n in names))
+    return f"offline, {kind} model ({sources})"
+
+
+def shown_path(path: str | Path) -> str:
+    """`path` as the user can open it from here: relative to the working folder when it lies
+    in it, else absolute."""
+    absolute = Path(path).resolve()
+    cwd = Path.cwd().resolve()
+    return str(absolute.relative_to(cwd)) if absolute.is_relative_to(cwd) else str(absolute)
 
 
 def failure_lines(result: JobResult) -> list[str]:
@@ -209,4 +238,5 @@ def _as_json(result: JobResult) -> dict[str, Any]:
             for step in result.steps
         ],
         "trace": result.trace,
+        "files": result.files,
     }

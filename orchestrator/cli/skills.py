@@ -31,6 +31,7 @@ from ..skills.sources.mcp import (
     sync_server_scope,
     with_servers_sync,
 )
+from ..trace.words import plural
 
 
 def register(subparsers: Any) -> None:
@@ -126,7 +127,7 @@ def list_command(args: argparse.Namespace) -> int:
         text = row["description"]
         text = text if len(text) <= room else text[: room - 3] + "..."
         print(f"{row['name']:<{width}}  {text}")
-    print(f"\n{len(rows)} skills from: {', '.join(map(str, catalog.paths))}")
+    print(f"\n{plural(len(rows), 'skill')} from: {', '.join(map(str, catalog.paths))}")
     return 0
 
 
@@ -201,7 +202,8 @@ def check_command(args: argparse.Namespace) -> int:
         _print_report(report)
     failed = sum(not report.ok for report in reports)
     print(
-        f"\n{len(reports)} folders checked: {len(reports) - failed} valid, {failed} with problems"
+        f"\n{plural(len(reports), 'folder')} checked: {len(reports) - failed} valid, "
+        f"{failed} with problems"
     )
     return 1 if failed else 0
 
@@ -211,7 +213,7 @@ def _print_report(report: FolderReport) -> None:
         print(f"warn  {report.folder}: {warning.message} [{warning.rule}]")
     if report.ok:
         count = len(report.tools)
-        tools = f", {count} tool{'' if count == 1 else 's'}" if count else ""
+        tools = f", {plural(count, 'tool')}" if count else ""
         print(f"ok    {report.folder} ({report.name}{tools})")
         return
     print(f"FAIL  {report.folder}")

@@ -18,7 +18,7 @@ from .run import DEFAULT_TRACE_DIR
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    trace = commands.add_parser("trace", help="read traces")
+    trace = commands.add_parser("trace", help="list runs and summarize one from its trace")
     actions = trace.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="summarize a run from its trace")
     show.add_argument("path", metavar="TRACE", help="a trace file, or `last` (the newest run)")

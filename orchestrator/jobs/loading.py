@@ -33,13 +33,22 @@ def load_job(
     trace: str | Path | None = None,
     builtin: bool = True,
     user_skills: bool = False,
+    text: str | None = None,
 ) -> Job:
     """Read and validate a job spec, checking its agents against the sub-agents it can see
     (its own folders, or those of its folder; the user's too with `user_skills`).
 
+    With `text`, that is the spec and `path` only names it (`<stdin>`): its paths resolve
+    against the working folder, as if the spec were a file there.
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
-    overrides = {"model": model, "model_options": model_options, "inputs": inputs, "trace": trace}
+    overrides = {
+        "model": model,
+        "model_options": model_options,
+        "inputs": inputs,
+        "trace": trace,
+        "text": text,
+    }
     job = load_spec(path, **overrides)
     folders = job_folders(job, user=user_skills).subagents
     registry = SubagentRegistry(folders=[*folders, *builtin_subagent_folders(builtin)])
@@ -54,15 +63,16 @@ def load_spec(
     model_options: Mapping[str, Any] | None = None,
     inputs: Mapping[str, str] | None = None,
     trace: str | Path | None = None,
+    text: str | None = None,
 ) -> Job:
-    """Read, override and validate the job spec at `path`, or raise one SpecError.
+    """Read, override and validate the job spec at `path` (or `text`), or raise one SpecError.
 
     `known_agents`: names `agent:` may use (`general` is always known); None skips the check.
     `model`, `model_options`, `inputs` and `trace` override the spec; their paths resolve
     against the current directory, as a user typing them expects.
     """
     path = Path(path)
-    data = read_yaml(path)
+    data = read_yaml(path, text)
     problems = _override(data, model=model, inputs=inputs or {}, trace=trace)
     if model_options:
         data["model"] = override_model_options(data.get("model"), model_options)
@@ -153,10 +163,11 @@ def _unique_keys_mapping(loader: _SpecLoader, node: yaml.MappingNode) -> dict[An
 _SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_keys_mapping)
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    """The spec file as a mapping, or a SpecError (missing file, bad YAML, not a mapping)."""
+def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
+    """The spec file (or `text`, named `path`) as a mapping, or a SpecError (missing file,
+    bad YAML, not a mapping)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
     except OSError as error:
         raise SpecError(path, [Problem("", f"cannot read the file: {error.strerror}")]) from None
     except UnicodeDecodeError as error:

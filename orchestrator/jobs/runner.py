@@ -28,6 +28,7 @@ from ..models import ChatModel, ModelSettings, TextSink, TextTap
 from ..skills.sources.mcp import server_scope
 from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
 from ..trace import Trace
+from .outputs import WorkspaceRecord
 from .record import job_record
 from .spec import Job
 
@@ -44,6 +45,8 @@ class JobResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     steps: list[TaskResult] = Field(default_factory=list)
     trace: str | None = None
+    files: list[str] = Field(default_factory=list)
+    """The files the run created or changed in its workspace (absolute paths)."""
 
     @property
     def cost(self) -> float | None:
@@ -111,8 +114,10 @@ class JobRunner:
         trace: Trace | None,
         *,
         stream: TextSink | None = None,
+        workspace: WorkspaceRecord | None = None,
     ) -> None:
         self.orchestrator = orchestrator
+        self.workspace = workspace
         self.job = job
         self.trace = trace
         self.stream = stream
@@ -179,8 +184,11 @@ class JobRunner:
         )
 
     def _end(self, result: JobResult) -> JobResult:
+        left = self.workspace.finish() if self.workspace is not None else {}
+        result.files = left.pop("files", [])
         if self.trace is not None:
-            self.trace.emit("job_end", "job", status=result.status, usage=result.usage.record())
+            usage = result.usage.record()
+            self.trace.emit("job_end", "job", status=result.status, usage=usage, **left)
         return result
 
     def _step_ended(self, result: TaskResult) -> None:

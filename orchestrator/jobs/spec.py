@@ -66,17 +66,18 @@ def _existing_folder(path: Path, info: ValidationInfo) -> Path:
 
 
 def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
-    """The workspace (default: the spec's folder) and read-only paths resolve against the
-    spec's folder."""
+    """The workspace (default: the spec's folder), read-only and unlisted paths resolve
+    against the spec's folder."""
     if not isinstance(value, dict):
         return value
     workspace = value.get("workspace", ".")
     if not isinstance(workspace, str | Path):
         return value
     resolved = {**value, "workspace": _absolute(Path(workspace), info)}
-    read_only = value.get("read_only")
-    if isinstance(read_only, list) and all(isinstance(p, str) for p in read_only):
-        resolved["read_only"] = [_absolute(Path(p), info) for p in read_only]
+    for key in ("read_only", "unlisted"):
+        paths = value.get(key)
+        if isinstance(paths, list) and all(isinstance(p, str) for p in paths):
+            resolved[key] = [_absolute(Path(p), info) for p in paths]
     return resolved
 
 

@@ -59,6 +59,12 @@ class Permissions(BaseModel):
     the workspace. The orchestrator adds the job spec, the skill and sub-agent folders and
     the trace of the run to what is given here."""
 
+    unlisted: tuple[Path, ...] = ()
+    """Files and folders the file tools' listings (`list_dir`, `glob`, `grep` over a folder)
+    leave out; they can still be read, listed or searched by their own path. The
+    orchestrator adds what the run itself leaves behind: its trace's folder, and what earlier
+    runs of the same job created (docs/job-spec.md, *What a run leaves out of listings*)."""
+
     secret_files: tuple[str, ...] = (".env", ".env.*")
     """File-name patterns the file tools never read, edit or search: files where keys live.
     A model that could read them would send the keys to its provider."""
@@ -85,6 +91,22 @@ class Permissions(BaseModel):
         if not fresh:
             return self
         return self.model_copy(update={"read_only": (*self.read_only, *fresh)})
+
+    def unlisting(self, paths: Iterable[str | Path | None]) -> Permissions:
+        """These permissions with `paths` added to `unlisted` (None entries are ignored)."""
+        added = tuple(Path(p).expanduser().resolve() for p in paths if p is not None)
+        fresh = tuple(p for p in dict.fromkeys(added) if p not in set(self.unlisted))
+        if not fresh:
+            return self
+        return self.model_copy(update={"unlisted": (*self.unlisted, *fresh)})
+
+    def is_unlisted(self, path: Path, listed: Path) -> bool:
+        """Whether a listing of the folder `listed` leaves `path` (an entry under it) out:
+        `path` lies at or under an unlisted path that `listed` itself does not lie in."""
+        for hidden in self.unlisted:
+            if path == hidden or path.is_relative_to(hidden):
+                return not (listed == hidden or listed.is_relative_to(hidden))
+        return False
 
     def require_writable(self, target: Path, shown: str) -> None:
         """Refuse a write to `target` (an absolute, resolved path) under a read-only path."""

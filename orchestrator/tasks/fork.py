@@ -40,6 +40,7 @@ from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
 from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
+from ..trace.words import plural
 from .executor import LocalExecutor
 from .graph import GraphError, suggest
 from .restore import restore_forks
@@ -365,7 +366,7 @@ class ForkExtension:
         remaining = ctx.budget.remaining if ctx.budget else None
         left = "unlimited" if remaining is None else f"{remaining:,} tokens"
         lines = [
-            f"Fork finished: {len(results)} tasks ({summary}). Tokens used: {spent:,}. "
+            f"Fork finished: {plural(len(results), 'task')} ({summary}). Tokens used: {spent:,}. "
             f"Budget remaining: {left}."
         ]
         for result in results:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .events import Event
+from .words import plural
 
 
 @dataclass
@@ -228,24 +229,25 @@ def render(summary: RunSummary) -> str:
     if summary.job:
         lines.append(f"job {summary.job}: {summary.job_status or 'did not finish'}")
     if summary.run_id:
-        attempts = "1 attempt" if summary.attempts <= 1 else f"{summary.attempts} attempts, resumed"
+        attempts = plural(max(1, summary.attempts), "attempt")
+        attempts += ", resumed" if summary.attempts > 1 else ""
         lines.append(f"run {summary.run_id} ({attempts})")
     read = sum(a.cache_read for a in summary.agents.values())
     written = sum(a.cache_write for a in summary.agents.values())
     lines.append(
-        f"{len(summary.agents)} agents, {summary.total_tokens:,} tokens"
+        f"{plural(len(summary.agents), 'agent')}, {plural(summary.total_tokens, 'token')}"
         + _cache_text(read, written)
         + (f", {_dollars(summary.total_cost)}" if summary.total_cost is not None else "")
     )
     if summary.skipped_lines:
-        lines.append(f"{summary.skipped_lines} unreadable lines skipped")
+        lines.append(f"{plural(summary.skipped_lines, 'unreadable line')} skipped")
     lines.append("")
     names = [a.path.rsplit("/", 1)[-1] for a in summary.agents.values()]
     for agent in summary.tree():
         lines.append(_line(agent, ambiguous=names.count(agent.path.rsplit("/", 1)[-1]) > 1))
     lines.append("")
     if summary.errors:
-        lines.append(f"{len(summary.errors)} errors:")
+        lines.append(f"{plural(len(summary.errors), 'error')}:")
         for error, attempt in zip(summary.errors, summary.error_attempts, strict=False):
             where = f"[attempt {attempt}] " if summary.attempts > 1 else ""
             lines.append(f"  {where}{error}")

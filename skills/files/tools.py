@@ -191,11 +191,15 @@ def list_dir(ctx: ToolContext, path: str = ".") -> str:
     Args:
         path: The folder's path, relative to the workspace root.
     """
-    target = resolve_inside(_root(ctx), path)
+    permissions = Permissions.coerce(ctx.permissions)
+    target = resolve_inside(permissions.workspace_root(), path)
     if not target.is_dir():
         raise ToolError(f"{path!r} is not a folder in the workspace.")
     with os.scandir(target) as found:
-        entries = sorted(found, key=lambda e: (not e.is_dir(), e.name))
+        entries = sorted(
+            (e for e in found if not permissions.is_unlisted(Path(e.path), target)),
+            key=lambda e: (not e.is_dir(), e.name),
+        )
     lines = []
     for entry in entries[:MAX_ENTRIES]:
         if entry.is_symlink():
@@ -220,12 +224,15 @@ def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
     pure = PurePath(pattern)
     if pure.is_absolute() or ".." in pure.parts:
         raise PathRefused(f"pattern {pattern!r} must be relative and may not contain '..'.")
-    root = _root(ctx)
+    permissions = Permissions.coerce(ctx.permissions)
+    root = permissions.workspace_root()
     base = resolve_inside(root, path)
     found = sorted(
         relative_name(root, match)
         for match in base.glob(pattern)
-        if is_inside(root, match) and not SKIPPED_DIRS.intersection(match.parts)
+        if is_inside(root, match)
+        and not SKIPPED_DIRS.intersection(match.parts)
+        and not permissions.is_unlisted(match, base)
     )
     if not found:
         return f"No file matches {pattern!r}."
@@ -263,7 +270,7 @@ def grep(
         raise ToolError(f"There is no file or folder {path!r} in the workspace.")
     limit = max(1, min(max_matches, 1000))
     matches: list[str] = []
-    for file in _searchable_files(root, base, include, permissions.secret_files):
+    for file in _searchable_files(base, include, permissions):
         matches += _grep_file(root, file, regex, limit - len(matches))
         if len(matches) >= limit:
             matches.append(f"[stopped after {limit} matches]")
@@ -285,19 +292,24 @@ def _compile(pattern: str, ignore_case: bool) -> re2._Regexp:
         ) from None
 
 
-def _searchable_files(
-    root: Path, base: Path, include: str | None, secret: tuple[str, ...]
-) -> Iterator[Path]:
+def _searchable_files(base: Path, include: str | None, permissions: Permissions) -> Iterator[Path]:
     if base.is_file():
         yield base
         return
+    root = permissions.workspace_root()
     for current, dirs, files in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in SKIPPED_DIRS and not permissions.is_unlisted(Path(current) / d, base)
+        )
         for name in sorted(files):
             file = Path(current) / name
             if include and not fnmatch.fnmatch(name, include):
                 continue
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in secret):
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in permissions.secret_files):
+                continue
+            if permissions.is_unlisted(file, base):
                 continue
             if is_inside(root, file) and _size(file) <= MAX_GREP_FILE_BYTES:
                 yield file

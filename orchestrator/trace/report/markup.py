@@ -78,8 +78,3 @@ def nice_step(span: float, count: int = 8) -> float:
 def shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, with an ellipsis when cut."""
     return text if len(text) <= limit else text[: max(1, limit - 1)] + "…"
-
-
-def plural(count: int, noun: str) -> str:
-    """`1 task`, `3 tasks`."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"

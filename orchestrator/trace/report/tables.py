@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from .markup import cost, esc, pill, plural, seconds, shorten, tokens
+from ..words import plural
+from .markup import cost, esc, pill, seconds, shorten, tokens
 from .model import AgentRun, RunReport
 
 

@@ -1,0 +1,123 @@
+"""What a job's run leaves in its workspace, and what the next run's listings leave out.
+
+A second run of a job must see the workspace the first one saw, or it costs more (its
+`list_dir` would show the first run's `out/`) and may read its own old answers as material.
+So each run records, in its trace's `job_end`, the paths it `created` (files and folders,
+found by comparing the workspace before and after: security/changes.py) together with those
+earlier runs created that are still there, as `outputs`; and the files it wrote (`written`),
+which the command line prints as paths the user can open. The next run of the same spec
+(the newest trace of it in the same folder of traces) leaves those outputs out of the file
+tools' listings (`Permissions.unlisted`), and its own trace's folder too when that folder
+lies in the workspace and holds only traces (the default `.orchestrator/runs/`). Reading an
+output by its path still works: a goal that names `out/brief.md` can read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..security import Permissions, is_inside
+from ..security.changes import Snapshot, compare, outermost, snapshot
+from ..trace import TraceReader
+from .spec import Job
+
+TRACE_SUFFIXES = (".jsonl", ".html")
+"""Files of a folder of traces: traces and the reports written beside them."""
+MAX_TRACES_READ = 50
+
+
+@dataclass
+class WorkspaceRecord:
+    """The workspace of one run of a job: what it held before, and what earlier runs made."""
+
+    root: Path | None
+    earlier: list[str] = field(default_factory=list)
+    artefacts: list[Path] = field(default_factory=list)
+    before: Snapshot | None = None
+
+    @classmethod
+    def start(cls, job: Job, permissions: Permissions, trace: Path | None) -> WorkspaceRecord:
+        """Look at the workspace before the run: its files, and the outputs of the newest
+        earlier run of `job` whose trace sits beside `trace`."""
+        try:
+            root = permissions.workspace_root()
+        except ConfigError:  # no workspace: preflight says so, and nothing is recorded
+            return cls(None)
+        record = cls(root, earlier_outputs(trace, job), trace_artefacts(trace, root))
+        record.before = snapshot(root)
+        return record
+
+    def permissions(self, permissions: Permissions) -> Permissions:
+        """`permissions` with the earlier outputs and the run's traces unlisted."""
+        if self.root is None:
+            return permissions
+        return permissions.unlisting([*(self.root / p for p in self.earlier), *self.artefacts])
+
+    def finish(self) -> dict[str, Any]:
+        """`outputs` and `written` for `job_end` (paths relative to the workspace), and
+        `files`: the written files' absolute paths."""
+        after = snapshot(self.root) if self.root is not None and self.before is not None else None
+        if self.root is None or self.before is None or after is None:
+            return {"outputs": [], "written": [], "files": []}
+        changes = compare(self.before, after)
+        kept = [p for p in self.earlier if p in after]
+        outputs = [p for p in outermost([*changes.created, *kept]) if not self._artefact(p)]
+        written = [p for p in changes.written if not self._artefact(p)]
+        return {
+            "outputs": outputs,
+            "written": written,
+            "files": [str(self.root / p) for p in written],
+        }
+
+    def _artefact(self, relative: str) -> bool:
+        path = self.root / relative if self.root is not None else Path(relative)
+        return any(path == a or path.is_relative_to(a) for a in self.artefacts)
+
+
+def trace_artefacts(trace: Path | None, root: Path) -> list[Path]:
+    """The trace, and each folder above it inside the workspace that holds nothing but
+    traces, reports and the folder below (`.orchestrator/runs/`, then `.orchestrator/`)."""
+    if trace is None or not is_inside(root, trace):
+        return []
+    found = [trace.resolve()]
+    folder, inner = trace.resolve().parent, trace.resolve()
+    while folder != root.resolve() and is_inside(root, folder):
+        if not all(_trace_file(entry) or entry == inner for entry in folder.iterdir()):
+            break
+        found.append(folder)
+        folder, inner = folder.parent, folder
+    return found
+
+
+def _trace_file(path: Path) -> bool:
+    return path.is_file() and path.suffix in TRACE_SUFFIXES
+
+
+def earlier_outputs(trace: Path | None, job: Job) -> list[str]:
+    """The `outputs` of the newest earlier run of `job` (the same spec file) whose trace is
+    in `trace`'s folder; [] if there is none."""
+    if trace is None or job.source is None or not trace.parent.is_dir():
+        return []
+    spec = str(Path(job.source).resolve())
+    others = [p for p in trace.parent.glob("*.jsonl") if p.is_file() and p != trace]
+    others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in others[:MAX_TRACES_READ]:
+        outputs = _outputs_of(path, spec)
+        if outputs is not None:
+            return outputs
+    return []
+
+
+def _outputs_of(path: Path, spec: str) -> list[str] | None:
+    """The last `job_end` outputs in the trace at `path` if it is a run of `spec`."""
+    found: list[str] | None = None
+    for number, event in enumerate(TraceReader(path)):
+        if number == 0 and (event.get("type") != "job_start" or event.get("spec") != spec):
+            return None
+        outputs = event.get("outputs") if event.get("type") == "job_end" else None
+        if isinstance(outputs, list) and all(isinstance(p, str) for p in outputs):
+            found = outputs
+    return found
