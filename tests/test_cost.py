@@ -142,6 +142,7 @@ def test_a_job_spec_caps_money_and_prices_its_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["cost"] > 0
+    assert f"${report['cost']:.4f}" in done.stderr  # the summary line says what it cost
     spec.write_text(spec.read_text().replace("prices:\n  scripted: {input: 1, output: 2}\n", ""))
     refused = orchestrator("run", str(spec), cwd=tmp_path)
     assert refused.returncode != 0
@@ -187,3 +188,20 @@ def test_a_resumed_job_counts_what_earlier_attempts_cost(tmp_path: Path) -> None
     budget = TokenBudget(max_cost=1.0)
     budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
     assert budget.remaining_cost == pytest.approx(1.0 - cost)
+
+
+def test_the_live_view_shows_cached_input_and_cost() -> None:
+    from orchestrator.cli.progress import ProgressState
+    from orchestrator.cli.rows import row_of
+
+    state = ProgressState()
+    state.update({"type": "run_start", "agent": "planner", "ts": 1.0})
+    usage = {"total_tokens": 1020, "cache_read_tokens": 900}
+    call = {"type": "model_call", "agent": "planner", "ts": 2.0, "step": 1, "usage": usage}
+    state.update({**call, "cost": 0.003})
+    texts = [cell.text for cell in row_of(state.agents["planner"], now=3.0).cells()]
+    assert "cached 900" in texts and "$0.0030" in texts
+    state.update({"type": "run_start", "agent": "free", "ts": 1.0})
+    state.update({**call, "agent": "free", "usage": {"total_tokens": 5}})
+    texts = [cell.text for cell in row_of(state.agents["free"], now=3.0).cells()]
+    assert not any(t.startswith(("$", "cached")) for t in texts)

@@ -71,6 +71,11 @@ class ProgressState:
         state = self.agent(event["agent"])
         state.steps = event["step"]
         state.tokens += event["usage"]["total_tokens"]
+        cached = event["usage"].get("cache_read_tokens")
+        state.cached += cached if isinstance(cached, int) else 0
+        cost = event.get("cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            state.cost = (state.cost or 0.0) + cost
         if event.get("budget_remaining") is not None:
             self.budget_remaining = event["budget_remaining"]
         return state
@@ -224,6 +229,9 @@ class LiveView:
             )
         else:
             table.add_row(Text("tokens"), Text(f"{used:,} (no budget set)"))
+        costs = [a.cost for a in self.state.agents.values() if a.cost is not None]
+        if costs:
+            table.add_row(Text("cost"), Text(f"${sum(costs):.4f}"))
         return table
 
 

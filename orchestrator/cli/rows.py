@@ -39,6 +39,10 @@ class AgentState:
     status: str = "waiting"
     steps: int = 0
     tokens: int = 0
+    cached: int = 0
+    """Input tokens the provider's prompt cache served."""
+    cost: float | None = None
+    """US dollars, when the agent's model has a price."""
     tool: str | None = None
     note: str | None = None
     started: float | None = None
@@ -65,6 +69,8 @@ class Row:
     steps: int
     tokens: int
     seconds: float | None
+    cached: int = 0
+    cost: float | None = None
     tool: str | None = None
     silent: float | None = None
     """Seconds the agent's model has been silent, once past the threshold."""
@@ -83,6 +89,10 @@ class Row:
         if self.started:
             cells.append(Cell(f"steps {self.steps}", "dim"))
             cells.append(Cell(f"tokens {self.tokens:,}", "dim"))
+            if self.cached:
+                cells.append(Cell(f"cached {self.cached:,}", "dim"))
+            if self.cost is not None:
+                cells.append(Cell(f"${self.cost:.4f}", "dim"))
         if self.seconds is not None:
             cells.append(Cell(f"{self.seconds:.1f}s", "dim"))
         if self.tool:
@@ -108,6 +118,8 @@ def row_of(agent: AgentState, now: float, silence_after: float = SILENCE_AFTER) 
         steps=agent.steps,
         tokens=agent.tokens,
         seconds=seconds,
+        cached=agent.cached,
+        cost=agent.cost,
         tool=agent.tool,
         silent=quiet if waiting else None,
         note=agent.note,

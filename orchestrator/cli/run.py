@@ -181,6 +181,12 @@ def report(
         took = f" in {seconds:.1f}s" if seconds is not None else ""
         print(
             f"job {result.name}: {result.status}{took}, {result.usage.total_tokens:,} tokens"
+            + (
+                f" ({result.usage.cache_read_tokens:,} cached)"
+                if result.usage.cache_read_tokens
+                else ""
+            )
+            + (f", ${result.cost:.4f}" if result.cost is not None else "")
             + (f"; {offline}" if offline else ""),
             file=sys.stderr,
         )
