@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,12 @@ from .jobs import (
     JobResult,
     JobRunner,
     Resumption,
+    WorkerRecipe,
     fast_forward,
+    job_executor,
     job_folders,
     prepare_resume,
+    remote_forks,
 )
 from .jobs.preflight import Preflight, preflight
 from .models import (
@@ -44,8 +48,13 @@ from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
 from .skills.meta_tools import untrusted_code
-from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Listener, Trace, open_trace
+from .tasks import (
+    ForkExtension,
+    ForkSettings,
+    SubagentRegistry,
+    builtin_subagent_folders,
+)
+from .trace import Checkpoint, Listener, Trace, open_trace
 
 DEFAULT_OUTPUT_TOKENS = 4096
 PLANNER_PROMPT = """\
@@ -64,6 +73,7 @@ class Orchestrator:
     `aliases` (the built-in ones and the user's alias file by default) and `environ` (where
     keys and base URLs come from; the process environment by default).
     `approve` decides calls the permissions mark `ask`; without it they are denied.
+    `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
     """
 
     def __init__(
@@ -84,7 +94,15 @@ class Orchestrator:
         aliases: ModelAliases | None = None,
         environ: Mapping[str, str] | None = None,
         approve: Approver | None = None,
+        executor: Any = None,
     ) -> None:
+        # How a Ray worker makes this orchestrator again (jobs/remote.py).
+        self._remake: tuple[Any, tuple[Any, ...], dict[str, Any]] = (
+            Orchestrator,
+            (model,),
+            {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")},
+        )
+        self.executor = executor
         self.environ = dict(os.environ if environ is None else environ)
         self.aliases = aliases or ModelAliases.standard(environ=self.environ)
         self._models: dict[str, ChatModel] = {}
@@ -137,13 +155,26 @@ class Orchestrator:
             "max_parallel": job.budget.max_parallel,
             "permissions": job.permissions.protecting([job.source, *folders.protected]),
             "trace": job.trace,
+            "executor": job_executor(job),
         }
         settings.update(overrides)
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
+        orchestrator._remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
+
+    def worker_recipe(self, job: Job | None, checkpoint: Checkpoint | None) -> WorkerRecipe:
+        """What a Ray worker makes this orchestrator again from, to run `job`'s agents."""
+        make, args, kwargs = self._remake
+        return WorkerRecipe(make, args, kwargs, job, checkpoint)
+
+    def model_key(self, model: ChatModel | None) -> str | None:
+        """The settings (as JSON) this orchestrator resolved `model` from; None for its own
+        model (and one it did not resolve)."""
+        inner = getattr(model, "inner", model)  # a TextTap shows a model's text
+        return next((key for key, known in self._models.items() if known is inner), None)
 
     def preflight(self, job: Job) -> Preflight:
         """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py)."""
@@ -231,10 +262,25 @@ class Orchestrator:
         trace, owned = self._open_trace(trace if trace is not None else self.trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
-            return await self.planner(trace=trace, model=model).run(goal)
+            if self.executor is None:
+                return await self.planner(trace=trace, model=model).run(goal)
+            return await self._run_remote(goal, trace, model)
         finally:
             if owned and trace is not None:
                 trace.close()
+
+    async def _run_remote(
+        self, goal: str, trace: Trace | None, model: ChatModel | None
+    ) -> RunResult:
+        """The planner here, the tasks it forks on the executor's cluster, one budget."""
+        checkpoint = trace.checkpoint if trace is not None else None
+        recipe = self.worker_recipe(None, checkpoint)
+        async with self.executor.open(recipe, TokenBudget(self.max_tokens), trace) as session:
+            self.fork.remote = partial(remote_forks, session, self.model_key)
+            try:
+                return await self.planner(trace=trace, model=model, budget=session.budget).run(goal)
+            finally:
+                self.fork.remote = None
 
     def run_sync(
         self,

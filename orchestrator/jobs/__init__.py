@@ -5,13 +5,15 @@ from .folders import job_folders
 from .loading import load_job, load_spec, parse_model_options, parse_set_options, read_yaml
 from .problems import Problem, SpecError
 from .record import job_record, spec_digest
+from .remote import WorkerRecipe, job_executor, remote_forks
 from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
 from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
-from .spec import GOAL_STEP, Budget, Job, Step
+from .spec import GOAL_STEP, Budget, Executor, Job, Step
 
 __all__ = [
     "GOAL_STEP",
     "Budget",
+    "Executor",
     "Job",
     "JobResult",
     "JobRunner",
@@ -22,8 +24,10 @@ __all__ = [
     "SpecError",
     "Step",
     "StepAgents",
+    "WorkerRecipe",
     "fast_forward",
     "job_folders",
+    "job_executor",
     "job_record",
     "job_status",
     "load_job",
@@ -34,5 +38,6 @@ __all__ = [
     "read_dotenv",
     "read_yaml",
     "recorded_result",
+    "remote_forks",
     "spec_digest",
 ]
