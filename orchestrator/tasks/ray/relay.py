@@ -3,11 +3,12 @@
 A worker's agents write to a `RelayTrace`, which keeps each event for the relay (and numbers
 it locally, which nothing reads). A batch goes to the `TraceRelay` actor every `FLUSH_SECONDS`,
 and at the end of each task before its result goes back. The driver's `RelayPump` drains the
-relay and writes each event into the run's own trace, where it gets its `seq`, `ts` and run id
-like any other, plus `worker`: the worker that ran it. Batches from one worker arrive in the
-order they were sent (one caller, one actor), and an agent runs on one worker, so each
-agent's events keep their order; the pump drains the relay once more before a task's result is
-recorded, so a task's events come before its `task_end`.
+relay and writes each event into the run's own trace, where it gets its `seq` and run id like
+any other, plus `worker`: the worker that ran it (its `ts` stays the worker's: when it
+happened). Batches from one worker arrive in the order they were sent (one caller, one actor),
+and an agent runs on one worker, so each agent's events keep their order; the pump drains the
+relay once more before a task's result is recorded, so a task's events come before its
+`task_end`.
 
 The pump also adds up the usage of the `model_call` events per worker and per agent: what a
 worker that died had spent comes from there (executor.py).
@@ -61,7 +62,8 @@ class RelayTrace(Trace):
     def emit(self, type: str, agent: str, **fields: Any) -> Event:
         event = super().emit(type, agent, **fields)
         # JSON now, as the file would have it: a field Ray could not pickle cannot stop a batch.
-        self._batch.append((type, agent, _ENCODER.encode(fields)))
+        # The time is the worker's: when it happened, not when it reached the driver.
+        self._batch.append((type, agent, _ENCODER.encode({**fields, "ts": event["ts"]})))
         return event
 
     async def flush(self) -> None:
@@ -92,7 +94,7 @@ class RelayPump:
                 fields = json.loads(encoded)
                 if type == "model_call" and isinstance(fields.get("usage"), dict):
                     self._count(worker, agent, Usage.model_validate(fields["usage"]))
-                self.trace.emit(type, agent, **fields, worker=worker)
+                self.trace.emit(type, agent, **{**fields, "worker": worker})
 
     async def run(self) -> None:
         while True:
