@@ -298,12 +298,14 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
+        budget: TokenBudget | None = None,
     ) -> JobResult:
-        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget;
-        `stream` is shown the output step's text as the model writes it."""
+        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget
+        (or `budget`, shared with other jobs); `stream` is shown the output step's text as
+        the model writes it."""
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
         try:
-            return await JobRunner(self, job, opened, stream=stream).run()
+            return await JobRunner(self, job, opened, stream=stream, budget=budget).run()
         finally:
             if owned and opened is not None:
                 opened.close()

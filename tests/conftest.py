@@ -44,12 +44,14 @@ def report_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[None]:
-    """One local Ray for the session: two CPUs, on 127.0.0.1, no dashboard, no statistics."""
+def ray_cluster() -> Iterator[str]:
+    """One local Ray for the session: two CPUs, on 127.0.0.1, no dashboard, no statistics, no
+    token (the tests' HOME changes); yields its address for processes the tests start."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
     try:
-        yield
+        yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()

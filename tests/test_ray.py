@@ -308,22 +308,28 @@ def test_a_task_whose_worker_dies_with_no_retry_left_fails_with_the_reason(
 
 
 def test_without_ray_asking_for_it_names_the_extra(tmp_path: Path) -> None:
-    spec = write_job(tmp_path)
-    code = (
-        "import sys; sys.modules['ray'] = None\n"
-        "from orchestrator import Orchestrator\n"
-        "from orchestrator.errors import ConfigError\n"
-        "from orchestrator.jobs import load_job\n"
-        f"job = load_job({str(spec)!r})\n"
-        "try:\n"
-        "    Orchestrator.from_job(job)\n"
-        "except ConfigError as exc:\n"
-        "    print(exc)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'orchestrator[ray]'" in done.stdout
-    ran = orchestrator("run", str(spec), "--quiet", cwd=tmp_path, env={"PYTHONPATH": ""})
-    assert ran.returncode in (0, 3)  # with Ray installed, the CLI runs it
+    spec = write_job(tmp_path, JOB.replace("executor: {type: ray, workers: 2}\n", ""))
+    hidden = tmp_path / "no-ray"
+    hidden.mkdir()
+    (hidden / "ray.py").write_text("raise ImportError('no module named ray')\n", encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])}
+    done = orchestrator("run", str(spec), "--executor", "ray", cwd=tmp_path, env=env)
+    assert done.returncode == 2
+    assert "pip install 'orchestrator[ray]'" in done.stderr
+    ran = orchestrator("run", str(spec), "--quiet", cwd=tmp_path, env=env)
+    assert ran.returncode == 3, ran.stderr  # local runs need no Ray (the broken step fails)
+
+
+def test_the_command_line_runs_a_job_on_ray(tmp_path: Path, ray_cluster: str) -> None:
+    spec = write_job(tmp_path, JOB.replace("executor: {type: ray, workers: 2}\n", ""))
+    trace = tmp_path / "cli.jsonl"
+    args = ["run", str(spec), "--executor", "ray", "--ray-address", ray_cluster]
+    args += ["--trace", str(trace)]
+    done = orchestrator(*args, "--json", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr  # the broken step
+    assert json.loads(done.stdout)["output"] == "all good"
+    starts = [e for e in read_trace(trace) if e["type"] == "task_start" and "/" not in e["agent"]]
+    assert {e["executor"] for e in starts} == {"ray"}
 
 
 def test_importing_the_library_does_not_import_ray() -> None:

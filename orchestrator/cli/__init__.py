@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from . import ask, jobs, report, resume, run, skills, subagents, trace
+from . import ask, batch, jobs, report, resume, run, skills, subagents, trace
 from .output import masked_output
 
 
@@ -30,6 +30,7 @@ def _command_groups() -> list:
         jobs.register,
         skills.register,
         run.register,
+        batch.register,
         resume.register,
         ask.register,
         trace.register,

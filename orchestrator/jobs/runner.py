@@ -98,7 +98,8 @@ class StepAgents(Protocol):
 
 
 class JobRunner:
-    """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
+    """Runs one job's steps with the model, catalogs and permissions of `orchestrator`, on
+    a budget of its own (the orchestrator's `max_tokens`) or the `budget` given."""
 
     def __init__(
         self,
@@ -107,13 +108,15 @@ class JobRunner:
         trace: Trace | None,
         *,
         stream: TextSink | None = None,
+        budget: TokenBudget | None = None,
     ) -> None:
         self.orchestrator = orchestrator
         self.job = job
         self.trace = trace
         self.stream = stream
-        self.budget = TokenBudget(orchestrator.max_tokens)
-        if trace is not None and trace.checkpoint is not None:
+        # A budget given is shared with other jobs (a batch's): it counts their spend itself.
+        self.budget = budget if budget is not None else TokenBudget(orchestrator.max_tokens)
+        if budget is None and trace is not None and trace.checkpoint is not None:
             self.budget.record_spent(trace.checkpoint.usage.total_tokens)
         self.outputs: dict[str, str] = {}
         self.ended: list[TaskResult] = []

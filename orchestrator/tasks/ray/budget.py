@@ -164,6 +164,10 @@ class LeasedBudget(TokenBudget):
     def record_spent(self, tokens: int) -> None:
         self.host.record_spent.remote(max(0, tokens))
 
+    def state(self) -> dict[str, Any]:
+        """The cluster budget's own counts (`used`, `reserved`, `remaining`, leases)."""
+        return ray.get(self.host.state.remote())
+
     def flush(self) -> None:
         """Report what was spent and give back what open reservations do not need."""
         self._exchange(0, 0)

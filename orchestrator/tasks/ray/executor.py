@@ -17,6 +17,7 @@ way what the dead worker spent stays spent: the budget host charges it (relay.py
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from .relay import RelayPump, start_relay
 from .worker import AgentRecipe, TaskWorker
 
 MAX_TASKS_PER_WORKER = 1_000
+_SESSIONS = itertools.count(1)
 
 
 class RayExecutor:
@@ -72,6 +74,12 @@ class RayExecutor:
         except ConnectionError as exc:
             raise ConfigError(f"cannot reach the Ray cluster at {self.address}: {exc}") from None
 
+    def shared_budget(self, budget: TokenBudget) -> LeasedBudget:
+        """`budget` on the cluster, for several runs to share (a batch's): give it to each
+        run as its budget. Its `used` is this client's; `state()` has the budget's own."""
+        self.connect()
+        return LeasedBudget(start_host(budget), "shared", lease_tokens=self.lease_tokens)
+
     def open(self, recipe: AgentRecipe, budget: TokenBudget, trace: Trace | None) -> RaySession:
         """Start a run's actors: its budget on the cluster, its trace relay, its workers."""
         self.connect()
@@ -95,8 +103,11 @@ class RaySession:
         self.recipe = recipe
         self.origin_budget = budget
         self.trace = trace
-        self.host = start_host(budget)
-        self.budget = LeasedBudget(self.host, "driver", lease_tokens=settings.lease_tokens)
+        # A budget already on the cluster (a batch's, `shared_budget`) is used as it is.
+        self.shared = isinstance(budget, LeasedBudget)
+        self.host = budget.host if isinstance(budget, LeasedBudget) else start_host(budget)
+        client = f"driver-{next(_SESSIONS)}"
+        self.budget = LeasedBudget(self.host, client, lease_tokens=settings.lease_tokens)
         self.relay = start_relay() if trace is not None else None
         self.pump = RelayPump(self.relay, trace) if trace is not None else None
         self._pumping: asyncio.Task[None] | None = None
@@ -196,9 +207,12 @@ class RaySession:
             self._pumping.cancel()
             await asyncio.gather(self._pumping, return_exceptions=True)
         await self._drain()
-        state = await self.host.state.remote()
-        self.origin_budget.record_spent(state["used"] - self.origin_budget.used)
-        for actor in [w.actor for w in self.workers] + [self.host, self.relay]:
+        owned = [w.actor for w in self.workers] + [self.relay]
+        if not self.shared:
+            state = await self.host.state.remote()
+            self.origin_budget.record_spent(state["used"] - self.origin_budget.used)
+            owned.append(self.host)
+        for actor in owned:
             if actor is not None:
                 ray.kill(actor)
 
