@@ -123,5 +123,9 @@ class LocalExecutor:
     def budget_refusal(self, request: TaskRequest) -> str | None:
         return budget_refusal(self.budget, self.agent_for(request), request.prompt)
 
+    def forget(self, request: TaskRequest) -> None:
+        """Drop the agent built for `request` (it will not run here)."""
+        self._agents.pop(request.path, None)
+
     async def run_task(self, request: TaskRequest) -> TaskResult:
         return await run_agent_task(request, lambda: self.agent_for(request))

@@ -28,6 +28,7 @@ from ...agent import Reservation, TokenBudget
 from ._ray import ray
 
 LEASE_TOKENS = 16_000
+UNLIMITED = 1 << 62
 _TRIES = 3
 
 
@@ -66,7 +67,8 @@ class BudgetHost:
         when there is room); returns the tokens it now holds and what is left to others."""
         self._settle(client, spent)
         remaining = self.budget.remaining
-        room = want if remaining is None else max(need, min(want, remaining // 4))
+        # No limit: one lease that never runs out. A limit: at most a quarter of what is left.
+        room = UNLIMITED if remaining is None else max(need, min(want, remaining // 4))
         for extra in dict.fromkeys((room, need, 0)):
             lease = self.budget.try_reserve(keep + extra)
             if lease is not None:
@@ -150,7 +152,9 @@ class LeasedBudget(TokenBudget):
                     self.reserved += tokens
                     return Reservation(tokens, self)
                 short = tokens - (self.held - self.used - self.reserved)
-            if not self._exchange(short, max(short, self.lease_tokens)):
+                # Ask for as much again as is in flight: a busy worker comes back less often.
+                want = max(short, self.lease_tokens, self.reserved)
+            if not self._exchange(short, want):
                 return None
         return None
 

@@ -149,7 +149,7 @@ class RaySession:
         while True:
             call = worker.actor.run.remote(request, origin)
             try:
-                result = await call
+                result, batch = await call
             except ray.exceptions.RayActorError as exc:
                 worker.busy -= 1
                 deaths.append(f"worker {worker.name} died ({_first_line(exc)})")
@@ -163,7 +163,8 @@ class RaySession:
                 ray.cancel(call)  # the task's agent ends `cancelled` on its worker
                 raise
             worker.busy -= 1
-            await self._drain()
+            if self.pump is not None and batch is not None:
+                await self.pump.accept(worker.name, batch)  # its events before its task_end
             return result
 
     async def _retry_on(self, request: TaskRequest, reason: str) -> _Worker:
@@ -180,8 +181,11 @@ class RaySession:
     async def _bury(self, worker: _Worker) -> None:
         """A dead worker: its unreported spend charged to the budget, its lease closed."""
         worker.alive = False
-        await self._drain()
-        spent = self.pump.spent_by_worker.get(worker.name, 0) if self.pump else None
+        spent = None
+        if self.pump is not None:
+            await self.pump.drain()
+            self.pump.release(worker.name)
+            spent = self.pump.spent_by_worker.get(worker.name, 0)
         await self.host.forfeit.remote(worker.name, spent)
 
     async def _failed(self, request: TaskRequest, deaths: list[str]) -> TaskResult:
@@ -283,9 +287,13 @@ class RayTaskExecutor:
         self.local = local
 
     def budget_refusal(self, request: TaskRequest) -> str | None:
-        if self.session.budget.remaining is not None:
-            self.session.budget.flush()  # what the cluster has left now, not at the last call
-        return self.local.budget_refusal(request)
+        if self.session.budget.remaining is None:
+            return None  # no limit: nothing to build here
+        self.session.budget.flush()  # what the cluster has left now, not at the last call
+        try:
+            return self.local.budget_refusal(request)
+        finally:
+            self.local.forget(request)  # the agent runs on its worker: this one is not kept
 
     def placement(self, request: TaskRequest) -> dict[str, Any]:
         return self.session.placement(request)

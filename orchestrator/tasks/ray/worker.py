@@ -21,7 +21,7 @@ from ...trace import Checkpoint, Trace
 from ..executor import run_agent_task
 from ..task import TaskOrigin, TaskRequest
 from .budget import LeasedBudget
-from .relay import RelayTrace
+from .relay import Batch, RelayTrace
 
 
 class AgentRecipe(Protocol):
@@ -56,29 +56,30 @@ class TaskWorker:
         self.recipe = recipe
         self.budget = LeasedBudget(host, self.name, lease_tokens=lease_tokens)
         self.trace = RelayTrace(relay, self.name, run_id, checkpoint) if relay else None
-        self.running = 0
         self._flusher: asyncio.Task[None] | None = None
 
     def where(self) -> dict[str, Any]:
-        """Which worker this is: its name (`label@host:pid`) and process id."""
+        """Which worker this is: its name (`label@host:pid`) and process id. The run's
+        orchestrator is made now, before the first task waits for it."""
+        warm = getattr(self.recipe, "orchestrator", None)
+        if callable(warm):
+            warm()
         return {"worker": self.name, "pid": os.getpid()}
 
-    async def run(self, request: TaskRequest, origin: TaskOrigin) -> TaskResult:
-        """Run one task to its end; its events are with the relay before its result returns."""
+    async def run(
+        self, request: TaskRequest, origin: TaskOrigin
+    ) -> tuple[TaskResult, Batch | None]:
+        """Run one task to its end; its result comes back with the events not sent yet."""
         if self.trace is not None and self._flusher is None:
             self._flusher = asyncio.create_task(self.trace.keep_flushing())
-        self.running += 1
-        try:
-            return await run_agent_task(
-                request, lambda: self.recipe.build(request, origin, self.budget, self.trace)
-            )
-        finally:
-            self.running -= 1
-            if self.trace is not None:
-                await self.trace.flush()
+        result = await run_agent_task(
+            request, lambda: self.recipe.build(request, origin, self.budget, self.trace)
+        )
+        return result, self.trace.take() if self.trace is not None else None
 
     async def flush(self) -> None:
-        """Report what this worker spent to the budget and give back the rest of its lease."""
+        """Report what this worker spent to the budget, give back the rest of its lease, and
+        send the events not sent yet."""
         self.budget.flush()
         if self.trace is not None:
-            await self.trace.flush()
+            await self.trace.relay.push.remote(self.name, self.trace.take())
