@@ -9,8 +9,9 @@ does (a cluster is there already), its run's workers and budget host start insid
 
     python bench/ray_scale.py [--sizes 1000 10000] [--runs 3] [--latency 0.05] [--workers 2]
 
-Prints a markdown table (median wall / ideal, spread, driver peak RSS growth) and writes the
-figures to bench/ray_scale.json.
+Prints a markdown table (median wall / ideal, spread, the start: until the planner's first
+event, which for Ray includes the session's workers starting; driver peak RSS growth) and
+writes the figures to bench/ray_scale.json.
 """
 
 from __future__ import annotations
@@ -75,7 +76,13 @@ def one_run(executor: str, width: int, latency: float, workers: int) -> dict[str
     statuses = {child.status for child in result.children}
     if result.status != "completed" or statuses != {"completed"}:
         raise RuntimeError(f"run failed: {result.status}, children {statuses}")
-    return {"wall": wall, "driver_rss_mb": (peak - before) / 1024}
+    with (folder / "trace.jsonl").open(encoding="utf-8") as trace:
+        first = json.loads(trace.readline())  # the planner's run_start: the session is up
+    return {
+        "wall": wall,
+        "start": first["ts"] - (time.time() - wall),
+        "driver_rss_mb": (peak - before) / 1024,
+    }
 
 
 def measure(executor: str, width: int, runs: int, latency: float, workers: int) -> dict:
@@ -98,18 +105,21 @@ def measure(executor: str, width: int, runs: int, latency: float, workers: int) 
         "wall_s": statistics.median(walls),
         "wall_over_ideal": statistics.median(walls) / ideal,
         "spread": [walls[0] / ideal, walls[-1] / ideal],
+        "start_s": statistics.median(s["start"] for s in samples),
         "driver_rss_mb": statistics.median(s["driver_rss_mb"] for s in samples),
     }
 
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| sub-agents | executor | wall (median) | wall / ideal | spread | driver peak RSS |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| sub-agents | executor | wall (median) | of which start | wall / ideal | spread "
+        "| driver peak RSS |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['sub_agents']:,} | {r['executor']} | {r['wall_s']:.2f} s | "
+            f"{r['start_s']:.2f} s | "
             f"{r['wall_over_ideal']:.1f}x | {r['spread'][0]:.1f}-{r['spread'][1]:.1f}x | "
             f"+{r['driver_rss_mb']:.0f} MB |"
         )
