@@ -41,26 +41,52 @@ class ToolCall(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token usage of one model call, or a sum of several."""
+    """Token usage of one model call, or a sum of several.
+
+    `input_tokens` is all of the input, cached or not; `cache_read_tokens` and
+    `cache_write_tokens` say how much of it the provider served from its prompt cache and
+    wrote to it (0 when it reports nothing of the kind).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
     @classmethod
-    def of(cls, input_tokens: int, output_tokens: int) -> Usage:
+    def of(
+        cls, input_tokens: int, output_tokens: int, *, cache_read: int = 0, cache_write: int = 0
+    ) -> Usage:
         return cls(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             total_tokens=input_tokens + output_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
         )
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Input neither read from nor written to a prompt cache."""
+        return max(0, self.input_tokens - self.cache_read_tokens - self.cache_write_tokens)
+
+    def record(self) -> dict[str, int]:
+        """The counts for a trace event: the cache counts only when there are some."""
+        data = self.model_dump()
+        for key in ("cache_read_tokens", "cache_write_tokens"):
+            if not data[key]:
+                del data[key]
+        return data
 
 
 class Message(BaseModel):

@@ -44,6 +44,7 @@ from .models import (
     output_cap,
     resolve_model,
 )
+from .models.prices import STANDARD_PRICES, Price, price_of
 from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
@@ -83,6 +84,8 @@ class Orchestrator:
         skills: Sequence[str | Path] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
         max_tokens: int | None = None,
+        max_cost: float | None = None,
+        prices: Mapping[str, Price] | None = None,
         max_steps: int = 30,
         max_parallel: int = 4,
         max_depth: int = 2,
@@ -104,9 +107,11 @@ class Orchestrator:
         )
         self.executor = executor
         self.environ = dict(os.environ if environ is None else environ)
+        self.prices = STANDARD_PRICES.over(prices or {})
+        self.max_cost = max_cost
         self.aliases = aliases or ModelAliases.standard(environ=self.environ)
         self._models: dict[str, ChatModel] = {}
-        self.model = self.resolve(model)
+        self.model = self._priced(self.resolve(model))
         self.approve = approve
         self.user_skills = False  # the home folders were searched too (from_job)
         self.catalog = _catalog(skills, builtin)
@@ -151,6 +156,8 @@ class Orchestrator:
             "skills": folders.skills,
             "subagents": folders.subagents,
             "max_tokens": job.budget.max_tokens,
+            "max_cost": job.budget.max_cost_usd,
+            "prices": job.price_overrides(),
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
             "permissions": job.permissions.protecting([job.source, *folders.protected]),
@@ -188,8 +195,25 @@ class Orchestrator:
             return model
         key = ModelSettings.model_validate(model).model_dump_json()
         if key not in self._models:
-            self._models[key] = resolve_model(model, aliases=self.aliases, environ=self.environ)
+            resolved = resolve_model(model, aliases=self.aliases, environ=self.environ)
+            self._models[key] = self._priced(resolved)
         return self._models[key]
+
+    def _priced(self, model: ChatModel) -> ChatModel:
+        """The model with its price from this run's table (a ConfigError when the budget caps
+        money and it has none: its cost could not be counted)."""
+        price = price_of(model) if getattr(model, "price", None) else self.prices.get(model.name)
+        if price is not None:
+            try:
+                model.price = price  # type: ignore[attr-defined]
+            except AttributeError:
+                pass
+        if self.max_cost is not None and price_of(model, self.prices) is None:
+            raise ConfigError(
+                f"the budget caps money (max_cost_usd), but model {model.name!r} has no price; "
+                "give it one under prices: in the job spec"
+            )
+        return model
 
     def secrets(self) -> list[str]:
         """Values to mask in traces: secret-looking variables of this run's environment
@@ -224,6 +248,10 @@ class Orchestrator:
                 warnings.append(f"{info.folder}: {refusal} [tools-in-workspace]")
         return warnings
 
+    def new_budget(self) -> TokenBudget:
+        """A budget for one run of the whole tree: this orchestrator's token and money caps."""
+        return TokenBudget(self.max_tokens, max_cost=self.max_cost)
+
     def planner(
         self,
         *,
@@ -241,7 +269,7 @@ class Orchestrator:
             system=self.system,
             name=name,
             max_steps=self.max_steps,
-            budget=budget if budget is not None else TokenBudget(self.max_tokens),
+            budget=budget if budget is not None else self.new_budget(),
             trace=trace,
             permissions=self.permissions,
             skills=self.catalog,
@@ -275,7 +303,7 @@ class Orchestrator:
         """The planner here, the tasks it forks on the executor's cluster, one budget."""
         checkpoint = trace.checkpoint if trace is not None else None
         recipe = self.worker_recipe(None, checkpoint)
-        async with self.executor.open(recipe, TokenBudget(self.max_tokens), trace) as session:
+        async with self.executor.open(recipe, self.new_budget(), trace) as session:
             self.fork.remote = partial(remote_forks, session, self.model_key)
             try:
                 return await self.planner(trace=trace, model=model, budget=session.budget).run(goal)

@@ -48,6 +48,10 @@ class TokenCounter:
         self._text_counts: dict[str, int] = {}
         self._toolset_counts: dict[int, tuple[Sequence[ToolSpec], int]] = {}
 
+    def encode(self, text: str) -> list[int]:
+        """The text's tokens (special tokens read as plain text)."""
+        return self._encoding.encode_ordinary(text)
+
     def count_text(self, text: str) -> int:
         # Many texts recur (system prompts of sibling sub-agents, a reply counted by the model
         # and then by the loop): remember recent ones rather than encode them again.

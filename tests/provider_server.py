@@ -17,7 +17,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -71,6 +71,9 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    received: float = 0.0
+    answered: float | None = None
+    """When the request came in and when its answer was sent (`time.monotonic()`)."""
 
 
 class ProviderServer:
@@ -78,16 +81,20 @@ class ProviderServer:
 
     `usage` is the (input, output) token count reported with every reply, or None to report
     none. `api_key`, when set, is the only key accepted. `latency` delays every reply.
+    `route`, when given, names the script's agent a request body is for (the wire carries no
+    agent name): several agents of one run then follow their own turns.
     """
 
     def __init__(
         self,
         script: Mapping[str, Sequence[Mapping[str, Any]]] | ScriptedModel,
         *,
-        usage: tuple[int, int] | None = (100, 20),
+        usage: tuple[Any, ...] | None = (100, 20),
         api_key: str | None = None,
         latency: float = 0.0,
+        route: Callable[[Mapping[str, Any]], str] | None = None,
     ) -> None:
+        self.route = route
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
         self.usage = usage
         self.api_key = api_key
@@ -132,19 +139,28 @@ class ProviderServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def _begin(self, path: str, headers: Mapping[str, str], body: dict[str, Any]) -> Fault | None:
+    def _begin(
+        self, path: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[Recorded, Fault | None]:
         with self._lock:
-            self.requests.append(Recorded(path, dict(headers), body))
+            self.requests.append(Recorded(path, dict(headers), body, time.monotonic()))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            return self.faults.pop(0) if self.faults else None
+            return self.requests[-1], (self.faults.pop(0) if self.faults else None)
 
-    def _end(self) -> None:
+    def _end(self, recorded: Recorded) -> None:
         with self._lock:
             self.in_flight -= 1
+            recorded.answered = time.monotonic()
+
+    def timing(self) -> list[tuple[float, float]]:
+        """(received, answered) of every request, in order; unanswered ones end now."""
+        now = time.monotonic()
+        return [(r.received, r.answered or now) for r in self.requests]
 
     def _reply(self, body: Mapping[str, Any], wire: str) -> Message:
-        request = ModelRequest(messages=(), tool_choice=_tool_choice(body, wire))
+        agent = self.route(body) if self.route is not None else "agent"
+        request = ModelRequest(messages=(), tool_choice=_tool_choice(body, wire), agent=agent)
         with self._lock:
             if self._replay is not None:
                 message, self._replay = self._replay, None
@@ -172,6 +188,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
     _ended = True
+    _recorded: Recorded
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -183,7 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         provider = self.server.provider
-        fault = provider._begin(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._recorded, fault = provider._begin(self.path, headers, body)
         self._ended = False
         try:
             self._answer(provider, wire, body, fault)
@@ -195,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
         # send its next request at once, and that must not count as overlapping this one.
         if not self._ended:
             self._ended = True
-            self.server.provider._end()
+            self.server.provider._end(self._recorded)
 
     def _answer(
         self, provider: ProviderServer, wire: str, body: dict[str, Any], fault: Fault | None
@@ -323,7 +341,7 @@ def error_frame(wire: str, status: int, message: str) -> str:
     return _event("error", {"type": "error", "error": {"type": kind, "message": message}})
 
 
-def openai_whole(message: Message, usage: tuple[int, int] | None, model: str) -> dict[str, Any]:
+def openai_whole(message: Message, usage: tuple[Any, ...] | None, model: str) -> dict[str, Any]:
     wire: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.reasoning:
         wire["reasoning_content"] = message.reasoning
@@ -344,7 +362,7 @@ def openai_whole(message: Message, usage: tuple[int, int] | None, model: str) ->
     return reply
 
 
-def openai_frames(message: Message, usage: tuple[int, int] | None, model: str) -> list[str]:
+def openai_frames(message: Message, usage: tuple[Any, ...] | None, model: str) -> list[str]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         data = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model}
@@ -373,14 +391,20 @@ def _interleaved_fragments(message: Message) -> Iterator[dict[str, Any]]:
                 yield {"index": index, "function": {"arguments": queue.pop(0)}}
 
 
-def _openai_usage(usage: tuple[Any, Any]) -> dict[str, Any]:
+def _openai_usage(usage: tuple[Any, ...]) -> dict[str, Any]:
     # A test may play a provider that sends nonsense: then the total is nonsense too.
-    numbers = all(isinstance(n, int) for n in usage)
-    total = sum(usage) if numbers else usage[0]
-    return {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": total}
+    numbers = all(isinstance(n, int) for n in usage[:2])
+    total = usage[0] + usage[1] if numbers else usage[0]
+    counts = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": total}
+    return {**counts, **usage_extra(usage)}
 
 
-def anthropic_whole(message: Message, usage: tuple[int, int] | None, model: str) -> dict[str, Any]:
+def usage_extra(usage: tuple[Any, ...]) -> dict[str, Any]:
+    """More usage fields (cache counts) a test gives as the third item of `usage`."""
+    return dict(usage[2]) if len(usage) > 2 else {}
+
+
+def anthropic_whole(message: Message, usage: tuple[Any, ...] | None, model: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if message.content:
         content.append({"type": "text", "text": message.content})
@@ -397,15 +421,15 @@ def anthropic_whole(message: Message, usage: tuple[int, int] | None, model: str)
         "stop_sequence": None,
     }
     if usage is not None:
-        reply["usage"] = {"input_tokens": usage[0], "output_tokens": usage[1]}
+        reply["usage"] = {"input_tokens": usage[0], "output_tokens": usage[1], **usage_extra(usage)}
     return reply
 
 
-def anthropic_frames(message: Message, usage: tuple[int, int] | None, model: str) -> list[str]:
+def anthropic_frames(message: Message, usage: tuple[Any, ...] | None, model: str) -> list[str]:
     start: dict[str, Any] = {"id": "msg_test", "type": "message", "role": "assistant"}
     start |= {"model": model, "content": [], "stop_reason": None}
     if usage is not None:
-        start["usage"] = {"input_tokens": usage[0], "output_tokens": 1}
+        start["usage"] = {"input_tokens": usage[0], "output_tokens": 1, **usage_extra(usage)}
     frames = [_event("message_start", {"type": "message_start", "message": start})]
     blocks = []
     if message.content:

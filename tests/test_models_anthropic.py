@@ -72,7 +72,7 @@ def test_turns_alternate_and_tool_results_merge_with_the_note_that_follows() -> 
 
 def test_body_has_system_on_top_and_always_max_tokens() -> None:
     request = ModelRequest(messages=CONVERSATION, tools=[ADD], max_output_tokens=321)
-    body = build_body("claude-x", request, AnthropicOptions(stream=False))
+    body = build_body("claude-x", request, AnthropicOptions(stream=False, prompt_cache=False))
     assert body["system"] == "Be brief."
     assert body["max_tokens"] == 321
     assert all(turn["role"] != "system" for turn in body["messages"])
@@ -116,7 +116,8 @@ def test_without_tool_choice_none_tools_are_left_out_and_history_becomes_text() 
 
 
 def test_a_plain_conversation_sends_no_tools() -> None:
-    body = build_body("m", ModelRequest(messages=[Message.user("hi")]), AnthropicOptions())
+    options = AnthropicOptions(prompt_cache=False)
+    body = build_body("m", ModelRequest(messages=[Message.user("hi")]), options)
     assert body == {
         "model": "m",
         "max_tokens": 4096,
@@ -169,8 +170,10 @@ def test_pings_unknown_events_and_thinking() -> None:
         reasoning="Hmm.",
         tool_calls=(ToolCall(id="t", name="now", arguments="{}"),),
     )
-    # Cached input counts as input: 10 + 90.
-    assert response.usage == Usage(input_tokens=100, output_tokens=12, total_tokens=112)
+    # Cached input counts as input: 10 + 90, and is kept apart as a cache read.
+    assert response.usage == Usage(
+        input_tokens=100, output_tokens=12, total_tokens=112, cache_read_tokens=90
+    )
 
 
 def test_a_stream_that_stops_early_is_retryable() -> None:

@@ -70,7 +70,9 @@ def tool_names(model: ScriptedModel, index: int) -> list[str]:
     return [spec.name for spec in model.requests[index].tools]
 
 
-def test_load_skill_returns_the_body_and_appends_the_tools(catalog: SkillCatalog) -> None:
+def test_load_skill_gives_the_tools_with_their_schemas_and_keeps_the_tools_array(
+    catalog: SkillCatalog,
+) -> None:
     agent, model = scripted_agent(
         [
             {"tool_calls": [{"name": "load_skill", "arguments": {"name": "calc"}}]},
@@ -82,22 +84,125 @@ def test_load_skill_returns_the_body_and_appends_the_tools(catalog: SkillCatalog
     )
     result = agent.run_sync("add 2 and 3")
     assert result.status == "completed"
-    before = ["echo", "load_skill", "read_skill_file", "search_skills"]
+    before = ["echo", "load_skill", "read_skill_file", "search_skills", "call_skill_tool"]
     assert tool_names(model, 0) == before
-    assert tool_names(model, 1) == [*before, "calc__add", "calc__shout"]
-    assert tool_names(model, 2) == tool_names(model, 1)
-    add_spec = model.requests[1].tools[4]
-    assert add_spec.parameters["required"] == ["a", "b"]
+    # The tools array is the same in every request: the provider's cache keeps the prefix.
+    assert [r.tools for r in model.requests] == [model.requests[0].tools] * 3
     [(error, text)] = results(result)["load_skill"]
     assert error is None
     assert "# Calc\n\nUse calc__add to add." in text
     assert "- calc__add: Add two numbers." in text
+    assert '"required":["a","b"]' in text  # the schema travels in the observation
     assert "- calc__shout: Upper-case a text." in text
+    assert "call_skill_tool" in text
     assert "references/guide.md" in text
     assert results(result)["calc__add"] == [(None, "5")]
 
 
-def test_skills_loaded_in_one_turn_add_tools_in_the_models_order(tmp_path: Path) -> None:
+def test_a_loaded_skills_tool_through_the_dispatcher_runs_as_itself(
+    catalog: SkillCatalog, tmp_path: Path
+) -> None:
+    trace_path = tmp_path / "trace.jsonl"
+    dispatch = {"tool": "calc__add", "arguments": {"a": 2, "b": 40}}
+    agent, _ = scripted_agent(
+        [
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "calc"}}]},
+            {"tool_calls": [{"name": "call_skill_tool", "arguments": dispatch}]},
+            {"content": "42"},
+        ],
+        skills=catalog,
+        trace=trace_path,
+    )
+    result = agent.run_sync("add")
+    assert results(result)["calc__add"] == [(None, "42")]
+    starts = [e for e in read_trace(trace_path) if e["type"] == "tool_start"]
+    assert [(e["name"], e.get("via")) for e in starts] == [
+        ("load_skill", None),
+        ("calc__add", "call_skill_tool"),
+    ]
+
+
+def test_dispatched_arguments_are_checked_against_the_tools_own_schema(
+    catalog: SkillCatalog,
+) -> None:
+    calls = [
+        {"tool": "calc__add", "arguments": {"a": 2}},  # b is missing
+        {"tool": "calc__add", "arguments": "not json"},
+        {"tool": "calc__add", "arguments": [1, 2]},
+        {"arguments": {"a": 1, "b": 2}},  # no tool named
+        {"tool": "calc__nothing"},
+        {"tool": "call_skill_tool", "arguments": {"tool": "calc__add"}},
+        {"tool": "load_skill", "arguments": {"name": "notes"}},  # advertised: call it directly
+    ]
+    agent, _ = scripted_agent(
+        [
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "calc"}}]},
+            {"tool_calls": [{"name": "call_skill_tool", "arguments": c} for c in calls]},
+            {"content": "done"},
+        ],
+        skills=catalog,
+    )
+    result = agent.run_sync("add")
+    outcomes = [(m.error_type, m.content or "") for m in result.messages if m.role == "tool"][1:]
+    kinds = [kind for kind, _ in outcomes]
+    assert kinds[:5] == [
+        "invalid_arguments",
+        "invalid_arguments",
+        "invalid_arguments",
+        "invalid_arguments",
+        "unknown_tool",
+    ]
+    assert "b" in outcomes[0][1] and "required" in outcomes[0][1].lower()
+    assert "calc__add" in outcomes[4][1]  # the unknown-tool answer lists the callable tools
+    assert outcomes[5] == ("invalid_arguments", "call_skill_tool cannot call itself.")
+    assert outcomes[6] == (
+        "invalid_arguments",
+        "load_skill is one of your tools: call it directly.",
+    )
+    assert "notes" not in str(result.output)
+
+
+def test_a_tool_not_loaded_cannot_be_reached_through_the_dispatcher(
+    catalog: SkillCatalog,
+) -> None:
+    # The hostile model names a skill's tool without loading the skill first.
+    dispatch = {"tool": "calc__add", "arguments": {"a": 1, "b": 1}}
+    agent, _ = scripted_agent(
+        [
+            {"tool_calls": [{"name": "call_skill_tool", "arguments": dispatch}]},
+            {"tool_calls": [{"name": "calc__add", "arguments": {"a": 1, "b": 1}}]},
+            {"content": "done"},
+        ],
+        skills=catalog,
+    )
+    result = agent.run_sync("add")
+    kinds = [m.error_type for m in result.messages if m.role == "tool"]
+    assert kinds == ["unknown_tool", "unknown_tool"]
+
+
+def test_with_stable_tools_off_the_schemas_are_appended_to_the_array(
+    catalog: SkillCatalog,
+) -> None:
+    agent, model = scripted_agent(
+        [
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "calc"}}]},
+            {"tool_calls": [{"name": "calc__add", "arguments": {"a": 2, "b": 3}}]},
+            {"content": "5"},
+        ],
+        tools=[echo],
+        skills=SkillsExtension(catalog, stable_tools=False),
+    )
+    result = agent.run_sync("add 2 and 3")
+    before = ["echo", "load_skill", "read_skill_file", "search_skills"]
+    assert tool_names(model, 0) == before
+    assert tool_names(model, 1) == [*before, "calc__add", "calc__shout"]
+    assert model.requests[1].tools[4].parameters["required"] == ["a", "b"]
+    [(_, text)] = results(result)["load_skill"]
+    assert "- calc__add: Add two numbers." in text and '"required"' not in text
+    assert results(result)["calc__add"] == [(None, "5")]
+
+
+def test_skills_loaded_in_one_turn_list_their_tools_in_the_models_order(tmp_path: Path) -> None:
     for name in ("zeta", "alpha"):
         write_skill(tmp_path, name, tools=TOOLS)
     agent, model = scripted_agent(
@@ -110,7 +215,7 @@ def test_skills_loaded_in_one_turn_add_tools_in_the_models_order(tmp_path: Path)
             },
             {"content": "done"},
         ],
-        skills=[tmp_path],
+        skills=SkillsExtension(SkillCatalog([tmp_path]), stable_tools=False),
     )
     agent.run_sync("go")
     assert tool_names(model, 1)[3:] == ["zeta__add", "zeta__shout", "alpha__add", "alpha__shout"]
@@ -267,6 +372,7 @@ def test_skills_extension_accepts_folders_catalogs_and_extensions(tmp_path: Path
         "load_skill",
         "read_skill_file",
         "search_skills",
+        "call_skill_tool",  # a skill with tools may be loaded (the built-in ones)
     ]
     with pytest.raises(TypeError):
         skills_extension(42)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
 from .approval import Refusal, admit
+from .dispatch import DISPATCH_TOOL, target, unwrap
 from .threads import ExitFromCode
 from .tools import ArgumentsError, Tool, ToolContext, render_result
 
@@ -106,7 +107,7 @@ class ToolBatch:
     def _groups(self) -> Iterator[list[int]]:
         group: list[int] = []
         for index, call in enumerate(self.calls):
-            found = self.context.toolset.get(call.name)
+            found = target(call, self.context.toolset)
             if found is not None and found.exclusive:
                 if group:
                     yield group
@@ -120,7 +121,13 @@ class ToolBatch:
     async def _run_one(self, index: int) -> None:
         if self.results[index] is not None:
             return
-        call = self.calls[index]
+        outer = self.calls[index]
+        unwrapped = unwrap(outer, self.context.toolset)
+        call = unwrapped.call  # a dispatched call runs as the call it stands for
+        if unwrapped.error is not None:
+            error = Message.tool_result(call, unwrapped.error, error_type="invalid_arguments")
+            self._set(index, error)
+            return
         found = self.context.toolset.get(call.name)
         if found is None:
             text = self._unknown_tool_text(call.name)
@@ -137,14 +144,21 @@ class ToolBatch:
             return
         async with self._slots:
             self.started[index] = True
-            self._set(index, await self._invoke(found, call, kwargs, admitted))
+            dispatched = call is not outer
+            self._set(index, await self._invoke(found, call, kwargs, admitted, dispatched))
 
     async def _invoke(
-        self, found: Tool, call: ToolCall, kwargs: dict[str, object], context: ToolContext
+        self,
+        found: Tool,
+        call: ToolCall,
+        kwargs: dict[str, object],
+        context: ToolContext,
+        dispatched: bool = False,
     ) -> Message:
         trace, agent = context.trace, context.agent
+        via = {"via": DISPATCH_TOOL} if dispatched else {}
         if trace is not None:
-            trace.emit("tool_start", agent, call_id=call.id, name=call.name)
+            trace.emit("tool_start", agent, call_id=call.id, name=call.name, **via)
         began = time.perf_counter()
         text, kind = await self._outcome(found, kwargs, context)
         if len(text) > self.max_result_chars:

@@ -2,6 +2,8 @@
 
 A call reserves its input estimate plus its output reserve before it is made and settles what
 the provider reports afterwards; `scoped(cap)` gives one agent a cap inside a shared budget.
+A budget may also cap money (`max_cost`, US dollars): a call then reserves the most it could
+cost and settles what it did cost, exactly as for tokens.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ class Reservation:
     budget: TokenBudget
     parent: Reservation | None = None
     open: bool = True
+    cost: float = 0.0
 
 
 class TokenBudget:
@@ -30,14 +33,43 @@ class TokenBudget:
     is capped on its own and also charges this one, so a sub-agent's cap is never extra.
     """
 
-    def __init__(self, max_tokens: int | None = None, *, parent: TokenBudget | None = None) -> None:
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        *,
+        parent: TokenBudget | None = None,
+        max_cost: float | None = None,
+    ) -> None:
         if max_tokens is not None and max_tokens < 0:
             raise ConfigError(f"max_tokens must be positive, got {max_tokens}")
+        if max_cost is not None and max_cost < 0:
+            raise ConfigError(f"max_cost must be positive, got {max_cost}")
         self.max_tokens = max_tokens
+        self.max_cost = max_cost
         self.parent = parent
         self.used = 0
         self.reserved = 0
+        self.spent = 0.0
+        self.reserved_cost = 0.0
         self._lock = threading.Lock()
+
+    @property
+    def caps_cost(self) -> bool:
+        """Whether this budget or one above caps money."""
+        return self.max_cost is not None or (self.parent is not None and self.parent.caps_cost)
+
+    @property
+    def remaining_cost(self) -> float | None:
+        """Dollars neither spent nor reserved, here and above; None if money is not capped."""
+        own = (
+            None
+            if self.max_cost is None
+            else max(0.0, self.max_cost - self.spent - self.reserved_cost)
+        )
+        above = self.parent.remaining_cost if self.parent else None
+        if own is None or above is None:
+            return own if above is None else above
+        return min(own, above)
 
     @property
     def remaining(self) -> int | None:
@@ -50,40 +82,48 @@ class TokenBudget:
             return own if above is None else above
         return min(own, above)
 
-    def try_reserve(self, tokens: int) -> Reservation | None:
-        """Set `tokens` aside, or return None if this budget or one above cannot cover them."""
+    def try_reserve(self, tokens: int, cost: float = 0.0) -> Reservation | None:
+        """Set `tokens` (and `cost` dollars) aside, or return None if this budget or one above
+        cannot cover them."""
         parent, parent_reservation = self.parent, None
         if parent is not None:
-            parent_reservation = parent.try_reserve(tokens)
+            parent_reservation = parent.try_reserve(tokens, cost)
             if parent_reservation is None:
                 return None
         with self._lock:
-            if self.max_tokens is not None and self.used + self.reserved + tokens > self.max_tokens:
-                covered = False
-            else:
+            over_tokens = (
+                self.max_tokens is not None and self.used + self.reserved + tokens > self.max_tokens
+            )
+            over_cost = (
+                self.max_cost is not None
+                and self.spent + self.reserved_cost + cost > self.max_cost + 1e-12
+            )
+            covered = not (over_tokens or over_cost)
+            if covered:
                 self.reserved += tokens
-                covered = True
+                self.reserved_cost += cost
         if not covered:
             if parent is not None and parent_reservation is not None:
                 parent.release(parent_reservation)
             return None
-        return Reservation(tokens, self, parent_reservation)
+        return Reservation(tokens, self, parent_reservation, cost=cost)
 
-    def record_spent(self, tokens: int) -> None:
-        """Count tokens spent before this budget existed (the earlier attempts of a resumed
-        run) as used, here only: a budget above counts them on its own."""
+    def record_spent(self, tokens: int, cost: float = 0.0) -> None:
+        """Count tokens (and dollars) spent before this budget existed (the earlier attempts
+        of a resumed run) as used, here only: a budget above counts them on its own."""
         with self._lock:
             self.used += max(0, tokens)
+            self.spent += max(0.0, cost)
 
-    def settle(self, reservation: Reservation, used: int) -> None:
-        """Replace a reservation by what the call really used."""
-        self._close(reservation, used)
+    def settle(self, reservation: Reservation, used: int, cost: float = 0.0) -> None:
+        """Replace a reservation by what the call really used (and cost)."""
+        self._close(reservation, used, cost)
 
     def release(self, reservation: Reservation) -> None:
         """Give a reservation back unused (the call never happened)."""
-        self._close(reservation, 0)
+        self._close(reservation, 0, 0.0)
 
-    def _close(self, reservation: Reservation, used: int) -> None:
+    def _close(self, reservation: Reservation, used: int, cost: float) -> None:
         if reservation.budget is not self:
             raise ValueError("reservation belongs to another budget")
         with self._lock:
@@ -91,13 +131,18 @@ class TokenBudget:
                 return
             reservation.open = False
             self.reserved -= reservation.tokens
+            self.reserved_cost -= reservation.cost
             self.used += used
+            self.spent += cost
         if reservation.parent is not None:
-            reservation.parent.budget._close(reservation.parent, used)
+            reservation.parent.budget._close(reservation.parent, used, cost)
 
-    def scoped(self, max_tokens: int | None) -> TokenBudget:
-        """A budget capped at `max_tokens` that also draws from this one."""
-        return TokenBudget(max_tokens, parent=self)
+    def scoped(self, max_tokens: int | None, max_cost: float | None = None) -> TokenBudget:
+        """A budget capped at `max_tokens` (and `max_cost`) that also draws from this one."""
+        return TokenBudget(max_tokens, parent=self, max_cost=max_cost)
 
     def __repr__(self) -> str:
-        return f"TokenBudget(max={self.max_tokens}, used={self.used}, reserved={self.reserved})"
+        cost = f", max_cost={self.max_cost}, spent={self.spent:.6f}" if self.max_cost else ""
+        return (
+            f"TokenBudget(max={self.max_tokens}, used={self.used}, reserved={self.reserved}{cost})"
+        )

@@ -13,27 +13,25 @@ section to the system prompt and tools, from the layers above.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError, UntrustedUsage
-from ..messages import Message, ToolCall, Transcript, Usage
+from ..errors import ModelError
+from ..messages import Message, ToolCall, Transcript
 from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
 from ..models.registry import resolve_model
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
-from .accounting import charge
 from .approval import Approver
 from .batch import ToolBatch
-from .budget import Reservation, TokenBudget
+from .budget import TokenBudget
 from .extension import Extension, assemble, guards_of
-from .model_call import choice_name, complete
 from .repeats import REPEAT_WARN_AT
 from .results import RunResult, Status
 from .resume import resume_run
+from .spend import reserve, send
 from .state import RunState
 from .tools import Tool, ToolContext, Toolset
 
@@ -193,7 +191,7 @@ class AgentLoop:
         view = state.transcript.view()
         input_tokens = self.counter.count_request(view, specs)
         output_reserve = max_output_tokens or self.max_output_tokens
-        reservation = state.budget.try_reserve(input_tokens + output_reserve)
+        reservation = reserve(state.budget, self.model, input_tokens, output_reserve)
         if reservation is None:
             return None
         request = ModelRequest(
@@ -205,47 +203,7 @@ class AgentLoop:
             input_tokens=input_tokens,
             on_event=state.on_event,
         )
-        return await self._send(state, request, reservation)
-
-    async def _send(
-        self, state: RunState, request: ModelRequest, reservation: Reservation
-    ) -> ModelResponse:
-        began = time.perf_counter()
-        response = await complete(self.model, request, state.budget, reservation)
-        charged = charge(
-            response.usage,
-            response.raw_usage,
-            lambda: Usage.of(
-                request.input_tokens or 0, self.counter.count_message(response.message)
-            ),
-            reservation.tokens,
-        )
-        usage = charged.usage
-        state.budget.settle(reservation, usage.total_tokens)
-        state.usage = state.usage + usage
-        state.steps += 1
-        trace = state.context.trace
-        if trace is not None:
-            doubt = {"usage_doubt": charged.doubt, "usage_raw": response.raw_usage}
-            trace.emit(
-                "model_call",
-                self.name,
-                step=state.steps,
-                model=self.model.name,
-                response_model=response.extra.get("model"),
-                response_id=response.extra.get("id"),
-                tool_choice=choice_name(request),
-                input_estimate=request.input_tokens,
-                usage=usage.model_dump(),
-                reported=response.usage is not None and charged.doubt is None,
-                finish_reason=response.finish_reason,
-                duration_ms=round((time.perf_counter() - began) * 1000, 3),
-                budget_remaining=state.budget.remaining,
-                **(doubt if charged.doubt else {}),
-            )
-        if charged.absurd:
-            raise UntrustedUsage(f"{charged.doubt}; the run was stopped", provider=self.model.name)
-        return response
+        return await send(self.name, self.model, self.counter, state, request, reservation)
 
     async def run_tools(
         self, state: RunState, calls: Sequence[ToolCall], known: Sequence[Message | None] = ()
@@ -367,6 +325,7 @@ class AgentLoop:
             output=output,
             messages=list(state.transcript),
             usage=state.usage,
+            cost=state.cost,
             steps=state.steps,
             error=error,
             children=list(state.context.children),
@@ -379,7 +338,8 @@ class AgentLoop:
                 status=status,
                 output=output,
                 steps=state.steps,
-                usage=state.usage.model_dump(),
+                usage=state.usage.record(),
+                **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
                 error=error,
             )
 

@@ -13,14 +13,19 @@ import asyncio
 from ..errors import ModelError
 from ..models.base import ChatModel, ModelRequest, ModelResponse
 from .budget import Reservation, TokenBudget
+from .warmup import warm_prefix
 
 
 async def complete(
     model: ChatModel, request: ModelRequest, budget: TokenBudget, reservation: Reservation
 ) -> ModelResponse:
-    """`model.complete(request)`; on any failure the reservation goes back to the budget."""
+    """`model.complete(request)`; on any failure the reservation goes back to the budget.
+
+    A request whose prompt prefix another request is writing to the provider's cache right
+    now waits for it first (warmup.py)."""
     try:
-        return await model.complete(request)
+        async with warm_prefix(model, request):
+            return await model.complete(request)
     except BaseException as exc:
         budget.release(reservation)
         error = _as_model_error(exc)

@@ -26,9 +26,27 @@ class RunResult(BaseModel):
     output: str = ""
     messages: list[Message] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    cost: float | None = Field(
+        default=None, description="US dollars this agent's calls cost; None when unpriced."
+    )
     steps: int = 0
     error: str | None = None
     children: list[TaskResult] = Field(default_factory=list)
+
+    def cost_by_agent(self) -> dict[str, float]:
+        """Cost of this agent and every descendant that has one, keyed by agent path."""
+        costs = {self.agent: self.cost} if self.cost is not None else {}
+        for child in self.children:
+            if child.run is not None:
+                for agent, cost in child.run.cost_by_agent().items():
+                    costs[agent] = costs.get(agent, 0.0) + cost
+        return costs
+
+    @property
+    def total_cost(self) -> float | None:
+        """US dollars of the whole tree; None when no call of it had a price."""
+        costs = self.cost_by_agent()
+        return sum(costs.values()) if costs else None
 
     def usage_by_agent(self) -> dict[str, Usage]:
         """Usage of this agent and every descendant, keyed by agent path."""
@@ -62,6 +80,9 @@ class TaskResult(BaseModel):
     depends_on: list[str] = Field(default_factory=list)
     usage: Usage = Field(
         default_factory=Usage, description="Tokens of the task's agent and every agent it forked."
+    )
+    cost: float | None = Field(
+        default=None, description="US dollars of the task's tree; None when unpriced."
     )
     steps: int = 0
     started_at: float | None = None

@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message, ToolCall
 from ..trace import AgentRecord, Trace
+from .dispatch import target
 from .state import CutTurn, RunState
 from .tools import ToolContext, Toolset
 
@@ -69,7 +70,7 @@ def resume_run(
         return {}
     spent = None if shared_budget else checkpoint.subtree_usage(path).total_tokens
     kept = resume_state(state, record, extensions=extensions, notes=notes, spent=spent)
-    return {"resumed": True, "kept": kept, "steps": state.steps, "usage": state.usage.model_dump()}
+    return {"resumed": True, "kept": kept, "steps": state.steps, "usage": state.usage.record()}
 
 
 def resume_state(
@@ -154,5 +155,5 @@ def _answer(
 
 
 def _resumable(call: ToolCall, toolset: Toolset) -> bool:
-    found = toolset.get(call.name)
+    found = target(call, toolset)
     return found is not None and found.resumable

@@ -37,6 +37,7 @@ class RunState:
     budget: TokenBudget
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
+    cost: float | None = None  # US dollars, when the model has a price
     repeats: RepeatDetector = field(default_factory=RepeatDetector)
     batch: ToolBatch | None = None
     result: RunResult | None = None

@@ -36,26 +36,36 @@ _ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 class Toolset:
     """The tools of one agent run, in the order they were added.
 
-    Tools may be added while the run goes on (a loaded skill adds its own); they are appended,
-    so the schemas sent before keep their place and provider prompt caches stay warm.
+    Tools may be added while the run goes on (a loaded skill adds its own). A tool added with
+    `advertise=False` can be called but is not in `specs`, the tools array every request
+    sends: that array then stays the same from the first request to the last, and provider
+    prompt caches keep the whole prefix (see dispatch.py). Advertised tools added later are
+    appended, so the schemas sent before keep their place.
     """
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
+        self._advertised: set[str] = set()
         for item in tools:
             self.add(item)
 
-    def add(self, item: Tool) -> bool:
+    def add(self, item: Tool, *, advertise: bool = True) -> bool:
         """Add a tool; False if one of that name is already there (the first one stays)."""
         if item.name in self._tools:
             return False
         self._tools[item.name] = item
-        self._specs = (*self._specs, item.spec)
+        if advertise:
+            self._specs = (*self._specs, item.spec)
+            self._advertised.add(item.name)
         return True
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def advertised(self, name: str) -> bool:
+        """Whether the tool is in the tools array the model is sent."""
+        return name in self._advertised
 
     @property
     def names(self) -> list[str]:

@@ -203,8 +203,11 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         "output": result.output,
         "output_step": result.output_step,
         "usage": result.usage.model_dump(),
+        "cost": result.cost,
         "steps": [
-            step.model_dump(include={"id", "agent", "status", "output", "reason", "usage", "steps"})
+            step.model_dump(
+                include={"id", "agent", "status", "output", "reason", "usage", "cost", "steps"}
+            )
             for step in result.steps
         ],
         "trace": result.trace,

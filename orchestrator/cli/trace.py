@@ -23,6 +23,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     show = actions.add_parser("show", help="summarize a run from its trace")
     show.add_argument("path", metavar="TRACE", help="a trace file, or `last` (the newest run)")
     show.add_argument("--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks")
+    show.add_argument(
+        "--json", action="store_true", help="the summary as one JSON object (tokens, cache, cost)"
+    )
     show.set_defaults(handler=show_command)
     listing = actions.add_parser("list", help="recent runs, newest first")
     listing.add_argument(
@@ -45,9 +48,13 @@ def show_command(args: argparse.Namespace) -> int:
     if not events:
         print(f"error: {path} is not a trace: it holds no events", file=sys.stderr)
         return EXIT_SPEC_ERROR
+    summary = summarize(events, live=is_locked(path))
+    if args.json:
+        print(json.dumps({"trace": str(path), **summary.as_dict()}))
+        return EXIT_OK
     if args.path == "last":
         print(f"trace: {path}")
-    print(render(summarize(events, live=is_locked(path))))
+    print(render(summary))
     return EXIT_OK
 
 

@@ -49,6 +49,12 @@ class JobResult(BaseModel):
     steps: list[TaskResult] = Field(default_factory=list)
     trace: str | None = None
 
+    @property
+    def cost(self) -> float | None:
+        """US dollars of every step's tree; None when no call had a price."""
+        costs = [step.cost for step in self.steps if step.cost is not None]
+        return sum(costs) if costs else None
+
     def step(self, step_id: str) -> TaskResult:
         for result in self.steps:
             if result.id == step_id:
@@ -96,10 +102,12 @@ class StepAgents(Protocol):
 
     def resolve(self, model: ModelSettings | None) -> ChatModel: ...
 
+    def new_budget(self) -> TokenBudget: ...
+
 
 class JobRunner:
     """Runs one job's steps with the model, catalogs and permissions of `orchestrator`, on
-    a budget of its own (the orchestrator's `max_tokens`) or the `budget` given."""
+    a budget of its own (`orchestrator.new_budget()`) or the `budget` given."""
 
     def __init__(
         self,
@@ -115,7 +123,7 @@ class JobRunner:
         self.trace = trace
         self.stream = stream
         # A budget given is shared with other jobs (a batch's): it counts their spend itself.
-        self.budget = budget if budget is not None else TokenBudget(orchestrator.max_tokens)
+        self.budget = budget if budget is not None else orchestrator.new_budget()
         if budget is None and trace is not None and trace.checkpoint is not None:
             self.budget.record_spent(trace.checkpoint.usage.total_tokens)
         self.outputs: dict[str, str] = {}
@@ -185,7 +193,7 @@ class JobRunner:
 
     def _end(self, result: JobResult) -> JobResult:
         if self.trace is not None:
-            self.trace.emit("job_end", "job", status=result.status, usage=result.usage.model_dump())
+            self.trace.emit("job_end", "job", status=result.status, usage=result.usage.record())
         return result
 
     def _step_ended(self, result: TaskResult) -> None:

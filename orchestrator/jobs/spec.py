@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from ..models import ModelSettings
+from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..tasks import GENERAL as GENERAL_AGENT
 from ..tasks import build_graph, suggest
@@ -104,6 +105,9 @@ class Budget(BaseModel):
 
     max_tokens: Positive | None = None
     """Tokens (prompt and completion) for every model call of the job together; none: no cap."""
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    """US dollars for every model call of the job together, priced with `prices`; every model
+    the job uses must then have a price. None: no cap."""
     max_steps: Positive = 20
     """The most model calls any one agent of the job may make; a sub-agent definition's
     own `max_steps` may lower it, never raise it."""
@@ -195,6 +199,9 @@ class Job(BaseModel):
     """Step whose output is the job's output; defaults to the last step."""
     trace: Location | None = None
     """JSONL trace file to write; `--trace` overrides it."""
+    prices: dict[str, Price] | Location = Field(default_factory=dict)
+    """Model prices over the built-in table (`provider:model: {input, output, cached_input,
+    cache_write}`, US dollars per million tokens), or a YAML/JSON file of them."""
 
     _source: Path | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -209,6 +216,12 @@ class Job(BaseModel):
         self._source = context.get("source")
         self._dotenv = dict(context.get("dotenv") or {})
         return self
+
+    def price_overrides(self) -> dict[str, Price]:
+        """The spec's prices (read from their file when `prices` names one)."""
+        if isinstance(self.prices, Path):
+            return load_prices(self.prices)
+        return parse_prices(self.prices, "prices")
 
     @property
     def source(self) -> Path | None:

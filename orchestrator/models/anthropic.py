@@ -193,7 +193,9 @@ class EventAssembler:
         counts = [usage_count(self.usage.get(key) or 0) for key in keys]
         if not {"input_tokens", "output_tokens"} <= self.usage.keys() or None in counts:
             return None
-        return Usage.of(sum(counts[:-1]), counts[-1])
+        fresh, written, read, output = (count or 0 for count in counts)
+        cached = {"cache_read": max(0, read), "cache_write": max(0, written)}
+        return Usage.of(fresh + written + read, output, **cached)
 
 
 def _tool_call(block: _Block) -> ToolCall:

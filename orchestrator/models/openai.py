@@ -321,9 +321,19 @@ def _usage(raw: Any) -> Usage | None:
     completion = usage_count(raw.get("completion_tokens"))
     if prompt is None or completion is None:
         return None
-    usage = Usage.of(prompt, completion)
+    usage = Usage.of(prompt, completion, cache_read=min(prompt, _cached_prompt_tokens(raw)))
     total = usage_count(raw.get("total_tokens"))
     return usage.model_copy(update={"total_tokens": total}) if total is not None else usage
+
+
+def _cached_prompt_tokens(raw: Mapping[str, Any]) -> int:
+    """Prompt tokens served from the provider's cache: OpenAI's
+    `prompt_tokens_details.cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`."""
+    details = raw.get("prompt_tokens_details")
+    cached = usage_count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    if cached is None:
+        cached = usage_count(raw.get("prompt_cache_hit_tokens"))
+    return max(0, cached or 0)
 
 
 def _reasoning(part: Mapping[str, Any]) -> str | None:

@@ -1,9 +1,12 @@
 """The meta-tools that give an agent its skills, one level at a time, and `skills_extension`.
 
 - `load_skill(name, arguments="")` (level 1): the SKILL.md body (with `$ARGUMENTS` and
-  `${CLAUDE_SKILL_DIR}` filled in) and the skill's tools (names and one-line descriptions)
-  come back; the tools' full schemas are appended to the run's toolset, so they are in every
-  request from the next one on, after the tools that were already there. A `context: fork`
+  `${CLAUDE_SKILL_DIR}` filled in) and the skill's tools with their full schemas come back.
+  The tools become callable, but the tools array the model is sent does not change (so the
+  provider's prompt cache keeps the whole prefix): the model calls them by name or through
+  `call_skill_tool` (agent/dispatch.py), which is in the array from the first request when
+  a skill with tools could be loaded. With `stable_tools=False` their schemas are appended
+  to the array instead, and the observation lists them by name only. A `context: fork`
   skill runs as a sub-agent instead (through the run's fork extension, `SkillForker`), and
   the sub-agent's answer comes back.
 - `read_skill_file(skill, path)` (level 2): a file inside the skill's folder, size-capped.
@@ -26,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..agent import Tool, ToolContext
 from ..agent.approval import Refusal
+from ..agent.dispatch import dispatcher
 from ..agent.threads import run_in_thread
 from ..errors import ToolError
 from ..messages import Message, ToolCall
@@ -35,18 +39,16 @@ from ..trace import AgentRecord
 from .allowed import ToolRule, first_refusal, tool_rule
 from .body import substitute
 from .catalog import SkillCatalog
-from .files import DEFAULT_MAX_FILE_CHARS, list_files, read_file
+from .files import DEFAULT_MAX_FILE_CHARS, read_file
 from .index import DEFAULT_INDEX_TOKENS
 from .loader import read_body
+from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .skill import LoadedSkill, SkillError, SkillInfo
 
 STATE_KEY = "skills.loaded"
 RULES_KEY = "skills.rules"
 MAX_SEARCH_RESULTS = 20
-MAX_TOOL_LINE = 200
-MAX_FILES_SHOWN = 50
-_SELF_FILES = frozenset({"SKILL.md", "skill.md", "tools.py"})
 
 __all__ = ["SkillForker", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
 
@@ -63,7 +65,8 @@ class SkillsExtension:
 
     `preload` names skills the agent starts with loaded (preload.py); `running` is the skill a
     forked sub-agent runs (its tools and limits, not its instructions: those are its task).
-    `allows` filters the tools loaded skills add (a sub-agent's tool limit).
+    `allows` filters the tools loaded skills add (a sub-agent's tool limit). `stable_tools`
+    keeps the tools array of every request the same (see the module's docstring).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class SkillsExtension:
         preload: Sequence[str] = (),
         running: str | None = None,
         allows: Callable[[str], bool] | None = None,
+        stable_tools: bool = True,
     ) -> None:
         self.catalog = catalog
         self.index_tokens = index_tokens
@@ -84,6 +88,7 @@ class SkillsExtension:
         self.preload = list(preload)
         self.running = running
         self.allows = allows or (lambda _: True)
+        self.stable_tools = stable_tools
         self.permissions = Permissions()
         self.forker: SkillForker | None = None
         self._prompt: str | None = None
@@ -127,7 +132,18 @@ class SkillsExtension:
             Tool(self.read_skill_file, resumable=True),
             Tool(self.search_skills, resumable=True),
         ]
+        if self.stable_tools and self._loadable_tools():
+            meta.append(dispatcher())
         return meta + [t for item in self.preloaded for t in item.tools]
+
+    def _loadable_tools(self) -> bool:
+        """Whether loading a skill could give tools (the dispatcher is then needed)."""
+        given = self._preloaded_names()
+        return any(
+            info.has_tools and not info.forks and info.name not in given
+            for info in self.catalog
+            if info.model_invocable
+        )
 
     def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
         """Refuse a call that an active skill's `allowed-tools` does not allow."""
@@ -176,14 +192,15 @@ class SkillsExtension:
         allowed = [
             t for t in skill.tools if self.allows(t.name) and first_refusal(t.name, active) is None
         ]
-        added = [t.name for t in allowed if ctx.toolset.add(t)]
+        added = [t.name for t in allowed if ctx.toolset.add(t, advertise=not self.stable_tools)]
         already = [t.name for t in allowed if t.name not in added]
         loaded.add(info.name)
         if rule is not None:
             rules.append(rule)
         if ctx.trace is not None:
             ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
-        return render_loaded(skill, arguments, rule, shown=[*added, *already])
+        shown = [*added, *already]
+        return render_loaded(skill, arguments, rule, shown=shown, schemas=self.stable_tools)
 
     async def _read(self, info: SkillInfo, ctx: ToolContext) -> LoadedSkill:
         refusal = untrusted_code(info, Permissions.coerce(ctx.permissions))
@@ -241,7 +258,7 @@ class SkillsExtension:
             active = [*self._static_rules(), *rules, *([rule] if rule else [])]
             for item in skill.tools:
                 if self.allows(item.name) and first_refusal(item.name, active) is None:
-                    context.toolset.add(item)
+                    context.toolset.add(item, advertise=not self.stable_tools)
             loaded.add(info.name)
             given.add(info.name)
             if rule is not None:
@@ -308,45 +325,6 @@ def loaded_in(messages: Sequence[Message]) -> list[str]:
             if isinstance(name, str) and name not in names:
                 names.append(name)
     return names
-
-
-def render_loaded(
-    skill: LoadedSkill,
-    arguments: str = "",
-    rule: ToolRule | None = None,
-    shown: Sequence[str] | None = None,
-) -> str:
-    """The observation of `load_skill`: instructions, tools (those in `shown`, when given:
-    the ones this agent may call), and files to read on demand."""
-    body = substitute(skill.body, skill.info.folder, arguments)
-    parts = [f"# Skill: {skill.name}\nFolder: {skill.info.folder}", body or "(no instructions)"]
-    tools = [t for t in skill.tools if shown is None or t.name in shown]
-    if tools:
-        lines = [f"- {t.name}: {_one_line(t.description)}" for t in tools]
-        parts.append("## Tools of this skill (callable from your next step)\n" + "\n".join(lines))
-    withheld = [t.name for t in skill.tools if t not in tools]
-    if withheld:
-        parts.append(f"(Not callable by this agent, which is limited: {', '.join(withheld)}.)")
-    if rule is not None:
-        parts.append(
-            "## Tools allowed from now on\nWhile this skill is active (the rest of this run), "
-            f"only these tools may be called ({rule.written}): {rule.described()}."
-        )
-    files = [f for f in list_files(skill.info, limit=MAX_FILES_SHOWN + 2) if f not in _SELF_FILES]
-    if files:
-        shown = files[:MAX_FILES_SHOWN]
-        more = f"\n- ... and {len(files) - len(shown)} more" if len(files) > len(shown) else ""
-        parts.append(
-            "## Files in this skill's folder (read_skill_file reads them)\n"
-            + "\n".join(f"- {f}" for f in shown)
-            + more
-        )
-    return "\n\n".join(parts)
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= MAX_TOOL_LINE else line[: MAX_TOOL_LINE - 3] + "..."
 
 
 def skills_extension(skills: Any, **options: Any) -> SkillsExtension:

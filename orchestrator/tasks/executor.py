@@ -85,6 +85,7 @@ async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -
         output=run.output,
         reason=reason,
         usage=run.total_usage,
+        cost=run.total_cost,
         steps=run.steps,
         ended_at=time.time(),
         run=run,

@@ -139,7 +139,7 @@ class GraphRun:
             id=result.id,
             status=result.status,
             reason=result.reason,
-            usage=result.usage.model_dump(),
+            usage=result.usage.record(),
             **fields,
         )
         if self.on_result is not None:

@@ -243,6 +243,8 @@ def _usage(value: object) -> Usage:
         input_tokens=_int(data.get("input_tokens"), 0),
         output_tokens=_int(data.get("output_tokens"), 0),
         total_tokens=_int(data.get("total_tokens"), 0),
+        cache_read_tokens=_int(data.get("cache_read_tokens"), 0),
+        cache_write_tokens=_int(data.get("cache_write_tokens"), 0),
     )
 
 

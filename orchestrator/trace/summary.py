@@ -2,8 +2,9 @@
 
 Used by `orchestrator trace show`: the run's id and attempts, the DAG of agents (each nested
 under the agent that forked it, with its full path where the short name is ambiguous) with
-their statuses and dependencies, tokens and steps per agent over every attempt, the skills each
-loaded, and every error.
+their statuses and dependencies, tokens (with the input served from and written to the
+provider's prompt cache), cost when the calls were priced, and steps per agent over every
+attempt, the skills each loaded, and every error.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ class AgentSummary:
     status: str = "not started"
     steps: int = 0
     tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float | None = None
     depends_on: list[str] = field(default_factory=list)
     reason: str | None = None
     started: float | None = None
@@ -66,6 +70,42 @@ class RunSummary:
     @property
     def total_tokens(self) -> int:
         return sum(a.tokens for a in self.agents.values())
+
+    @property
+    def total_cost(self) -> float | None:
+        costs = [a.cost for a in self.agents.values() if a.cost is not None]
+        return sum(costs) if costs else None
+
+    def as_dict(self) -> dict[str, object]:
+        """The summary as JSON-ready data (`trace show --json`)."""
+        agents = [
+            {
+                "path": a.path,
+                "status": a.status,
+                "steps": a.steps,
+                "tokens": a.tokens,
+                "cache_read_tokens": a.cache_read,
+                "cache_write_tokens": a.cache_write,
+                "cost": a.cost,
+                "seconds": a.seconds,
+                "depends_on": a.depends_on,
+                "skills": a.skills,
+                "reason": a.reason,
+            }
+            for a in self.tree()
+        ]
+        return {
+            "run": self.run_id,
+            "attempts": self.attempts,
+            "job": self.job,
+            "job_status": self.job_status,
+            "tokens": self.total_tokens,
+            "cache_read_tokens": sum(a.cache_read for a in self.agents.values()),
+            "cache_write_tokens": sum(a.cache_write for a in self.agents.values()),
+            "cost": self.total_cost,
+            "agents": agents,
+            "errors": self.errors,
+        }
 
     def tree(self) -> list[AgentSummary]:
         """Every agent, each under the agent that forked it, in order of appearance."""
@@ -126,7 +166,17 @@ def _run_start(summary: RunSummary, event: Event) -> None:
 def _model_call(summary: RunSummary, event: Event) -> None:
     agent = summary.agent(event["agent"])
     agent.steps = event["step"]
-    agent.tokens += event["usage"]["total_tokens"]
+    usage = event["usage"]
+    agent.tokens += usage["total_tokens"]
+    agent.cache_read += _count(usage.get("cache_read_tokens"))
+    agent.cache_write += _count(usage.get("cache_write_tokens"))
+    cost = event.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        agent.cost = (agent.cost or 0.0) + float(cost)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _task_end(summary: RunSummary, event: Event) -> None:
@@ -180,7 +230,13 @@ def render(summary: RunSummary) -> str:
     if summary.run_id:
         attempts = "1 attempt" if summary.attempts <= 1 else f"{summary.attempts} attempts, resumed"
         lines.append(f"run {summary.run_id} ({attempts})")
-    lines.append(f"{len(summary.agents)} agents, {summary.total_tokens:,} tokens")
+    read = sum(a.cache_read for a in summary.agents.values())
+    written = sum(a.cache_write for a in summary.agents.values())
+    lines.append(
+        f"{len(summary.agents)} agents, {summary.total_tokens:,} tokens"
+        + _cache_text(read, written)
+        + (f", {_dollars(summary.total_cost)}" if summary.total_cost is not None else "")
+    )
     if summary.skipped_lines:
         lines.append(f"{summary.skipped_lines} unreadable lines skipped")
     lines.append("")
@@ -204,6 +260,9 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
     line = f"{'  ' * depth}{name}  [{agent.status}]"
     if agent.status != "skipped":
         line += f"  steps {agent.steps}  tokens {agent.tokens:,}"
+        line += _cache_text(agent.cache_read, agent.cache_write)
+        if agent.cost is not None:
+            line += f"  {_dollars(agent.cost)}"
     if agent.seconds is not None:
         line += f"  {agent.seconds:.2f}s"
     if agent.depends_on:
@@ -215,3 +274,14 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
     if agent.reason:
         line += f"  ({agent.reason})"
     return line
+
+
+def _cache_text(read: int, written: int) -> str:
+    if not (read or written):
+        return ""
+    parts = [f"{read:,} cached"] + ([f"{written:,} written to cache"] if written else [])
+    return f" ({', '.join(parts)})"
+
+
+def _dollars(cost: float) -> str:
+    return f"${cost:.4f}" if cost < 100 else f"${cost:,.2f}"

@@ -29,7 +29,7 @@ from ...trace import Trace
 from ..executor import LocalExecutor
 from ..task import TaskOrigin, TaskRequest
 from ._ray import ray
-from .budget import LEASE_TOKENS, LeasedBudget, start_host
+from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
 from .relay import RelayPump, start_relay
 from .worker import AgentRecipe, TaskWorker
 
@@ -185,7 +185,7 @@ class RaySession:
         if self.pump is not None:
             await self.pump.drain()
             self.pump.release(worker.name)
-            spent = self.pump.spent_by_worker.get(worker.name, 0)
+            spent = self.pump.spent_by_worker.get(worker.name, Amount())
         await self.host.forfeit.remote(worker.name, spent)
 
     async def _failed(self, request: TaskRequest, deaths: list[str]) -> TaskResult:
@@ -214,7 +214,8 @@ class RaySession:
         owned = [w.actor for w in self.workers] + [self.relay]
         if not self.shared:
             state = await self.host.state.remote()
-            self.origin_budget.record_spent(state["used"] - self.origin_budget.used)
+            origin = self.origin_budget
+            origin.record_spent(state["used"] - origin.used, state["spent"] - origin.spent)
             owned.append(self.host)
         for actor in owned:
             if actor is not None:

@@ -10,8 +10,8 @@ stays the worker's: when it happened). An agent runs on one worker, so each agen
 keep their order, and a task's `task_end` is written only once its batch is: after every
 event of the task.
 
-The pump also adds up the usage of the `model_call` events per worker and per agent: what a
-worker that died had spent comes from there (executor.py).
+The pump also adds up the usage (and cost) of the `model_call` events per worker and per
+agent: what a worker that died had spent comes from there (executor.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from ...messages import Usage
 from ...trace import Checkpoint, Event, Trace
 from ._ray import ray
+from .budget import Amount
 
 FLUSH_SECONDS = 0.05
 PUMP_SECONDS = 0.05
@@ -90,7 +91,7 @@ class RelayPump:
     def __init__(self, relay: Any, trace: Trace) -> None:
         self.relay = relay
         self.trace = trace
-        self.spent_by_worker: dict[str, int] = defaultdict(int)
+        self.spent_by_worker: dict[str, Amount] = defaultdict(Amount)
         self.usage_by_agent: dict[str, Usage] = {}
         self._next: dict[str, int] = defaultdict(int)
         self._waiting: dict[str, dict[int, list[Encoded]]] = defaultdict(dict)
@@ -148,10 +149,15 @@ class RelayPump:
         for type, agent, encoded in events:
             fields = json.loads(encoded)
             if type == "model_call" and isinstance(fields.get("usage"), dict):
-                self._count(worker, agent, Usage.model_validate(fields["usage"]))
+                cost = fields.get("cost")
+                cost = float(cost) if isinstance(cost, int | float) else 0.0
+                self._count(worker, agent, Usage.model_validate(fields["usage"]), cost)
             self.trace.emit(type, agent, **{**fields, "worker": worker})
 
-    def _count(self, worker: str, agent: str, usage: Usage) -> None:
-        self.spent_by_worker[worker] += usage.total_tokens
+    def _count(self, worker: str, agent: str, usage: Usage, cost: float) -> None:
+        known_spend = self.spent_by_worker[worker]
+        self.spent_by_worker[worker] = Amount(
+            known_spend.tokens + usage.total_tokens, known_spend.cost + cost
+        )
         known = self.usage_by_agent.get(agent)
         self.usage_by_agent[agent] = usage if known is None else known + usage

@@ -1,0 +1,71 @@
+"""Warming a shared prompt prefix once before the requests that would all write it.
+
+Sibling sub-agents of one definition start with the same tools array and system prompt. Sent
+together, their first requests all miss the provider's prompt cache (a prefix is readable only
+once a request that wrote it has been answered), and each pays to write it. So when a request
+goes out while another with the same model and the same prefix is in flight and no request
+with that prefix has been answered yet, it waits for that one (at most `MAX_WAIT` seconds);
+then it reads the prefix instead of writing it. A prefix counts as warm for `WARM_FOR`
+seconds after a request with it was answered (providers keep it five minutes at least).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from ..models.base import ChatModel, ModelRequest
+
+MAX_WAIT = 10.0
+WARM_FOR = 240.0
+
+
+class _Prefixes:
+    """One event loop's prefixes: those in flight for the first time, and when each was last
+    answered."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, asyncio.Event] = {}
+        self.answered: dict[str, float] = {}
+
+
+_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Prefixes] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def prefix_key(model: ChatModel, request: ModelRequest) -> str:
+    """The model, the tools array and the system prompt: what a provider caches first."""
+    system = [m.content for m in request.messages[:1] if m.role == "system"]
+    tools = [spec.model_dump() for spec in request.tools]
+    text = json.dumps([model.name, tools, system], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@asynccontextmanager
+async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[None]:
+    """Hold a request back while the first request with its prefix is still unanswered."""
+    prefixes = _LOOPS.setdefault(asyncio.get_running_loop(), _Prefixes())
+    key = prefix_key(model, request)
+    answered = prefixes.answered.get(key)
+    if answered is None or time.monotonic() - answered > WARM_FOR:
+        pending = prefixes.first.get(key)
+        if pending is not None:
+            try:
+                await asyncio.wait_for(pending.wait(), MAX_WAIT)
+            except TimeoutError:
+                pass
+        else:
+            prefixes.first[key] = asyncio.Event()
+    try:
+        yield
+    finally:
+        prefixes.answered[key] = time.monotonic()
+        event = prefixes.first.pop(key, None)
+        if event is not None:
+            event.set()

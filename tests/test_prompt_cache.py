@@ -1,0 +1,212 @@
+"""What a real job's wire requests would get from the providers' prompt caches.
+
+A planner loads a skill and calls its tool, then forks three sub-agents that each use the skill's
+tool four times; every request goes over HTTP to a local server speaking the provider's wire
+format, and the providers' published cache rules (bench/cache_rules.py) are applied to the
+request bodies as they were sent, with when each was answered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from provider_server import ProviderServer
+from skill_factory import write_skill
+
+from bench.cache_rules import (
+    anthropic_blocks,
+    anthropic_ceiling,
+    anthropic_tally,
+    openai_ceiling,
+    openai_tally,
+)
+from orchestrator import Orchestrator
+
+REGIONS = ("north", "south", "east")
+LEDGER_TOOLS = '''
+from orchestrator import tool
+
+@tool
+def lookup(account: str, month: str, include_pending: bool = False) -> str:
+    """Look up an account's ledger for one month: balance, entries and open items.
+
+    Args:
+        account: The account id, e.g. ACC-1042.
+        month: The month, as YYYY-MM.
+        include_pending: Also list entries that are not booked yet.
+    """
+    lines = [f"Ledger {account} for {month}: opening balance 12,480.00 EUR."]
+    for day in range(1, 3):
+        lines.append(f"{month}-{day:02d}  entry {day:03d}  invoice INV-{day * 37:05d}  "
+                     f"{day * 113.25:,.2f} EUR  booked by clerk {day % 4}")
+    lines.append("Closing balance 14,102.75 EUR; 2 open items; last reconciled 2026-10-31.")
+    return "\\n".join(lines)
+'''
+LEDGER_BODY = """# Ledger
+
+Reconcile an account month by month. For each month, call `ledger__lookup` with the account
+and the month, compare the closing balance with the next month's opening balance, and list
+every difference with the entries that explain it. Report open items separately, with their
+invoice numbers. Amounts are in EUR; keep two decimals. Never guess an entry that the ledger
+does not show: say that it is missing instead.
+"""
+MONTHS = ("2026-07", "2026-08", "2026-09", "2026-10")
+RECONCILER = """---
+name: reconciler
+description: Reconciles one ledger account over several months and reports every difference.
+skills: [ledger]
+---
+You are a reconciliation clerk working for a finance team. A planner gave you one account and
+a period; reconcile that account and nothing else.
+
+How to work:
+- Look up every month of the period with the ledger skill's tool, in order, one month per call.
+- For each month, check that the opening balance equals the previous month's closing balance,
+  and that the entries add up to the difference between opening and closing balance.
+- When a check fails, find the entries that explain the difference: entries booked twice,
+  entries booked in the wrong month, reversed signs, missing invoices. Name each one with its
+  date, entry number, invoice number and amount.
+- Keep open items apart from differences: an open item is an invoice that is booked but not
+  paid, and it is not an error.
+- Amounts are in EUR with two decimals. Never round, never estimate, never invent an entry
+  that the ledger does not show; when something is missing, say exactly what is missing.
+
+How to answer:
+- Start with one line: the account, the period, and whether it reconciles.
+- Then a table of months: opening balance, closing balance, total of entries, difference.
+- Then the differences, one line each, with the entries that explain them.
+- Then the open items, one line each.
+- Finish with what a person should check by hand, if anything.
+
+The planner sees only your final answer, not your tool calls: make it complete on its own.
+"""
+
+
+def lookup_calls(region: str) -> list[dict[str, Any]]:
+    return [
+        {"tool_calls": [{"name": "ledger__lookup", "arguments": {"account": region, "month": m}}]}
+        for m in MONTHS
+    ]
+
+
+def job_script(definition: bool) -> dict[str, list[dict[str, Any]]]:
+    tasks: list[dict[str, Any]] = [
+        {"id": region, "task": f"[{region}] Reconcile the {region} account.", "skills": ["ledger"]}
+        for region in REGIONS
+    ]
+    if definition:
+        tasks = [{**task, "agent": "reconciler"} for task in tasks]
+    dispatched = {"tool": "ledger__lookup", "arguments": {"account": "HQ", "month": "2026-10"}}
+    planner = [
+        {"tool_calls": [{"name": "load_skill", "arguments": {"name": "ledger"}}]},
+        {"tool_calls": [{"name": "call_skill_tool", "arguments": dispatched}]},
+        {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+        {"content": "All three regions reconcile; the open items are listed per region."},
+    ]
+    script = {"planner": planner}
+    for region in REGIONS:
+        script[region] = [*lookup_calls(region), {"content": f"{region}: reconciled."}]
+    return script
+
+
+def route(body: Mapping[str, Any]) -> str:
+    """Which agent a request is for: the sub-agent whose task marker its first turn holds."""
+    turns = [m for m in body["messages"] if m["role"] == "user"]
+    first = json.dumps(turns[0]) if turns else ""
+    return next((region for region in REGIONS if f"[{region}]" in first), "planner")
+
+
+def run_job(
+    tmp_path: Path, provider: str, *, definition: bool = True, **options: Any
+) -> ProviderServer:
+    """Run the job; its sub-agents run the `reconciler` definition when `definition`."""
+    write_skill(
+        tmp_path / "skills",
+        "ledger",
+        description="Reconcile ledger accounts month by month.",
+        body=LEDGER_BODY,
+        tools=LEDGER_TOOLS,
+    )
+    (tmp_path / "agents").mkdir(exist_ok=True)
+    (tmp_path / "agents" / "reconciler.md").write_text(RECONCILER, encoding="utf-8")
+    server = ProviderServer(job_script(definition), route=route)
+    with server:
+        model = server.adapter(provider, "test-key", **options)
+        orchestrator = Orchestrator(
+            model, skills=[tmp_path / "skills"], subagents=[tmp_path / "agents"], max_parallel=3
+        )
+        result = orchestrator.run_sync("Reconcile the three regional accounts for Q3.")
+    assert result.status == "completed", result.error
+    return server
+
+
+RULES = {
+    "anthropic": (anthropic_tally, anthropic_ceiling),
+    "openai": (openai_tally, openai_ceiling),
+}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("definition", [True, False], ids=["reconciler", "general"])
+def test_a_planner_and_three_sub_agents_are_served_from_the_cache(
+    tmp_path: Path, provider: str, definition: bool
+) -> None:
+    server = run_job(tmp_path, provider, definition=definition)
+    bodies = server.bodies()
+    assert len(bodies) == 4 + 3 * 5
+    rules, ceiling = RULES[provider]
+    tally, most = rules(bodies, server.timing()), ceiling(bodies)
+    # Each request's new turns can never come from a cache: the job's shape sets the ceiling
+    # (84-85% here). Anthropic's breakpoints reach it within a point; OpenAI's 1,024-token
+    # minimum and 128-token steps cost a few more.
+    assert most.read_share > 0.8
+    assert tally.read_share >= most.read_share * (0.97 if provider == "anthropic" else 0.93)
+    # Each agent's tools and system prompt are the same from its first request to its last.
+    by_agent: dict[str, list[dict[str, Any]]] = {}
+    for body in bodies:
+        by_agent.setdefault(route(body), []).append(body)
+    assert len(by_agent) == 4
+    for agent_bodies in by_agent.values():
+        assert len({json.dumps(b["tools"]) for b in agent_bodies}) == 1
+        firsts = [b.get("system") or b["messages"][0] for b in agent_bodies]
+        assert len({json.dumps(first) for first in firsts}) == 1
+    if provider == "anthropic":
+        assert all(sum(b.breakpoint for b in anthropic_blocks(x)) <= 4 for x in bodies)
+
+
+def test_appending_loaded_tools_breaks_the_prefix_that_the_dispatcher_keeps() -> None:
+    # The rules themselves: a request whose tools array grew reads nothing of the last one's.
+    tools = [{"name": f"t{i}", "description": "x " * 300, "input_schema": {}} for i in range(4)]
+    first = {"tools": tools[:3], "system": "s", "messages": [{"role": "user", "content": "go"}]}
+    grown = {**first, "tools": tools}
+    marked = [
+        {**first, "tools": [*tools[:2], {**tools[2], "cache_control": {"type": "ephemeral"}}]},
+        {**grown, "tools": [*tools[:3], {**tools[3], "cache_control": {"type": "ephemeral"}}]},
+    ]
+    assert anthropic_tally(marked).read_tokens == 0
+    openai = [{"tools": b["tools"], "messages": b["messages"]} for b in (grown, first)]
+    assert openai_tally(openai).read_tokens == 0
+    (_, _, _), (size, read, _) = openai_tally([openai[0], openai[0]]).per_request
+    assert read == 1024 + (size - 1024) // 128 * 128  # the same prompt again: whole steps
+
+
+def test_without_breakpoints_anthropic_caches_nothing(tmp_path: Path) -> None:
+    server = run_job(tmp_path, "anthropic", prompt_cache=False)
+    assert anthropic_tally(server.bodies(), server.timing()).read_tokens == 0
+
+
+def test_the_cost_benchmark_prices_each_way_of_giving_tools() -> None:
+    from bench.cache_cost import WAYS, smoke
+
+    rows = smoke()
+    assert [row["way"] for row in rows] == list(WAYS)
+    by_way = {row["way"]: row for row in rows}
+    # Eager schemas cost more in every request, however well they cache.
+    for provider in ("anthropic", "openai"):
+        eager = by_way["eager"][provider]["effective_input_tokens"]
+        assert eager > by_way["ours"][provider]["effective_input_tokens"]
+    assert by_way["ours"]["anthropic"]["read_share"] > 0.5
