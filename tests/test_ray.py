@@ -352,3 +352,26 @@ def test_a_model_object_that_cannot_travel_is_a_clear_error(tmp_path: Path) -> N
     orch = Orchestrator(Local(), executor=RayExecutor(workers=1))
     with pytest.raises(ConfigError, match="cannot go to Ray workers"):
         orch.run_sync("go")
+
+
+def test_a_money_cap_holds_across_the_cluster(tmp_path: Path) -> None:
+    steps = "".join(f"  - {{id: s{i}, task: Part {i}.}}\n" for i in range(30))
+    spec = (
+        "name: priced\nmodel: scripted:script.yaml\n"
+        "executor: {type: ray, workers: 2}\n"
+        "budget: {max_cost_usd: 0.02, max_parallel: 8}\n"
+        "prices:\n  scripted: {input: 1, output: 2}\n"
+        f"steps:\n{steps}"
+    )
+    script = {f"s{i}": [{"content": f"part {i}", "latency": 0.02}] for i in range(30)}
+    job = load_job(write_job(tmp_path, spec, script))
+    with Trace(tmp_path / "t.jsonl") as trace:
+        runner = JobRunner(Orchestrator.from_job(job), job, trace)
+        result = asyncio.run(runner.run())
+    events = read_trace(tmp_path / "t.jsonl")
+    costs = [e["cost"] for e in events if e["type"] == "model_call"]
+    assert costs and sum(costs) <= 0.02  # never more than the cap, across both workers
+    assert runner.budget.spent == pytest.approx(sum(costs))  # every dollar came back
+    statuses = {s.status for s in result.steps}
+    assert "completed" in statuses and statuses - {"completed"}  # the cap stopped some
+    assert result.status == "budget_exhausted"
