@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,15 @@ from .jobs import (
     Job,
     JobResult,
     JobRunner,
+    Remake,
     Resumption,
     WorkerRecipe,
     fast_forward,
     job_executor,
     job_folders,
     prepare_resume,
-    remote_forks,
+    recipe_for,
+    run_remote,
 )
 from .jobs.preflight import Preflight, preflight
 from .models import (
@@ -49,12 +50,7 @@ from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
 from .skills.meta_tools import untrusted_code
-from .tasks import (
-    ForkExtension,
-    ForkSettings,
-    SubagentRegistry,
-    builtin_subagent_folders,
-)
+from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Checkpoint, Listener, Trace, open_trace
 
 DEFAULT_OUTPUT_TOKENS = 4096
@@ -100,11 +96,8 @@ class Orchestrator:
         executor: Any = None,
     ) -> None:
         # How a Ray worker makes this orchestrator again (jobs/remote.py).
-        self._remake: tuple[Any, tuple[Any, ...], dict[str, Any]] = (
-            Orchestrator,
-            (model,),
-            {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")},
-        )
+        mine = {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")}
+        self.remake: Remake = (Orchestrator, (model,), mine)
         self.executor = executor
         self.environ = dict(os.environ if environ is None else environ)
         self.prices = STANDARD_PRICES.over(prices or {})
@@ -167,15 +160,14 @@ class Orchestrator:
         settings.update(overrides)
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
-        orchestrator._remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
+        orchestrator.remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
 
     def worker_recipe(self, job: Job | None, checkpoint: Checkpoint | None) -> WorkerRecipe:
         """What a Ray worker makes this orchestrator again from, to run `job`'s agents."""
-        make, args, kwargs = self._remake
-        return WorkerRecipe(make, args, kwargs, job, checkpoint)
+        return recipe_for(self, job, checkpoint)
 
     def model_key(self, model: ChatModel | None) -> str | None:
         """The settings (as JSON) this orchestrator resolved `model` from; None for its own
@@ -292,23 +284,10 @@ class Orchestrator:
         try:
             if self.executor is None:
                 return await self.planner(trace=trace, model=model).run(goal)
-            return await self._run_remote(goal, trace, model)
+            return await run_remote(self, goal, trace, model)
         finally:
             if owned and trace is not None:
                 trace.close()
-
-    async def _run_remote(
-        self, goal: str, trace: Trace | None, model: ChatModel | None
-    ) -> RunResult:
-        """The planner here, the tasks it forks on the executor's cluster, one budget."""
-        checkpoint = trace.checkpoint if trace is not None else None
-        recipe = self.worker_recipe(None, checkpoint)
-        async with self.executor.open(recipe, self.new_budget(), trace) as session:
-            self.fork.remote = partial(remote_forks, session, self.model_key)
-            try:
-                return await self.planner(trace=trace, model=model, budget=session.budget).run(goal)
-            finally:
-                self.fork.remote = None
 
     def run_sync(
         self,

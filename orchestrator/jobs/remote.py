@@ -16,10 +16,11 @@ does a string, which each worker resolves itself (a scripted model's script is r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
-from ..agent import AgentLoop, TokenBudget, ToolContext
-from ..models import ModelSettings
+from ..agent import AgentLoop, RunResult, TokenBudget, ToolContext
+from ..models import ChatModel, ModelSettings
 from ..skills import SkillInfo
 from ..tasks import TaskOrigin, TaskRequest, ray_executor
 from ..trace import Checkpoint, Trace
@@ -29,6 +30,8 @@ from .spec import Executor, Job
 
 # What a run keeps to itself: the approval callback, where it runs, its open trace.
 LOCAL_ONLY = frozenset({"approve", "executor", "trace"})
+# How to make an orchestrator again: a factory, its arguments and keywords.
+Remake = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 class WorkerRecipe:
@@ -111,3 +114,26 @@ def remote_forks(
         running=running.name if running is not None else None,
     )
     return session.executor(origin, build)
+
+
+def recipe_for(orchestrator: Any, job: Job | None, checkpoint: Checkpoint | None) -> WorkerRecipe:
+    """What a Ray worker makes `orchestrator` again from (its `remake`), to run `job`."""
+    make, args, kwargs = orchestrator.remake
+    return WorkerRecipe(make, args, kwargs, job, checkpoint)
+
+
+async def run_remote(
+    orchestrator: Any, goal: str, trace: Trace | None, model: ChatModel | None
+) -> RunResult:
+    """A goal run on `orchestrator.executor`: the planner here, the tasks it forks on the
+    cluster's workers, one budget across both."""
+    checkpoint = trace.checkpoint if trace is not None else None
+    recipe = recipe_for(orchestrator, None, checkpoint)
+    budget = orchestrator.new_budget()
+    async with orchestrator.executor.open(recipe, budget, trace) as session:
+        orchestrator.fork.remote = partial(remote_forks, session, orchestrator.model_key)
+        try:
+            planner = orchestrator.planner(trace=trace, model=model, budget=session.budget)
+            return await planner.run(goal)
+        finally:
+            orchestrator.fork.remote = None
