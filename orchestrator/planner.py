@@ -160,6 +160,9 @@ class Orchestrator:
         settings.update(overrides)
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
+        if job.mcp_servers:  # each a skill of its own; relative paths start at the job's folder
+            base = job.source.parent if job.source is not None else Path.cwd()
+            orchestrator.catalog.add_servers(job.mcp_servers, base)
         orchestrator.remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
@@ -170,8 +173,7 @@ class Orchestrator:
         return recipe_for(self, job, checkpoint)
 
     def model_key(self, model: ChatModel | None) -> str | None:
-        """The settings (as JSON) this orchestrator resolved `model` from; None for its own
-        model (and one it did not resolve)."""
+        """The settings (JSON) this resolved `model` from; None for its own (or unknown)."""
         inner = getattr(model, "inner", model)  # a TextTap shows a model's text
         return next((key for key, known in self._models.items() if known is inner), None)
 

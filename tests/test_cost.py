@@ -164,3 +164,26 @@ def test_breakpoints_are_at_most_four_and_carry_the_ttl() -> None:
     assert "cache_control" in marked["messages"][5]["content"][-1]
     assert "cache_control" in marked["messages"][3]["content"][-1]
     assert body["tools"][-1] == {"name": "b"}  # the body itself is left as it was
+
+
+def test_a_resumed_job_counts_what_earlier_attempts_cost(tmp_path: Path) -> None:
+    from orchestrator.trace import load_checkpoint
+
+    script = tmp_path / "script.yaml"
+    script.write_text("'*':\n  - content: first\n")
+    spec = tmp_path / "job.yaml"
+    trace = tmp_path / "trace.jsonl"
+    spec.write_text(
+        f"name: priced\nmodel: scripted:{script}\ntrace: {trace}\n"
+        "steps:\n  - {id: one, task: say first}\n"
+        "prices:\n  scripted: {input: 1, output: 2}\n"
+    )
+    done = orchestrator("run", str(spec), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    cost = json.loads(done.stdout)["cost"]
+    checkpoint = load_checkpoint(trace)
+    assert checkpoint.cost == pytest.approx(cost)
+    assert checkpoint.subtree_cost("one") == pytest.approx(cost)
+    budget = TokenBudget(max_cost=1.0)
+    budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
+    assert budget.remaining_cost == pytest.approx(1.0 - cost)

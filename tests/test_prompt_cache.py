@@ -210,3 +210,23 @@ def test_the_cost_benchmark_prices_each_way_of_giving_tools() -> None:
         eager = by_way["eager"][provider]["effective_input_tokens"]
         assert eager > by_way["ours"][provider]["effective_input_tokens"]
     assert by_way["ours"]["anthropic"]["read_share"] > 0.5
+
+
+async def test_siblings_wait_for_the_first_request_of_their_shared_prefix() -> None:
+    import asyncio
+
+    from orchestrator import Agent
+
+    system = "You reconcile ledgers. " * 400  # well over the least a provider caches
+    with ProviderServer({"*": [{"content": "done"}] * 6}, latency=0.2) as server:
+        model = server.adapter("openai", "key")
+        agents = [Agent(model, system=system, name=f"sibling{i}") for i in range(3)]
+        results = await asyncio.gather(*(a.run(f"task {i}") for i, a in enumerate(agents)))
+        first_answered = server.requests[0].answered
+        assert first_answered is not None
+        assert all(r.received >= first_answered for r in server.requests[1:])
+        assert server.max_in_flight == 2  # the two that waited then went together
+        short = [Agent(model, system="Be brief.", name=f"short{i}") for i in range(3)]
+        await asyncio.gather(*(a.run("go") for a in short))
+    assert [r.status for r in results] == ["completed"] * 3
+    assert server.max_in_flight == 3  # nothing to cache: nobody waited

@@ -68,7 +68,9 @@ def resume_run(
     record = checkpoint.claim(path) if checkpoint is not None else None
     if checkpoint is None or record is None:
         return {}
-    spent = None if shared_budget else checkpoint.subtree_usage(path).total_tokens
+    spent = None
+    if not shared_budget:
+        spent = (checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path))
     kept = resume_state(state, record, extensions=extensions, notes=notes, spent=spent)
     return {"resumed": True, "kept": kept, "steps": state.steps, "usage": state.usage.record()}
 
@@ -79,18 +81,20 @@ def resume_state(
     *,
     extensions: Iterable[object],
     notes: Collection[str],
-    spent: int | None,
+    spent: tuple[int, float] | None,
 ) -> int:
     """Fill a new run's state from `record`; returns how many recorded messages were kept.
 
-    `spent` is charged to the run's own budget when it has one (a cap inside a shared budget,
-    which counts the earlier attempts itself); None when the budget is the shared one.
+    `spent` (tokens, dollars) is charged to the run's own budget when it has one (a cap
+    inside a shared budget, which counts the earlier attempts itself); None when the budget
+    is the shared one.
     """
     messages, cut = cut_turn(record, state.context.toolset, notes)
     state.transcript.extend(messages)
     state.steps, state.usage, state.resume = record.steps, record.usage, cut
+    state.cost = record.cost
     if spent is not None:
-        state.budget.record_spent(spent)
+        state.budget.record_spent(*spent)
     for message in messages:
         if message.role == "assistant" and message.tool_calls:
             state.repeats.too_often(message.tool_calls)

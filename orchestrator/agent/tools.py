@@ -154,7 +154,7 @@ class Tool:
 
     def renamed(self, name: str) -> Tool:
         """The same tool under another name (skills prefix theirs with the skill name)."""
-        clone = object.__new__(Tool)
+        clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone.name = name
         clone.spec = self.spec.model_copy(update={"name": name})
@@ -170,23 +170,7 @@ class Tool:
 
     def parse_arguments(self, raw: str) -> dict[str, Any]:
         """Validate the model's raw JSON arguments into keyword arguments for the function."""
-        try:
-            data = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ArgumentsError(
-                f"Arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
-                "Send the arguments as one JSON object.",
-                kind="invalid_json",
-            ) from None
-        except RecursionError:
-            raise ArgumentsError(
-                "Arguments are nested too deeply to read. Send a flatter JSON object.",
-                kind="invalid_json",
-            ) from None
-        if not isinstance(data, dict):
-            raise ArgumentsError(
-                f"Arguments must be a JSON object, not {type(data).__name__}.", kind="invalid_json"
-            )
+        data = decode_arguments(raw)
         try:
             validated = self.args_model.model_validate(data)
         except ValidationError as exc:
@@ -250,6 +234,28 @@ def tool(
 def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
     """Accept a Tool or a plain function wherever tools are given."""
     return obj if isinstance(obj, Tool) else Tool(obj)
+
+
+def decode_arguments(raw: str) -> dict[str, Any]:
+    """The model's raw arguments as a JSON object; ArgumentsError when they are not one."""
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ArgumentsError(
+            f"Arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
+            "Send the arguments as one JSON object.",
+            kind="invalid_json",
+        ) from None
+    except RecursionError:
+        raise ArgumentsError(
+            "Arguments are nested too deeply to read. Send a flatter JSON object.",
+            kind="invalid_json",
+        ) from None
+    if not isinstance(data, dict):
+        raise ArgumentsError(
+            f"Arguments must be a JSON object, not {type(data).__name__}.", kind="invalid_json"
+        )
+    return data
 
 
 def render_result(value: Any) -> str:

@@ -6,7 +6,9 @@ once a request that wrote it has been answered), and each pays to write it. So w
 goes out while another with the same model and the same prefix is in flight and no request
 with that prefix has been answered yet, it waits for that one (at most `MAX_WAIT` seconds);
 then it reads the prefix instead of writing it. A prefix counts as warm for `WARM_FOR`
-seconds after a request with it was answered (providers keep it five minutes at least).
+seconds after a request with it was answered (providers keep it five minutes at least). A
+prefix too short for any provider to cache (under about 1,024 tokens, `MIN_PREFIX_CHARS` of
+JSON) is never waited for.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..models.base import ChatModel, ModelRequest
 
 MAX_WAIT = 10.0
 WARM_FOR = 240.0
+MIN_PREFIX_CHARS = 4 * 1024  # about 1,024 tokens: the least a provider caches
 
 
 class _Prefixes:
@@ -39,19 +42,25 @@ _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Prefixes] = (
 )
 
 
-def prefix_key(model: ChatModel, request: ModelRequest) -> str:
-    """The model, the tools array and the system prompt: what a provider caches first."""
+def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
+    """The model, the tools array and the system prompt (what a provider caches first) as a
+    key; None when they are too short to be cached at all."""
     system = [m.content for m in request.messages[:1] if m.role == "system"]
     tools = [spec.model_dump() for spec in request.tools]
-    text = json.dumps([model.name, tools, system], sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    text = json.dumps([tools, system], sort_keys=True, default=str)
+    if len(text) < MIN_PREFIX_CHARS:
+        return None
+    return hashlib.sha256(f"{model.name}\n{text}".encode()).hexdigest()
 
 
 @asynccontextmanager
 async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[None]:
     """Hold a request back while the first request with its prefix is still unanswered."""
-    prefixes = _LOOPS.setdefault(asyncio.get_running_loop(), _Prefixes())
     key = prefix_key(model, request)
+    if key is None:
+        yield
+        return
+    prefixes = _LOOPS.setdefault(asyncio.get_running_loop(), _Prefixes())
     answered = prefixes.answered.get(key)
     if answered is None or time.monotonic() - answered > WARM_FOR:
         pending = prefixes.first.get(key)

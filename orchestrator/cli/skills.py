@@ -14,10 +14,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..skills import SkillCatalog, SkillError, builtin_skills_folder, check_folders
+from ..skills import (
+    LoadedSkill,
+    SkillCatalog,
+    SkillError,
+    SkillInfo,
+    builtin_skills_folder,
+    check_folders,
+)
 from ..skills.check import FolderReport
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
+from ..skills.sources.mcp import (
+    ConfigProblem,
+    server_summary,
+    sync_server_scope,
+    with_servers_sync,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +50,11 @@ def register(subparsers: Any) -> None:
 
     show = commands.add_parser("show", help="show one skill: fields, tools, files, body")
     show.add_argument("name", help="the skill's name")
+    show.add_argument(
+        "--connect",
+        action="store_true",
+        help="start (or connect to) the skill's MCP servers and list their tools",
+    )
     _search_path_options(show)
     show.set_defaults(handler=show_command)
 
@@ -141,13 +159,40 @@ def show_command(args: argparse.Namespace) -> int:
     for key, value in fields.items():
         if value:
             print(f"{key}: {value}")
-    print("tools:" if skill.tools else "tools: none (instructions only)")
+    if info.has_servers:
+        skill = _servers(info, skill, connect=args.connect)
+    none = "none (instructions only)" if not info.has_servers or args.connect else "none listed"
+    print("tools:" if skill.tools else f"tools: {none}")
     for found in skill.tools:
         print(f"  - {found.name}: {' '.join(found.description.split())}")
+    for note in skill.notes:
+        print(f"\n{note}")
     files = list_files(info)
     print(f"files: {', '.join(files)}")
     print(f"\n{skill.body}")
     return 0
+
+
+def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSkill:
+    """Print the skill's MCP servers; with `connect`, the skill with their tools (the servers
+    stop again before this returns)."""
+    try:
+        servers = server_summary(info)
+    except ConfigProblem as exc:
+        print(f"mcp servers: cannot be read: {exc}")
+        return skill
+    print("mcp servers:")
+    for name, where in servers.items():
+        print(f"  - {name}: {where}")
+    if not connect:
+        print("  (`--connect` starts them and lists their tools)")
+        return skill
+    with sync_server_scope() as pool:
+        skill = with_servers_sync(skill)
+        for connection in pool.connections.values():
+            if connection.up:
+                print(f"  - {connection.name}: connected, protocol {connection.protocol}")
+    return skill
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -162,6 +207,8 @@ def check_command(args: argparse.Namespace) -> int:
 
 
 def _print_report(report: FolderReport) -> None:
+    for warning in report.warnings:
+        print(f"warn  {report.folder}: {warning.message} [{warning.rule}]")
     if report.ok:
         count = len(report.tools)
         tools = f", {count} tool{'' if count == 1 else 's'}" if count else ""

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
 from ..models import ChatModel, ModelSettings, TextSink, TextTap
+from ..skills.sources.mcp import server_scope
 from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskOrigin, TaskRequest, TaskSpec
 from ..tasks.executor import GatedExecutor, placement
 from ..trace import Trace
@@ -125,7 +126,8 @@ class JobRunner:
         # A budget given is shared with other jobs (a batch's): it counts their spend itself.
         self.budget = budget if budget is not None else orchestrator.new_budget()
         if budget is None and trace is not None and trace.checkpoint is not None:
-            self.budget.record_spent(trace.checkpoint.usage.total_tokens)
+            checkpoint = trace.checkpoint
+            self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
         self.outputs: dict[str, str] = {}
         self.ended: list[TaskResult] = []
         self._use(self.budget)
@@ -173,7 +175,9 @@ class JobRunner:
             on_result=self._step_ended,
         )
         try:
-            results = await graph.run()
+            # One MCP server pool for every step of the job; `${VAR}` from the job's environment.
+            async with server_scope(self.job.environment()):
+                results = await graph.run()
         except asyncio.CancelledError:
             self._end(self._result(self.ended, status="cancelled"))
             raise

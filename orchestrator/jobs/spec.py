@@ -33,6 +33,7 @@ from pydantic import (
 from ..models import ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
+from ..skills.sources.mcp import ServerConfig
 from ..tasks import GENERAL as GENERAL_AGENT
 from ..tasks import build_graph, suggest
 from .checks import check_job
@@ -96,6 +97,12 @@ SpecModel = Annotated[ModelSettings, AfterValidator(spec_model)]
 StepModel = Annotated[SpecModel | None, BeforeValidator(step_model)]
 InputValue = Annotated[str | None, BeforeValidator(_input_text)]
 SpecPermissions = Annotated[Permissions, BeforeValidator(_permissions_in_spec_folder)]
+
+
+class SpecServer(ServerConfig):
+    """One MCP server of `mcp_servers:` (the `.mcp.json` shape, plus `description`)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class Budget(BaseModel):
@@ -202,6 +209,9 @@ class Job(BaseModel):
     prices: dict[str, Price] | Location = Field(default_factory=dict)
     """Model prices over the built-in table (`provider:model: {input, output, cached_input,
     cache_write}`, US dollars per million tokens), or a YAML/JSON file of them."""
+    mcp_servers: dict[Name, SpecServer] = Field(default_factory=dict)
+    """MCP servers, as in `.mcp.json`'s `mcpServers`; each becomes a skill of its own, named
+    as the server (docs/skills.md). Nothing starts until that skill is loaded."""
 
     _source: Path | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)

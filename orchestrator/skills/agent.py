@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..agent import AgentLoop, Extension, ModelLike, Tool
+from ..agent import AgentLoop, Extension, ModelLike, RunResult, Tool
 from ..security import Permissions
 from .meta_tools import SkillForker, skills_extension
+from .sources.mcp import server_scope
 
 
 class Agent(AgentLoop):
@@ -40,3 +41,10 @@ class Agent(AgentLoop):
             forker = next((e for e in extensions if isinstance(e, SkillForker)), None)
             extensions = [extension.configured(permissions, forker), *extensions]
         super().__init__(model, tools, extensions=extensions, permissions=permissions, **options)
+
+    async def run(self, task: str) -> RunResult:
+        """Run as `AgentLoop.run` does, within the run's MCP server scope: servers its skills
+        start are shared with its sub-agents and stopped when the outermost run ends
+        (errors and cancellation included)."""
+        async with server_scope():
+            return await super().run(task)

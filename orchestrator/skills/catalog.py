@@ -16,7 +16,7 @@ import difflib
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from .loader import load_folder
 from .search import SearchIndex
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
 from .sources import TOOLS_FILE
+from .sources.mcp import ServerConfig, config_file_in
 
 logger = logging.getLogger("orchestrator.skills")
 
@@ -158,6 +159,26 @@ class SkillCatalog:
         self._loaded[info.name] = loaded
         return loaded
 
+    def add_servers(self, servers: Mapping[str, ServerConfig], folder: Path) -> None:
+        """Make each MCP server (a job's `mcp_servers:`) a skill of its own, named as the
+        server; `folder` is where its relative paths start. A name a skill folder already
+        has stays that folder's (with a warning). Nothing starts until the skill is loaded."""
+        for name, server in servers.items():
+            first = self.skills.get(name)
+            if first is not None:
+                message = f"MCP server {name!r} of the job spec is shadowed by {first.folder}"
+                self._warn(folder, Problem("shadowed", message))
+                continue
+            about = server.description or f"The tools of the MCP server {name} ({server.where()})."
+            self.skills[name] = SkillInfo(
+                name=name,
+                description=about,
+                folder=folder,
+                skill_file=folder,
+                servers={name: server},
+            )
+        self._search = None
+
     def _scan_root(self, root: Path) -> None:
         if not root.is_dir():
             self._warn(root, Problem("search-path", "skill folder not found"))
@@ -202,7 +223,9 @@ class SkillCatalog:
             return None
         # The digest pins the code: only this tools.py may be imported later (sources/).
         digest = file_digest(folder / TOOLS_FILE)
-        return replace(reading.info, tools_digest=digest, builtin=builtin)
+        servers = config_file_in(folder)
+        pinned = file_digest(servers) if servers is not None else None
+        return replace(reading.info, tools_digest=digest, mcp_digest=pinned, builtin=builtin)
 
     def _warn(self, folder: Path, problem: Problem) -> None:
         warning = SkillWarning(folder, problem.rule, problem.message, left_out=problem.fatal)

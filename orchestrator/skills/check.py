@@ -1,9 +1,11 @@
 """`orchestrator skills check`: every rule of the specification, every problem, strictly.
 
-Unlike a catalog scan, a check reads the whole SKILL.md and imports `tools.py` (the user asked
-for this folder to be checked), and every problem counts, fatal or not: nothing is made up
-for, a frontmatter YAML cannot read is not read again with its values quoted. On the reference
-validator's own test cases (agentskills `skills-ref`) it reaches the same verdicts.
+Unlike a catalog scan, a check reads the whole SKILL.md, imports `tools.py` (the user asked
+for this folder to be checked) and validates `.mcp.json` (without starting its servers), and
+every problem counts, fatal or not: nothing is made up for, a frontmatter YAML cannot read is
+not read again with its values quoted. On the reference validator's own test cases
+(agentskills `skills-ref`) it reaches the same verdicts. A `${VAR}` that `.mcp.json` uses and
+this environment lacks is a warning, not a problem: it may well be set where the job runs.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .frontmatter import (
 from .rules import normal_name, validate
 from .skill import SkillError, qualified_tool_name
 from .sources import TOOLS_FILE, import_module_from
+from .sources.mcp import check_config
 
 
 @dataclass
@@ -35,6 +38,8 @@ class FolderReport:
     name: str | None = None
     problems: list[Problem] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    """What may fail elsewhere but is not wrong in the folder (a `${VAR}` unset here)."""
 
     @property
     def ok(self) -> bool:
@@ -94,6 +99,8 @@ def check_folder(folder: Path) -> FolderReport:
     name = data.get("name")
     report.name = normal_name(name) if isinstance(name, str) and name.strip() else None
     _check_tools(folder, report.name or folder.name, report)
+    for problem in check_config(folder):  # the .mcp.json, read without starting anything
+        (report.problems if problem.fatal else report.warnings).append(problem)
     return report
 
 

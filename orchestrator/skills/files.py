@@ -18,7 +18,10 @@ _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
 def list_files(
     info: SkillInfo, folder: Path | None = None, limit: int = MAX_LISTED_FILES
 ) -> list[str]:
-    """Files under the skill's folder (or a folder in it), relative to the skill, sorted."""
+    """Files under the skill's folder (or a folder in it), relative to the skill, sorted;
+    none for a job's MCP server, which has no folder of its own."""
+    if info.servers:
+        return []
     root = info.folder.resolve()
     start = folder or root
     found: list[str] = []
@@ -35,6 +38,8 @@ def list_files(
 
 def read_file(info: SkillInfo, path: str, *, offset: int = 0, max_chars: int) -> str:
     """A text file in the skill's folder, from `offset` (characters), at most `max_chars`."""
+    if info.servers:
+        raise ToolError(f"Skill {info.name!r} is an MCP server of the job spec: it has no files.")
     target = resolve_inside(info.folder, path, label=f"folder of skill {info.name!r}")
     if target.is_dir():
         listing = list_files(info, target)

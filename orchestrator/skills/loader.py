@@ -16,7 +16,11 @@ def load_folder(info: SkillInfo) -> LoadedSkill:
 
 
 def read_body(info: SkillInfo) -> str:
-    """The SKILL.md body (all of the file when it has no frontmatter), stripped."""
+    """The SKILL.md body (all of the file when it has no frontmatter), stripped; for a job's
+    MCP server (no SKILL.md), a line saying what the skill is."""
+    if info.servers:
+        names = ", ".join(sorted(info.servers))
+        return f"The tools of the MCP server {names}, declared in the job spec."
     try:
         text = info.skill_file.read_text(encoding="utf-8")
         return split_skill_text(text)[1]

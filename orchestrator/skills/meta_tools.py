@@ -45,6 +45,7 @@ from .loader import read_body
 from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .skill import LoadedSkill, SkillError, SkillInfo
+from .sources.mcp import with_servers, with_servers_sync
 
 STATE_KEY = "skills.loaded"
 RULES_KEY = "skills.rules"
@@ -207,9 +208,10 @@ class SkillsExtension:
         if refusal is not None:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {refusal}")
         try:
-            return await run_in_thread(self.catalog.load, info.name)
+            skill = await run_in_thread(self.catalog.load, info.name)
         except SkillError as exc:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
+        return await with_servers(skill)
 
     async def _fork(
         self, info: SkillInfo, arguments: str, rules: list[ToolRule], ctx: ToolContext
@@ -251,7 +253,7 @@ class SkillsExtension:
             if untrusted_code(info, permissions):
                 continue
             try:
-                skill = self.catalog.load(info.name)
+                skill = with_servers_sync(self.catalog.load(info.name))
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
             rule = self.rule_for(info)

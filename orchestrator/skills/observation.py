@@ -19,7 +19,7 @@ from .skill import LoadedSkill
 
 MAX_TOOL_LINE = 200
 MAX_FILES_SHOWN = 50
-_SELF_FILES = frozenset({"SKILL.md", "skill.md", "tools.py"})
+_SELF_FILES = frozenset({"SKILL.md", "skill.md", "tools.py", ".mcp.json", "mcp.json"})
 
 
 def render_loaded(
@@ -43,6 +43,7 @@ def render_loaded(
     withheld = [t.name for t in skill.tools if t not in tools]
     if withheld:
         parts.append(f"(Not callable by this agent, which is limited: {', '.join(withheld)}.)")
+    parts.extend(skill.notes)
     if rule is not None:
         parts.append(
             "## Tools allowed from now on\nWhile this skill is active (the rest of this run), "

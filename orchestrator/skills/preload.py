@@ -20,6 +20,7 @@ from .body import substitute
 from .catalog import SkillCatalog
 from .loader import read_body
 from .skill import SkillError, SkillInfo
+from .sources.mcp import with_servers_sync
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Preloaded:
     note: str | None = None
     instructions: bool = True
     """False for the skill a forked sub-agent runs: its instructions are the task already."""
+    notes: tuple[str, ...] = ()
+    """What its MCP servers add: those that did not start, and their instructions."""
 
 
 def preload_skills(
@@ -60,14 +63,14 @@ def _preload(
 ) -> Preloaded:
     refusal = untrusted_code(info, permissions)
     try:
-        skill = catalog.load(info.name) if refusal is None else None
+        skill = with_servers_sync(catalog.load(info.name)) if refusal is None else None
     except SkillError as exc:
         refusal, skill = f"its tools could not be loaded: {exc}", None
     if skill is None:
         body = _instructions_only(info)
         return Preloaded(info, body, note=refusal, instructions=instructions)
     tools = tuple(t for t in skill.tools if allows(t.name))
-    return Preloaded(info, skill.body, tools, instructions=instructions)
+    return Preloaded(info, skill.body, tools, notes=skill.notes, instructions=instructions)
 
 
 def _instructions_only(info: SkillInfo) -> str:
@@ -87,6 +90,7 @@ def render_preloaded(items: Sequence[Preloaded]) -> str | None:
         text += substitute(item.body, item.info.folder) or "(no instructions)"
         if item.note:
             text += f"\n\n(Its tools are not available: {item.note})"
+        text += "".join(f"\n\n{note}" for note in item.notes)
         parts.append(text)
     if not parts:
         return None
@@ -108,7 +112,8 @@ def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:
         return None
     return (
         f"its folder {info.folder} is inside the run's workspace ({root}), where files can be "
-        "written during a run, so its tools.py is not imported. Skills found in a job's own "
+        "written during a run, so its tools.py is not imported and its .mcp.json servers are "
+        "not started. Skills found in a job's own "
         "folder (skills/, .claude/skills/, .agents/skills/) are inside the default workspace. "
         "Keep skills with code outside the workspace, or set the workspace "
         "(permissions.workspace) to a folder that does not hold them."

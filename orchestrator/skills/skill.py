@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..agent import Tool
 from ..errors import OrchestratorError
@@ -62,10 +64,21 @@ class SkillInfo:
     exact file is ever imported."""
     builtin: bool = False
     """Shipped with the package (not a folder the user named)."""
+    mcp_digest: str | None = None
+    """SHA-256 of the folder's `.mcp.json` (or `mcp.json`) when the catalog was scanned; only
+    that exact file is used to start servers."""
+    servers: Mapping[str, Any] | None = None
+    """MCP servers declared outside any folder (a job's `mcp_servers:`): this skill is one
+    such server, and has no SKILL.md of its own."""
 
     @property
     def has_tools(self) -> bool:
-        return self.tools_digest is not None
+        """Whether loading runs code from the folder (`tools.py`, or `.mcp.json` servers)."""
+        return self.tools_digest is not None or self.mcp_digest is not None
+
+    @property
+    def has_servers(self) -> bool:
+        return self.mcp_digest is not None or bool(self.servers)
 
     @property
     def forks(self) -> bool:
@@ -89,6 +102,9 @@ class LoadedSkill:
     info: SkillInfo
     body: str
     tools: tuple[Tool, ...] = ()
+    notes: tuple[str, ...] = ()
+    """What the load observation must also say: servers that did not start and why, and
+    the servers' own instructions."""
 
     @property
     def name(self) -> str:

@@ -35,6 +35,8 @@ class AgentRecord:
     calls: int = 0
     """Model calls of this path in the whole trace (every run and attempt)."""
     usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    """US dollars of this path's priced calls; None when none was priced."""
     skills: list[str] = field(default_factory=list)
     started_calls: set[str] = field(default_factory=set)
     ended_calls: set[str] = field(default_factory=set)
@@ -90,6 +92,8 @@ class Checkpoint:
     forks: list[ForkRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     """Every model call of every attempt."""
+    cost: float = 0.0
+    """US dollars of every priced model call of every attempt."""
     skipped: int = 0
     """Lines of the file that were not events."""
     size: int | None = None
@@ -113,6 +117,13 @@ class Checkpoint:
             return None
         self._claimed.add(path)
         return record
+
+    def subtree_cost(self, path: str) -> float:
+        """US dollars of the agent at `path` and every agent under it, over every attempt."""
+        prefix = f"{path}/"
+        return sum(
+            a.cost or 0.0 for p, a in self.agents.items() if p == path or p.startswith(prefix)
+        )
 
     def subtree_usage(self, path: str) -> Usage:
         """Tokens of the agent at `path` and every agent under it, over every attempt."""
@@ -210,6 +221,10 @@ def _model_call(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     usage = _usage(event.get("usage"))
     record.usage, c.usage = record.usage + usage, c.usage + usage
+    cost = event.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+        record.cost = (record.cost or 0.0) + float(cost)
+        c.cost += float(cost)
     record.steps = _int(event.get("step"), record.steps + 1)
     record.calls += 1
 

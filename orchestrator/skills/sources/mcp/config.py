@@ -1,0 +1,229 @@
+"""Declared MCP servers: `.mcp.json` (or `mcp.json`) in a skill folder, `mcp_servers:` in a job.
+
+The format is the one Claude Code plugins and desktop clients use:
+
+    {"mcpServers": {
+        "git":  {"command": "mcp-server-git", "args": ["--repository", "."], "env": {...}},
+        "docs": {"type": "http", "url": "http://127.0.0.1:8931/mcp", "headers": {...}}}}
+
+A server is `stdio` (a `command` we start) or `http` (streamable HTTP, a `url` we connect to);
+the type is inferred from `command`/`url` when not given. `${VAR}` and `${VAR:-default}` in
+the command, args, env, cwd, url and headers expand from the environment when the server
+starts (not when the file is read, so a scan never needs the variables), and
+`${CLAUDE_PLUGIN_ROOT}`/`${CLAUDE_SKILL_DIR}` to the skill's folder. Nothing here imports the
+SDK: the catalog and `skills check` read these files without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ...frontmatter import Problem
+
+CONFIG_FILES = (".mcp.json", "mcp.json")
+DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_START_TIMEOUT = 30.0
+FOLDER_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_SKILL_DIR")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ServerConfig(BaseModel):
+    """One MCP server as declared (before `${VAR}` expansion)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    type: Literal["stdio", "http", "streamable-http"] | None = None
+    """`stdio` (start `command`) or `http` (connect to `url`); inferred when left out."""
+    command: str | None = None
+    """The program to start (stdio), found on PATH."""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment of the server process (it inherits only PATH, HOME and the like)."""
+    cwd: str | None = None
+    """The server's working folder, relative to the skill's (or the job's) folder; that folder
+    by default."""
+    url: str | None = None
+    """The streamable-HTTP endpoint (http)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
+    """Seconds one `tools/call` may take before it fails as an infrastructure error."""
+    start_timeout: float = Field(DEFAULT_START_TIMEOUT, gt=0, alias="startTimeout")
+    """Seconds for the server to start and list its tools."""
+    description: str | None = None
+    """For a job's `mcp_servers:`: the skill's line in the index."""
+
+    @model_validator(mode="after")
+    def _kind(self) -> ServerConfig:
+        kind = self.kind
+        if kind == "stdio" and not self.command:
+            raise ValueError("a stdio server needs a `command`")
+        if kind == "http" and not self.url:
+            raise ValueError("an http server needs a `url`")
+        return self
+
+    @property
+    def kind(self) -> Literal["stdio", "http"]:
+        if self.type in ("http", "streamable-http"):
+            return "http"
+        if self.type == "stdio":
+            return "stdio"
+        return "http" if self.url and not self.command else "stdio"
+
+    def where(self) -> str:
+        """What it is, for messages: the program or the URL (never env, headers or args)."""
+        return f"command {self.command}" if self.kind == "stdio" else f"url {self.url}"
+
+
+class Declared(BaseModel):
+    """The servers one file (or one job) declares, by name, with the folder they belong to."""
+
+    servers: dict[str, ServerConfig]
+    folder: Path
+    source: str
+    """Where they were declared (a file path, or `job spec`), for messages."""
+
+
+class ConfigProblem(ValueError):
+    """A `.mcp.json` that cannot be used."""
+
+
+def config_file_in(folder: Path) -> Path | None:
+    """The folder's `.mcp.json` (or `mcp.json`), if it has one."""
+    for name in CONFIG_FILES:
+        path = folder / name
+        if path.is_file():
+            return path
+    return None
+
+
+def parse_config(data: bytes | str, folder: Path, source: str) -> Declared:
+    """The servers of a `.mcp.json` text; ConfigProblem naming the server and field."""
+    try:
+        document = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigProblem(f"{source}: not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise ConfigProblem(f"{source}: must be a JSON object with `mcpServers`")
+    servers = document.get("mcpServers", document.get("servers"))
+    if not isinstance(servers, dict):
+        raise ConfigProblem(f"{source}: `mcpServers` must be an object of servers by name")
+    return Declared(servers=parse_servers(servers, source), folder=folder, source=source)
+
+
+def parse_servers(servers: Mapping[str, Any], source: str) -> dict[str, ServerConfig]:
+    """Validate each server; ConfigProblem listing every problem with its server and field."""
+    found: dict[str, ServerConfig] = {}
+    problems: list[str] = []
+    for name, value in servers.items():
+        if not isinstance(value, dict):
+            problems.append(f"server {name!r}: must be an object")
+            continue
+        try:
+            found[name] = ServerConfig.model_validate(value)
+        except ValidationError as exc:
+            for error in exc.errors(include_url=False):
+                field = ".".join(str(p) for p in error["loc"]) or "(server)"
+                message = error["msg"].removeprefix("Value error, ")
+                problems.append(f"server {name!r}: {field}: {message}")
+    if problems:
+        raise ConfigProblem(f"{source}: " + "; ".join(problems))
+    return found
+
+
+def check_config(folder: Path) -> list[Problem]:
+    """`skills check`: the problems of a folder's `.mcp.json`, unset variables included."""
+    path = config_file_in(folder)
+    if path is None:
+        return []
+    try:
+        declared = parse_config(path.read_bytes(), folder, str(path))
+    except (ConfigProblem, OSError) as exc:
+        return [Problem("mcp-config", str(exc), True)]
+    problems = []
+    for name, server in declared.servers.items():
+        missing = sorted(unset_variables(server))
+        if missing:
+            problems.append(
+                Problem(
+                    "mcp-variables",
+                    f"{path}: server {name!r} uses variables that are not set here: "
+                    + ", ".join(missing),
+                )
+            )
+    return problems
+
+
+def unset_variables(server: ServerConfig, environ: Mapping[str, str] | None = None) -> set[str]:
+    """Variables the server's fields name (without a default) that `environ` lacks."""
+    env = os.environ if environ is None else environ
+    missing: set[str] = set()
+    for text in _texts(server):
+        for match in _VARIABLE.finditer(text):
+            name, default = match.group(1), match.group(2)
+            if default is None and name not in env and name not in FOLDER_VARIABLES:
+                missing.add(name)
+    return missing
+
+
+def _texts(server: ServerConfig) -> list[str]:
+    values = [server.command or "", server.url or "", server.cwd or "", *server.args]
+    return [*values, *server.env.values(), *server.headers.values()]
+
+
+def expand(text: str, environ: Mapping[str, str], folder: Path) -> str:
+    """`${VAR}` and `${VAR:-default}` from `environ`; ConfigProblem for an unset one."""
+
+    def value(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in FOLDER_VARIABLES:
+            return str(folder)
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise ConfigProblem(f"the environment variable {name} is not set")
+
+    return _VARIABLE.sub(value, text)
+
+
+def expanded(server: ServerConfig, environ: Mapping[str, str], folder: Path) -> ServerConfig:
+    """The server with every `${VAR}` filled in, and its `cwd` made absolute."""
+
+    def fill(text: str) -> str:
+        return expand(text, environ, folder)
+
+    cwd = folder / fill(server.cwd) if server.cwd else folder
+    return server.model_copy(
+        update={
+            "command": fill(server.command) if server.command else None,
+            "args": [fill(a) for a in server.args],
+            "env": {k: fill(v) for k, v in server.env.items()},
+            "headers": {k: fill(v) for k, v in server.headers.items()},
+            "url": fill(server.url) if server.url else None,
+            "cwd": str(cwd),
+        }
+    )
+
+
+def secret_values(server: ServerConfig, environ: Mapping[str, str] | None = None) -> list[str]:
+    """What must never reach a trace or a message: the env and header values (as written,
+    and expanded with `environ`), and every variable's value that a field of the server
+    uses (an args token too)."""
+    values = [*server.env.values(), *server.headers.values()]
+    if environ is not None:
+        for text in _texts(server):
+            values += [
+                environ[m.group(1)] for m in _VARIABLE.finditer(text) if m.group(1) in environ
+            ]
+        with contextlib.suppress(ConfigProblem):
+            filled = expanded(server, environ, Path())
+            values += [*filled.env.values(), *filled.headers.values()]
+    return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)

@@ -1,0 +1,210 @@
+"""One MCP server of one run: started on first need, shared by every caller, restarted once.
+
+The SDK's client (and its transport's task group) lives in one task, `_hold`, from entering
+to leaving, as anyio wants; callers send requests through it concurrently. A call that finds
+the server gone, or that gets no answer within the server's `timeout`, fails as an
+infrastructure error, and the server is stopped; the next call starts it again, once per run.
+A server that fails after that restart stays down for the rest of the run.
+
+Messages name the server and its program or URL, never its env, headers or arguments, and
+what the server wrote on stderr is shown with those values masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from ....errors import ToolError, ToolInfrastructureError
+from ....security.secrets import SecretMask
+from .config import ServerConfig, secret_values
+from .sdk import Sdk, load_sdk
+
+MAX_RESTARTS = 1
+STOP_GRACE = 8.0
+STDERR_TAIL = 600
+MAX_LIST_PAGES = 50
+
+
+class Connection:
+    """A server's client, its tools listing, and whether it may be started again."""
+
+    def __init__(self, name: str, config: ServerConfig, secrets: Sequence[str] = ()) -> None:
+        self.name = name
+        self.config = config
+        self.mask = SecretMask([*secrets, *secret_values(config)])
+        self.tools: list[Mapping[str, Any]] = []
+        self.instructions: str | None = None
+        self.protocol: str | None = None
+        """The protocol version negotiated (a 2026 `server/discover` era one, or older)."""
+        self.starts = 0
+        self._client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+        self._lock: asyncio.Lock | None = None
+        self._stderr: IO[str] | None = None
+        self._tail = ""
+        self._sdk: Sdk | None = None
+
+    @property
+    def up(self) -> bool:
+        return self._client is not None and self._task is not None and not self._task.done()
+
+    async def ensure(self) -> Any:
+        """The live client, starting the server if it is not running (and may be started)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.up:
+                return self._client
+            if self.starts > MAX_RESTARTS:
+                raise ToolInfrastructureError(
+                    f"MCP server {self.name!r} stopped again after a restart; it is not "
+                    "started a third time in this run"
+                )
+            await self._start()
+            return self._client
+
+    async def _start(self) -> None:
+        await self.stop()
+        self._sdk = self._sdk or load_sdk()
+        self.starts += 1
+        ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task = asyncio.create_task(self._hold(ready, self._stop))
+        try:
+            async with asyncio.timeout(self.config.start_timeout):
+                self._client = await asyncio.shield(ready)
+        except TimeoutError:
+            await self.stop()
+            raise self._failure(f"did not start within {self.config.start_timeout:g} s") from None
+        except Exception as exc:
+            await self.stop()
+            raise self._failure(f"could not start: {self._reason(exc)}") from None
+
+    async def _hold(self, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
+        # What a stdio server writes on stderr goes to a file of its own (not our terminal),
+        # read back for the messages of its failures.
+        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
+            self._stderr = log
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    client = await stack.enter_async_context(self._client_for(stack, log))
+                    self.tools = await _list_tools(client)
+                    self.instructions = getattr(client, "instructions", None)
+                    self.protocol = getattr(client, "protocol_version", None)
+                    ready.set_result(client)
+                    await stop.wait()
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
+                if not isinstance(exc, Exception):
+                    raise
+            finally:
+                self._tail = self._stderr_tail()
+                self._stderr = None
+
+    def _client_for(self, stack: contextlib.AsyncExitStack, log: IO[str]) -> Any:
+        sdk, config = self._sdk, self.config
+        assert sdk is not None
+        if config.kind == "http":
+            http = sdk.create_http_client(headers=dict(config.headers))
+            stack.push_async_exit(http)
+            transport = sdk.streamable_http_client(config.url, http_client=http)
+        else:
+            params = sdk.StdioServerParameters(
+                command=config.command, args=config.args, env=config.env, cwd=config.cwd
+            )
+            transport = sdk.stdio_client(params, errlog=log)
+        return sdk.Client(transport, mode="auto", cache=None)
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
+        """`tools/call`; ToolError for the server's protocol errors, ToolInfrastructureError
+        when the server is gone or does not answer in time (it is then stopped)."""
+        client = await self.ensure()
+        task, sdk = self._task, self._sdk
+        assert sdk is not None
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                return await client.call_tool(tool, dict(arguments))
+        except TimeoutError:
+            failure = self._failure(f"did not answer within {self.config.timeout:g} s")
+        except sdk.MCPError as exc:
+            if exc.code != sdk.CONNECTION_CLOSED:
+                raise ToolError(self.mask(f"MCP error {exc.code}: {exc.message}")) from None
+            failure = self._failure(f"closed the connection: {self._reason(exc)}")
+        except Exception as exc:
+            failure = self._failure(f"failed: {self._reason(exc)}")
+        self._drop(task)
+        raise failure
+
+    def _drop(self, task: asyncio.Task[None] | None) -> None:
+        """Stop the server a call failed on, in the background (the call's result does not
+        wait for it), unless another call has already started a new one."""
+        if task is None or task is not self._task:
+            return
+        starting = self._client is None  # still in its handshake: nothing to finish
+        self._task, self._client = None, None
+        if self._stop is not None:
+            self._stop.set()
+        if starting:
+            task.cancel()  # the SDK's transport still ends the process (bounded)
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    async def stop(self) -> None:
+        """Stop the server (stdio: close its stdin, then end its process group), and wait
+        for servers dropped earlier to be gone."""
+        self._drop(self._task)
+        waiting = list(self._stopping)
+        if not waiting:
+            return
+        _, pending = await asyncio.wait(waiting, timeout=STOP_GRACE)
+        # Stuck on its way out: cancel it; the SDK's transport then ends the process
+        # (bounded: stdin, SIGTERM, SIGKILL).
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=STOP_GRACE)
+
+    def _failure(self, what: str) -> ToolInfrastructureError:
+        where = self.config.where()
+        text = f"MCP server {self.name!r} ({where}) {what}"
+        tail = self._stderr_tail()
+        if tail:
+            text += f"; its last stderr output: {tail}"
+        return ToolInfrastructureError(self.mask(text))
+
+    def _reason(self, exc: BaseException) -> str:
+        if isinstance(exc, BaseExceptionGroup):
+            return "; ".join(self._reason(e) for e in exc.exceptions)
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+    def _stderr_tail(self) -> str:
+        handle = self._stderr
+        if handle is None or handle.closed:
+            return self._tail
+        try:
+            handle.flush()
+            handle.seek(0)
+            text = handle.read()
+        except (OSError, ValueError):
+            return ""
+        return " ".join(text[-STDERR_TAIL:].split())
+
+
+async def _list_tools(client: Any) -> list[Mapping[str, Any]]:
+    """Every page of `tools/list`, each tool as a wire-shaped mapping."""
+    found: list[Mapping[str, Any]] = []
+    cursor = None
+    for _ in range(MAX_LIST_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        found += [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools]
+        cursor = getattr(page, "next_cursor", None) or getattr(page, "nextCursor", None)
+        if not cursor:
+            break
+    return found

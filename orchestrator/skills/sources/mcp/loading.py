@@ -1,0 +1,142 @@
+"""A loaded skill's MCP servers: started in the run's pool, their tools joined to the skill.
+
+`with_servers` is what `load_skill` calls after the body and `tools.py` are read: for a skill
+that declares servers it starts them (once per run; later loads, by any agent of the run,
+reuse them and their `tools/list`) and returns the skill with their tools and notes. A server
+that cannot start, the SDK missing, or a run without a pool each leave a note in the load
+observation and the skill's other parts loaded. Only the `.mcp.json` the catalog scanned is
+used: one that appeared or changed afterwards (written by a model, say) starts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ....agent import Tool
+from ....errors import ToolInfrastructureError
+from ...skill import LoadedSkill, SkillInfo, qualified_tool_name
+from .config import (
+    ConfigProblem,
+    Declared,
+    config_file_in,
+    expanded,
+    parse_config,
+    secret_values,
+)
+from .connection import Connection
+from .pool import ServerPool, current_pool
+from .sdk import load_sdk
+from .tool import McpTool
+
+MAX_INSTRUCTIONS = 4_000
+NO_RUN = "its MCP servers start only inside a run (Agent.run, Orchestrator.run, a job)"
+
+
+def declared_servers(info: SkillInfo) -> Declared:
+    """The servers a skill declares, from the job spec or the `.mcp.json` the scan saw."""
+    if info.servers:
+        return Declared(servers=dict(info.servers), folder=info.folder, source="the job spec")
+    path = config_file_in(info.folder)
+    data = path.read_bytes() if path is not None else None
+    if data is None or hashlib.sha256(data).hexdigest() != info.mcp_digest:
+        raise ConfigProblem(
+            f"{info.folder}: its MCP server file changed after the skill catalog was scanned; "
+            "no server is started (only what was there before the run started can run)"
+        )
+    assert path is not None
+    return parse_config(data, info.folder, str(path))
+
+
+async def with_servers(skill: LoadedSkill) -> LoadedSkill:
+    """The skill with its servers' tools (from the run's pool) and notes."""
+    if not skill.info.has_servers:
+        return skill
+    pool = current_pool()
+    if pool is None:
+        return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
+    return await pool.run(_joined(pool, skill))
+
+
+def with_servers_sync(skill: LoadedSkill) -> LoadedSkill:
+    """`with_servers` from synchronous code (preloading, restoring a resumed run)."""
+    if not skill.info.has_servers:
+        return skill
+    pool = current_pool()
+    if pool is None:
+        return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
+    return pool.run_sync(_joined(pool, skill))
+
+
+async def _joined(pool: ServerPool, skill: LoadedSkill) -> LoadedSkill:
+    """On the pool's loop: the servers' tools and notes, made once per run and skill."""
+    key = f"skill:{skill.info.name}"
+    lock = pool.cache.setdefault(f"{key}:lock", asyncio.Lock())
+    async with lock:
+        if key not in pool.cache:
+            pool.cache[key] = await _open(pool, skill.info)
+    tools, notes = pool.cache[key]
+    taken = {t.name for t in skill.tools}
+    extra = tuple(t for t in tools if t.name not in taken)
+    return replace(skill, tools=(*skill.tools, *extra), notes=(*skill.notes, *notes))
+
+
+async def _open(pool: ServerPool, info: SkillInfo) -> tuple[tuple[Tool, ...], tuple[str, ...]]:
+    try:
+        load_sdk()
+        declared = declared_servers(info)
+    except (ToolInfrastructureError, ConfigProblem, OSError) as exc:
+        return (), (f"Its MCP servers are not available: {exc}",)
+    connections = [_connection(pool, info, name, declared) for name in declared.servers]
+    started = await asyncio.gather(
+        *(c.ensure() for c in connections if isinstance(c, Connection)), return_exceptions=True
+    )
+    notes = [c for c in connections if isinstance(c, str)]
+    live = [c for c in connections if isinstance(c, Connection)]
+    for connection, outcome in zip(live, started, strict=True):
+        if isinstance(outcome, BaseException):
+            notes.append(f"MCP server {connection.name!r} is not available: {outcome}")
+    tools: dict[str, Tool] = {}
+    for connection in live:
+        if connection.up:
+            _add_tools(tools, pool, info, connection)
+            if connection.instructions:
+                text = connection.instructions.strip()
+                if len(text) > MAX_INSTRUCTIONS:
+                    cut = len(text) - MAX_INSTRUCTIONS
+                    text = f"{text[:MAX_INSTRUCTIONS]}\n[... {cut} more characters cut]"
+                notes.append(f"## Instructions of MCP server {connection.name!r}\n{text}")
+    return tuple(tools.values()), tuple(notes)
+
+
+def _connection(pool: ServerPool, info: SkillInfo, name: str, declared: Declared) -> Any:
+    """The run's connection to a server, or a note when its config cannot be filled in."""
+    written = declared.servers[name]
+    try:
+        config = expanded(written, pool.environ, declared.folder)
+    except ConfigProblem as exc:
+        return f"MCP server {name!r} is not available: {exc}"
+    secrets = secret_values(written, pool.environ)
+    return pool.connection(info.name, name, lambda: Connection(name, config, secrets))
+
+
+def _add_tools(
+    tools: dict[str, Tool], pool: ServerPool, info: SkillInfo, connection: Connection
+) -> None:
+    for listed in connection.tools:
+        remote = str(listed.get("name", ""))
+        if not remote:
+            continue
+        name = qualified_tool_name(info.name, remote)
+        if name in tools:  # two servers of one skill with a tool of the same name
+            name = qualified_tool_name(info.name, f"{connection.name}_{remote}")
+        tools.setdefault(name, McpTool(name, listed, connection, pool))
+
+
+def server_summary(info: SkillInfo) -> Mapping[str, str]:
+    """Each declared server's name and what it is (program or URL), for `skills show`."""
+    declared = declared_servers(info)
+    return {name: server.where() for name, server in declared.servers.items()}

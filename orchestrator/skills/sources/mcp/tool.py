@@ -1,0 +1,61 @@
+"""A server's tool as an ordinary `Tool`: name, description, JSON schema, async call.
+
+It joins a skill exactly as a `tools.py` tool does, named `{skill}__{tool}` (kept to
+`^[a-zA-Z0-9_-]{1,64}$`). Arguments are checked against the server's own `inputSchema` before
+the call; the schema sent to the model is the normalised one (`schema.py`). The call runs on
+the run's server pool; `isError` results become error observations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ....agent import ArgumentsError, Tool, ToolContext
+from ....agent.tools import decode_arguments
+from ....errors import ToolError
+from ....messages import ToolSpec
+from .connection import Connection
+from .pool import ServerPool
+from .results import convert
+from .schema import normalise, problems
+
+
+async def _never_called() -> None:
+    """The function a Tool needs; an MCP tool's `invoke` calls the server instead."""
+
+
+class McpTool(Tool):
+    """One tool of one MCP server, for one run's pool."""
+
+    def __init__(
+        self,
+        name: str,
+        listed: Mapping[str, Any],
+        connection: Connection,
+        pool: ServerPool,
+    ) -> None:
+        description = str(listed.get("description") or listed.get("title") or listed["name"])
+        super().__init__(_never_called, name=name, description=description)
+        self.remote = str(listed["name"])
+        self.input_schema = dict(listed.get("inputSchema") or listed.get("input_schema") or {})
+        self.spec = ToolSpec(
+            name=name, description=self.description, parameters=normalise(self.input_schema)
+        )
+        self.connection = connection
+        self.pool = pool
+
+    def parse_arguments(self, raw: str) -> dict[str, Any]:
+        data = decode_arguments(raw)
+        found = problems(self.input_schema, data)
+        if found:
+            text = "Arguments do not match the tool's schema:\n" + "\n".join(found)
+            raise ArgumentsError(text, kind="invalid_arguments")
+        return data
+
+    async def invoke(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
+        result = await self.pool.run(self.connection.call(self.remote, kwargs))
+        observation = convert(result)
+        if observation.is_error:
+            raise ToolError(observation.text)
+        return observation.text

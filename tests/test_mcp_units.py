@@ -1,0 +1,191 @@
+"""The parts of MCP support that need no server: config, expansion, schemas, results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from skill_factory import CORPUS
+
+from orchestrator.skills.sources.mcp.config import (
+    ConfigProblem,
+    check_config,
+    expanded,
+    parse_config,
+)
+from orchestrator.skills.sources.mcp.results import convert
+from orchestrator.skills.sources.mcp.schema import normalise, problems
+
+TRANSCRIPTS = CORPUS / "mcp-transcripts"
+
+
+def test_import_orchestrator_does_not_import_the_sdk() -> None:
+    code = "import sys, orchestrator, orchestrator.skills.sources.mcp; print('mcp' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_config_reads_the_claude_code_format(tmp_path: Path) -> None:
+    text = json.dumps(
+        {
+            "mcpServers": {
+                "git": {"command": "mcp-server-git", "args": ["--repository", "."]},
+                "docs": {"type": "http", "url": "http://127.0.0.1:8931/mcp", "headers": {}},
+                "inferred": {"url": "http://127.0.0.1:1/mcp"},
+            }
+        }
+    )
+    declared = parse_config(text, tmp_path, "x/.mcp.json")
+    assert [s.kind for s in declared.servers.values()] == ["stdio", "http", "http"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"mcpServers": []}', "`mcpServers` must be an object"),
+        ('{"mcpServers": {"a": {"args": ["x"]}}}', "server 'a': (server): a stdio server needs"),
+        ('{"mcpServers": {"a": {"type": "http"}}}', "an http server needs a `url`"),
+        ('{"mcpServers": {"a": {"command": "x", "args": "y"}}}', "server 'a': args"),
+        ('{"mcpServers": {"a": {"type": "carrier-pigeon", "command": "x"}}}', "server 'a': type"),
+    ],
+)
+def test_bad_config_names_server_and_field(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigProblem, match="x/.mcp.json") as caught:
+        parse_config(text, tmp_path, "x/.mcp.json")
+    assert message in str(caught.value)
+
+
+def test_expansion_fills_variables_defaults_and_the_folder(tmp_path: Path) -> None:
+    text = json.dumps(
+        {
+            "mcpServers": {
+                "s": {
+                    "command": "${BIN:-run}",
+                    "args": ["--root", "${CLAUDE_PLUGIN_ROOT}/data", "${NAME}"],
+                    "env": {"TOKEN": "Bearer ${TOKEN_VALUE}"},
+                    "headers": {"X": "${NAME}-${NAME}"},
+                    "cwd": "sub",
+                }
+            }
+        }
+    )
+    server = parse_config(text, tmp_path, "f").servers["s"]
+    filled = expanded(server, {"NAME": "n", "TOKEN_VALUE": "abc"}, tmp_path)
+    assert filled.command == "run"
+    assert filled.args == ["--root", f"{tmp_path}/data", "n"]
+    assert filled.env == {"TOKEN": "Bearer abc"}
+    assert filled.headers == {"X": "n-n"}
+    assert filled.cwd == str(tmp_path / "sub")
+    with pytest.raises(ConfigProblem, match="TOKEN_VALUE is not set"):
+        expanded(server, {"NAME": "n"}, tmp_path)
+
+
+def test_check_flags_bad_files_and_unset_variables(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"a": {"type": "http"}}}')
+    assert [p.rule for p in check_config(tmp_path)] == ["mcp-config"]
+    (tmp_path / ".mcp.json").write_text(
+        '{"mcpServers": {"a": {"command": "x", "env": {"K": "${SURELY_UNSET_VAR_Q}"}}}}'
+    )
+    found = check_config(tmp_path)
+    assert [p.rule for p in found] == ["mcp-variables"]
+    assert "SURELY_UNSET_VAR_Q" in found[0].message
+
+
+def test_refs_are_inlined_and_defs_dropped() -> None:
+    schema = {
+        "type": "object",
+        "title": "Args",
+        "$defs": {
+            "Point": {"type": "object", "title": "Point", "properties": {"x": {"type": "number"}}},
+            "Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}},
+        },
+        "properties": {
+            "at": {"$ref": "#/$defs/Point", "description": "where"},
+            "title": {"type": "string"},
+            "chain": {"$ref": "#/$defs/Node"},
+        },
+        "required": ["at"],
+    }
+    out = normalise(schema)
+    text = json.dumps(out)
+    assert "$ref" not in text and "$defs" not in text
+    assert out["properties"]["at"] == {
+        "type": "object",
+        "properties": {"x": {"type": "number"}},
+        "description": "where",
+    }
+    assert out["properties"]["title"] == {"type": "string"}  # a field may be called title
+    assert "title" not in out
+    assert normalise(None) == {"type": "object", "properties": {}}
+
+
+def test_arguments_are_checked_against_the_original_schema() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"N": {"type": "integer"}},
+        "properties": {"repo_path": {"type": "string"}, "n": {"$ref": "#/$defs/N"}},
+        "required": ["repo_path"],
+    }
+    assert problems(schema, {"repo_path": "x", "n": 2}) == []
+    found = problems(schema, {"n": "two"})
+    assert "- repo_path: field required" in found
+    assert any(line.startswith("- n:") for line in found)
+
+
+def _recorded_results() -> list[dict[str, object]]:
+    found = []
+    for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            message = json.loads(line)["msg"]
+            result = message.get("result")
+            if isinstance(result, dict) and "content" in result:
+                found.append(result)
+    return found
+
+
+def test_recorded_results_of_real_servers_convert() -> None:
+    results = _recorded_results()
+    assert len(results) >= 8
+    for result in results:
+        observation = convert(result)
+        texts = [block["text"] for block in result["content"]]
+        assert all(text in observation.text for text in texts)
+        assert observation.is_error is bool(result.get("isError"))
+    errors = [convert(r).text for r in results if r.get("isError")]
+    assert any("repo_path" in text and "Field required" in text for text in errors)
+
+
+def test_structured_content_and_other_blocks_are_kept_or_described() -> None:
+    result = {
+        "content": [
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "resource_link", "uri": "file:///x.txt", "name": "x", "size": 12},
+            {"type": "resource", "resource": {"uri": "mem://a", "text": "inline text"}},
+            {"type": "resource", "resource": {"uri": "mem://b", "blob": "AAAAAA=="}},
+        ],
+        "structured_content": {"a": 1},
+        "is_error": False,
+    }
+    text = convert(result).text
+    assert "[image: image/png, 3 bytes]" in text
+    assert "[resource link: file:///x.txt (x, 12 bytes)]" in text
+    assert "inline text" in text and "[resource mem://b: unknown type, 4 bytes]" in text
+    assert 'structuredContent: {"a": 1}' in text
+    assert convert({"content": [], "isError": True}).is_error
+
+
+def test_tool_names_are_kept_to_what_providers_accept() -> None:
+    from orchestrator.agent.tools import TOOL_NAME
+    from orchestrator.skills.sources.mcp.tool import McpTool
+
+    for remote in ("get.weather/now", "x" * 80, "日本語"):
+        from orchestrator.skills import qualified_tool_name
+
+        name = qualified_tool_name("kit", remote)
+        made = McpTool(name, {"name": remote, "inputSchema": {}}, None, None)  # type: ignore[arg-type]
+        assert TOOL_NAME.match(made.spec.name) and made.remote == remote
