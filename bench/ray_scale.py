@@ -10,8 +10,8 @@ does (a cluster is there already), its run's workers and budget host start insid
     python bench/ray_scale.py [--sizes 1000 10000] [--runs 3] [--latency 0.05] [--workers 2]
 
 Prints a markdown table (median wall / ideal, spread, the start: until the planner's first
-event, which for Ray includes the session's workers starting; driver peak RSS growth) and
-writes the figures to bench/ray_scale.json.
+event, which for Ray includes the session's workers starting; the driver's CPU time and peak
+RSS growth) and writes the figures to bench/ray_scale.json.
 """
 
 from __future__ import annotations
@@ -68,11 +68,13 @@ def one_run(executor: str, width: int, latency: float, workers: int) -> dict[str
         output_cap_tokens=20,
         executor=remote,
     )
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    before, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     began = time.perf_counter()
     result = orch.run_sync("Do every item.", trace=folder / "trace.jsonl")
     wall = time.perf_counter() - began
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu
     statuses = {child.status for child in result.children}
     if result.status != "completed" or statuses != {"completed"}:
         raise RuntimeError(f"run failed: {result.status}, children {statuses}")
@@ -82,6 +84,7 @@ def one_run(executor: str, width: int, latency: float, workers: int) -> dict[str
         "wall": wall,
         "start": first["ts"] - (time.time() - wall),
         "driver_rss_mb": (peak - before) / 1024,
+        "driver_cpu": cpu,
     }
 
 
@@ -107,21 +110,22 @@ def measure(executor: str, width: int, runs: int, latency: float, workers: int) 
         "spread": [walls[0] / ideal, walls[-1] / ideal],
         "start_s": statistics.median(s["start"] for s in samples),
         "driver_rss_mb": statistics.median(s["driver_rss_mb"] for s in samples),
+        "driver_cpu_s": statistics.median(s.get("driver_cpu", 0.0) for s in samples),
     }
 
 
 def table(rows: list[dict]) -> str:
     lines = [
         "| sub-agents | executor | wall (median) | of which start | wall / ideal | spread "
-        "| driver peak RSS |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| driver CPU | driver peak RSS |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['sub_agents']:,} | {r['executor']} | {r['wall_s']:.2f} s | "
             f"{r['start_s']:.2f} s | "
             f"{r['wall_over_ideal']:.1f}x | {r['spread'][0]:.1f}-{r['spread'][1]:.1f}x | "
-            f"+{r['driver_rss_mb']:.0f} MB |"
+            f"{r['driver_cpu_s']:.1f} s | +{r['driver_rss_mb']:.0f} MB |"
         )
     return "\n".join(lines)
 
