@@ -24,10 +24,15 @@ from .jobs import (
     Job,
     JobResult,
     JobRunner,
+    Remake,
     Resumption,
+    WorkerRecipe,
     fast_forward,
+    job_executor,
     job_folders,
     prepare_resume,
+    recipe_for,
+    run_remote,
 )
 from .jobs.outputs import WorkspaceRecord
 from .jobs.preflight import Preflight, preflight
@@ -41,13 +46,13 @@ from .models import (
     output_cap,
     resolve_model,
 )
-from .models.prices import STANDARD_PRICES, Price, price_of
+from .models.prices import STANDARD_PRICES, Price, with_price
 from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
 from .skills.meta_tools import untrusted_code
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Listener, Trace, open_trace
+from .trace import Checkpoint, Listener, Trace, open_trace
 
 DEFAULT_OUTPUT_TOKENS = 4096
 PLANNER_PROMPT = """\
@@ -66,6 +71,7 @@ class Orchestrator:
     `aliases` (the built-in ones and the user's alias file by default) and `environ` (where
     keys and base URLs come from; the process environment by default).
     `approve` decides calls the permissions mark `ask`; without it they are denied.
+    `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
     """
 
     def __init__(
@@ -88,7 +94,12 @@ class Orchestrator:
         aliases: ModelAliases | None = None,
         environ: Mapping[str, str] | None = None,
         approve: Approver | None = None,
+        executor: Any = None,
     ) -> None:
+        # How a Ray worker makes this orchestrator again (jobs/remote.py).
+        mine = {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")}
+        self.remake: Remake = (Orchestrator, (model,), mine)
+        self.executor = executor
         self.environ = dict(os.environ if environ is None else environ)
         self.prices = STANDARD_PRICES.over(prices or {})
         self.max_cost = max_cost
@@ -145,6 +156,7 @@ class Orchestrator:
             "max_parallel": job.budget.max_parallel,
             "permissions": job.permissions.protecting([job.source, *folders.protected]),
             "trace": job.trace,
+            "executor": job_executor(job),
         }
         settings.update(overrides)
         orchestrator = cls(settings.pop("model", job.model), **settings)
@@ -152,9 +164,19 @@ class Orchestrator:
         if job.mcp_servers:  # each a skill of its own; relative paths start at the job's folder
             base = job.source.parent if job.source is not None else Path.cwd()
             orchestrator.catalog.add_servers(job.mcp_servers, base)
+        orchestrator.remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
+
+    def worker_recipe(self, job: Job | None, checkpoint: Checkpoint | None) -> WorkerRecipe:
+        """What a Ray worker makes this orchestrator again from, to run `job`'s agents."""
+        return recipe_for(self, job, checkpoint)
+
+    def model_key(self, model: ChatModel | None) -> str | None:
+        """The settings (JSON) this resolved `model` from; None for its own (or unknown)."""
+        inner = getattr(model, "inner", model)  # a TextTap shows a model's text
+        return next((key for key, known in self._models.items() if known is inner), None)
 
     def preflight(self, job: Job) -> Preflight:
         """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py)."""
@@ -173,20 +195,7 @@ class Orchestrator:
         return self._models[key]
 
     def _priced(self, model: ChatModel) -> ChatModel:
-        """The model with its price from this run's table (a ConfigError when the budget caps
-        money and it has none: its cost could not be counted)."""
-        price = price_of(model) if getattr(model, "price", None) else self.prices.get(model.name)
-        if price is not None:
-            try:
-                model.price = price  # type: ignore[attr-defined]
-            except AttributeError:
-                pass
-        if self.max_cost is not None and price_of(model, self.prices) is None:
-            raise ConfigError(
-                f"the budget caps money (max_cost_usd), but model {model.name!r} has no price; "
-                "give it one under prices: in the job spec"
-            )
-        return model
+        return with_price(model, self.prices, required=self.max_cost is not None)
 
     def secrets(self) -> list[str]:
         """Values to mask in traces: secret-looking variables of this run's environment
@@ -263,7 +272,9 @@ class Orchestrator:
         trace, owned = self._open_trace(trace if trace is not None else self.trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
-            return await self.planner(trace=trace, model=model).run(goal)
+            if self.executor is None:
+                return await self.planner(trace=trace, model=model).run(goal)
+            return await run_remote(self, goal, trace, model)
         finally:
             if owned and trace is not None:
                 trace.close()
@@ -284,14 +295,18 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
+        budget: TokenBudget | None = None,
     ) -> JobResult:
-        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget;
-        `stream` is shown the output step's text as the model writes it."""
+        """Run a job's steps (or its goal) with this orchestrator's model, skills and budget
+        (or `budget`, shared with other jobs); `stream` is shown the output step's text as
+        the model writes it."""
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
         workspace = WorkspaceRecord.start(job, self.permissions, opened.path if opened else None)
         self.permissions = workspace.permissions(self.permissions)
         try:
-            return await JobRunner(self, job, opened, stream=stream, workspace=workspace).run()
+            return await JobRunner(
+                self, job, opened, stream=stream, workspace=workspace, budget=budget
+            ).run()
         finally:
             if owned and opened is not None:
                 opened.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -40,3 +41,17 @@ async def close_model_clients() -> AsyncIterator[None]:
 def report_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Traces of real runs for the report's tests (see report_traces.py), made once."""
     return make_traces(tmp_path_factory.mktemp("report-traces"))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """One local Ray for the session: two CPUs, on 127.0.0.1, no dashboard, no statistics, no
+    token (the tests' HOME changes); yields its address for processes the tests start."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()

@@ -29,6 +29,7 @@ from ..trace.telemetry import instrument_otlp
 from . import STARTED
 from .answer import AnswerStream
 from .approval import TerminalApprover, terminal_approver
+from .executors import add_executor_arguments, with_executor
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -59,6 +60,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a job spec")
     add_job_arguments(run)
     run.add_argument("--trace", type=Path, help="where to write the JSONL trace")
+    add_executor_arguments(run)
     add_output_arguments(run)
     run.set_defaults(handler=run_command)
 
@@ -81,7 +83,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     try:
-        job = load_job_from_args(args, trace=args.trace)
+        job = with_executor(load_job_from_args(args, trace=args.trace), args)
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
         orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
     except ConfigError as exc:

@@ -10,6 +10,10 @@ step whose dependency did not complete is skipped. A planner step gets the skill
 it (its sub-agents inherit it); with a `stream`, the output step's text is shown to it as the
 model writes it.
 
+With a Ray executor (`executor: ray`, docs/ray.md) the steps run on the cluster's workers,
+which build each step's agent from the job themselves (`WorkerRecipe`); the budget is the
+cluster's, the trace still this one.
+
 A job cancelled half-way (Ctrl-C) still records its `job_end`, status `cancelled`. On a trace
 opened to resume the job's run, the budget starts with everything the run spent before, and
 the steps that had ended keep their results (jobs/resume.py, docs/resume.md).
@@ -26,7 +30,8 @@ from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
 from ..models import ChatModel, ModelSettings, TextSink, TextTap
 from ..skills.sources.mcp import server_scope
-from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskRequest, TaskSpec
+from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskOrigin, TaskRequest, TaskSpec
+from ..tasks.executor import GatedExecutor, placement
 from ..trace import Trace
 from .outputs import WorkspaceRecord
 from .record import job_record
@@ -105,7 +110,8 @@ class StepAgents(Protocol):
 
 
 class JobRunner:
-    """Runs one job's steps with the model, catalogs and permissions of `orchestrator`."""
+    """Runs one job's steps with the model, catalogs and permissions of `orchestrator`, on
+    a budget of its own (`orchestrator.new_budget()`) or the `budget` given."""
 
     def __init__(
         self,
@@ -115,28 +121,39 @@ class JobRunner:
         *,
         stream: TextSink | None = None,
         workspace: WorkspaceRecord | None = None,
+        budget: TokenBudget | None = None,
     ) -> None:
         self.orchestrator = orchestrator
         self.workspace = workspace
         self.job = job
         self.trace = trace
         self.stream = stream
-        self.budget = orchestrator.new_budget()
-        if trace is not None and trace.checkpoint is not None:
+        # A budget given is shared with other jobs (a batch's): it counts their spend itself.
+        self.budget = budget if budget is not None else orchestrator.new_budget()
+        if budget is None and trace is not None and trace.checkpoint is not None:
             checkpoint = trace.checkpoint
             self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
         self.outputs: dict[str, str] = {}
         self.ended: list[TaskResult] = []
-        self.executor = LocalExecutor(self._build, self.budget)
-        self.context = ToolContext(
-            agent="job",
-            permissions=orchestrator.permissions,
-            budget=self.budget,
-            trace=trace,
-            model=orchestrator.model,
-        )
+        self._use(self.budget)
+
+    def _use(self, budget: TokenBudget) -> None:
+        self.context = step_context(self.orchestrator, budget, self.trace)
+        self.executor: GatedExecutor = LocalExecutor(self._build, budget)
 
     async def run(self) -> JobResult:
+        """Run the job's steps here, or on the cluster its orchestrator's executor names."""
+        remote = getattr(self.orchestrator, "executor", None)
+        if remote is None:
+            return await self._run()
+        checkpoint = self.trace.checkpoint if self.trace is not None else None
+        recipe = self.orchestrator.worker_recipe(self.job, checkpoint)  # type: ignore[attr-defined]
+        async with remote.open(recipe, self.budget, self.trace) as session:
+            self._use(session.budget)
+            self.executor = session.executor(TaskOrigin(kind="step"), self._build)
+            return await self._run()
+
+    async def _run(self) -> JobResult:
         specs = [
             TaskSpec(
                 id=s.id, task=s.task, agent=s.agent_name, depends_on=s.depends_on, skills=s.skills
@@ -157,7 +174,7 @@ class JobRunner:
             depth=1,
             agent_of=lambda spec: spec.agent or "general",
             prompt_for=lambda spec, _deps: self.job.render_task(spec.id, self.outputs),
-            gate=self.executor.budget_refusal,
+            gate=lambda request: self.executor.budget_refusal(request),
             max_parallel=self.job.budget.max_parallel,
             trace=self.trace,
             on_result=self._step_ended,
@@ -200,13 +217,39 @@ class JobRunner:
         """Run one step (the executor interface of GraphRun)."""
         return await self.executor.run_task(request)
 
+    def placement(self, request: TaskRequest) -> dict[str, object]:
+        return placement(self.executor, request)
+
     def _build(self, request: TaskRequest) -> AgentLoop:
-        step = self.job.step(request.spec.id)
-        model = self.orchestrator.resolve(step.model) if step.model is not None else None
-        if self.stream is not None and step.id == self.job.output_step:
-            model = TextTap(model or self.orchestrator.model, self.stream, request.path)
-        if request.agent == "planner":
-            return self.orchestrator.planner(
-                name=request.path, budget=self.budget, trace=self.trace, model=model
-            )
-        return self.orchestrator.fork.build_agent(request, self.context, model)
+        return step_agent(self.orchestrator, self.job, request, self.context, self.stream)
+
+
+def step_context(orchestrator: StepAgents, budget: TokenBudget, trace: Trace | None) -> ToolContext:
+    """The context a job's steps are forked from: the job's permissions, budget and trace."""
+    return ToolContext(
+        agent="job",
+        permissions=orchestrator.permissions,
+        budget=budget,
+        trace=trace,
+        model=orchestrator.model,
+    )
+
+
+def step_agent(
+    orchestrator: StepAgents,
+    job: Job,
+    request: TaskRequest,
+    context: ToolContext,
+    stream: TextSink | None = None,
+) -> AgentLoop:
+    """The agent of one job step: the planner, or its sub-agent, on its own model if it has
+    one (here or on a worker, which builds it the same way)."""
+    step = job.step(request.spec.id)
+    model = orchestrator.resolve(step.model) if step.model is not None else None
+    if stream is not None and step.id == job.output_step:
+        model = TextTap(model or orchestrator.model, stream, request.path)
+    if request.agent == "planner":
+        return orchestrator.planner(
+            name=request.path, budget=context.budget, trace=context.trace, model=model
+        )
+    return orchestrator.fork.build_agent(request, context, model)

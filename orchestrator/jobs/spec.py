@@ -13,7 +13,7 @@ import datetime
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import networkx as nx
 from pydantic import (
@@ -124,6 +124,28 @@ class Budget(BaseModel):
     (an agent waiting for its forked tasks lends them its slot)."""
 
 
+def _executor_name(value: Any) -> Any:
+    """`executor: ray` is `executor: {type: ray}`."""
+    return {"type": value} if isinstance(value, str) else value
+
+
+class Executor(BaseModel):
+    """Where the job's agents run (docs/ray.md)."""
+
+    model_config = _CONFIG
+
+    type: Literal["local", "ray"] = "local"
+    """`local`: in this process (the default); `ray`: on a Ray cluster (the `[ray]` extra)."""
+    address: str | None = None
+    """The Ray cluster: `auto` (the one running on this machine) or `ray://HOST:10001`; none:
+    start a Ray of its own on this machine."""
+    workers: Positive | None = None
+    """How many Ray workers, each running many agents at once; default: one per CPU."""
+
+
+SpecExecutor = Annotated[Executor, BeforeValidator(_executor_name)]
+
+
 class Step(BaseModel):
     """One unit of work: a sub-agent loop, or the planner loop."""
 
@@ -167,6 +189,8 @@ class Job(BaseModel):
     """Aliases for this job's models, over the built-in ones and the user's alias file."""
     budget: Budget = Field(default_factory=Budget)
     """Token, step and parallelism limits."""
+    executor: SpecExecutor = Field(default_factory=Executor)
+    """Where the agents run: `local` (this process) or `ray` (`{type: ray, address: auto}`)."""
     skills: list[Folder] = Field(default_factory=list)
     """Skill catalog folders (each holds one folder per skill)."""
     subagents: list[Folder] = Field(default_factory=list)

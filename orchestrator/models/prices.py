@@ -160,3 +160,21 @@ def price_of(model: object, table: PriceTable | None = None) -> Price | None:
         return own
     name = getattr(model, "name", None)
     return (table or STANDARD_PRICES).get(name) if isinstance(name, str) else None
+
+
+def with_price(model: Any, table: PriceTable, *, required: bool = False) -> Any:
+    """`model` with its price from `table` set on it, unless it has its own. `required` (a
+    budget that caps money): a ConfigError when it has none, since its cost could not be
+    counted."""
+    price = price_of(model, table)
+    if price is not None and getattr(model, "price", None) is None:
+        try:
+            model.price = price
+        except AttributeError:
+            pass  # a model object that takes no attributes: priced by the table's name
+    if required and price is None:
+        raise ConfigError(
+            f"the budget caps money (max_cost_usd), but model {model.name!r} has no price; "
+            "give it one under prices: in the job spec"
+        )
+    return model

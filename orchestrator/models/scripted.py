@@ -138,10 +138,12 @@ def _calls_in(turns: Sequence[Turn]) -> int:
 
 
 def load_script(path: str | Path) -> dict[str, list[Turn]]:
-    """Read a script from a YAML (or JSON) file."""
+    """Read a script from a YAML (or, named `.json`, a JSON) file."""
     file = Path(path)
+    # JSON is YAML too; a .json script is read as JSON, which is much faster for big scripts.
+    read = json.loads if file.suffix.lower() == ".json" else yaml.safe_load
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data = read(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read model script {file}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -149,7 +151,7 @@ def load_script(path: str | Path) -> dict[str, list[Turn]]:
             f"model script {file} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
             f"{exc.start})"
         ) from None
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ConfigError(f"model script {file} is not valid YAML: {exc}") from None
     return _check_script(data, source=str(file))
 

@@ -1,8 +1,17 @@
 """Sub-agents as a DAG: graph validation, the scheduler, executors, `fork`, and definitions."""
 
-from .executor import LocalExecutor, TaskExecutor, budget_refusal, run_agent_task
+from .executor import (
+    GatedExecutor,
+    LocalExecutor,
+    RemoteForks,
+    TaskExecutor,
+    budget_refusal,
+    placement,
+    run_agent_task,
+)
 from .fork import ForkExtension, ForkSettings
 from .graph import GraphError, GraphProblem, build_graph, suggest
+from .remote import ray_executor
 from .restore import restored_children, restored_task
 from .scheduler import GraphRun, task_graph
 from .subagents import (
@@ -15,27 +24,32 @@ from .subagents import (
     builtin_subagent_folders,
     check_subagent_folder,
 )
-from .task import TaskRequest, TaskSpec
+from .task import TaskOrigin, TaskRequest, TaskSpec
 
 __all__ = [
     "GENERAL",
     "GENERAL_AGENT",
+    "GatedExecutor",
     "ForkExtension",
     "ForkSettings",
     "GraphError",
     "GraphProblem",
     "GraphRun",
     "LocalExecutor",
+    "RemoteForks",
     "SubagentDef",
     "SubagentError",
     "SubagentProblem",
     "SubagentRegistry",
     "TaskExecutor",
+    "TaskOrigin",
     "TaskRequest",
     "TaskSpec",
     "budget_refusal",
     "build_graph",
     "check_subagent_folder",
+    "placement",
+    "ray_executor",
     "builtin_subagent_folders",
     "restored_children",
     "restored_task",

@@ -12,19 +12,48 @@ records it, and re-raises the cancellation once every task of the graph has ende
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..agent import AgentLoop, TaskResult, TokenBudget
+from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
+from ..skills import SkillInfo
 from .task import TaskRequest
 
 
 class TaskExecutor(Protocol):
-    """Runs one task to its end and reports how it went (never raises for task failures)."""
+    """Runs one task to its end and reports how it went (never raises for task failures).
+
+    An executor may also say where a task will run (`placement(request)`, the fields its
+    `task_start` gets: `executor` and `worker`); one that does not runs tasks here.
+    """
 
     async def run_task(self, request: TaskRequest) -> TaskResult: ...
+
+
+class GatedExecutor(TaskExecutor, Protocol):
+    """An executor that also checks, before a task starts, that the budget can cover it."""
+
+    def budget_refusal(self, request: TaskRequest) -> str | None: ...
+
+
+# The executor of a fork's tasks, from the forking agent's context, the `context: fork` skill
+# it runs (if any) and how the driver builds a task's agent (for the budget check).
+RemoteForks = Callable[
+    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop]], GatedExecutor
+]
+
+
+HERE = {"executor": "local", "worker": f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def placement(executor: object, request: TaskRequest) -> dict[str, object]:
+    """Where `executor` runs `request`: its `placement`, or this process."""
+    place = getattr(executor, "placement", None)
+    return dict(place(request)) if callable(place) else dict(HERE)
 
 
 async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -> TaskResult:
@@ -94,6 +123,10 @@ class LocalExecutor:
 
     def budget_refusal(self, request: TaskRequest) -> str | None:
         return budget_refusal(self.budget, self.agent_for(request), request.prompt)
+
+    def forget(self, request: TaskRequest) -> None:
+        """Drop the agent built for `request` (it will not run here)."""
+        self._agents.pop(request.path, None)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
         return await run_agent_task(request, lambda: self.agent_for(request))

@@ -41,7 +41,7 @@ from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
 from ..trace.words import plural
-from .executor import LocalExecutor
+from .executor import LocalExecutor, RemoteForks
 from .graph import GraphError, suggest
 from .restore import restore_forks
 from .scheduler import GraphRun, task_graph
@@ -103,6 +103,8 @@ class ForkExtension:
         self.counter = counter or default_counter()
         self._models: dict[str, ChatModel] = {}
         self._all_skills = skills
+        # While a run sends its tasks elsewhere (a Ray session), what makes their executor.
+        self.remote: RemoteForks | None = None
         self._tools = [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
             Tool(self.fork, name="fork", exclusive=True, resumable=True),
@@ -114,6 +116,7 @@ class ForkExtension:
         the tasks it forks choose from those, never from the whole catalog."""
         view = copy.copy(self)
         view.skills = skills
+        view.remote = None  # a sub-agent's own forks run where it runs
         view._tools = [
             self._tools[0].rebound(view.fork),
             self._tools[1].rebound(view.read_task_output),
@@ -164,9 +167,10 @@ class ForkExtension:
         self, tasks: Sequence[TaskSpec], ctx: ToolContext, running: SkillInfo | None = None
     ) -> list[TaskResult]:
         self._validate(tasks, ctx.state.setdefault(IDS_KEY, set()))
-        executor = LocalExecutor(
+        local = LocalExecutor(
             lambda request: self.build_agent(request, ctx, running=running), ctx.budget
         )
+        executor = local if self.remote is None else self.remote(ctx, running, local.build)
         run = GraphRun(
             tasks,
             executor,

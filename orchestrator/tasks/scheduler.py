@@ -21,7 +21,7 @@ import networkx as nx
 
 from ..agent import TaskResult, TaskStatus
 from ..trace import Trace
-from .executor import TaskExecutor
+from .executor import TaskExecutor, placement
 from .graph import build_graph
 from .restore import restored_task
 from .slots import Slots
@@ -120,7 +120,8 @@ class GraphRun:
             refusal = self.gate(request) if self.gate else None
             if refusal is not None:
                 return self._skipped(spec, refusal)
-            self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on)
+            where = placement(self.executor, request)
+            self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on, **where)
             result = await self.executor.run_task(request)
         except asyncio.CancelledError:
             result = self._failed(request, "cancelled", "the run was cancelled")

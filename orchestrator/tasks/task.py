@@ -7,6 +7,8 @@ executor needs to run it once its dependencies are done. Results are `TaskResult
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
@@ -38,3 +40,17 @@ class TaskRequest(BaseModel):
     path: str
     prompt: str
     depth: int
+
+
+class TaskOrigin(BaseModel):
+    """Who started a task, as another process needs it to build the task's agent itself.
+
+    `step`: a job step. `fork`: a task forked by the agent at `parent`, whose model is the run's
+    own (`model` None) or the one with these settings (`model`, a `ModelSettings` as JSON),
+    running the `context: fork` skill `running`, if any.
+    """
+
+    kind: Literal["step", "fork"] = "step"
+    parent: str = "job"
+    model: str | None = None
+    running: str | None = None

@@ -1,0 +1,135 @@
+"""`orchestrator run-batch JOB.yaml --inputs rows.csv|rows.jsonl`: one job per input row.
+
+Rows run `--concurrency` at a time (each job's own `max_parallel` still holds inside it),
+each with a trace of its own under `--traces`. The budget is each job's own (`--budget job`,
+the spec's `max_tokens`) or one for the whole batch (`--budget batch --max-tokens N`: every
+job draws from the same N tokens, on the cluster too). Each row ends as one JSON line in
+`--results` (default: next to the inputs, `NAME.results.jsonl`); running the same command
+again skips the rows already completed. Works with either executor (`--executor ray`).
+The exit code is 0 when every row has completed, 3 when some did not, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..agent import TokenBudget
+from ..errors import ConfigError
+from ..jobs import Job, job_executor, load_job, parse_model_options, parse_set_options
+from ..jobs.batch import Batch, Row, read_rows
+from ..planner import Orchestrator
+from ..trace import Trace, new_run_id
+from .executors import add_executor_arguments, with_executor
+from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments, config_error
+from .run import DEFAULT_TRACE_DIR
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    batch = commands.add_parser(
+        "run-batch",
+        help="run a job once per input row (CSV or JSONL)",
+        description="Run JOB.yaml once per row of --inputs, the row's columns as its inputs.",
+    )
+    add_job_arguments(batch)
+    batch.add_argument(
+        "--inputs", type=Path, required=True, metavar="ROWS", help="rows.csv or rows.jsonl"
+    )
+    batch.add_argument("--results", type=Path, help="the results file (one JSON line per row)")
+    batch.add_argument("--traces", type=Path, help="the folder for the rows' traces")
+    batch.add_argument(
+        "--concurrency", type=int, default=4, metavar="N", help="jobs at once (default 4)"
+    )
+    batch.add_argument(
+        "--budget",
+        choices=["job", "batch"],
+        default="job",
+        help="one budget per job (the spec's max_tokens; the default) or one for the batch",
+    )
+    batch.add_argument(
+        "--max-tokens", type=int, metavar="N", help="the batch's budget (with --budget batch)"
+    )
+    batch.add_argument("--quiet", action="store_true", help="no line per row on stderr")
+    add_executor_arguments(batch)
+    batch.set_defaults(handler=batch_command)
+
+
+def batch_command(args: argparse.Namespace) -> int:
+    try:
+        rows = read_rows(args.inputs)
+        runner = BatchRun(args, rows[0] if rows else Row(1, "1", {}))
+    except ConfigError as exc:
+        print(f"error: {config_error(exc)}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    lines = asyncio.run(runner.batch.run(rows, runner.start))
+    completed = sum(1 for line in lines if line["status"] == "completed")
+    skipped = len(rows) - len(lines)
+    print(
+        f"batch: {len(lines)} rows run ({completed} completed, {len(lines) - completed} not), "
+        f"{skipped} already done; {runner.batch.usage.total_tokens:,} tokens; "
+        f"results: {runner.batch.results}",
+        file=sys.stderr,
+    )
+    return EXIT_OK if completed == len(lines) else EXIT_FAILED_STEP
+
+
+class BatchRun:
+    """What the rows of one `run-batch` share: the overrides, the executor, the budget."""
+
+    def __init__(self, args: argparse.Namespace, first_row: Row) -> None:
+        self.args = args
+        self.sets = parse_set_options(args.set_options)
+        self.model_options = parse_model_options(args.model_options)
+        self.batch = Batch(
+            args.job,
+            results=args.results or args.inputs.with_name(f"{args.inputs.stem}.results.jsonl"),
+            concurrency=args.concurrency,
+            load=lambda spec, inputs: self.load(spec, inputs),
+            on_line=None if args.quiet else _show,
+        )
+        # A spec that cannot load (with the first row's inputs) stops the batch up front.
+        first = self.load(args.job, self.batch.inputs_of(first_row))
+        self.executor = job_executor(first)
+        self.budget = self._budget(first)
+        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in first.name)
+        self.traces: Path = args.traces or DEFAULT_TRACE_DIR / f"batch-{name}"
+
+    def load(self, spec: Path, inputs: dict[str, str]) -> Job:
+        job = load_job(
+            spec,
+            model=self.args.model,
+            model_options=self.model_options,
+            inputs={**self.sets, **inputs},
+            user_skills=self.args.user_skills,
+        )
+        return with_executor(job, self.args)
+
+    def _budget(self, job: Job) -> TokenBudget | None:
+        if self.args.budget == "job":
+            if self.args.max_tokens is not None:
+                raise ConfigError("--max-tokens is the batch's budget: give --budget batch too")
+            return None
+        if self.args.max_tokens is None or self.args.max_tokens < 1:
+            raise ConfigError("--budget batch needs --max-tokens N (N > 0)")
+        budget = TokenBudget(self.args.max_tokens)
+        if self.executor is not None:  # on the cluster, for every job's workers to share
+            return self.executor.shared_budget(budget)
+        return budget
+
+    async def start(self, job: Job, row: Row) -> Any:
+        orchestrator = Orchestrator.from_job(
+            job, user_skills=self.args.user_skills, executor=self.executor
+        )
+        safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in row.id)[:48]
+        path = self.traces / f"{safe}-{new_run_id()}.jsonl"
+        with Trace(path, secrets=orchestrator.secrets()) as trace:
+            return await orchestrator.run_job(job, trace=trace, budget=self.budget)
+
+
+def _show(line: dict[str, Any]) -> None:
+    usage = line.get("usage") or {}
+    detail = line.get("error") or f"{usage.get('total_tokens', 0):,} tokens"
+    print(f"row {line['row']} ({line['id']}): {line['status']}, {detail}", file=sys.stderr)

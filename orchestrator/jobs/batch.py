@@ -1,0 +1,174 @@
+"""Many jobs: one run of a job spec per input row, a results file with one line per row.
+
+    rows = read_rows("rows.csv")        # or rows.jsonl: one JSON object per line
+    batch = Batch("job.yaml", results="rows.results.jsonl", concurrency=4)
+    await batch.run(rows, start_job)
+
+Each row's columns that the spec declares as `inputs` fill them (the others are kept in its
+results line, unused); its id is its `id` column, or its number (1 for the first row).
+At most `concurrency` jobs run at once. Each job gets a trace of its own; its line in the
+results file (JSON) says how it ended: `row`, `id`, `status`, `output`, `usage`, `trace`,
+and `error` when it could not start. Lines are appended as jobs end, so an interrupted batch
+keeps what it finished, and running the batch again skips the rows whose last line says
+`completed` (the others run again, and get a new line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..messages import Usage
+from .loading import load_job, read_yaml
+from .runner import JobResult
+from .spec import Job
+
+
+@dataclass
+class Row:
+    """One input row: its number (from 1), its id, and its values."""
+
+    number: int
+    id: str
+    values: dict[str, str]
+
+
+def read_rows(path: str | Path) -> list[Row]:
+    """The rows of a CSV file (with a header line) or a JSONL file (one object per line)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the inputs {path}: {exc.strerror}") from None
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        records = _jsonl(path, text)
+    elif path.suffix.lower() == ".csv":
+        records = list(csv.DictReader(text.splitlines()))
+    else:
+        raise ConfigError(f"inputs {path}: expected a .csv or .jsonl file")
+    rows = [
+        Row(n, _text(r.get("id")) or str(n), {str(k): _text(v) for k, v in r.items()})
+        for n, r in enumerate(records, start=1)
+    ]
+    seen: set[str] = set()
+    for row in rows:
+        if row.id in seen:
+            raise ConfigError(f"inputs {path}: row {row.number} repeats the id {row.id!r}")
+        seen.add(row.id)
+    return rows
+
+
+def _jsonl(path: Path, text: str) -> list[dict[str, Any]]:
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"inputs {path}, line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ConfigError(f"inputs {path}, line {number}: expected a JSON object")
+        records.append(record)
+    return records
+
+
+def _text(value: Any) -> str:
+    """A row's value as an input's text: JSON numbers and booleans as they read."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def done_rows(results: Path) -> set[str]:
+    """Ids of the rows whose last line in `results` says `completed`."""
+    last: dict[str, str] = {}
+    if not results.is_file():
+        return set()
+    for line in results.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a crash
+        if isinstance(record, dict) and "id" in record:
+            last[str(record["id"])] = str(record.get("status"))
+    return {row for row, status in last.items() if status == "completed"}
+
+
+StartJob = Callable[[Job, Row], Awaitable[JobResult]]
+
+
+class Batch:
+    """Runs one job per row of a spec, `concurrency` at a time, appending to `results`."""
+
+    def __init__(
+        self,
+        spec: str | Path,
+        *,
+        results: str | Path,
+        concurrency: int = 4,
+        load: Callable[..., Job] = load_job,
+        on_line: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+        self.spec = Path(spec)
+        self.results = Path(results)
+        self.concurrency = concurrency
+        self.load = load
+        self.on_line = on_line
+        self.declared = set((read_yaml(self.spec).get("inputs") or {}).keys())
+        self.usage = Usage()
+        self.lines: list[dict[str, Any]] = []
+
+    async def run(self, rows: Iterable[Row], start: StartJob) -> list[dict[str, Any]]:
+        """Run every row not done yet; returns the lines written by this run."""
+        done = done_rows(self.results)
+        todo = [row for row in rows if row.id not in done]
+        self.results.parent.mkdir(parents=True, exist_ok=True)
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(row: Row) -> None:
+            async with gate:
+                self._write(await self._run_row(row, start))
+
+        async with asyncio.TaskGroup() as group:
+            for row in todo:
+                group.create_task(one(row))
+        return self.lines
+
+    def inputs_of(self, row: Row) -> dict[str, str]:
+        return {k: v for k, v in row.values.items() if k in self.declared}
+
+    async def _run_row(self, row: Row, start: StartJob) -> dict[str, Any]:
+        line: dict[str, Any] = {"row": row.number, "id": row.id, "inputs": row.values}
+        try:
+            job = self.load(self.spec, inputs=self.inputs_of(row))
+            result = await start(job, row)
+        except ConfigError as exc:
+            return {**line, "status": "error", "error": str(exc)}
+        self.usage = self.usage + result.usage
+        return {
+            **line,
+            "status": result.status,
+            "output": result.output,
+            "usage": result.usage.model_dump(),
+            "trace": result.trace,
+        }
+
+    def _write(self, line: Mapping[str, Any]) -> None:
+        with self.results.open("a", encoding="utf-8") as file:
+            file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        self.lines.append(dict(line))
+        if self.on_line is not None:
+            self.on_line(dict(line))

@@ -1,0 +1,308 @@
+"""`RayExecutor`: a run's tasks as Ray work, behind the same `TaskExecutor` interface.
+
+    orch = Orchestrator("scripted:script.yaml", executor=RayExecutor(address="auto"))
+
+A `RayExecutor` holds settings only. Each run opens a `RaySession` with it: the budget host
+(budget.py), the trace relay and its pump (relay.py) and `workers` task workers (worker.py),
+all gone when the run ends. A task goes to the least busy worker; `task_start` names it. The
+driver's own agents (a planner run with `Orchestrator.run`) draw from the same host through a
+lease of their own, and the driver's `TokenBudget` gets the run's total spend at the end.
+
+A worker that dies while it runs a task (its process killed, its node lost): the task runs
+again, once, from its start, on another worker (a new one if none is left), and the trace
+says so (`task_retry`); if that one dies too, the task ends `error` with the reason. Either
+way what the dead worker spent stays spent: the budget host charges it (relay.py counts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...agent import AgentLoop, TaskResult, TokenBudget
+from ...errors import ConfigError
+from ...trace import Trace
+from ..executor import LocalExecutor
+from ..task import TaskOrigin, TaskRequest
+from ._ray import ray
+from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
+from .relay import RelayPump, start_relay
+from .worker import AgentRecipe, TaskWorker
+
+MAX_TASKS_PER_WORKER = 1_000
+_SESSIONS = itertools.count(1)
+
+
+class RayExecutor:
+    """Where a run's tasks go: a Ray cluster at `address` (`auto`: the running one; None:
+    start one on this machine), on `workers` workers (default: one per CPU of the cluster),
+    each running up to `max_tasks_per_worker` agents at once. `lease_tokens` is the block a
+    worker takes from the budget at a time; `retries` how often a task whose worker died runs
+    again. `init` are further `ray.init` options (not the dashboard: it stays off).
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        workers: int | None = None,
+        max_tasks_per_worker: int = MAX_TASKS_PER_WORKER,
+        lease_tokens: int = LEASE_TOKENS,
+        retries: int = 1,
+        init: dict[str, Any] | None = None,
+    ) -> None:
+        self.address = address
+        self.workers = workers
+        self.max_tasks_per_worker = max_tasks_per_worker
+        self.lease_tokens = lease_tokens
+        self.retries = retries
+        self.init = dict(init or {})
+
+    def connect(self) -> None:
+        """Join (or start) the cluster, unless this process already has."""
+        if ray.is_initialized():
+            return
+        options = {"include_dashboard": False, "log_to_driver": False, **self.init}
+        try:
+            ray.init(address=self.address, **options)
+        except ConnectionError as exc:
+            raise ConfigError(f"cannot reach the Ray cluster at {self.address}: {exc}") from None
+
+    def shared_budget(self, budget: TokenBudget) -> LeasedBudget:
+        """`budget` on the cluster, for several runs to share (a batch's): give it to each
+        run as its budget. Its `used` is this client's; `state()` has the budget's own."""
+        self.connect()
+        return LeasedBudget(start_host(budget), "shared", lease_tokens=self.lease_tokens)
+
+    def open(self, recipe: AgentRecipe, budget: TokenBudget, trace: Trace | None) -> RaySession:
+        """Start a run's actors: its budget on the cluster, its trace relay, its workers."""
+        self.connect()
+        try:
+            ray.cloudpickle.dumps(recipe)
+        except Exception as exc:
+            raise ConfigError(
+                f"this run cannot go to Ray workers: what rebuilds its agents does not pickle "
+                f"({type(exc).__name__}: {exc}); give models as strings or settings, not objects"
+            ) from None
+        return RaySession(self, recipe, budget, trace)
+
+
+class RaySession:
+    """One run on the cluster: its actors, the driver's lease, the relay pump."""
+
+    def __init__(
+        self, settings: RayExecutor, recipe: AgentRecipe, budget: TokenBudget, trace: Trace | None
+    ) -> None:
+        self.settings = settings
+        self.recipe = recipe
+        self.origin_budget = budget
+        self.trace = trace
+        # A budget already on the cluster (a batch's, `shared_budget`) is used as it is.
+        self.shared = isinstance(budget, LeasedBudget)
+        self.host = budget.host if isinstance(budget, LeasedBudget) else start_host(budget)
+        client = f"driver-{next(_SESSIONS)}"
+        self.budget = LeasedBudget(self.host, client, lease_tokens=settings.lease_tokens)
+        self.relay = start_relay() if trace is not None else None
+        self.pump = RelayPump(self.relay, trace) if trace is not None else None
+        self._pumping: asyncio.Task[None] | None = None
+        self.workers: list[_Worker] = []
+        self._count = 0
+        self._placed: dict[str, _Worker] = {}
+        wanted = settings.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        for _ in range(wanted):
+            self._add_worker()
+
+    async def __aenter__(self) -> RaySession:
+        if self.pump is not None:
+            self._pumping = asyncio.create_task(self.pump.run())
+        await asyncio.gather(*(w.ready() for w in self.workers))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def executor(
+        self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop]
+    ) -> RayTaskExecutor:
+        """The executor for tasks of `origin`; `build` builds their agents on the driver, for
+        the budget check before a task starts (the task itself is built on its worker)."""
+        return RayTaskExecutor(self, origin, LocalExecutor(build, self.budget))
+
+    def placement(self, request: TaskRequest) -> dict[str, Any]:
+        worker = min(self._alive(), key=lambda w: w.busy)
+        worker.busy += 1  # counted from now, so the next placement sees it
+        self._placed[request.path] = worker
+        return {"executor": "ray", "worker": worker.name}
+
+    async def run_task(self, request: TaskRequest, origin: TaskOrigin) -> TaskResult:
+        worker = self._placed.pop(request.path, None)
+        if worker is None:
+            self.placement(request)
+            worker = self._placed.pop(request.path)
+        deaths: list[str] = []
+        while True:
+            call = worker.actor.run.remote(request, origin)
+            try:
+                result, batch = await call
+            except ray.exceptions.RayActorError as exc:
+                worker.busy -= 1
+                deaths.append(f"worker {worker.name} died ({_first_line(exc)})")
+                await self._bury(worker)
+                if len(deaths) > self.settings.retries:
+                    return await self._failed(request, deaths)
+                worker = await self._retry_on(request, deaths[-1])
+                continue
+            except asyncio.CancelledError:
+                worker.busy -= 1
+                ray.cancel(call)  # the task's agent ends `cancelled` on its worker
+                raise
+            worker.busy -= 1
+            if self.pump is not None and batch is not None:
+                await self.pump.accept(worker.name, batch)  # its events before its task_end
+            return result
+
+    async def _retry_on(self, request: TaskRequest, reason: str) -> _Worker:
+        alive = self._alive(required=False) or [self._add_worker()]
+        worker = min(alive, key=lambda w: w.busy)
+        await worker.ready()
+        worker.busy += 1
+        if self.trace is not None:
+            self.trace.emit(
+                "task_retry", request.path, id=request.spec.id, reason=reason, worker=worker.name
+            )
+        return worker
+
+    async def _bury(self, worker: _Worker) -> None:
+        """A dead worker: its unreported spend charged to the budget, its lease closed."""
+        worker.alive = False
+        spent = None
+        if self.pump is not None:
+            await self.pump.drain()
+            self.pump.release(worker.name)
+            spent = self.pump.spent_by_worker.get(worker.name, Amount())
+        await self.host.forfeit.remote(worker.name, spent)
+
+    async def _failed(self, request: TaskRequest, deaths: list[str]) -> TaskResult:
+        usage = self.pump.usage_under(request.path) if self.pump else None
+        return TaskResult(
+            id=request.spec.id,
+            agent=request.agent,
+            path=request.path,
+            status="error",
+            reason="; then ".join(deaths),
+            depends_on=request.spec.depends_on,
+            ended_at=time.time(),
+            **({"usage": usage} if usage is not None else {}),
+        )
+
+    async def close(self) -> None:
+        """Every worker reports its spend, the last events are written, the actors end; the
+        driver's budget counts what the run spent."""
+        alive = [w for w in self.workers if w.alive]
+        await asyncio.gather(*(w.actor.flush.remote() for w in alive), return_exceptions=True)
+        self.budget.flush()
+        if self._pumping is not None:
+            self._pumping.cancel()
+            await asyncio.gather(self._pumping, return_exceptions=True)
+        await self._drain()
+        owned = [w.actor for w in self.workers] + [self.relay]
+        if not self.shared:
+            state = await self.host.state.remote()
+            origin = self.origin_budget
+            origin.record_spent(state["used"] - origin.used, state["spent"] - origin.spent)
+            owned.append(self.host)
+        for actor in owned:
+            if actor is not None:
+                ray.kill(actor)
+
+    async def host_state(self) -> dict[str, Any]:
+        """The cluster budget's counts right now."""
+        return await self.host.state.remote()
+
+    async def _drain(self) -> None:
+        if self.pump is not None:
+            await self.pump.drain()
+
+    def _alive(self, *, required: bool = True) -> list[_Worker]:
+        alive = [w for w in self.workers if w.alive]
+        if not alive and required:
+            alive = [self._add_worker()]
+        return alive
+
+    def _add_worker(self) -> _Worker:
+        self._count += 1
+        actor = (
+            ray.remote(TaskWorker)
+            .options(
+                num_cpus=0,
+                max_restarts=0,
+                max_concurrency=self.settings.max_tasks_per_worker,
+                scheduling_strategy="SPREAD",
+            )
+            .remote(
+                f"w{self._count}",
+                self.recipe,
+                self.host,
+                self.relay,
+                self.trace.run_id if self.trace is not None else "",
+                self.trace.checkpoint if self.trace is not None else None,
+                str(Path.cwd()),
+                self.settings.lease_tokens,
+            )
+        )
+        worker = _Worker(actor)
+        self.workers.append(worker)
+        return worker
+
+
+class _Worker:
+    """A worker as the driver sees it: its actor, its name once known, how busy it is."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+        self.name = "starting"
+        self.pid: int | None = None
+        self.busy = 0
+        self.alive = True
+
+    async def ready(self) -> None:
+        if self.pid is None:
+            where = await self.actor.where.remote()
+            self.name, self.pid = where["worker"], where["pid"]
+
+
+class RayTaskExecutor:
+    """Tasks of one origin on a session's workers (the `TaskExecutor` interface)."""
+
+    name = "ray"
+
+    def __init__(self, session: RaySession, origin: TaskOrigin, local: LocalExecutor) -> None:
+        self.session = session
+        self.origin = origin
+        self.local = local
+
+    def budget_refusal(self, request: TaskRequest) -> str | None:
+        if self.session.budget.remaining is None:
+            return None  # no limit: nothing to build here
+        self.session.budget.flush()  # what the cluster has left now, not at the last call
+        try:
+            return self.local.budget_refusal(request)
+        finally:
+            self.local.forget(request)  # the agent runs on its worker: this one is not kept
+
+    def placement(self, request: TaskRequest) -> dict[str, Any]:
+        return self.session.placement(request)
+
+    async def run_task(self, request: TaskRequest) -> TaskResult:
+        return await self.session.run_task(request, self.origin)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__

@@ -1,0 +1,85 @@
+"""A Ray worker: an async actor hosting many agent loops at once (agents mostly wait).
+
+A worker gets the run's `AgentRecipe` once, when it starts, and builds each task's agent
+itself from the request and the task's origin: live objects (models, connections, the skill
+catalog, the trace) never cross the wire, only what rebuilds them (a job spec, model
+settings, folders; see docs/ray.md). Its agents draw from the cluster budget through one
+`LeasedBudget` and write to one `RelayTrace`. Forks that its agents make run here, in the same
+worker, on the same budget and trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from pathlib import Path
+from typing import Any, Protocol
+
+from ...agent import AgentLoop, TaskResult, TokenBudget
+from ...trace import Checkpoint, Trace
+from ..executor import run_agent_task
+from ..task import TaskOrigin, TaskRequest
+from .budget import LeasedBudget
+from .relay import Batch, RelayTrace
+
+
+class AgentRecipe(Protocol):
+    """What a worker builds a task's agent from; it must pickle (docs/ray.md)."""
+
+    def build(
+        self,
+        request: TaskRequest,
+        origin: TaskOrigin,
+        budget: TokenBudget,
+        trace: Trace | None,
+    ) -> AgentLoop: ...
+
+
+class TaskWorker:
+    """Runs tasks as agent loops in this worker process, many at once."""
+
+    def __init__(
+        self,
+        label: str,
+        recipe: AgentRecipe,
+        host: Any,
+        relay: Any,
+        run_id: str,
+        checkpoint: Checkpoint | None,
+        cwd: str,
+        lease_tokens: int,
+    ) -> None:
+        if Path(cwd).is_dir():  # on the driver's machine: relative paths mean what they did there
+            os.chdir(cwd)
+        self.name = f"{label}@{socket.gethostname()}:{os.getpid()}"
+        self.recipe = recipe
+        self.budget = LeasedBudget(host, self.name, lease_tokens=lease_tokens)
+        self.trace = RelayTrace(relay, self.name, run_id, checkpoint) if relay else None
+        self._flusher: asyncio.Task[None] | None = None
+
+    def where(self) -> dict[str, Any]:
+        """Which worker this is: its name (`label@host:pid`) and process id. The run's
+        orchestrator is made now, before the first task waits for it."""
+        warm = getattr(self.recipe, "orchestrator", None)
+        if callable(warm):
+            warm()
+        return {"worker": self.name, "pid": os.getpid()}
+
+    async def run(
+        self, request: TaskRequest, origin: TaskOrigin
+    ) -> tuple[TaskResult, Batch | None]:
+        """Run one task to its end; its result comes back with the events not sent yet."""
+        if self.trace is not None and self._flusher is None:
+            self._flusher = asyncio.create_task(self.trace.keep_flushing())
+        result = await run_agent_task(
+            request, lambda: self.recipe.build(request, origin, self.budget, self.trace)
+        )
+        return result, self.trace.take() if self.trace is not None else None
+
+    async def flush(self) -> None:
+        """Report what this worker spent to the budget, give back the rest of its lease, and
+        send the events not sent yet."""
+        self.budget.flush()
+        if self.trace is not None:
+            await self.trace.relay.push.remote(self.name, self.trace.take())

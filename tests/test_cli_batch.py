@@ -1,0 +1,97 @@
+"""`orchestrator run-batch`: one job per input row, one results line each, reruns skip done rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_process import orchestrator
+
+JOB = """\
+name: rows
+model: scripted:script.yaml
+inputs: {city: null}
+steps:
+  - {id: answer, task: "Weather in {inputs.city}?"}
+"""
+
+
+def make_batch(folder: Path, rows: str, suffix: str = "jsonl") -> Path:
+    (folder / "job.yaml").write_text(JOB, encoding="utf-8")
+    (folder / "script.yaml").write_text('answer: [{content: "mild"}]\n', encoding="utf-8")
+    inputs = folder / f"rows.{suffix}"
+    inputs.write_text(rows, encoding="utf-8")
+    return inputs
+
+
+def results(folder: Path) -> list[dict]:
+    text = (folder / "rows.results.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def asked(line: dict, folder: Path) -> str:
+    """The task the row's agent was given, from the row's own trace."""
+    trace = folder / line["trace"]
+    for raw in trace.read_text(encoding="utf-8").splitlines():
+        event = json.loads(raw)
+        if event["type"] == "message" and event["message"]["role"] == "user":
+            return event["message"]["content"]
+    raise AssertionError(f"no task in {trace}")
+
+
+def test_one_job_per_row_and_a_rerun_skips_the_rows_done(tmp_path: Path) -> None:
+    rows = '{"id": "a", "city": "Oslo"}\n{"id": "b", "note": "no city"}\n{"city": "Lima"}\n'
+    make_batch(tmp_path, rows)
+    first = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+    assert first.returncode == 3, first.stderr  # one row could not run
+    lines = results(tmp_path)
+    assert sorted(line["id"] for line in lines) == ["3", "a", "b"]
+    by_id = {line["id"]: line for line in lines}
+    assert by_id["a"]["status"] == by_id["3"]["status"] == "completed"
+    assert asked(by_id["a"], tmp_path) == "Weather in Oslo?"
+    assert asked(by_id["3"], tmp_path) == "Weather in Lima?"
+    assert by_id["b"]["status"] == "error" and "city" in by_id["b"]["error"]
+    assert "row 2 (b): error" in first.stderr
+
+    again = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+    assert again.returncode == 3
+    assert "1 rows run (0 completed, 1 not), 2 already done" in again.stderr
+    assert [line["id"] for line in results(tmp_path)[3:]] == ["b"]  # only the failed row again
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_one_budget_for_the_batch_stops_rows_a_budget_per_job_would_not(
+    tmp_path: Path, executor: str, request: pytest.FixtureRequest
+) -> None:
+    where = []
+    if executor == "ray":
+        where = ["--executor", "ray", "--ray-address", request.getfixturevalue("ray_cluster")]
+    make_batch(tmp_path, "city\nOslo\nLima\nPune\n", suffix="csv")
+    common = ["run-batch", "job.yaml", "--inputs", "rows.csv", "--concurrency", "1", *where]
+    shared = orchestrator(*common, "--budget", "batch", "--max-tokens", "7000", cwd=tmp_path)
+    assert shared.returncode == 3, shared.stderr
+    lines = results(tmp_path)
+    statuses = [line["status"] for line in sorted(lines, key=lambda line: line["row"])]
+    assert statuses[:2] == ["completed", "completed"]
+    assert statuses[2] == "budget_exhausted"  # the batch's 7,000 tokens were gone
+    assert sum(line["usage"]["total_tokens"] for line in lines) <= 7000
+
+    (tmp_path / "rows.results.jsonl").unlink()
+    own = orchestrator(*common, cwd=tmp_path)  # each job has its own (unlimited) budget
+    assert own.returncode == 0, own.stderr
+    assert [line["status"] for line in results(tmp_path)] == ["completed"] * 3
+
+
+def test_bad_batch_arguments_are_clear_errors(tmp_path: Path) -> None:
+    make_batch(tmp_path, "city\nOslo\n", suffix="csv")
+    (tmp_path / "rows.txt").write_text("x", encoding="utf-8")
+    cases = {
+        ("--inputs", "rows.txt"): "expected a .csv or .jsonl file",
+        ("--inputs", "missing.csv"): "cannot read the inputs",
+        ("--inputs", "rows.csv", "--budget", "batch"): "--budget batch needs --max-tokens",
+        ("--inputs", "rows.csv", "--max-tokens", "9"): "give --budget batch too",
+    }
+    for args, message in cases.items():
+        done = orchestrator("run-batch", "job.yaml", *args, cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
