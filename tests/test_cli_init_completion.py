@@ -83,7 +83,7 @@ def test_the_bash_script_completes_commands_actions_and_flags(tmp_path: Path) ->
     script = tmp_path / "orchestrator.bash"
     script.write_text(done.stdout)
 
-    assert _complete(script, "orchestrator r") == ["run", "resume", "report"]
+    assert _complete(script, "orchestrator r") == ["run", "run-batch", "resume", "report"]
     assert "--model" in _complete(script, "orchestrator run job.yaml --")
     assert _complete(script, "orchestrator run job.yaml --mo") == ["--model", "--model-option"]
     assert _complete(script, "orchestrator skills ") == ["list", "show", "check", "-h", "--help"]
