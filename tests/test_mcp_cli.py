@@ -221,3 +221,16 @@ goal:
     messages = [e["message"] for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "message"]
     assert next(m for m in messages if m.get("name") == "kit__has_secret")["content"] == "yes"
     assert value not in text and value not in done.stdout + done.stderr
+
+
+def test_a_catalog_whose_only_tools_come_from_spec_servers_has_the_dispatcher(
+    tmp_path: Path,
+) -> None:
+    from orchestrator.skills import SkillCatalog, SkillsExtension
+    from orchestrator.skills.sources.mcp import parse_servers
+
+    catalog = SkillCatalog([], include_builtin=False)
+    catalog.add_servers(parse_servers({"time": {"command": TIME_SERVER}}, "spec"), tmp_path)
+    names = [t.name for t in SkillsExtension(catalog).tools()]
+    assert "call_skill_tool" in names
+    assert catalog.get("time") is not None and catalog.get("time").gives_tools

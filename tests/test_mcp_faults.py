@@ -90,6 +90,19 @@ def test_variables_expand_and_secrets_stay_out_of_trace_and_messages(
     assert all(SECRET not in (m.content or "") for m in result.messages)
 
 
+def test_a_server_that_echoes_its_secret_in_a_result_is_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIT_VALUE", SECRET)
+    mcp_skill(tmp_path / "skills", "kit", {"kit": kit_server(env={"TEST_SECRET": "${KIT_VALUE}"})})
+    trace = tmp_path / "trace.jsonl"
+    result = _run(tmp_path, [("kit__leak", {})], trace=trace)
+    echoed = tool_results(result.messages)[1]
+    assert "invalid token [REDACTED]" in echoed.content and not echoed.is_error
+    assert SECRET not in trace.read_text()
+    assert all(SECRET not in (m.content or "") for m in result.messages)
+
+
 def test_unset_variable_is_named_in_the_load_observation(tmp_path: Path) -> None:
     server = kit_server(env={"TOKEN": "${KIT_UNSET_VARIABLE_X}"})
     mcp_skill(tmp_path / "skills", "kit", {"kit": server})

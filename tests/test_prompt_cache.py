@@ -230,3 +230,35 @@ async def test_siblings_wait_for_the_first_request_of_their_shared_prefix() -> N
         await asyncio.gather(*(a.run("go") for a in short))
     assert [r.status for r in results] == ["completed"] * 3
     assert server.max_in_flight == 3  # nothing to cache: nobody waited
+
+
+async def test_a_failed_first_request_releases_its_siblings_and_warms_nothing() -> None:
+    import asyncio
+
+    from orchestrator.agent import warmup
+    from orchestrator.messages import Message
+    from orchestrator.models import ModelRequest
+
+    class Failing:
+        name = "failing:model"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def complete(self, request: ModelRequest) -> None:
+            self.calls += 1
+            await asyncio.sleep(0.05)
+            raise RuntimeError("the provider fell over")
+
+    request = ModelRequest(messages=[Message.system("x" * 5000), Message.user("go")])
+    model = Failing()
+
+    async def call() -> None:
+        async with warmup.warm_prefix(model, request):  # type: ignore[arg-type]
+            await model.complete(request)
+
+    outcomes = await asyncio.gather(call(), call(), return_exceptions=True)
+    assert all(isinstance(o, RuntimeError) for o in outcomes)
+    key = warmup.prefix_key(model, request)  # type: ignore[arg-type]
+    prefixes = warmup._LOOPS[asyncio.get_running_loop()]
+    assert key not in prefixes.answered and key not in prefixes.first

@@ -214,3 +214,56 @@ async def test_a_replayed_answer_is_streamed(tmp_path: Path) -> None:
 
     assert replayed.output == "recorded answer"
     assert "".join(sink.parts) == "recorded answer"
+
+
+RESUMABLE_TOOLS = '''
+from pathlib import Path
+
+from orchestrator import tool
+
+
+@tool(resumable=True)
+def tally(folder: str) -> str:
+    """Count the calls made so far (a tool safe to call again).
+
+    Args:
+        folder: Where to count.
+    """
+    marks = Path(folder) / "calls.txt"
+    marks.write_text(marks.read_text() + "x" if marks.exists() else "x")
+    return f"call {len(marks.read_text())}"
+'''
+
+
+async def test_a_dispatched_resumable_skill_tool_cut_off_runs_again(tmp_path: Path) -> None:
+    write_skill(tmp_path / "skills", "counter", tools=RESUMABLE_TOOLS)
+    dispatched = {"tool": "counter__tally", "arguments": {"folder": str(tmp_path)}}
+    script = {
+        "agent": [
+            call("load_skill", name="counter"),
+            {"tool_calls": [{"name": "call_skill_tool", "arguments": dispatched}]},
+            {"content": "done"},
+        ]
+    }
+
+    def agent(model: ScriptedModel, trace: Trace) -> Agent:
+        catalog = SkillCatalog([tmp_path / "skills"], include_builtin=False)
+        return Agent(model, name="agent", skills=catalog, trace=trace)
+
+    whole = tmp_path / "whole.jsonl"
+    with Trace(whole) as trace:
+        assert (await agent(ScriptedModel(script), trace).run("Count.")).status == "completed"
+    # Killed while the dispatched call ran: its start is recorded, its result is not.
+    cut = cut_after(
+        whole,
+        tmp_path / "cut.jsonl",
+        lambda e: e["type"] == "tool_start" and e["name"] == "counter__tally",
+    )
+    checkpoint = load_checkpoint(cut)
+    model = ScriptedModel(script)
+    fast_forward(model, checkpoint)
+    with Trace(cut, resume=checkpoint) as trace:
+        resumed = await agent(model, trace).run("Count.")
+    assert resumed.status == "completed"
+    (tally,) = [m for m in resumed.messages if m.name == "counter__tally"]
+    assert tally.error_type is None and tally.content == "call 2"  # called again, not aborted

@@ -89,7 +89,13 @@ def resume_state(
     inside a shared budget, which counts the earlier attempts itself); None when the budget
     is the shared one.
     """
-    messages, cut = cut_turn(record, state.context.toolset, notes)
+    messages, _ = cut_turn(record, state.context.toolset, notes)
+    for extension in extensions:
+        if isinstance(extension, Restorable):
+            extension.restore(state.context, record, messages)
+    # Which calls of the cut turn run again depends on their tools, loaded skills' included:
+    # so the cut turn is read once the extensions have given those tools back.
+    _, cut = cut_turn(record, state.context.toolset, notes)
     state.transcript.extend(messages)
     state.steps, state.usage, state.resume = record.steps, record.usage, cut
     state.cost = record.cost
@@ -98,9 +104,6 @@ def resume_state(
     for message in messages:
         if message.role == "assistant" and message.tool_calls:
             state.repeats.too_often(message.tool_calls)
-    for extension in extensions:
-        if isinstance(extension, Restorable):
-            extension.restore(state.context, record, messages)
     return len(messages)
 
 

@@ -25,6 +25,7 @@ from ..models.base import ChatModel, ModelRequest
 
 MAX_WAIT = 10.0
 WARM_FOR = 240.0
+MAX_REMEMBERED = 1024
 MIN_PREFIX_CHARS = 4 * 1024  # about 1,024 tokens: the least a provider caches
 
 
@@ -35,6 +36,13 @@ class _Prefixes:
     def __init__(self) -> None:
         self.first: dict[str, asyncio.Event] = {}
         self.answered: dict[str, float] = {}
+
+    def remember(self, key: str) -> None:
+        """Note that a request with this prefix was answered now; forget prefixes long cold."""
+        now = time.monotonic()
+        self.answered[key] = now
+        if len(self.answered) > MAX_REMEMBERED:
+            self.answered = {k: t for k, t in self.answered.items() if now - t <= WARM_FOR}
 
 
 _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Prefixes] = (
@@ -55,13 +63,17 @@ def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
 
 @asynccontextmanager
 async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[None]:
-    """Hold a request back while the first request with its prefix is still unanswered."""
+    """Hold a request back while the first request with its prefix is still unanswered.
+
+    Only that first request releases the ones waiting for it, when it ends however it ends;
+    only an answered request makes the prefix warm (a failed one wrote nothing)."""
     key = prefix_key(model, request)
     if key is None:
         yield
         return
     prefixes = _LOOPS.setdefault(asyncio.get_running_loop(), _Prefixes())
     answered = prefixes.answered.get(key)
+    first: asyncio.Event | None = None
     if answered is None or time.monotonic() - answered > WARM_FOR:
         pending = prefixes.first.get(key)
         if pending is not None:
@@ -70,11 +82,14 @@ async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[
             except TimeoutError:
                 pass
         else:
-            prefixes.first[key] = asyncio.Event()
+            first = prefixes.first[key] = asyncio.Event()
+    ok = False
     try:
         yield
+        ok = True
     finally:
-        prefixes.answered[key] = time.monotonic()
-        event = prefixes.first.pop(key, None)
-        if event is not None:
-            event.set()
+        if ok:
+            prefixes.remember(key)
+        if first is not None:
+            prefixes.first.pop(key, None)
+            first.set()

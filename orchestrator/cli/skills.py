@@ -111,7 +111,7 @@ def list_command(args: argparse.Namespace) -> int:
             "name": info.name,
             "source": "built-in" if builtin and info.folder.parent == builtin else str(info.folder),
             "description": info.about,
-            "tools": info.has_tools,
+            "tools": info.gives_tools,
         }
         for info in catalog
     ]

@@ -141,7 +141,7 @@ class SkillsExtension:
         """Whether loading a skill could give tools (the dispatcher is then needed)."""
         given = self._preloaded_names()
         return any(
-            info.has_tools and not info.forks and info.name not in given
+            info.gives_tools and not info.forks and info.name not in given
             for info in self.catalog
             if info.model_invocable
         )

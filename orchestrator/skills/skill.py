@@ -81,6 +81,11 @@ class SkillInfo:
         return self.mcp_digest is not None or bool(self.servers)
 
     @property
+    def gives_tools(self) -> bool:
+        """Whether loading the skill may give tools: its `tools.py` or any MCP server."""
+        return self.has_tools or self.has_servers
+
+    @property
     def forks(self) -> bool:
         return self.context == "fork"
 

@@ -104,7 +104,7 @@ async def _open(pool: ServerPool, info: SkillInfo) -> tuple[tuple[Tool, ...], tu
         if connection.up:
             _add_tools(tools, pool, info, connection)
             if connection.instructions:
-                text = connection.instructions.strip()
+                text = connection.mask(connection.instructions.strip())
                 if len(text) > MAX_INSTRUCTIONS:
                     cut = len(text) - MAX_INSTRUCTIONS
                     text = f"{text[:MAX_INSTRUCTIONS]}\n[... {cut} more characters cut]"

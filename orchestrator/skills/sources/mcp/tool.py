@@ -56,6 +56,9 @@ class McpTool(Tool):
     async def invoke(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
         result = await self.pool.run(self.connection.call(self.remote, kwargs))
         observation = convert(result)
+        # A server may echo what it was given (a token in an error message): the values its
+        # configuration names as secret never reach the observation, the trace or the model.
+        text = self.connection.mask(observation.text)
         if observation.is_error:
-            raise ToolError(observation.text)
-        return observation.text
+            raise ToolError(text)
+        return text
