@@ -56,7 +56,7 @@ def test_one_job_per_row_and_a_rerun_skips_the_rows_done(tmp_path: Path) -> None
 
     again = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
     assert again.returncode == 3
-    assert "1 rows run (0 completed, 1 not), 2 already done" in again.stderr
+    assert "1 row run (0 completed, 1 not), 2 already done" in again.stderr
     assert [line["id"] for line in results(tmp_path)[3:]] == ["b"]  # only the failed row again
 
 
@@ -90,8 +90,31 @@ def test_bad_batch_arguments_are_clear_errors(tmp_path: Path) -> None:
         ("--inputs", "rows.txt"): "expected a .csv or .jsonl file",
         ("--inputs", "missing.csv"): "cannot read the inputs",
         ("--inputs", "rows.csv", "--budget", "batch"): "--budget batch needs --max-tokens",
-        ("--inputs", "rows.csv", "--max-tokens", "9"): "give --budget batch too",
+        ("--inputs", "rows.csv", "--max-tokens", "9"): "give --budget batch",
+        ("--inputs", "rows.csv", "--budget", "batch", "--max-cost-usd", "0"): "--max-cost-usd X",
     }
     for args, message in cases.items():
         done = orchestrator("run-batch", "job.yaml", *args, cwd=tmp_path)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+
+
+def test_a_batch_budget_in_money_and_the_specs_own_cap_both_hold(tmp_path: Path) -> None:
+    make_batch(tmp_path, "city\nOslo\nLima\nPune\n", suffix="csv")
+    spec = tmp_path / "job.yaml"
+    spec.write_text(spec.read_text() + "prices:\n  scripted: {input: 10, output: 10}\n")
+    common = ["run-batch", "job.yaml", "--inputs", "rows.csv", "--concurrency", "1"]
+    # A row spends about $0.013 (1,313 tokens at $10/M), but its call first reserves the most
+    # it could cost (its input and a 4,096-token output allowance: about $0.054). After two
+    # rows, $0.026 is spent and a third reservation would pass $0.075: that row is refused.
+    done = orchestrator(*common, "--budget", "batch", "--max-cost-usd", "0.075", cwd=tmp_path)
+    lines = sorted(results(tmp_path), key=lambda line: line["row"])
+    assert done.returncode == 3, done.stderr
+    assert [line["status"] for line in lines][:2] == ["completed", "completed"]
+    assert lines[2]["status"] == "budget_exhausted"
+    assert sum(line["cost"] for line in lines if line["cost"]) <= 0.075
+    (tmp_path / "rows.results.jsonl").unlink()
+    # The spec's own max_tokens still caps each job inside a batch budget.
+    spec.write_text(spec.read_text().replace("steps:", "budget: {max_tokens: 50}\nsteps:"))
+    capped = orchestrator(*common, "--budget", "batch", "--max-tokens", "100000", cwd=tmp_path)
+    assert capped.returncode == 3, capped.stderr
+    assert {line["status"] for line in results(tmp_path)} == {"budget_exhausted"}

@@ -103,7 +103,7 @@ def test_a_loaded_skills_tool_through_the_dispatcher_runs_as_itself(
     catalog: SkillCatalog, tmp_path: Path
 ) -> None:
     trace_path = tmp_path / "trace.jsonl"
-    dispatch = {"tool": "calc__add", "arguments": {"a": 2, "b": 40}}
+    dispatch = {"tool": "calc__add", "arguments": '{"a": 2, "b": 40}'}  # JSON text, as declared
     agent, _ = scripted_agent(
         [
             {"tool_calls": [{"name": "load_skill", "arguments": {"name": "calc"}}]},

@@ -7,6 +7,10 @@ join an agent's run after its first request (a loaded skill's) are *callable, no
 their schemas reach the model in the observation that gave them, and the model calls them by
 name, either directly or through this dispatcher, which is in the tools array from the start.
 
+`arguments` is declared as JSON text, not an open object: servers that constrain a reply to
+the tools' schemas (llama.cpp's grammars, strict modes) cannot bound an object of any shape,
+and a model left to fill one may never stop. An object sent anyway is taken as it is.
+
 A dispatched call is unwrapped into the call it stands for (same call id) before anything else
 happens, so the inner tool's schema validates the arguments and its timeout, guards, approval
 and trace events apply exactly as for a direct call.
@@ -23,12 +27,12 @@ from .tools import Tool, Toolset
 DISPATCH_TOOL = "call_skill_tool"
 
 
-def call_skill_tool(tool: str, arguments: dict[str, Any] | None = None) -> str:
+def call_skill_tool(tool: str, arguments: str = "{}") -> str:
     """Call a tool that a loaded skill gave you (its schema is in that skill's load_skill result).
 
     Args:
         tool: The tool's full name, e.g. pdf__extract_text.
-        arguments: The tool's arguments, as its schema describes them.
+        arguments: The tool's arguments as one JSON object.
     """
     raise RuntimeError("call_skill_tool is unwrapped by the tool batch and never runs itself")
 
@@ -38,8 +42,8 @@ _PARAMETERS: dict[str, Any] = {
     "properties": {
         "tool": {"type": "string", "description": "The tool's full name, e.g. pdf__extract_text."},
         "arguments": {
-            "type": "object",
-            "description": "The tool's arguments, as its schema describes them.",
+            "type": "string",
+            "description": 'The tool\'s arguments as one JSON object, e.g. {"path": "a.txt"}.',
         },
     },
     "required": ["tool"],

@@ -23,6 +23,7 @@ from ..jobs import Job, job_executor, load_job, parse_model_options, parse_set_o
 from ..jobs.batch import Batch, Row, read_rows
 from ..planner import Orchestrator
 from ..trace import Trace, new_run_id
+from ..trace.words import plural
 from .executors import add_executor_arguments, with_executor
 from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments, config_error
 from .run import DEFAULT_TRACE_DIR
@@ -52,6 +53,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     batch.add_argument(
         "--max-tokens", type=int, metavar="N", help="the batch's budget (with --budget batch)"
     )
+    batch.add_argument(
+        "--max-cost-usd",
+        type=float,
+        metavar="USD",
+        help="the batch's budget in US dollars (with --budget batch)",
+    )
     batch.add_argument("--quiet", action="store_true", help="no line per row on stderr")
     add_executor_arguments(batch)
     batch.set_defaults(handler=batch_command)
@@ -68,7 +75,8 @@ def batch_command(args: argparse.Namespace) -> int:
     completed = sum(1 for line in lines if line["status"] == "completed")
     skipped = len(rows) - len(lines)
     print(
-        f"batch: {len(lines)} rows run ({completed} completed, {len(lines) - completed} not), "
+        f"batch: {plural(len(lines), 'row')} run ({completed} completed, "
+        f"{len(lines) - completed} not), "
         f"{skipped} already done; {runner.batch.usage.total_tokens:,} tokens; "
         f"results: {runner.batch.results}",
         file=sys.stderr,
@@ -108,13 +116,17 @@ class BatchRun:
         return with_executor(job, self.args)
 
     def _budget(self, job: Job) -> TokenBudget | None:
+        tokens, cost = self.args.max_tokens, self.args.max_cost_usd
         if self.args.budget == "job":
-            if self.args.max_tokens is not None:
-                raise ConfigError("--max-tokens is the batch's budget: give --budget batch too")
+            if tokens is not None or cost is not None:
+                raise ConfigError(
+                    "--max-tokens and --max-cost-usd are the batch's budget: give --budget batch"
+                )
             return None
-        if self.args.max_tokens is None or self.args.max_tokens < 1:
-            raise ConfigError("--budget batch needs --max-tokens N (N > 0)")
-        budget = TokenBudget(self.args.max_tokens)
+        bad = (tokens is not None and tokens < 1) or (cost is not None and cost <= 0)
+        if (tokens is None and cost is None) or bad:
+            raise ConfigError("--budget batch needs --max-tokens N (N > 0) or --max-cost-usd X")
+        budget = TokenBudget(tokens, max_cost=cost)
         if self.executor is not None:  # on the cluster, for every job's workers to share
             return self.executor.shared_budget(budget)
         return budget
@@ -125,8 +137,12 @@ class BatchRun:
         )
         safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in row.id)[:48]
         path = self.traces / f"{safe}-{new_run_id()}.jsonl"
+        budget = self.budget
+        if budget is not None and self.executor is None:
+            # The spec's own caps still hold for each job, inside the batch's budget.
+            budget = budget.scoped(orchestrator.max_tokens, orchestrator.max_cost)
         with Trace(path, secrets=orchestrator.secrets()) as trace:
-            return await orchestrator.run_job(job, trace=trace, budget=self.budget)
+            return await orchestrator.run_job(job, trace=trace, budget=budget)
 
 
 def _show(line: dict[str, Any]) -> None:

@@ -157,12 +157,15 @@ class Batch:
             result = await start(job, row)
         except ConfigError as exc:
             return {**line, "status": "error", "error": str(exc)}
+        except Exception as exc:  # one row's failure is its line, never the whole batch's end
+            return {**line, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
         self.usage = self.usage + result.usage
         return {
             **line,
             "status": result.status,
             "output": result.output,
             "usage": result.usage.model_dump(),
+            "cost": result.cost,
             "trace": result.trace,
         }
 

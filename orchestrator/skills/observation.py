@@ -67,7 +67,8 @@ def _tool_schemas(tools: Sequence[Tool]) -> str:
     lines = [
         "## Tools of this skill (callable from your next step)",
         f"Call one by its name, or through {DISPATCH_TOOL} with "
-        '{"tool": "<name>", "arguments": {...}}; the arguments must match its parameters.',
+        '{"tool": "<name>", "arguments": "<its arguments as JSON>"}; the arguments must '
+        "match its parameters.",
     ]
     for item in tools:
         parameters = json.dumps(item.spec.parameters, separators=(",", ":"), ensure_ascii=False)

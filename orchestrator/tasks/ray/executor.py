@@ -121,7 +121,17 @@ class RaySession:
     async def __aenter__(self) -> RaySession:
         if self.pump is not None:
             self._pumping = asyncio.create_task(self.pump.run())
-        await asyncio.gather(*(w.ready() for w in self.workers))
+        try:
+            await asyncio.gather(*(w.ready() for w in self.workers))
+        except BaseException as exc:
+            # A worker that cannot make the run (a model it cannot resolve, a missing key):
+            # every actor started for this run ends, and the reason is a clear error.
+            await self.close()
+            if isinstance(exc, Exception):
+                raise ConfigError(
+                    f"a Ray worker could not start the run: {_first_line(exc)}"
+                ) from None
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -161,6 +171,9 @@ class RaySession:
             except asyncio.CancelledError:
                 worker.busy -= 1
                 ray.cancel(call)  # the task's agent ends `cancelled` on its worker
+                raise
+            except BaseException:
+                worker.busy -= 1  # any other failure (an error inside the worker's own code)
                 raise
             worker.busy -= 1
             if self.pump is not None and batch is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...agent import AgentLoop, TaskResult, TokenBudget
+from ...skills.sources.mcp import server_scope
 from ...trace import Checkpoint, Trace
 from ..executor import run_agent_task
 from ..task import TaskOrigin, TaskRequest
@@ -57,6 +58,7 @@ class TaskWorker:
         self.budget = LeasedBudget(host, self.name, lease_tokens=lease_tokens)
         self.trace = RelayTrace(relay, self.name, run_id, checkpoint) if relay else None
         self._flusher: asyncio.Task[None] | None = None
+        self._running = 0
 
     def where(self) -> dict[str, Any]:
         """Which worker this is: its name (`label@host:pid`) and process id. The run's
@@ -72,10 +74,23 @@ class TaskWorker:
         """Run one task to its end; its result comes back with the events not sent yet."""
         if self.trace is not None and self._flusher is None:
             self._flusher = asyncio.create_task(self.trace.keep_flushing())
-        result = await run_agent_task(
-            request, lambda: self.recipe.build(request, origin, self.budget, self.trace)
-        )
+        self._running += 1
+        try:
+            # The task's MCP servers (skills it starts with included) live in a pool of its
+            # own, opened before its agent is built and closed, servers and all, at its end.
+            async with server_scope(self._environment()):
+                result = await run_agent_task(
+                    request, lambda: self.recipe.build(request, origin, self.budget, self.trace)
+                )
+        finally:
+            self._running -= 1
+            if not self._running:  # idle: what it holds of the budget goes back to the host
+                self.budget.flush()
         return result, self.trace.take() if self.trace is not None else None
+
+    def _environment(self) -> dict[str, str] | None:
+        job = getattr(self.recipe, "job", None)
+        return job.environment() if job is not None else None
 
     async def flush(self) -> None:
         """Report what this worker spent to the budget, give back the rest of its lease, and
