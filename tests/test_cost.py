@@ -205,3 +205,13 @@ def test_the_live_view_shows_cached_input_and_cost() -> None:
     state.update({**call, "agent": "free", "usage": {"total_tokens": 5}})
     texts = [cell.text for cell in row_of(state.agents["free"], now=3.0).cells()]
     assert not any(t.startswith(("$", "cached")) for t in texts)
+
+
+def test_one_hour_cache_writes_are_priced_at_twice_the_input() -> None:
+    from orchestrator.models import resolve_model
+    from orchestrator.models.prices import price_of
+
+    five = resolve_model("anthropic:claude-sonnet-4-6", api_key="k")
+    hour = resolve_model("anthropic:claude-sonnet-4-6", api_key="k", cache_ttl="1h")
+    assert price_of(five).cache_write == 3.75
+    assert price_of(hour).cache_write == 6.0

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 
-from ..errors import ConfigError, UntrustedUsage
+from ..errors import UntrustedUsage
 from ..messages import Usage
 from ..models.base import ChatModel, ModelRequest, ModelResponse
-from ..models.prices import price_of
+from ..models.prices import price_of, unpriced
 from ..tokens import TokenCounter
 from .accounting import charge
 from .budget import Reservation, TokenBudget
@@ -30,10 +30,7 @@ def reserve(
     if budget.caps_cost:
         price = price_of(model)
         if price is None:
-            raise ConfigError(
-                f"the budget caps money (max_cost_usd), but model {model.name!r} has no price; "
-                "give it one in a price table (prices: in the job spec)"
-            )
+            raise unpriced(model.name)
         cost = price.most(input_tokens, output_tokens)
     return budget.try_reserve(input_tokens + output_tokens, cost)
 

@@ -9,8 +9,8 @@ made-up cost. A user's table (a YAML or JSON file, or a job spec's `prices:`) go
     openai-compatible:qwen3: {input: 0, output: 0}     # a local server: free
 
 A name matches exactly, or without a date suffix (`claude-sonnet-4-5-20250929` is priced as
-`claude-sonnet-4-5`). Cache writes are priced at the 5-minute rate; with `cache_ttl: 1h`
-Anthropic bills them at twice the input price: set `cache_write` to that in your own table.
+`claude-sonnet-4-5`). Cache writes are priced at the 5-minute rate (1.25x input); a model with
+`cache_ttl: 1h` has its writes priced at twice its input price, as Anthropic bills them.
 """
 
 from __future__ import annotations
@@ -159,7 +159,11 @@ def price_of(model: object, table: PriceTable | None = None) -> Price | None:
     if isinstance(own, Price):
         return own
     name = getattr(model, "name", None)
-    return (table or STANDARD_PRICES).get(name) if isinstance(name, str) else None
+    found = (table or STANDARD_PRICES).get(name) if isinstance(name, str) else None
+    if found is not None and getattr(getattr(model, "options", None), "cache_ttl", None) == "1h":
+        # Anthropic bills one-hour cache writes at twice the input price, not 1.25x.
+        return found.model_copy(update={"cache_write": 2 * found.input})
+    return found
 
 
 def with_price(model: Any, table: PriceTable, *, required: bool = False) -> Any:
@@ -173,8 +177,13 @@ def with_price(model: Any, table: PriceTable, *, required: bool = False) -> Any:
         except AttributeError:
             pass  # a model object that takes no attributes: priced by the table's name
     if required and price is None:
-        raise ConfigError(
-            f"the budget caps money (max_cost_usd), but model {model.name!r} has no price; "
-            "give it one under prices: in the job spec"
-        )
+        raise unpriced(model.name)
     return model
+
+
+def unpriced(model: str) -> ConfigError:
+    """The error for a money-capped run on a model without a price."""
+    return ConfigError(
+        f"the budget caps money (max_cost_usd), but model {model!r} has no price; give it one "
+        "under prices: in the job spec (or Orchestrator(prices=...))"
+    )
