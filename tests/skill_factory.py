@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator import Agent, ToolContext
 from orchestrator.agent import Tool
 from orchestrator.models import ScriptedModel
@@ -13,6 +15,13 @@ from orchestrator.security import Permissions
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 ANTHROPIC_SKILLS = CORPUS / "anthropic-skills"
+MCP_TRANSCRIPTS = CORPUS / "mcp-transcripts"
+
+
+def needs_mcp_transcripts() -> None:
+    """Skip a test that replays the shared corpus' MCP transcripts when they are not there."""
+    if not MCP_TRANSCRIPTS.is_dir():
+        pytest.skip(f"the shared corpus is not beside the repository ({MCP_TRANSCRIPTS})")
 
 
 def write_skill(

@@ -24,7 +24,7 @@ from mcp_helpers import (
     servers_below,
     tool_results,
 )
-from skill_factory import CORPUS
+from skill_factory import CORPUS, needs_mcp_transcripts
 
 from orchestrator import Agent, Orchestrator, tool
 from orchestrator.models import ScriptedModel
@@ -241,6 +241,7 @@ def test_streamable_http_server_with_a_secret_header(
 
 
 def test_a_handshake_era_server_is_reached_by_falling_back(tmp_path: Path) -> None:
+    needs_mcp_transcripts()
     recording = CORPUS / "mcp-transcripts" / "mcp-server-time_2025-06-18_handshake.jsonl"
     server = {"command": sys.executable, "args": [LEGACY_SERVER, str(recording)]}
     mcp_skill(tmp_path / "skills", "clock", {"time": server})

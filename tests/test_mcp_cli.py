@@ -21,7 +21,7 @@ from mcp_helpers import (
     mcp_skill,
     servers_below,
 )
-from skill_factory import CORPUS
+from skill_factory import CORPUS, needs_mcp_transcripts
 
 from orchestrator import read_trace
 
@@ -176,6 +176,7 @@ def test_skills_show_lists_servers_and_with_connect_their_tools(tmp_path: Path) 
 
 
 def test_skills_show_connect_falls_back_to_the_handshake_era(tmp_path: Path) -> None:
+    needs_mcp_transcripts()
     recording = CORPUS / "mcp-transcripts" / "mcp-server-time_2025-06-18_handshake.jsonl"
     server = {"command": sys.executable, "args": [LEGACY_SERVER, str(recording)]}
     mcp_skill(tmp_path / "skills", "clock", {"time": server})

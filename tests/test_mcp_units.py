@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from skill_factory import CORPUS
+from skill_factory import CORPUS, needs_mcp_transcripts
 
 from orchestrator.skills.sources.mcp.config import (
     ConfigProblem,
@@ -138,6 +138,7 @@ def test_arguments_are_checked_against_the_original_schema() -> None:
 
 
 def _recorded_results() -> list[dict[str, object]]:
+    needs_mcp_transcripts()
     found = []
     for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
         for line in path.read_text().splitlines():
