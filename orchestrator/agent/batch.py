@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
 from .approval import Refusal, admit
-from .dispatch import DISPATCH_TOOL, target, unwrap
+from .dispatch import DISPATCH_TOOL, unwrap
 from .threads import ExitFromCode
 from .tools import ArgumentsError, Tool, ToolContext, render_result
 
@@ -51,6 +51,8 @@ class ToolBatch:
     ) -> None:
         self.calls = list(calls)
         self.context = context
+        # Each call as it will run (a dispatched one as the call it stands for), read once.
+        self.unwrapped = [unwrap(call, context.toolset) for call in self.calls]
         self.default_timeout = default_timeout
         self.max_result_chars = max_result_chars
         self.results: list[Message | None] = [None] * len(self.calls)
@@ -106,8 +108,8 @@ class ToolBatch:
 
     def _groups(self) -> Iterator[list[int]]:
         group: list[int] = []
-        for index, call in enumerate(self.calls):
-            found = target(call, self.context.toolset)
+        for index, unwrapped in enumerate(self.unwrapped):
+            found = None if unwrapped.error else self.context.toolset.get(unwrapped.call.name)
             if found is not None and found.exclusive:
                 if group:
                     yield group
@@ -122,7 +124,7 @@ class ToolBatch:
         if self.results[index] is not None:
             return
         outer = self.calls[index]
-        unwrapped = unwrap(outer, self.context.toolset)
+        unwrapped = self.unwrapped[index]
         call = unwrapped.call  # a dispatched call runs as the call it stands for
         if unwrapped.error is not None:
             error = Message.tool_result(call, unwrapped.error, error_type="invalid_arguments")
