@@ -26,6 +26,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..trace import Event
+from ..trace.genai import number
 from .rows import SILENCE_AFTER, AgentState, Row, row_of
 
 
@@ -73,8 +74,8 @@ class ProgressState:
         state.tokens += event["usage"]["total_tokens"]
         cached = event["usage"].get("cache_read_tokens")
         state.cached += cached if isinstance(cached, int) else 0
-        cost = event.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
+        cost = number(event.get("cost"))
+        if cost is not None:
             state.cost = (state.cost or 0.0) + cost
         if event.get("budget_remaining") is not None:
             self.budget_remaining = event["budget_remaining"]

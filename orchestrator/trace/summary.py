@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .events import Event
+from .genai import number
 from .words import plural
 
 
@@ -171,9 +172,9 @@ def _model_call(summary: RunSummary, event: Event) -> None:
     agent.tokens += usage["total_tokens"]
     agent.cache_read += _count(usage.get("cache_read_tokens"))
     agent.cache_write += _count(usage.get("cache_write_tokens"))
-    cost = event.get("cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        agent.cost = (agent.cost or 0.0) + float(cost)
+    cost = number(event.get("cost"))
+    if cost is not None:
+        agent.cost = (agent.cost or 0.0) + cost
 
 
 def _count(value: object) -> int:
