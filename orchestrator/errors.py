@@ -12,6 +12,9 @@
         ├── PermissionDenied     the run's permissions forbid what the tool was asked to do
         └── ToolInfrastructureError  the tool's machinery (a server, a process) failed, not the tool
 
+Warnings go through `warnings` (and the CLI prints them on stderr): `SafetyWarning` for a
+skill whose code a run will not import and a definition field that is dropped.
+
 Tool failures never escape the loop: they become error observations (see `execution.py`).
 """
 
@@ -64,6 +67,11 @@ class ToolError(OrchestratorError):
 
 class PermissionDenied(ToolError):
     """The run's permissions do not allow this action."""
+
+
+class SafetyWarning(UserWarning):
+    """Something given to a run that its safety rules will not use: a skill whose code will
+    not be imported, a definition field that is dropped."""
 
 
 class ToolInfrastructureError(ToolError):

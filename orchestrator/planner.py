@@ -19,7 +19,6 @@ from typing import Any
 
 from .agent import RunResult, TokenBudget
 from .agent.approval import Approver
-from .errors import ConfigError
 from .jobs import (
     Job,
     JobResult,
@@ -50,7 +49,7 @@ from .models.prices import STANDARD_PRICES, Price, with_price
 from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
-from .skills.meta_tools import untrusted_code
+from .skills.preload import refused_code, warn_refused_code
 from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
 from .trace import Checkpoint, Listener, Trace, open_trace
 
@@ -120,6 +119,7 @@ class Orchestrator:
         self.permissions = Permissions.coerce(permissions).protecting(
             [*self.catalog.paths, *self.subagents.folders]
         )
+        warn_refused_code(self.catalog, self.permissions)
         self.trace = trace
         self.system = system or PLANNER_PROMPT
         self.fork = ForkExtension(
@@ -154,11 +154,14 @@ class Orchestrator:
             "prices": job.price_overrides(),
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
-            "permissions": job.permissions.protecting([job.source, *folders.protected]),
             "trace": job.trace,
             "executor": job_executor(job),
         }
         settings.update(overrides)
+        # What the spec names and the folders it searches stay read-only, whatever
+        # permissions are given.
+        given = Permissions.coerce(overrides.get("permissions", job.permissions))
+        settings["permissions"] = given.protecting([*job.named_files(), *folders.protected])
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
         if job.mcp_servers:  # each a skill of its own; relative paths start at the job's folder
@@ -220,15 +223,7 @@ class Orchestrator:
         return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
 
     def _code_warnings(self) -> list[str]:
-        warnings = []
-        for info in self.catalog:
-            try:
-                refusal = untrusted_code(info, self.permissions)
-            except ConfigError:
-                return []  # no workspace: the run itself will say so
-            if refusal is not None:
-                warnings.append(f"{info.folder}: {refusal} [tools-in-workspace]")
-        return warnings
+        return refused_code(self.catalog, self.permissions)
 
     def new_budget(self) -> TokenBudget:
         """A budget for one run of the whole tree: this orchestrator's token and money caps."""

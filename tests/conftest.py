@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -10,15 +11,39 @@ import pytest
 from report_traces import make_traces
 
 from orchestrator.models import close_connections
+from orchestrator.security.signing import user_key
 from orchestrator.testing import loopback_only
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home folder for the whole session, so that fixtures made once (before any test's own
+    home is set) never write into the real one. Its trace key signs every test's traces, as
+    one user's key signs all their runs."""
+    home = tmp_path_factory.mktemp("session-home")
+    saved = {name: os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME")}
+    os.environ["HOME"], os.environ["XDG_CONFIG_HOME"] = str(home), str(home / ".config")
+    user_key()  # made now, in the session's folder
+    try:
+        yield home
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
-def own_config_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """A user's own settings (the model alias file) never leak into a test."""
+def own_config_folder(
+    session_home: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A user's own settings (the model alias file) never leak into a test; the user's trace
+    key is the session's."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    shutil.copytree(session_home / ".config", home / ".config")
     return home / ".config"
 
 

@@ -29,7 +29,7 @@ from .batch import ToolBatch
 from .budget import TokenBudget
 from .extension import Extension, assemble, guards_of
 from .repeats import REPEAT_WARN_AT
-from .results import RunResult, Status
+from .results import RunResult, Status, refusals
 from .resume import resume_run
 from .spend import reserve, send
 from .state import RunState
@@ -329,6 +329,7 @@ class AgentLoop:
             steps=state.steps,
             error=error,
             children=list(state.context.children),
+            refused=refusals(state.transcript),
         )
         self.last_result = state.result
         if state.context.trace is not None:
@@ -341,6 +342,7 @@ class AgentLoop:
                 usage=state.usage.record(),
                 **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
                 error=error,
+                **({"refused": state.result.refused} if state.result.refused else {}),
             )
 
     def __repr__(self) -> str:

@@ -6,6 +6,8 @@ process or on another machine and send its result back.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -32,6 +34,20 @@ class RunResult(BaseModel):
     steps: int = 0
     error: str | None = None
     children: list[TaskResult] = Field(default_factory=list)
+    refused: dict[str, str] = Field(
+        default_factory=dict,
+        description="What the run's safety rules refused every time it was tried: a tool's "
+        "name (or `load_skill:NAME` for a skill), with the reason last given. A run can "
+        "complete with entries here: the work they stood for was not done.",
+    )
+
+    def refused_by_agent(self) -> dict[str, dict[str, str]]:
+        """`refused` of this agent and of every descendant that has any, by agent path."""
+        found = {self.agent: dict(self.refused)} if self.refused else {}
+        for child in self.children:
+            if child.run is not None:
+                found.update(child.run.refused_by_agent())
+        return found
 
     def cost_by_agent(self) -> dict[str, float]:
         """Cost of this agent and every descendant that has one, keyed by agent path."""
@@ -91,6 +107,37 @@ class TaskResult(BaseModel):
 
     def usage_by_agent(self) -> dict[str, Usage]:
         return self.run.usage_by_agent() if self.run else {}
+
+
+def refusals(messages: Sequence[Message]) -> dict[str, str]:
+    """What was refused each time it was tried (tool results of type `denied`), by tool name
+    (`load_skill:NAME` for a skill), with the last reason; tried at least once, never let."""
+    names: dict[str | None, str] = {}
+    for message in messages:
+        for call in message.tool_calls:
+            names[call.id] = _refusal_key(call.name, call.arguments)
+    denied: dict[str, str] = {}
+    allowed: set[str] = set()
+    for message in messages:
+        if message.role != "tool" or message.tool_call_id not in names:
+            continue
+        key = names[message.tool_call_id]
+        if message.error_type == "denied":
+            lines = (message.content or "").strip().splitlines()
+            denied[key] = lines[0][:300] if lines else "refused"
+        elif message.error_type not in ("skipped", "aborted"):
+            allowed.add(key)
+    return {key: reason for key, reason in denied.items() if key not in allowed}
+
+
+def _refusal_key(tool: str, arguments: str) -> str:
+    if tool != "load_skill":
+        return tool
+    try:
+        name = json.loads(arguments).get("name")
+    except (ValueError, AttributeError):
+        return tool
+    return f"load_skill:{name}" if isinstance(name, str) else tool
 
 
 def _add_usage(totals: dict[str, Usage], more: dict[str, Usage]) -> None:

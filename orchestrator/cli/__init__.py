@@ -91,11 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     import logging
+    import warnings
 
+    from ..errors import SafetyWarning
     from .output import masked_output
 
-    # Commands print the catalog's warnings themselves: the logger must not repeat them.
+    # Commands print the catalog's warnings themselves: the logger must not repeat them, and
+    # neither may Python's display of the SafetyWarnings they also raise.
     logging.getLogger("orchestrator.skills").addHandler(logging.NullHandler())
+    warnings.simplefilter("ignore", SafetyWarning)
     try:
         with masked_output():
             return int(handler(args) or 0)

@@ -1,9 +1,13 @@
 """`orchestrator ask "goal"`: a one-off planner run, no job file.
 
-The planner gets the skills and sub-agents of the folders named (and the built-in ones), the
-working folder as its workspace (no shell, python or network), and streams its answer to
-stdout as the model writes it. The model is `--model`, else the alias `default` of the user's
-alias file. Keys come from the environment, then a `.env` file in the working folder.
+The planner gets the skills and sub-agents of the folders named (without `--skills`, those of
+the working folder's `skills/`, `.claude/skills/`, ... as a job's spec folder has them), and the
+built-in ones. Its workspace (no shell, python or network) is `--workspace`; by default the
+working folder, or its `work/` folder when the working folder holds configuration (a `.env`,
+skills, sub-agents, a job spec), so that what decides a run stays out of the model's reach.
+It streams its answer to stdout as the model writes it. The model is `--model`, else the alias
+`default` of the user's alias file. Keys come from the environment, then a `.env` file in the
+working folder.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from ..errors import ConfigError
 from ..jobs import parse_model_options, read_dotenv
 from ..models import DEFAULT_ALIAS, ModelAliases, ModelSettings, user_alias_file
 from ..planner import Orchestrator
-from ..security import SecretMask
+from ..security import Permissions, SecretMask
+from ..security.inventory import configuration_in, default_workspace
+from ..tasks.discovery import discover
 from ..trace import Trace, new_run_id
 from .answer import AnswerStream
 from .jobs import (
@@ -36,7 +42,7 @@ from .jobs import (
 )
 from .output import masked_output
 from .progress import PlainProgress
-from .run import default_trace_path
+from .run import default_trace_path, refusal_lines
 
 EXIT_CODES = {"completed": EXIT_OK, "budget_exhausted": EXIT_BUDGET, "cancelled": EXIT_INTERRUPTED}
 
@@ -62,6 +68,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="a folder of sub-agent definitions, searched before the built-in ones (repeatable)",
     )
+    ask.add_argument(
+        "--user-skills",
+        action="store_true",
+        help="also search the home folders for skills and sub-agents (~/.claude/skills, ...)",
+    )
+    ask.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="the folder the model's file tools work in (default: the working folder, or its "
+        "work/ folder when the working folder holds configuration)",
+    )
     add_model_arguments(ask, "the model; default: the alias 'default' of your alias file")
     ask.add_argument("--max-tokens", type=int, metavar="N", help="the budget of the whole run")
     ask.add_argument("--max-steps", type=int, default=30, metavar="N", help="steps per agent")
@@ -78,6 +96,13 @@ def ask_command(args: argparse.Namespace) -> int:
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    workspace = orchestrator.permissions.workspace
+    if not args.quiet and args.workspace is None and workspace != Path.cwd():
+        print(
+            f"workspace: {workspace} (the working folder holds configuration: "
+            f"{', '.join(configuration_in(Path.cwd()))}; --workspace chooses another)",
+            file=sys.stderr,
+        )
     run_id = new_run_id()
     trace_path = args.trace or default_trace_path("ask", run_id)
     secrets = orchestrator.secrets()  # the environment's and the .env file's
@@ -103,6 +128,8 @@ def ask_command(args: argparse.Namespace) -> int:
         stream.finish(result.output)
         if not args.quiet:
             _summary(result, time.time() - began, trace_path)
+        for line in refusal_lines(result.refused_by_agent()):
+            print(line, file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_FAILED_STEP)
 
 
@@ -117,14 +144,25 @@ def _orchestrator(args: argparse.Namespace) -> Orchestrator:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])
         raise ConfigError(f"--model-option {where}: {first['msg']}") from None
+    here = Path.cwd()
+    folders = discover(
+        here,
+        skills=args.skills or None,
+        subagents=args.subagents or None,
+        user=args.user_skills,
+    )
+    workspace = args.workspace if args.workspace is not None else default_workspace(here)
+    if args.workspace is not None and not args.workspace.is_dir():
+        raise ConfigError(f"--workspace {args.workspace}: no such folder")
     return Orchestrator(
         model,
-        skills=args.skills,
-        subagents=args.subagents,
+        skills=folders.skills,
+        subagents=folders.subagents,
         max_tokens=args.max_tokens,
         max_steps=args.max_steps,
         aliases=aliases,
         environ=environ,
+        permissions=Permissions(workspace=workspace.resolve()).protecting(folders.protected),
     )
 
 

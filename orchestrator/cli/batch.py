@@ -26,7 +26,7 @@ from ..trace import Trace, new_run_id
 from ..trace.words import plural
 from .executors import add_executor_arguments, with_executor
 from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments, config_error
-from .run import DEFAULT_TRACE_DIR
+from .run import DEFAULT_TRACE_DIR, refusal_lines
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -132,8 +132,10 @@ class BatchRun:
         return budget
 
     async def start(self, job: Job, row: Row) -> Any:
+        # The batch's own files decide what its next run does: read-only to every row's model.
+        permissions = job.permissions.protecting([self.args.inputs, self.batch.results])
         orchestrator = Orchestrator.from_job(
-            job, user_skills=self.args.user_skills, executor=self.executor
+            job, user_skills=self.args.user_skills, executor=self.executor, permissions=permissions
         )
         safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in row.id)[:48]
         path = self.traces / f"{safe}-{new_run_id()}.jsonl"
@@ -149,3 +151,5 @@ def _show(line: dict[str, Any]) -> None:
     usage = line.get("usage") or {}
     detail = line.get("error") or f"{usage.get('total_tokens', 0):,} tokens"
     print(f"row {line['row']} ({line['id']}): {line['status']}, {detail}", file=sys.stderr)
+    for warning in refusal_lines(line.get("refused") or {}):
+        print(f"row {line['row']} ({line['id']}): {warning}", file=sys.stderr)

@@ -49,9 +49,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def resume_command(args: argparse.Namespace) -> int:
-    path = trace_argument(args.trace, args.dir)
+    path = trace_argument(args.trace, args.dir, jobs_only=True)
     if path is None:
-        print(f"error: no runs in {args.dir}", file=sys.stderr)
+        print(f"error: {no_runs(args.dir, 'job runs')}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     try:
         resumption = prepare_resume(
@@ -73,11 +73,20 @@ def resume_command(args: argparse.Namespace) -> int:
     return execute(args, job, orchestrator, path, approver=approver, resume=resumption.checkpoint)
 
 
-def trace_argument(value: str, folder: Path) -> Path | None:
-    """A TRACE argument: a path, or `last` for the newest run in `folder`."""
+def trace_argument(value: str, folder: Path, *, jobs_only: bool = False) -> Path | None:
+    """A TRACE argument: a path, or `last` for the trace in `folder` written last (with
+    `jobs_only`, the last that holds a job's run)."""
     if value == "last" and not Path(value).exists():
-        return latest_trace(folder)
+        return latest_trace(folder, jobs_only=jobs_only)
     return Path(value)
+
+
+def no_runs(folder: Path, what: str = "runs") -> str:
+    """Why `last` found nothing: where it looked, and where traces are written."""
+    return (
+        f"no {what} in {folder.resolve()}; a run writes its trace under the folder it was "
+        "started from (.orchestrator/runs/): run this from there, or pass --dir or a trace's path"
+    )
 
 
 def _finished(args: argparse.Namespace, resumption: Resumption, result: JobResult) -> int:

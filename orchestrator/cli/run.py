@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
+from ..security.inventory import TRACE_FOLDER
 from ..trace import Checkpoint, Trace, new_run_id
 from ..trace.telemetry import instrument_otlp
 from . import STARTED
@@ -45,7 +46,7 @@ from .output import masked_output
 from .progress import LiveView, PlainProgress
 from .rows import silence_after
 
-DEFAULT_TRACE_DIR = Path(".orchestrator/runs")
+DEFAULT_TRACE_DIR = TRACE_FOLDER
 OFFLINE_PROVIDERS = {"scripted", "replay"}
 """Models that answer from a file, not a server: a run with only these is offline."""
 EXIT_CODES = {
@@ -198,6 +199,18 @@ def report(
         print(f"report: orchestrator report {result.trace}", file=sys.stderr)
     for line in failure_lines(result):  # with --quiet too: a failure must say why
         print(line, file=sys.stderr)
+    for line in refusal_lines(result.refused_by_agent()):  # and so must a refusal
+        print(line, file=sys.stderr)
+
+
+def refusal_lines(refused: dict[str, dict[str, str]]) -> list[str]:
+    """A warning for each tool (or skill) the safety rules refused every time it was tried."""
+    lines = []
+    for agent, found in refused.items():
+        for tool, reason in found.items():
+            what = f"skill {tool.partition(':')[2]!r}" if tool.startswith("load_skill:") else tool
+            lines.append(f"warning: {agent}: {what} was refused each time it was tried: {reason}")
+    return lines
 
 
 def offline_note(job: Job) -> str | None:
@@ -239,6 +252,7 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         "output_step": result.output_step,
         "usage": result.usage.model_dump(),
         "cost": result.cost,
+        "refused": result.refused_by_agent(),
         "steps": [
             step.model_dump(
                 include={"id", "agent", "status", "output", "reason", "usage", "cost", "steps"}

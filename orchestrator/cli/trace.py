@@ -11,9 +11,10 @@ from pathlib import Path
 from ..trace import read_trace
 from ..trace.history import RunInfo, list_runs
 from ..trace.lock import is_locked
+from ..trace.reader import verify_trace
 from ..trace.summary import render, summarize
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
-from .resume import trace_argument
+from .resume import no_runs, trace_argument
 from .run import DEFAULT_TRACE_DIR
 
 
@@ -39,7 +40,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def show_command(args: argparse.Namespace) -> int:
     path = trace_argument(args.path, args.dir)
     if path is None:
-        print(f"error: no runs in {args.dir}", file=sys.stderr)
+        print(f"error: {no_runs(args.dir)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     if not path.is_file():
         print(f"error: no trace at {path}", file=sys.stderr)
@@ -49,6 +50,13 @@ def show_command(args: argparse.Namespace) -> int:
         print(f"error: {path} is not a trace: it holds no events", file=sys.stderr)
         return EXIT_SPEC_ERROR
     summary = summarize(events, live=is_locked(path))
+    signature = verify_trace(path)
+    if not signature.valid:
+        print(
+            f"note: {path} line {signature.bad_line}: {signature.reason}; this trace was changed "
+            "after its run wrote it, or written elsewhere: it cannot be resumed",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps({"trace": str(path), **summary.as_dict()}))
         return EXIT_OK

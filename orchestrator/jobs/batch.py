@@ -167,6 +167,7 @@ class Batch:
             "usage": result.usage.model_dump(),
             "cost": result.cost,
             "trace": result.trace,
+            **({"refused": refused} if (refused := result.refused_by_agent()) else {}),
         }
 
     def _write(self, line: Mapping[str, Any]) -> None:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-DOTENV = ".env"
+from ..security.inventory import DOTENV_FILES
+
+DOTENV = DOTENV_FILES[0]
 
 
 def read_dotenv(folders: Iterable[Path | None]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..models import ModelAliases, check_model
+from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
 from .folders import job_folders
@@ -35,7 +36,8 @@ def preflight(
     """Check the job's workspace and the sub-agents it can run against what exists."""
     found = Preflight()
     workspace = job.permissions.workspace
-    if not workspace.is_dir():
+    made_on_first_run = not workspace.exists() and is_default_workspace(workspace)
+    if not workspace.is_dir() and not made_on_first_run:
         found.problems.append(
             Problem("permissions.workspace", f"the folder {workspace} does not exist")
         )

@@ -33,6 +33,12 @@ def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
         "inputs": {name: value for name, value in job.inputs.items() if value is not None},
         "model": job.model.name,
         "model_options": job.model.options(),
+        "permissions": permissions_record(job),
         **({"user_skills": True} if user_skills else {}),
         "output_step": job.output_step,
     }
+
+
+def permissions_record(job: Job) -> dict[str, Any]:
+    """The job's permissions as its spec (and the flags) gave them, as JSON values."""
+    return job.permissions.model_dump(mode="json")

@@ -11,6 +11,7 @@ where the run stopped (runner.py, tasks/restore.py, agent/resume.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,9 @@ from ..messages import Usage
 from ..tasks import restored_children
 from ..trace import Checkpoint, load_checkpoint
 from ..trace.lock import is_locked
+from ..trace.reader import verify_trace
 from .loading import load_job
-from .record import spec_digest
+from .record import permissions_record, spec_digest
 from .runner import JobResult
 from .spec import Job
 
@@ -69,7 +71,13 @@ def prepare_resume(
         raise ResumeError(f"no trace at {path}")
     if is_locked(path):
         raise ResumeError(f"trace {path} is being written by another process: its run still goes")
+    _require_own_run(path)
     checkpoint = load_checkpoint(path)
+    if len(checkpoint.runs) > 1:
+        raise ResumeError(
+            f"trace {path} holds {len(checkpoint.runs)} runs ({', '.join(sorted(checkpoint.runs))})"
+            "; a trace holds one run, so this one was put together by hand and cannot resume"
+        )
     record = checkpoint.job
     if record is None:
         raise ResumeError(
@@ -79,17 +87,60 @@ def prepare_resume(
         return Resumption(path, checkpoint, finished=recorded_result(checkpoint, path))
     spec = _spec(path, record, force)
     inputs = {str(k): str(v) for k, v in (record.get("inputs") or {}).items()}
-    recorded = record.get("model_options") if model is None else None
-    options = {**(recorded if isinstance(recorded, dict) else {}), **(model_options or {})}
     user_skills = user_skills or record.get("user_skills") is True
     job = load_job(
-        spec,
-        model=model or _recorded_model(record.get("model")),
-        model_options=options or None,
-        inputs=inputs,
-        user_skills=user_skills,
+        spec, model=model, model_options=model_options, inputs=inputs, user_skills=user_skills
     )
+    if not force:
+        overridden = model is not None or bool(model_options)
+        _require_same_settings(path, record, job, overridden=overridden)
     return Resumption(path, checkpoint, job=job, user_skills=user_skills)
+
+
+def _require_own_run(path: Path) -> None:
+    """Refuse a trace that the user's own runs did not write, as its signatures tell."""
+    signature = verify_trace(path)
+    if not signature.valid:
+        raise ResumeError(
+            f"trace {path} cannot direct a resume: line {signature.bad_line} {signature.reason}. "
+            "Only a trace written by your own runs, unchanged since, resumes (its lines are "
+            "signed with the key in your configuration folder); start the job again with "
+            "`orchestrator run`"
+        )
+
+
+def _require_same_settings(
+    path: Path, record: dict[str, Any], job: Job, *, overridden: bool
+) -> None:
+    """Refuse to resume with a model or permissions other than the run had: the spec on disk
+    (with the flags given now) decides them, never the trace, and a difference is a choice
+    the user makes with flags or `--force`."""
+    differences = []
+    if not overridden:
+        ran = _flags(record.get("model"), record.get("model_options"))
+        now = _flags(job.model.name, job.model.options())
+        if ran != now:
+            differences.append(
+                f"the run's model was `{' '.join(ran)}` and the spec now gives "
+                f"`{' '.join(now)}` (pass --model and --model-option to choose)"
+            )
+    recorded = record.get("permissions")
+    if recorded is not None and recorded != permissions_record(job):
+        differences.append("the run's permissions differ from the spec's now")
+    if differences:
+        raise ResumeError(
+            f"the run in {path} was not run as its spec now says: {'; '.join(differences)}. "
+            "Resume with --force (force=True) to go on as the spec says now"
+        )
+
+
+def _flags(model: object, options: object) -> list[str]:
+    """A model and its options as the flags that give them."""
+    name = _recorded_model(model)
+    flags = [f"--model {name}"] if name else []
+    if isinstance(options, dict):
+        flags += [f"--model-option {k}={json.dumps(v)}" for k, v in sorted(options.items())]
+    return flags
 
 
 def _recorded_model(value: object) -> str | None:

@@ -59,6 +59,15 @@ class JobResult(BaseModel):
         costs = [step.cost for step in self.steps if step.cost is not None]
         return sum(costs) if costs else None
 
+    def refused_by_agent(self) -> dict[str, dict[str, str]]:
+        """What the safety rules refused every time it was tried, by agent path (every
+        step's tree): a run that completed with entries here did not do all it tried."""
+        found: dict[str, dict[str, str]] = {}
+        for step in self.steps:
+            if step.run is not None:
+                found.update(step.run.refused_by_agent())
+        return found
+
     def step(self, step_id: str) -> TaskResult:
         for result in self.steps:
             if result.id == step_id:

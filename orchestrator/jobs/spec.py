@@ -33,11 +33,12 @@ from pydantic import (
 from ..models import ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
+from ..security.inventory import DEFAULT_WORKSPACE
 from ..skills.sources.mcp import ServerConfig
 from ..tasks import GENERAL as GENERAL_AGENT
 from ..tasks import build_graph, suggest
 from .checks import check_job
-from .model_refs import expand_models, spec_model, step_model
+from .model_refs import FILE_MODELS, expand_models, spec_model, step_model
 from .problems import SpecError, describe
 from .templating import NAME, Template
 
@@ -66,11 +67,11 @@ def _existing_folder(path: Path, info: ValidationInfo) -> Path:
 
 
 def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
-    """The workspace (default: the spec's folder), read-only and unlisted paths resolve
-    against the spec's folder."""
+    """The workspace (default: `work/` beside the spec), read-only and unlisted paths
+    resolve against the spec's folder."""
     if not isinstance(value, dict):
         return value
-    workspace = value.get("workspace", ".")
+    workspace = value.get("workspace", DEFAULT_WORKSPACE)
     if not isinstance(workspace, str | Path):
         return value
     resolved = {**value, "workspace": _absolute(Path(workspace), info)}
@@ -227,6 +228,21 @@ class Job(BaseModel):
         self._source = context.get("source")
         self._dotenv = dict(context.get("dotenv") or {})
         return self
+
+    def named_files(self) -> list[Path]:
+        """The files this spec names that decide its run: the spec itself, a scripted model's
+        script or a replayed trace (the job's, its steps' and its aliases'), the prices file
+        and the trace. The run keeps them read-only to its file tools (security/inventory.py)."""
+        models = [self.model, *self.models.values(), *(s.model for s in self.steps if s.model)]
+        found = [self.source] if self.source is not None else []
+        for settings in models:
+            if settings.provider in FILE_MODELS:
+                found.append(Path(settings.name.partition(":")[2]))
+        if isinstance(self.prices, Path):
+            found.append(self.prices)
+        if self.trace is not None:
+            found.append(self.trace)
+        return found
 
     def price_overrides(self) -> dict[str, Price]:
         """The spec's prices (read from their file when `prices` names one)."""

@@ -15,7 +15,6 @@ alias's. An alias may name another alias; a cycle is an error.
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from ..security.inventory import user_config_folder
 from .settings import ModelSettings
 
 BUILTIN_ALIASES: dict[str, str] = {
@@ -34,16 +34,14 @@ BUILTIN_ALIASES: dict[str, str] = {
 INHERIT = "inherit"
 """In a sub-agent definition: use the model of the agent that forked it (the default)."""
 DEFAULT_ALIAS = "default"
-ALIAS_FILE = Path("orchestrator") / "models.yaml"
+ALIAS_FILE = "models.yaml"
 
 ModelRef = str | ModelSettings
 
 
 def user_alias_file(environ: Mapping[str, str] | None = None) -> Path:
     """Where the user's alias table lives (it need not exist)."""
-    env = os.environ if environ is None else environ
-    config = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
-    return Path(config).expanduser() / ALIAS_FILE
+    return user_config_folder(environ) / ALIAS_FILE
 
 
 def read_alias_file(path: Path) -> dict[str, ModelSettings]:

@@ -24,6 +24,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, PermissionDenied
+from .inventory import (
+    DOTENV_FILES,
+    default_workspace,
+    is_default_workspace,
+    protected,
+    secret,
+)
 
 Decision = Literal["allow", "ask", "deny"]
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -36,8 +43,11 @@ class Permissions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    workspace: Path = Field(default_factory=Path.cwd)
-    """Root folder of the file tools; every path they take is relative to it and stays in it."""
+    workspace: Path = Field(default_factory=default_workspace)
+    """Root folder of the file tools; every path they take is relative to it and stays in it.
+    Default: the working folder, or its `work/` folder when the working folder holds
+    configuration (a `.env`, skills, sub-agents, a job spec); a job's default is `work/`
+    beside its spec. A missing `work/` folder is made on first use."""
 
     shell: bool | Literal["ask"] = False
     """Allow shell commands (the `shell` skill); `"ask"`: each call needs a person's approval."""
@@ -65,7 +75,7 @@ class Permissions(BaseModel):
     orchestrator adds what the run itself leaves behind: its trace's folder, and what earlier
     runs of the same job created (docs/job-spec.md, *What a run leaves out of listings*)."""
 
-    secret_files: tuple[str, ...] = (".env", ".env.*")
+    secret_files: tuple[str, ...] = DOTENV_FILES
     """File-name patterns the file tools never read, edit or search: files where keys live.
     A model that could read them would send the keys to its provider."""
 
@@ -109,27 +119,37 @@ class Permissions(BaseModel):
         return False
 
     def require_writable(self, target: Path, shown: str) -> None:
-        """Refuse a write to `target` (an absolute, resolved path) under a read-only path."""
-        for protected in self.read_only:
-            base = protected.expanduser().resolve()
-            if target == base or target.is_relative_to(base):
-                raise PermissionDenied(
-                    f"{shown} is read-only for this run: it lies in {base}, which defines the "
-                    "run itself (its job spec, skills, sub-agents or trace) or was made "
-                    "read-only by its permissions."
-                )
+        """Refuse a write to `target` (an absolute, resolved path) that would change what
+        decides a run: anything in the inventory (security/inventory.py), wherever it lies,
+        and the `read_only` paths."""
+        found = protected(
+            target,
+            workspace=self.workspace_root(),
+            named=self.read_only,
+            secret_files=self.secret_files,
+        )
+        if found is not None:
+            raise PermissionDenied(found.message(shown))
+
+    def is_secret(self, target: Path) -> bool:
+        """Whether the file tools must never read `target`: it holds keys."""
+        return secret(target.resolve(), secret_files=self.secret_files) is not None
 
     def require_readable(self, target: Path, shown: str) -> None:
-        """Refuse to read a file whose name says it holds keys (`secret_files`)."""
-        if any(fnmatch.fnmatchcase(target.name, pattern) for pattern in self.secret_files):
+        """Refuse to read a file that holds keys (`secret_files`, the user's configuration)."""
+        found = secret(target, secret_files=self.secret_files)
+        if found is not None:
             raise PermissionDenied(
-                f"{shown} holds keys (its name matches {', '.join(self.secret_files)}); the "
-                "file tools do not read it, so its values never reach a model."
+                f"{shown} holds keys ({found.rule}); the file tools do not read it, so its "
+                "values never reach a model."
             )
 
     def workspace_root(self) -> Path:
-        """The workspace as an absolute, resolved folder; it must exist."""
+        """The workspace as an absolute, resolved folder; it must exist, except a `work/`
+        folder (the default), which is made on first use."""
         root = self.workspace.expanduser().resolve()
+        if not root.exists() and is_default_workspace(root):
+            root.mkdir(exist_ok=True)
         if not root.is_dir():
             raise ConfigError(f"the workspace {root} is not a folder")
         return root

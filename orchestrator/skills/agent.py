@@ -18,6 +18,7 @@ from typing import Any
 from ..agent import AgentLoop, Extension, ModelLike, RunResult, Tool
 from ..security import Permissions
 from .meta_tools import SkillForker, skills_extension
+from .preload import warn_refused_code
 from .sources.mcp import server_scope
 
 
@@ -38,6 +39,7 @@ class Agent(AgentLoop):
         if skills is not None:
             extension = skills_extension(skills)
             permissions = Permissions.coerce(permissions).protecting(extension.catalog.paths)
+            warn_refused_code(extension.catalog, permissions)
             forker = next((e for e in extensions if isinstance(e, SkillForker)), None)
             extensions = [extension.configured(permissions, forker), *extensions]
         super().__init__(model, tools, extensions=extensions, permissions=permissions, **options)

@@ -19,12 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..security.inventory import PROJECT_SKILL_FOLDERS, USER_SKILL_FOLDERS
 from .frontmatter import skill_file_in
 
 MAX_DEPTH = 6
 MAX_FOLDERS = 20_000
-PROJECT_SKILL_FOLDERS = ("skills", ".claude/skills", ".agents/skills")
-USER_SKILL_FOLDERS = (".claude/skills", ".agents/skills")
 SKIPPED = frozenset(
     {
         ".git",

@@ -22,7 +22,9 @@ from typing import Any, BinaryIO
 
 import yaml
 
-SKILL_FILE = "SKILL.md"
+from ..security.inventory import SKILL_FILES
+
+SKILL_FILE = SKILL_FILES[0]
 MAX_FRONTMATTER_CHARS = 65_536
 DELIMITER = "---"
 MAX_DEPTH = 20
@@ -67,7 +69,7 @@ class _Loader(_BaseLoader):
 
 def skill_file_in(folder: Path) -> Path | None:
     """The folder's SKILL.md (or `skill.md`, which the reference validator also accepts)."""
-    for name in (SKILL_FILE, "skill.md"):
+    for name in SKILL_FILES:
         candidate = folder / name
         if candidate.is_file():
             return candidate

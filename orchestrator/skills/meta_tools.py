@@ -31,7 +31,7 @@ from ..agent import Tool, ToolContext
 from ..agent.approval import Refusal
 from ..agent.dispatch import dispatcher
 from ..agent.threads import run_in_thread
-from ..errors import ToolError
+from ..errors import PermissionDenied, ToolError
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from ..tokens import TokenCounter
@@ -206,7 +206,7 @@ class SkillsExtension:
     async def _read(self, info: SkillInfo, ctx: ToolContext) -> LoadedSkill:
         refusal = untrusted_code(info, Permissions.coerce(ctx.permissions))
         if refusal is not None:
-            raise ToolError(f"Skill {info.name!r} cannot be loaded: {refusal}")
+            raise PermissionDenied(f"Skill {info.name!r} cannot be loaded: {refusal}")
         try:
             skill = await run_in_thread(self.catalog.load, info.name)
         except SkillError as exc:
@@ -250,7 +250,9 @@ class SkillsExtension:
             info = self.catalog.get(name)
             if info is None or info.forks or info.name in given:
                 continue
-            if untrusted_code(info, permissions):
+            # A fresh load's rules hold: a skill the model may not choose, or whose code may
+            # not run here, is not brought back whatever the conversation says it loaded.
+            if not info.model_invocable or untrusted_code(info, permissions):
                 continue
             try:
                 skill = with_servers_sync(self.catalog.load(info.name))

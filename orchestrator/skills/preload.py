@@ -11,10 +11,12 @@ skill inlines it. Skills a model may not choose (`disable-model-invocation`) pre
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..agent import Tool
+from ..errors import SafetyWarning
 from ..security import Permissions, is_inside
 from .body import substitute
 from .catalog import SkillCatalog
@@ -98,6 +100,24 @@ def render_preloaded(items: Sequence[Preloaded]) -> str | None:
     return "\n\n".join([head, *parts])
 
 
+def refused_code(catalog: SkillCatalog, permissions: Permissions) -> list[str]:
+    """What to tell the user of each skill of `catalog` whose code a run with `permissions`
+    will not import."""
+    found = []
+    for info in catalog:
+        refusal = untrusted_code(info, permissions)
+        if refusal is not None:
+            found.append(f"{info.folder}: {refusal} [tools-in-workspace]")
+    return found
+
+
+def warn_refused_code(catalog: SkillCatalog, permissions: Permissions) -> None:
+    """A `SafetyWarning` for each skill whose code will not be imported, at build time, so
+    a refusal is never silent (the CLI prints the same on stderr)."""
+    for message in refused_code(catalog, permissions):
+        warnings.warn(message, SafetyWarning, stacklevel=4)
+
+
 def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:
     """Why a skill's code must not run in a run with these permissions, or None if it may.
 
@@ -107,14 +127,13 @@ def untrusted_code(info: SkillInfo, permissions: Permissions) -> str | None:
     """
     if not info.has_tools or info.builtin:
         return None
-    root = permissions.workspace_root()
+    root = permissions.workspace.expanduser().resolve()
     if not is_inside(root, info.folder):
         return None
     return (
         f"its folder {info.folder} is inside the run's workspace ({root}), where files can be "
         "written during a run, so its tools.py is not imported and its .mcp.json servers are "
-        "not started. Skills found in a job's own "
-        "folder (skills/, .claude/skills/, .agents/skills/) are inside the default workspace. "
-        "Keep skills with code outside the workspace, or set the workspace "
-        "(permissions.workspace) to a folder that does not hold them."
+        "not started. Keep skills with code outside the workspace (a job's default workspace "
+        "is work/ beside its spec, so the spec's skills/ folder is outside it), or set the "
+        "workspace (permissions.workspace) to a folder that does not hold them."
     )

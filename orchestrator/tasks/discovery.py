@@ -15,10 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..security.inventory import PROJECT_SUBAGENT_FOLDERS, USER_SUBAGENT_FOLDERS
 from ..skills.discovery import candidate_skill_folders, project_skill_folders, user_skill_folders
-
-PROJECT_SUBAGENT_FOLDERS = ("subagents", ".claude/agents", ".codex/agents")
-USER_SUBAGENT_FOLDERS = (".claude/agents", ".codex/agents")
 
 
 @dataclass

@@ -47,6 +47,10 @@ CLAUDE_ONLY = (
     "initialPrompt",
 )
 CLAUDE_MAPPED = ("tools", "disallowedTools", "maxTurns")
+NO_EFFECT = "has no effect"
+"""In the note for a field that is dropped: the registry warns about those (SafetyWarning)."""
+CLAUDE_SAFETY_FIELDS = ("permissionMode", "permissions", "hooks", "mcpServers", "isolation")
+"""Claude Code's fields about what an agent may do, which have no equivalent here."""
 """Claude Code's fields that become fields of ours; its others are kept as metadata."""
 CODEX_FIELDS = ("name", "description", "developer_instructions", "model")
 _NO_SKILL_NEEDED = frozenset({"fork"})
@@ -96,8 +100,24 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
     else:
         fields["skills"] = _skill_names(meta["skills"]) if "skills" in meta else "*"
     used = (*OUR_FIELDS, *CLAUDE_MAPPED)
-    fields["metadata"] = _metadata({k: v for k, v in meta.items() if k not in used})
+    unused = {k: v for k, v in meta.items() if k not in used}
+    notes.extend(_dropped(unused, fields["format"]))
+    fields["metadata"] = _metadata(unused)
     return fields, notes
+
+
+def _dropped(unused: dict[str, Any], dialect: str) -> list[str]:
+    """Notes for the fields a definition asks for that do nothing here: every field that is
+    not ours, and Claude Code's fields that would limit or extend what its agent may do."""
+    if dialect == "claude":
+        names = [k for k in unused if k in CLAUDE_SAFETY_FIELDS]
+    else:
+        names = [k for k in unused if k != "metadata"]
+    return [
+        f"{name}: not a field of a sub-agent here, so it {NO_EFFECT} (its agent gets its "
+        "parent's permissions, narrowed only by `skills`)"
+        for name in names
+    ]
 
 
 def _reason(exc: FrontmatterError) -> str:

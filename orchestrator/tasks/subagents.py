@@ -21,6 +21,7 @@ exists.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +29,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SafetyWarning
 from ..models import INHERIT, ModelSettings
 from ..skills.builtin import shipped_folder
-from .subagent_files import CLAUDE_ONLY, NAME, DefinitionError, read_definition
+from .subagent_files import CLAUDE_ONLY, NAME, NO_EFFECT, DefinitionError, read_definition
 
 GENERAL = "general"
 GENERAL_PROMPT = (
@@ -185,6 +186,9 @@ class SubagentRegistry:
                 self.warnings.append(SubagentProblem(path, f"left out: {exc.reason}"))
                 continue
             self.warnings.extend(SubagentProblem(path, note) for note in notes)
+            for note in notes:
+                if NO_EFFECT in note:
+                    warnings.warn(f"{path}: {note}", SafetyWarning, stacklevel=3)
             first = self._agents.get(agent.name)
             if first is not None:
                 self.warnings.append(

@@ -83,6 +83,10 @@ class Checkpoint:
     run_id: str | None = None
     attempts: int = 0
     last_seq: int = 0
+    last_mac: str = ""
+    """The signature of the last event, which the next attempt's first line chains to."""
+    runs: set[str] = field(default_factory=set)
+    """Every run id the trace's events name: one, unless the file was tampered with."""
     job: Event | None = None
     """The run's first `job_start`: spec, inputs, model."""
     job_end: Event | None = None
@@ -155,6 +159,9 @@ def fold(events: Iterable[Event]) -> Checkpoint:
         checkpoint.last_seq = max(checkpoint.last_seq, event["seq"])
         checkpoint.attempts = max(checkpoint.attempts, _int(event.get("attempt"), 1))
         checkpoint.run_id = checkpoint.run_id or event.get("run")
+        checkpoint.runs.add(str(event.get("run")))
+        mac = event.get("mac")
+        checkpoint.last_mac = mac if isinstance(mac, str) else ""
         handler = _HANDLERS.get(event["type"])
         if handler is not None:
             handler(checkpoint, event)

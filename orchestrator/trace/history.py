@@ -76,27 +76,42 @@ def _fold(info: RunInfo, event: Event) -> None:
 
 
 def list_runs(folder: str | Path, *, limit: int | None = None) -> list[RunInfo]:
-    """The runs of every `*.jsonl` trace in `folder`, newest first."""
-    root = Path(folder)
-    if not root.is_dir():
-        return []
-    runs = [run_info(path) for path in root.glob("*.jsonl") if path.is_file()]
-    runs.sort(key=lambda run: run.started or run.path.stat().st_mtime, reverse=True)
+    """The runs of every `*.jsonl` trace in `folder`, newest first (by when each file was
+    last written, never by a time written inside it)."""
+    runs = [run_info(path) for path in traces_in(folder)]
     return runs[:limit] if limit is not None else runs
 
 
-def latest_trace(folder: str | Path) -> Path | None:
-    """The trace of the newest run in `folder` (by when it started), if there is one."""
+def latest_trace(folder: str | Path, *, jobs_only: bool = False) -> Path | None:
+    """The trace in `folder` written last, if there is one; with `jobs_only`, the newest
+    that holds a job's run (`resume` goes on with jobs, not with `ask` runs)."""
+    for path in traces_in(folder):
+        if not jobs_only or _holds_job(path):
+            return path
+    return None
+
+
+def traces_in(folder: str | Path) -> list[Path]:
+    """The `*.jsonl` files of `folder`, the one written last first. The file system's own
+    times order them: a time inside a file is whatever its writer put there."""
     root = Path(folder)
-    paths = [p for p in root.glob("*.jsonl") if p.is_file()] if root.is_dir() else []
-    return max(paths, key=_started, default=None)
+    if not root.is_dir():
+        return []
+    found = []
+    for path in root.glob("*.jsonl"):
+        try:
+            if path.is_file():
+                found.append((path.stat().st_mtime_ns, path.name, path))
+        except OSError:
+            continue
+    return [path for *_, path in sorted(found, reverse=True)]
 
 
-def _started(path: Path) -> float:
-    """When the run in `path` began: its first event's time (else the file's)."""
-    for event in TraceReader(path):
-        ts = event.get("ts")
-        if isinstance(ts, int | float):
-            return float(ts)
-        break
-    return path.stat().st_mtime
+def _holds_job(path: Path, *, within: int = 8) -> bool:
+    """Whether the trace's first events hold a `job_start` (a job's run, not an `ask`)."""
+    for number, event in enumerate(TraceReader(path)):
+        if event["type"] == "job_start":
+            return True
+        if number >= within:
+            break
+    return False

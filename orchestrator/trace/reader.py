@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..messages import Message
+from ..security.signing import Signature, user_key, verify_lines
 from .events import Event, is_event
 
 
@@ -54,6 +55,15 @@ def read_trace(path: str | Path) -> TraceEvents:
 def iter_trace(path: str | Path) -> TraceReader:
     """The events of a trace file, one at a time (iterate the result; it counts `skipped`)."""
     return TraceReader(path)
+
+
+def verify_trace(path: str | Path, key: bytes | None = None) -> Signature:
+    """Whether every event of the trace at `path` carries a good signature under `key` (the
+    user's own by default): only then did the user's own runs write it (security/signing.py)."""
+    with Path(path).open("rb") as lines:
+        return verify_lines(
+            lines, key if key is not None else user_key(), is_event=lambda raw: bool(_parse(raw))
+        )
 
 
 def _parse(raw: bytes) -> Event | None:

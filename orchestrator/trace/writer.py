@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -29,6 +30,7 @@ from typing import IO, Any, Protocol
 from ..errors import ConfigError
 from ..messages import Message
 from ..security.secrets import SecretMask
+from ..security.signing import LineSigner, user_key
 from .checkpoint import Checkpoint
 from .events import Event, Listener, new_run_id
 from .lock import FileBusy, lock_file
@@ -112,8 +114,10 @@ class Trace:
         self._seq = resume.last_seq if resume else 0
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
+        self._signer: LineSigner | None = None
         if self.path is not None:
             self._file = self._open(self.path, resume is not None)
+            self._signer = _signer(resume)
         self.sinks: list[Sink] = [make(self) for make in list(_SINKS)]
         self.listeners: list[Listener] = [*listeners, *self.sinks]
 
@@ -160,7 +164,10 @@ class Trace:
             }
             event.update(fields)
             if self._file is not None:
-                self._file.write(self.mask(_ENCODER.encode(event)) + "\n")
+                line = self.mask(_ENCODER.encode(event))
+                if self._signer is not None:
+                    line = self._signer.sign(line)
+                self._file.write(line + "\n")
                 self._file.flush()
         for listener in self.listeners:
             listener(event)
@@ -183,6 +190,20 @@ class Trace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _signer(resume: Checkpoint | None) -> LineSigner | None:
+    """The signer of a trace file's lines (security/signing.py), going on from the last
+    signed line when the run resumes; None, with a warning, when the user has no key."""
+    key = user_key()
+    if key is None:
+        warnings.warn(
+            "the trace key in your configuration folder can be neither read nor made, so this "
+            "trace is not signed and cannot be resumed",
+            stacklevel=3,
+        )
+        return None
+    return LineSigner(key, resume.last_mac if resume is not None else "")
 
 
 def _ends_with_newline(path: Path) -> bool:

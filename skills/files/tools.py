@@ -307,7 +307,7 @@ def _searchable_files(base: Path, include: str | None, permissions: Permissions)
             file = Path(current) / name
             if include and not fnmatch.fnmatch(name, include):
                 continue
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in permissions.secret_files):
+            if permissions.is_secret(file):
                 continue
             if permissions.is_unlisted(file, base):
                 continue

@@ -26,9 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ....security.inventory import MCP_CONFIG_FILES
 from ...frontmatter import Problem
 
-CONFIG_FILES = (".mcp.json", "mcp.json")
+CONFIG_FILES = MCP_CONFIG_FILES
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_START_TIMEOUT = 30.0
 FOLDER_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_SKILL_DIR")
