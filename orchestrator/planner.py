@@ -116,9 +116,8 @@ class Orchestrator:
         self.max_tokens = max_tokens
         self.max_steps = max_steps
         # The model must not rewrite what defines its own run: skills and sub-agents.
-        self.permissions = Permissions.coerce(permissions).protecting(
-            [*self.catalog.paths, *self.subagents.folders]
-        )
+        defining = [*self.catalog.paths, *self.subagents.folders]
+        self.permissions = Permissions.coerce(permissions).protecting(defining)
         warn_refused_code(self.catalog, self.permissions)
         self.trace = trace
         self.system = system or PLANNER_PROMPT

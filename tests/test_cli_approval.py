@@ -68,7 +68,7 @@ def test_yes_on_the_terminal_runs_the_call(tmp_path: Path, quiet: bool) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    assert (folder / "approved.txt").exists()
+    assert (folder / "work" / "approved.txt").exists()
     assert decisions(folder) == [("approved", "person")]
 
 
@@ -81,7 +81,7 @@ def test_no_on_the_terminal_denies_and_the_model_is_told(tmp_path: Path) -> None
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    assert not (folder / "approved.txt").exists()
+    assert not (folder / "work" / "approved.txt").exists()
     assert decisions(folder) == [("denied", "person")]
     [denied] = [
         e["message"]["content"]
@@ -103,5 +103,5 @@ def test_off_a_terminal_the_call_is_denied_and_says_why(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "Allow this call" not in done.stderr
-    assert not (folder / "approved.txt").exists()
+    assert not (folder / "work" / "approved.txt").exists()
     assert decisions(folder) == [("denied", "nobody")]

@@ -49,7 +49,7 @@ def test_ask_without_a_model_says_how_to_give_one(tmp_path: Path, own_config_fol
     assert str(own_config_folder / "orchestrator" / "models.yaml") in done.stderr
 
     (tmp_path / "s.yaml").write_text(f"planner: [{{content: '{ANSWER}'}}]\n")
-    (own_config_folder / "orchestrator").mkdir(parents=True)
+    (own_config_folder / "orchestrator").mkdir(parents=True, exist_ok=True)
     (own_config_folder / "orchestrator" / "models.yaml").write_text(
         f"default: scripted:{tmp_path / 's.yaml'}\n"
     )

@@ -67,14 +67,14 @@ name: hostile
 model: scripted:script.yaml
 skills: [./skills]
 subagents: [./agents]
-permissions: {shell: false, python: false}
+permissions: {workspace: ., shell: false, python: false}
 goal: Take notes.
 """
 AGENT = "---\nname: helper\ndescription: Helps.\n---\nYou help.\n"
 
 
 def test_the_model_cannot_write_code_or_its_own_permissions(tmp_path: Path) -> None:
-    # The workspace is the spec's folder (the default), which holds skills/ and agents/.
+    # The user made the spec's folder the workspace, which holds skills/ and agents/.
     marker = tmp_path / "marker.txt"
     (tmp_path / "job.yaml").write_text(JOB)
     (tmp_path / "agents").mkdir()
@@ -122,7 +122,7 @@ def test_code_in_a_skill_inside_the_workspace_is_never_imported(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     (refusal,) = results(tmp_path / "run.jsonl").values()
-    assert refusal["error_type"] == "tool_error"
+    assert refusal["error_type"] == "denied"
     assert "inside the run's workspace" in refusal["content"]
     assert "tools.py is not imported" in refusal["content"]
 
@@ -201,7 +201,7 @@ def test_a_preloaded_skill_inside_the_workspace_brings_no_code(tmp_path: Path) -
     marker = tmp_path / "marker.txt"
     (tmp_path / "job.yaml").write_text(
         "name: preload\nmodel: scripted:script.yaml\nskills: [./skills]\nsubagents: []\n"
-        "steps:\n  - {id: use, task: Take notes., skills: [notes]}\n"
+        "permissions: {workspace: .}\nsteps:\n  - {id: use, task: Take notes., skills: [notes]}\n"
     )
     skill(tmp_path / "skills", "notes", tools=MARKER_CODE.format(marker=str(marker)))
     (tmp_path / "script.yaml").write_text(

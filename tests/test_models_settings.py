@@ -106,7 +106,7 @@ def test_the_user_alias_file_and_a_spec_table_layer_over_the_builtins(
     own_config_folder: Path,
 ) -> None:
     folder = own_config_folder / "orchestrator"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "models.yaml").write_text(
         f"local: {{name: openai-compatible:qwen3, base_url: {LOCAL}, stream: false}}\n"
         "sonnet: openai:gpt-4o\n",
@@ -125,7 +125,7 @@ def test_alias_cycles_and_bad_files_are_config_errors(own_config_folder: Path) -
     with pytest.raises(ConfigError, match="model alias cycle: a -> b -> a"):
         ModelAliases({"a": "b", "b": "a"}).expand("a")
     folder = own_config_folder / "orchestrator"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "models.yaml").write_text("local: {name: openai:x, timeout: -1}\n")
     with pytest.raises(ConfigError, match=r"models.yaml: local.timeout: Input should be greater"):
         ModelAliases.standard()

@@ -69,6 +69,7 @@ def claude_project(root: Path) -> Path:
 JOB = """\
 name: review
 model: scripted:script.yaml
+permissions: {workspace: .}  # the project is the model's to review
 steps:
   - id: review
     agent: code-reviewer
@@ -210,11 +211,13 @@ def test_code_in_the_jobs_own_skills_is_refused_with_the_reason(tmp_path: Path) 
     marker = tmp_path / "marker.txt"
     folder = write_skill(tmp_path / ".claude" / "skills", "notes", description="Notes.")
     (folder / "tools.py").write_text(MARKER_TOOLS.format(marker=str(marker)))
-    (tmp_path / "job.yaml").write_text("name: j\nmodel: scripted:s.yaml\ngoal: Take notes.\n")
+    (tmp_path / "job.yaml").write_text(
+        "name: j\nmodel: scripted:s.yaml\npermissions: {workspace: .}\ngoal: Take notes.\n"
+    )
     turns = [
         call("load_skill", name="notes"),
-        # The spec's folder is the workspace; the skill folders a job would search are
-        # read-only even where they do not exist yet: no skill for the next run.
+        # The user made the spec's folder the workspace; the skill folders a job would search
+        # are read-only even where they do not exist yet: no skill for the next run.
         call("load_skill", name="files"),
         call("files__write_file", path="skills/evil/SKILL.md", content="---\nname: evil\n---\n"),
         call("files__write_file", path=".agents/skills/x/SKILL.md", content="x"),
@@ -233,7 +236,7 @@ def test_code_in_the_jobs_own_skills_is_refused_with_the_reason(tmp_path: Path) 
         for e in read_trace(tmp_path / "run.jsonl")
         if e["type"] == "message" and e["message"]["role"] == "tool"
     ]
-    assert "Skills found in a job's own folder" in results[0]["content"]
+    assert "so its tools.py is not imported" in results[0]["content"]
     assert [r.get("error_type") for r in results[2:5]] == ["denied"] * 3
     assert not (tmp_path / "skills").exists() and not (tmp_path / ".agents").exists()
     assert (tmp_path / "fine.txt").read_text() == "ok"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_process import orchestrator
+from trace_signing import resign
 
 from bench.resume_savings import (
     KILL_POINTS,
@@ -138,6 +139,7 @@ def cut(trace: Path, keep: int, into: Path) -> Path:
     lines = trace.read_bytes().splitlines(keepends=True)
     text = b"".join(lines[:keep]).replace(bytes(trace.parent), bytes(into.parent))
     into.write_bytes(text)
+    resign(into)  # the user's own run, moved: signed again as theirs
     return into
 
 
@@ -240,6 +242,7 @@ def test_a_trace_torn_by_the_crash_resumes(finished: Outcome, tmp_path: Path) ->
     kept = lines.splitlines(keepends=True)
     trace = tmp_path / "t.jsonl"
     trace.write_bytes(b"".join(kept[: end + 1]) + kept[end + 1][:25])  # a line cut mid-write
+    resign(trace)  # moved to this folder: signed again as the user's own
 
     done = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from skill_factory import write_skill
 
 from orchestrator import Agent, Orchestrator, Permissions, read_trace, rebuild_conversations
-from orchestrator.jobs import fast_forward, job_record, load_job, prepare_resume
+from orchestrator.jobs import ResumeError, fast_forward, job_record, load_job, prepare_resume
 from orchestrator.models import ModelResponse, ReplayModel, ScriptedModel, TextTap
 from orchestrator.skills import SkillCatalog
 from orchestrator.tasks import SubagentDef, SubagentRegistry
@@ -182,9 +183,12 @@ def test_the_run_records_its_model_by_name_and_settings_and_resume_reloads_them(
     trace = tmp_path / "t.jsonl"
     with Trace(trace) as writer:
         writer.emit("job_start", "job", name="settings", steps=1, **record)
-    resumed = prepare_resume(trace)
+    # The trace never decides the model: the flags the run had must be given again.
+    with pytest.raises(ResumeError, match="--model-option stream=false --model-option timeout=30"):
+        prepare_resume(trace)
+    resumed = prepare_resume(trace, model_options={"timeout": 30, "stream": False})
     assert resumed.job is not None and resumed.user_skills
-    assert resumed.job.model == job.model  # the --model-option settings came back too
+    assert resumed.job.model == job.model
     other = prepare_resume(trace, model="openai-compatible:other", model_options={"timeout": 5})
     assert other.job is not None
     assert other.job.model.name == "openai-compatible:other"

@@ -105,7 +105,7 @@ def test_defaults(tmp_path: Path) -> None:
 
     assert job.output_step == "b"
     assert job.plan[0].agent_name == "general"
-    assert job.permissions.workspace == tmp_path
+    assert job.permissions.workspace == tmp_path / "work"  # beside the spec, not its folder
     assert job.permissions.network == []
     assert job.budget.max_tokens is None
     assert job.skills == []

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator import Orchestrator, Permissions
+from orchestrator.errors import SafetyWarning
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import SubagentRegistry, check_subagent_folder
 from orchestrator.tasks.subagents import read_subagent
@@ -120,7 +123,11 @@ def test_a_plugin_agent_loads_and_unknown_tools_are_warned_about(tmp_path: Path)
 
 def test_yaml_lists_max_turns_and_preloaded_skills(tmp_path: Path) -> None:
     agent, notes = read_subagent(write(tmp_path, "test-runner.md", LIST_AGENT))
-    assert notes == []
+    # Claude Code's permission mode has no equivalent here: loaded, but not in silence.
+    assert notes == [
+        "permissionMode: not a field of a sub-agent here, so it has no effect (its agent gets "
+        "its parent's permissions, narrowed only by `skills`)"
+    ]
     assert agent.max_steps == 12
     assert agent.skills == ["files", "shell", "data"]
     assert agent.preload == ["files", "shell", "data"]
@@ -131,8 +138,9 @@ def test_yaml_lists_max_turns_and_preloaded_skills(tmp_path: Path) -> None:
 def test_a_codex_agent_file_loads(tmp_path: Path) -> None:
     folder = tmp_path / ".codex" / "agents"
     write(folder, "code_mapper.toml", CODEX_AGENT)
-    registry = SubagentRegistry(folders=[folder])
-    assert registry.warnings == []
+    with pytest.warns(SafetyWarning, match="sandbox_mode: not a field"):
+        registry = SubagentRegistry(folders=[folder])
+    assert [w.message.split(":")[0] for w in registry.warnings] == ["sandbox_mode"]
     agent = registry.get("code_mapper")
     assert agent is not None and agent.format == "codex"
     assert agent.description.startswith("Maps a code base read-only")

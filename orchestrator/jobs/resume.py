@@ -12,6 +12,7 @@ where the run stopped (runner.py, tasks/restore.py, agent/resume.py).
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,9 +121,11 @@ def _require_same_settings(
         ran = _flags(record.get("model"), record.get("model_options"))
         now = _flags(job.model.name, job.model.options())
         if ran != now:
+            had = " ".join(flag for flag in ran if flag not in now)
+            lost = " ".join(flag for flag in now if flag not in ran)
             differences.append(
-                f"the run's model was `{' '.join(ran)}` and the spec now gives "
-                f"`{' '.join(now)}` (pass --model and --model-option to choose)"
+                f"the run had `{had or 'none of these'}` where the spec now gives "
+                f"`{lost or 'nothing'}`: pass the flags the run had (or others) to resume"
             )
     recorded = record.get("permissions")
     if recorded is not None and recorded != permissions_record(job):
@@ -135,11 +138,13 @@ def _require_same_settings(
 
 
 def _flags(model: object, options: object) -> list[str]:
-    """A model and its options as the flags that give them."""
+    """A model and its options as the command-line flags that give them."""
     name = _recorded_model(model)
-    flags = [f"--model {name}"] if name else []
+    flags = [f"--model {shlex.quote(name)}"] if name else []
     if isinstance(options, dict):
-        flags += [f"--model-option {k}={json.dumps(v)}" for k, v in sorted(options.items())]
+        for key, value in sorted(options.items()):
+            shown = value if isinstance(value, str) else json.dumps(value)
+            flags.append(f"--model-option {shlex.quote(f'{key}={shown}')}")
     return flags
 
 

@@ -70,7 +70,7 @@ class Kind:
 KINDS: tuple[Kind, ...] = (
     Kind(
         "job spec",
-        "a job spec: what a run does and with which model, permissions and budget",
+        "what a run does, with which model, permissions and budget",
         named_by_run=True,
         readers=(
             "orchestrator.jobs.loading:read_yaml",
@@ -80,7 +80,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "file a spec names",
-        "a file a job spec names (the scripted model's script, a recording to replay, prices)",
+        "what a spec's models and prices read (a script, a recording, prices)",
         named_by_run=True,
         readers=(
             "orchestrator.models.scripted:load_script",
@@ -90,7 +90,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "dotenv",
-        "keys and base URLs for models (.env)",
+        "keys and base URLs for models",
         file_names=DOTENV_FILES,
         secret=True,
         readers=("orchestrator.jobs.dotenv:read_dotenv",),
@@ -107,7 +107,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "skill",
-        "skills: instructions and code a run loads",
+        "instructions and code that runs load",
         file_names=SKILL_FILES,
         folders=("skills", ".claude", ".agents"),
         readers=(
@@ -123,13 +123,13 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "sub-agent definition",
-        "sub-agent definitions: the prompts, models and limits of forked agents",
+        "the prompts, models and limits of forked agents",
         folders=("subagents", ".claude", ".codex"),
         readers=("orchestrator.tasks.subagent_files:read_definition",),
     ),
     Kind(
         "MCP configuration",
-        "MCP servers a skill starts (.mcp.json)",
+        "the MCP servers a skill starts",
         file_names=MCP_CONFIG_FILES,
         readers=(
             "orchestrator.skills.sources.mcp.config:check_config",
@@ -138,7 +138,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "trace",
-        "run history: traces that `resume`, `trace show` and `report` read",
+        "the run history that `resume`, `trace show` and `report` read",
         folders=(RUNS_FOLDER,),
         named_by_run=True,
         readers=(
@@ -151,7 +151,7 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "batch results",
-        "a batch's rows or results, which `run-batch` reads to know the rows left to do",
+        "the rows a batch runs and those it has done",
         file_names=("*.results.jsonl",),
         named_by_run=True,
         readers=(
@@ -193,10 +193,11 @@ class Protected:
     kind: Kind
     rule: str
 
-    def message(self, shown: str, verb: str = "changed") -> str:
+    def message(self, shown: str) -> str:
+        """Why the file tools may not change it."""
         return (
-            f"{shown} is {self.rule}, which holds {self.kind.holds}. It cannot be {verb} by "
-            "the model's file tools: what a model writes never decides a run (docs/skills.md, "
+            f"{shown} is {self.rule}: it holds {self.kind.holds}. The model's file tools "
+            "cannot change it: what a model writes never decides a run (docs/skills.md, "
             "Safety)."
         )
 
@@ -247,7 +248,7 @@ def protected(
 def secret(target: Path, *, secret_files: Iterable[str] = DOTENV_FILES) -> Protected | None:
     """The secret kind `target` (absolute, resolved) is, if the file tools must not read it."""
     if any(fnmatch.fnmatchcase(target.name, pattern) for pattern in secret_files):
-        return Protected(_DOTENV, f"a file of keys ({target.name})")
+        return Protected(_DOTENV, f"a {target.name} file")
     config = user_config_folder().resolve()
     if target == config or target.is_relative_to(config):
         return Protected(_USER_CONFIG, f"in your configuration folder ({config})")
@@ -323,8 +324,8 @@ def _kind(name: str) -> Kind:
 
 _RUN_NAMED = Kind(
     "run configuration",
-    "what this run reads to run (its spec and the files it names, its skills, sub-agents and "
-    "trace) or what its permissions made read-only",
+    "what this run reads (its spec and the files it names, its skills, sub-agents and trace) "
+    "or what its permissions made read-only",
 )
 _DOTENV = _kind("dotenv")
 _USER_CONFIG = _kind("user configuration")

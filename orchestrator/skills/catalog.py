@@ -58,6 +58,8 @@ class SkillCatalog:
         self._loading: dict[str, threading.Lock] = {}
         self.import_timeout: float | None = DEFAULT_IMPORT_TIMEOUT
         self._search: SearchIndex | None = None
+        self.warned_workspaces: set[Path] = set()
+        """Workspaces already warned about this catalog's refused code (preload.py)."""
         for root in self.paths:
             self._scan_root(root)
 

@@ -114,6 +114,10 @@ def refused_code(catalog: SkillCatalog, permissions: Permissions) -> list[str]:
 def warn_refused_code(catalog: SkillCatalog, permissions: Permissions) -> None:
     """A `SafetyWarning` for each skill whose code will not be imported, at build time, so
     a refusal is never silent (the CLI prints the same on stderr)."""
+    workspace = permissions.workspace.expanduser().resolve()
+    if workspace in catalog.warned_workspaces:
+        return  # once per catalog and workspace, not again for every agent built from them
+    catalog.warned_workspaces.add(workspace)
     for message in refused_code(catalog, permissions):
         warnings.warn(message, SafetyWarning, stacklevel=4)
 

@@ -49,8 +49,18 @@ CLAUDE_ONLY = (
 CLAUDE_MAPPED = ("tools", "disallowedTools", "maxTurns")
 NO_EFFECT = "has no effect"
 """In the note for a field that is dropped: the registry warns about those (SafetyWarning)."""
-CLAUDE_SAFETY_FIELDS = ("permissionMode", "permissions", "hooks", "mcpServers", "isolation")
-"""Claude Code's fields about what an agent may do, which have no equivalent here."""
+SAFETY_FIELDS = (
+    "permissions",
+    "permissionMode",
+    "hooks",
+    "mcpServers",
+    "isolation",
+    "sandbox_mode",
+    "allowed-tools",
+    "allowed_tools",
+)
+"""Fields of ours, Claude Code's and Codex's dialects about what an agent may do, which a
+sub-agent here does not have: its agent gets its parent's permissions, narrowed by skills."""
 """Claude Code's fields that become fields of ours; its others are kept as metadata."""
 CODEX_FIELDS = ("name", "description", "developer_instructions", "model")
 _NO_SKILL_NEEDED = frozenset({"fork"})
@@ -101,18 +111,16 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
         fields["skills"] = _skill_names(meta["skills"]) if "skills" in meta else "*"
     used = (*OUR_FIELDS, *CLAUDE_MAPPED)
     unused = {k: v for k, v in meta.items() if k not in used}
-    notes.extend(_dropped(unused, fields["format"]))
+    notes.extend(_dropped(unused))
     fields["metadata"] = _metadata(unused)
     return fields, notes
 
 
-def _dropped(unused: dict[str, Any], dialect: str) -> list[str]:
-    """Notes for the fields a definition asks for that do nothing here: every field that is
-    not ours, and Claude Code's fields that would limit or extend what its agent may do."""
-    if dialect == "claude":
-        names = [k for k in unused if k in CLAUDE_SAFETY_FIELDS]
-    else:
-        names = [k for k in unused if k != "metadata"]
+def _dropped(unused: dict[str, Any]) -> list[str]:
+    """Notes for the fields a definition asks for that would limit or extend what its agent
+    may do, and that do nothing here (other unknown fields are kept as metadata quietly, and
+    `subagents check` reports them)."""
+    names = [k for k in unused if k in SAFETY_FIELDS]
     return [
         f"{name}: not a field of a sub-agent here, so it {NO_EFFECT} (its agent gets its "
         "parent's permissions, narrowed only by `skills`)"
@@ -208,5 +216,7 @@ def _codex(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
     fields.update(_identity(meta, body, path, notes))
     if data.get("model") is not None:
         fields["model"] = _model(data["model"])
-    fields["metadata"] = _metadata({k: v for k, v in data.items() if k not in CODEX_FIELDS})
+    unused = {k: v for k, v in data.items() if k not in CODEX_FIELDS}
+    notes.extend(_dropped(unused))
+    fields["metadata"] = _metadata(unused)
     return fields, notes
