@@ -261,8 +261,11 @@ def _shortened(name: str) -> str:
 
 def _open_folder(root: Path, target: Path, *, create: bool, shown: str) -> tuple[int, str]:
     """The folder of `target`, opened link by link from `root`, and the target's name in it."""
-    base = root.resolve()
-    parts = target.relative_to(base).parts
+    try:  # a root that already is resolved (the workspace's always is) need not be again
+        base, parts = root, target.relative_to(root).parts
+    except ValueError:
+        base = root.resolve()
+        parts = target.relative_to(base).parts
     if not parts:
         raise IsADirectoryError(f"{shown} is the root folder itself")
     folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
