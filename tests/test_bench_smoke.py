@@ -124,3 +124,11 @@ def test_cli_startup_measures_the_commands_once() -> None:
     results = cli_startup.measure({"here": cli_startup.HERE}, runs=1)
     assert results["python"]["-c pass s"] > 0
     assert results["here"]["--version s"] > 0 and results["here"]["--help modules"] > 0
+
+
+def test_write_cost_measures_every_kind_of_write(tmp_path: Path) -> None:
+    from bench import write_cost
+
+    figures = write_cost.measure(tmp_path, 100, calls=3)
+    assert len(figures) == 4 and all(len(spent) == 3 for spent in figures.values())
+    assert (tmp_path / "sub" / "file.bin").stat().st_size == 100

@@ -144,6 +144,19 @@ async def test_edit_file_refuses_zero_or_several_matches_and_leaves_the_file(
     assert target.read_bytes() == before
 
 
+async def test_edit_file_of_a_missing_file_or_a_folder_changes_nothing(
+    tools: dict[str, Tool], ctx: ToolContext, ws: Path
+) -> None:
+    edit = tools["edit_file"]
+    with pytest.raises(ToolError, match="no file 'nope/deeper.md'"):
+        await call(edit, ctx, path="nope/deeper.md", old_text="a", new_text="b")
+    with pytest.raises(ToolError, match="no file 'nope.md'"):
+        await call(edit, ctx, path="nope.md", old_text="a", new_text="b")
+    with pytest.raises(ToolError, match="'src' is a folder"):
+        await call(edit, ctx, path="src", old_text="a", new_text="b")
+    assert not (ws / "nope").exists() and not (ws / "nope.md").exists()
+
+
 async def test_edit_file_keeps_crlf_line_endings(
     tools: dict[str, Tool], ctx: ToolContext, ws: Path
 ) -> None:

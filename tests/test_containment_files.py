@@ -16,7 +16,14 @@ from skill_factory import call, context
 
 from orchestrator.agent import Tool
 from orchestrator.errors import PermissionDenied, ToolError
-from orchestrator.security import PathRefused, open_resolved, resolve_inside
+from orchestrator.security import (
+    PathRefused,
+    is_temporary,
+    open_resolved,
+    resolve_inside,
+    write_resolved,
+)
+from orchestrator.security import workspace as workspace_module
 from orchestrator.skills import SkillCatalog
 
 FLIPPER = """
@@ -71,8 +78,32 @@ def test_a_link_swapped_in_after_the_check_is_refused(layout: tuple[Path, Path])
     with pytest.raises(PathRefused, match="changed while it was being opened"):
         open_resolved(root, checked)
     with pytest.raises(PathRefused):
-        open_resolved(root, checked, "wb")
+        write_resolved(root, checked, b"changed\n")
     assert (outside / "data.txt").read_text() == "SECRET\n"
+
+
+def test_a_link_swapped_in_for_the_folder_before_the_rename_keeps_the_write_inside(
+    layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, outside = layout
+    checked = resolve_inside(root, "real/data.txt")
+    rename = os.replace
+
+    def swap_then_rename(source: str, name: str, *, src_dir_fd: int, dst_dir_fd: int) -> None:
+        # The race, frozen between the checked folder's open and the rename into it.
+        (root / "real").rename(root / "kept")
+        (root / "real").symlink_to(outside)
+        rename(source, name, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+    monkeypatch.setattr(workspace_module.os, "replace", swap_then_rename)
+    write_resolved(root, checked, b"changed\n")
+    monkeypatch.undo()
+
+    # The rename happened in the folder that was opened and locked: it is inside, now `kept`.
+    assert (root / "kept" / "data.txt").read_text() == "changed\n"
+    assert (outside / "data.txt").read_text() == "SECRET\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["data.txt"]
+    assert sorted(p.name for p in (root / "kept").iterdir()) == ["data.txt"]
 
 
 async def test_reads_never_see_outside_files_while_links_flip(
@@ -103,6 +134,8 @@ async def test_writes_never_land_outside_while_links_flip(
             pass
     assert (outside / "data.txt").read_text() == "SECRET\n"
     assert sorted(p.name for p in outside.iterdir()) == ["data.txt"]
+    # However a write failed, it left no temporary file behind.
+    assert not [p for p in root.parent.rglob("*") if is_temporary(p.name)]
 
 
 async def test_named_pipes_and_folders_are_refused_without_blocking(

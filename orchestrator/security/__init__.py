@@ -3,24 +3,32 @@
 from .permissions import Permissions
 from .secrets import MASK, SecretMask, is_secret_name, secrets_from_environment
 from .workspace import (
+    LockedFile,
     PathRefused,
     is_inside,
+    is_temporary,
+    locked_file,
     open_inside,
     open_resolved,
     relative_name,
     resolve_inside,
+    write_resolved,
 )
 
 __all__ = [
     "MASK",
+    "LockedFile",
     "PathRefused",
     "Permissions",
     "SecretMask",
     "is_inside",
     "is_secret_name",
+    "is_temporary",
+    "locked_file",
     "open_inside",
     "open_resolved",
     "relative_name",
     "resolve_inside",
     "secrets_from_environment",
+    "write_resolved",
 ]

@@ -4,6 +4,8 @@ Every path is relative to the workspace root of the run's permissions; `..`, abs
 and symbolic links that lead out of the workspace are refused, and files are opened without
 following links (`open_inside`), so a link swapped in after the check cannot lead out. Writes
 are refused under the run's read-only paths (its job spec, skills, sub-agents and trace).
+Writes and edits hold the file's lock and replace the file at once (`write_resolved`,
+`locked_file`): parallel calls and forks lose no edit, and a reader never sees half a file.
 Patterns for grep run on RE2, in time linear in the text, so no pattern can freeze the run.
 """
 
@@ -19,12 +21,16 @@ import re2
 
 from orchestrator import ToolContext, ToolError, tool
 from orchestrator.security import (
+    LockedFile,
     PathRefused,
     Permissions,
     is_inside,
+    is_temporary,
+    locked_file,
     open_resolved,
     relative_name,
     resolve_inside,
+    write_resolved,
 )
 from orchestrator.skills.reading import Lines, read_lines
 
@@ -62,8 +68,8 @@ def _refuse_binary(handle: BinaryIO, shown: str) -> None:
     handle.seek(0)
 
 
-def _text_of(permissions: Permissions, path: str) -> str:
-    with _open(permissions, path) as handle:
+def _text_of(file: LockedFile, path: str) -> str:
+    with file.open() as handle:
         _refuse_binary(handle, repr(path))
         data = handle.read(MAX_EDIT_BYTES + 1)
     if len(data) > MAX_EDIT_BYTES:
@@ -72,9 +78,8 @@ def _text_of(permissions: Permissions, path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _writable(ctx: ToolContext, path: str) -> tuple[Path, Path]:
+def _writable(permissions: Permissions, path: str) -> tuple[Path, Path]:
     """The workspace root and the resolved target of a write, refused if it is read-only."""
-    permissions = Permissions.coerce(ctx.permissions)
     root = permissions.workspace_root()
     target = resolve_inside(root, path)
     permissions.require_writable(target, repr(path))
@@ -83,8 +88,7 @@ def _writable(ctx: ToolContext, path: str) -> tuple[Path, Path]:
 
 def _write(root: Path, target: Path, path: str, data: bytes) -> None:
     try:
-        with open_resolved(root, target, "wb", shown=repr(path)) as handle:
-            handle.write(data)
+        write_resolved(root, target, data, shown=repr(path))
     except IsADirectoryError:
         raise ToolError(f"{path!r} is a folder, not a file.") from None
     except NotADirectoryError:
@@ -134,7 +138,7 @@ def write_file(path: str, content: str, ctx: ToolContext) -> str:
         path: The file's path, relative to the workspace root.
         content: The whole new content of the file.
     """
-    root, target = _writable(ctx, path)
+    root, target = _writable(Permissions.coerce(ctx.permissions), path)
     _write(root, target, path, content.encode("utf-8"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     return f"Wrote {len(content)} characters ({lines} lines) to {relative_name(root, target)}."
@@ -154,13 +158,27 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
     """
     if not old_text:
         raise ToolError("old_text is empty; give the exact text to replace.")
-    root, target = _writable(ctx, path)
-    text = _text_of(Permissions.coerce(ctx.permissions), path)
+    permissions = Permissions.coerce(ctx.permissions)
+    root, target = _writable(permissions, path)
+    permissions.require_readable(target, repr(path))
+    # Read, check and write under the file's lock: a parallel edit of the same file waits, then
+    # finds this one's result (and its own old_text gone, if this edit replaced it).
+    try:
+        with locked_file(root, target, shown=repr(path)) as file:
+            return _edit(file, path, old_text, new_text)
+    except IsADirectoryError:
+        raise ToolError(f"{path!r} is a folder; list_dir shows what is in it.") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"There is no file {path!r} in the workspace.") from None
+
+
+def _edit(file: LockedFile, path: str, old_text: str, new_text: str) -> str:
+    text = _text_of(file, path)
     count = text.count(old_text)
     if count == 0:
         raise ToolError(
             f"old_text was not found in {path!r}; the file is unchanged. Read the file and "
-            "copy the text exactly, including whitespace."
+            "copy the text exactly, including whitespace (another call may have changed it)."
         )
     if count > 1:
         lines = _match_lines(text, old_text)
@@ -169,7 +187,7 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
             "the file is unchanged. Include more surrounding text so it matches once."
         )
     start = text.index(old_text)
-    _write(root, target, path, text.replace(old_text, new_text, 1).encode("utf-8"))
+    file.replace(text.replace(old_text, new_text, 1).encode("utf-8"))
     line = text.count("\n", 0, start) + 1
     return (
         f"Edited {path!r} at line {line}: replaced {len(old_text)} characters with {len(new_text)}."
@@ -197,7 +215,11 @@ def list_dir(ctx: ToolContext, path: str = ".") -> str:
         raise ToolError(f"{path!r} is not a folder in the workspace.")
     with os.scandir(target) as found:
         entries = sorted(
-            (e for e in found if not permissions.is_unlisted(Path(e.path), target)),
+            (
+                e
+                for e in found
+                if not is_temporary(e.name) and not permissions.is_unlisted(Path(e.path), target)
+            ),
             key=lambda e: (not e.is_dir(), e.name),
         )
     lines = []
@@ -231,6 +253,7 @@ def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
         relative_name(root, match)
         for match in base.glob(pattern)
         if is_inside(root, match)
+        and not is_temporary(match.name)
         and not SKIPPED_DIRS.intersection(match.parts)
         and not permissions.is_unlisted(match, base)
     )
@@ -305,7 +328,7 @@ def _searchable_files(base: Path, include: str | None, permissions: Permissions)
         )
         for name in sorted(files):
             file = Path(current) / name
-            if include and not fnmatch.fnmatch(name, include):
+            if is_temporary(name) or (include and not fnmatch.fnmatch(name, include)):
                 continue
             if permissions.is_secret(file):
                 continue
