@@ -200,7 +200,9 @@ class TranscriptView(Sequence[Message]):
     @overload
     def __getitem__(self, index: slice) -> list[Message]: ...
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        return list(self)[index] if isinstance(index, slice) else self._at(index)
+        if isinstance(index, slice):  # the messages asked for only, not the whole view
+            return self.transcript._items[slice(*index.indices(self.length))]
+        return self._at(index)
 
     def _at(self, index: int) -> Message:
         if index < 0:

@@ -172,6 +172,11 @@ OTHER_READS: Mapping[str, str] = {
     "inside the workspace, after `refusal` has been asked",
     "orchestrator.security.workspace:_regular_file": "wraps a descriptor open_resolved opened",
     "orchestrator.security.workspace:_enter": "opens the folders on the way to a workspace file",
+    "orchestrator.security.workspace:_open_folder": "opens a workspace file's folder, to lock it",
+    "orchestrator.security.workspace:LockedFile.open": "reads a workspace file the file tools "
+    "edit, after `refusal` has been asked",
+    "orchestrator.security.workspace:LockedFile.replace": "writes a workspace file the file "
+    "tools edit, after `refusal` has been asked",
     "orchestrator.trace.report.page:asset": "the report's own CSS and script, in the package",
     "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",
     "orchestrator.cli.__init__:_dispatch": "opens the null device to silence output",
