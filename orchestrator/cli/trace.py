@@ -48,6 +48,8 @@ def show_command(args: argparse.Namespace) -> int:
     if not events:
         print(f"error: {path} is not a trace: it holds no events", file=sys.stderr)
         return EXIT_SPEC_ERROR
+    for problem in events.problems:
+        print(f"note: {path}: skipped {problem}", file=sys.stderr)
     summary = summarize(events, live=is_locked(path))
     if args.json:
         print(json.dumps({"trace": str(path), **summary.as_dict()}))
@@ -60,6 +62,9 @@ def show_command(args: argparse.Namespace) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     runs = list_runs(args.dir, limit=max(0, args.limit))
+    for run in runs:
+        for problem in run.skipped:
+            print(f"note: {run.path}: skipped {problem}", file=sys.stderr)
     if args.json:
         for run in runs:
             print(json.dumps(_as_json(run)))
