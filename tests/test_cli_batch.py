@@ -118,3 +118,29 @@ def test_a_batch_budget_in_money_and_the_specs_own_cap_both_hold(tmp_path: Path)
     capped = orchestrator(*common, "--budget", "batch", "--max-tokens", "100000", cwd=tmp_path)
     assert capped.returncode == 3, capped.stderr
     assert {line["status"] for line in results(tmp_path)} == {"budget_exhausted"}
+
+
+def test_a_secret_in_a_jobs_output_never_reaches_the_results_file(tmp_path: Path) -> None:
+    secret = "sk-batch-secret-value-42"
+    rows = '{"id": "a", "city": "Oslo"}\n{"id": "b", "note": "no city"}\n'
+    make_batch(tmp_path, rows)
+    (tmp_path / "script.yaml").write_text(
+        f'answer: [{{content: "key {secret}, mirror https://ann:pw-in-url@mirror.example/x"}}]\n',
+        encoding="utf-8",
+    )
+    env = {"BATCH_API_KEY": secret}
+    ran = orchestrator(
+        "run-batch",
+        "job.yaml",
+        "--inputs",
+        "rows.jsonl",
+        "--set",
+        f"city={secret}",
+        cwd=tmp_path,
+        env=env,
+    )
+    text = (tmp_path / "rows.results.jsonl").read_text(encoding="utf-8")
+    assert secret not in text and "pw-in-url" not in text
+    by_id = {line["id"]: line for line in results(tmp_path)}
+    assert by_id["a"]["output"] == "key [REDACTED], mirror https://[REDACTED]@mirror.example/x"
+    assert secret not in ran.stderr and secret not in ran.stdout

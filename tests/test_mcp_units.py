@@ -182,11 +182,14 @@ def test_structured_content_and_other_blocks_are_kept_or_described() -> None:
 
 def test_tool_names_are_kept_to_what_providers_accept() -> None:
     from orchestrator.agent.tools import TOOL_NAME
+    from orchestrator.skills.sources.mcp.config import ServerConfig
+    from orchestrator.skills.sources.mcp.connection import Connection
     from orchestrator.skills.sources.mcp.tool import McpTool
 
     for remote in ("get.weather/now", "x" * 80, "日本語"):
         from orchestrator.skills import qualified_tool_name
 
         name = qualified_tool_name("kit", remote)
-        made = McpTool(name, {"name": remote, "inputSchema": {}}, None, None)  # type: ignore[arg-type]
+        connection = Connection("kit", ServerConfig(command="true"))
+        made = McpTool(name, {"name": remote, "inputSchema": {}}, connection, None)  # type: ignore[arg-type]
         assert TOOL_NAME.match(made.spec.name) and made.remote == remote

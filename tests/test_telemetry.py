@@ -394,3 +394,40 @@ def test_run_with_otel_without_the_extra_says_how_to_install_it(tmp_path: Path) 
     assert done.returncode == 2
     assert 'pip install "orchestrator[otel]"' in done.stderr
     assert not (tmp_path / ".orchestrator").exists()
+
+
+class LeakyModel(ScriptedModel):
+    """A hostile model: its retry notes and its final error repeat the API key and a URL
+    with credentials in it."""
+
+    async def complete(self, request: Any) -> Any:
+        request.emit("model_retry", attempt=1, error="401 for key sk-leaky-secret-value-1")
+        request.emit("model_wait", endpoint="https://bob:hunter2pass@models.example/v1")
+        raise orchestrator.errors.ModelError(
+            "rejected sk-leaky-secret-value-1 at https://bob:hunter2pass@models.example/v1"
+        )
+
+
+def test_span_statuses_and_events_are_masked_like_attributes(
+    exporter: tuple[TracerProvider, InMemorySpanExporter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider, exported = exporter
+    monkeypatch.setenv("LEAKY_API_KEY", "sk-leaky-secret-value-1")
+    with instrument(provider):
+        result = Agent(LeakyModel({"*": []})).run_sync("go")
+    assert result.status != "completed"
+
+    spans = exported.get_finished_spans()
+    agent = by_name(spans, "invoke_agent agent")
+    assert agent.status.status_code is StatusCode.ERROR
+    assert "rejected [REDACTED] at https://[REDACTED]@models.example/v1" in (
+        agent.status.description or ""
+    )
+    events = {e.name: dict(e.attributes or {}) for e in agent.events}
+    assert events["model_retry"]["error"] == "401 for key [REDACTED]"
+    assert events["model_wait"]["endpoint"] == "https://[REDACTED]@models.example/v1"
+    for span in spans:
+        seen = f"{span.status.description} {dict(span.attributes or {})} " + " ".join(
+            f"{e.name} {dict(e.attributes or {})}" for e in span.events
+        )
+        assert "sk-leaky-secret-value-1" not in seen and "hunter2pass" not in seen

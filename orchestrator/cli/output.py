@@ -3,7 +3,8 @@
 A model or a server may echo a key back (in an answer, an error message); `masked_output`
 wraps standard output and standard error for the length of a command, so no line the CLI
 prints (results, `--json`, errors, progress) carries the value of a secret environment
-variable. Each write is masked whole: a secret is caught unless one write splits it.
+variable, or the credentials of a URL (`https://user:pass@host`). Each write is masked
+whole: a secret is caught unless one write splits it.
 """
 
 from __future__ import annotations
@@ -34,10 +35,7 @@ class MaskedStream:
 @contextmanager
 def masked_output(mask: SecretMask | None = None) -> Iterator[SecretMask]:
     """Within the block, `sys.stdout` and `sys.stderr` mask every secret they are given."""
-    mask = mask or SecretMask()
-    if not mask.secrets:
-        yield mask
-        return
+    mask = mask or SecretMask()  # credentials in URLs are masked even with no secret known
     out, err = sys.stdout, sys.stderr
     sys.stdout = MaskedStream(out, mask)
     sys.stderr = MaskedStream(err, mask)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..trace.reader import TraceReader
 from ..trace.report import write_report
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
 
@@ -32,7 +33,10 @@ def report_command(args: argparse.Namespace) -> int:
     if not args.path.is_file():
         print(f"error: no trace at {args.path}", file=sys.stderr)
         return EXIT_SPEC_ERROR
-    target = write_report(args.path, args.output)
+    reader = TraceReader(args.path)
+    target = write_report(args.path, args.output, reader=reader)
+    for problem in reader.problems:
+        print(f"note: {args.path}: skipped {problem}", file=sys.stderr)
     size = target.stat().st_size
     print(f"wrote {target} ({size / 1024:,.0f} KB); open it in a browser")
     return EXIT_OK

@@ -49,6 +49,8 @@ def show_command(args: argparse.Namespace) -> int:
     if not events:
         print(f"error: {path} is not a trace: it holds no events", file=sys.stderr)
         return EXIT_SPEC_ERROR
+    for problem in events.problems:
+        print(f"note: {path}: skipped {problem}", file=sys.stderr)
     summary = summarize(events, live=is_locked(path))
     signature = verify_trace(path)
     if not signature.valid:
@@ -68,6 +70,9 @@ def show_command(args: argparse.Namespace) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     runs = list_runs(args.dir, limit=max(0, args.limit))
+    for run in runs:
+        for problem in run.skipped:
+            print(f"note: {run.path}: skipped {problem}", file=sys.stderr)
     if args.json:
         for run in runs:
             print(json.dumps(_as_json(run)))

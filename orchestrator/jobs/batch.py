@@ -10,7 +10,8 @@ At most `concurrency` jobs run at once. Each job gets a trace of its own; its li
 results file (JSON) says how it ended: `row`, `id`, `status`, `output`, `usage`, `trace`,
 and `error` when it could not start. Lines are appended as jobs end, so an interrupted batch
 keeps what it finished, and running the batch again skips the rows whose last line says
-`completed` (the others run again, and get a new line).
+`completed` (the others run again, and get a new line). Each line is masked as `run --json`
+is: the values of secret-looking variables, and the credentials in URLs, never reach it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,8 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages import Usage
+from ..security import SecretMask, secrets_from_environment
+from .dotenv import job_dotenv
 from .loading import load_job, read_yaml
 from .runner import JobResult
 from .spec import Job
@@ -119,7 +123,11 @@ class Batch:
         concurrency: int = 4,
         load: Callable[..., Job] = load_job,
         on_line: Callable[[dict[str, Any]], None] | None = None,
+        secrets: Iterable[str] | None = None,
     ) -> None:
+        """`secrets`: values masked in the results file (and in what `on_line` gets); by
+        default the secret-looking variables of the jobs' environment, `.env` files included.
+        """
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
         self.spec = Path(spec)
@@ -128,6 +136,9 @@ class Batch:
         self.load = load
         self.on_line = on_line
         self.declared = set((read_yaml(self.spec).get("inputs") or {}).keys())
+        if secrets is None:
+            secrets = secrets_from_environment({**os.environ, **job_dotenv(self.spec)})
+        self.mask = SecretMask(secrets)
         self.usage = Usage()
         self.lines: list[dict[str, Any]] = []
 
@@ -171,8 +182,12 @@ class Batch:
         }
 
     def _write(self, line: Mapping[str, Any]) -> None:
+        # A job's output or error can repeat a secret (a model or tool echoing a key): the
+        # results file is masked as `run --json` is.
+        text = self.mask(json.dumps(line, ensure_ascii=False, default=str))
         with self.results.open("a", encoding="utf-8") as file:
-            file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-        self.lines.append(dict(line))
+            file.write(text + "\n")
+        masked = json.loads(text)
+        self.lines.append(masked)
         if self.on_line is not None:
-            self.on_line(dict(line))
+            self.on_line(dict(masked))

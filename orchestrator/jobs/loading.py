@@ -1,9 +1,10 @@
 """Reading a job spec file: YAML (safe, no duplicate keys), command-line overrides, one error.
 
-`load_job(path)` reads the file with PyYAML's safe loader, applies overrides (`--model`,
-`--model-option`, `--set`, `--trace`), validates it as a `Job`, and checks its agents against
-the sub-agents it can see. Any problem, at any stage, ends in a single `SpecError` naming the
-file. The `.env` files beside the spec and in the working folder are read with it.
+`load_job(path)` reads the file with the package's YAML reader (`security/yaml_input.py`:
+safe, alias expansion bounded), applies overrides (`--model`, `--model-option`, `--set`,
+`--trace`), validates it as a `Job`, and checks its agents against the sub-agents it can see.
+Any problem, at any stage, ends in a single `SpecError` naming the file. The `.env`
+files beside the spec and in the working folder are read with it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from ..security.yaml_input import YamlInputError, load_yaml
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
 from .dotenv import job_dotenv
 from .folders import job_folders
@@ -107,8 +108,8 @@ def parse_model_options(options: Sequence[str]) -> dict[str, Any]:
                 f"--model-option {option!r}: expected KEY=VALUE, e.g. --model-option stream=false"
             )
         try:
-            values[key] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
+            values[key] = load_yaml(text, f"--model-option {key}") if text.strip() else ""
+        except YamlInputError:
             values[key] = text
     return values
 
@@ -144,25 +145,6 @@ def parse_set_options(options: Sequence[str]) -> dict[str, str]:
     return values
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping."""
-
-
-def _unique_keys_mapping(loader: _SpecLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[str] = set()
-    for key_node, _ in node.value:
-        if isinstance(key_node, yaml.ScalarNode):
-            if key_node.value in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key_node.value!r} is given twice", key_node.start_mark
-                )
-            seen.add(key_node.value)
-    return loader.construct_mapping(node)
-
-
-_SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_keys_mapping)
-
-
 def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
     """The spec file (or `text`, named `path`) as a mapping, or a SpecError (missing file,
     bad YAML, not a mapping)."""
@@ -174,25 +156,14 @@ def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
         message = f"not UTF-8 text (byte {error.object[error.start]:#04x} at {error.start})"
         raise SpecError(path, [Problem("", message)]) from None
     try:
-        data = yaml.load(text, Loader=_SpecLoader)
-    except yaml.MarkedYAMLError as error:
-        raise SpecError(path, [_yaml_problem(error)]) from None
-    except yaml.YAMLError as error:
-        raise SpecError(path, [Problem("", f"invalid YAML: {error}")]) from None
+        data = load_yaml(text, str(path))
+    except YamlInputError as error:
+        raise SpecError(path, [Problem("", error.detail)]) from None
     if not isinstance(data, dict):
         expected = "a mapping of fields (name, model, goal or steps, ...)"
         got = "an empty file" if data is None else describe(data)
         raise SpecError(path, [Problem("", f"expected {expected}, got {got}")])
     return data
-
-
-def _yaml_problem(error: yaml.MarkedYAMLError) -> Problem:
-    mark = error.problem_mark or error.context_mark
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-    message = f"{where}invalid YAML: {error.problem or error.context}"
-    if error.context and error.problem and error.context_mark:
-        message += f" ({error.context} on line {error.context_mark.line + 1})"
-    return Problem("", message)
 
 
 def _override(

@@ -18,11 +18,11 @@ import difflib
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..security.inventory import user_config_folder
+from ..security.yaml_input import YamlInputError, load_yaml
 from .settings import ModelSettings
 
 BUILTIN_ALIASES: dict[str, str] = {
@@ -47,13 +47,13 @@ def user_alias_file(environ: Mapping[str, str] | None = None) -> Path:
 def read_alias_file(path: Path) -> dict[str, ModelSettings]:
     """The aliases in a YAML file; none when it does not exist; ConfigError when it is wrong."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    except YamlInputError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc.detail})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -23,6 +23,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import ModelError, RetryableModelError
+from ..security.secrets import MASK, mask_url_credentials
 from .base import ModelRequest
 from .endpoint import Endpoint, shared_endpoint
 from .retry import RETRY_STATUSES, RetryPolicy, retry_after, should_retry
@@ -31,7 +32,6 @@ T = TypeVar("T")
 Reader = Callable[[httpx.Response], Awaitable[T]]
 AuthStyle = Literal["bearer", "x-api-key"]
 
-MASK = "[REDACTED]"
 MIN_MASKED_KEY = 8  # shorter "keys" are placeholders (vLLM's "EMPTY"); masking them mangles text
 MAX_ERROR_TEXT = 1000
 NO_RETRY_CODES = frozenset({"insufficient_quota"})
@@ -141,8 +141,10 @@ class Connection:
                 return await self._attempts(url, body, request, read, headers or {})
         except TimeoutError:
             raise ModelError(
-                f"{self.provider}: no complete reply from {url} within the call's deadline of "
-                f"{self.settings.deadline:g} s (the `deadline` setting)",
+                self.mask(
+                    f"{self.provider}: no complete reply from {url} within the call's deadline "
+                    f"of {self.settings.deadline:g} s (the `deadline` setting)"
+                ),
                 provider=self.provider,
             ) from None
 
@@ -269,10 +271,11 @@ class Connection:
         return f"{self.provider}: {url} sent nothing for {self.settings.timeout:g} s (timed out)"
 
     def mask(self, text: str) -> str:
-        """`text` with the API key blotted out."""
+        """`text` with the API key and the credentials of any URL (the base URL's) blotted
+        out."""
         if self._key and len(self._key) >= MIN_MASKED_KEY:
-            return text.replace(self._key, MASK)
-        return text
+            text = text.replace(self._key, MASK)
+        return mask_url_credentials(text)
 
     def __repr__(self) -> str:
         return f"Connection({self.provider!r}, {self.base_url!r})"

@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Usage
+from ..security.yaml_input import YamlInputError, load_yaml
 
 PRICES_CHECKED = "2026-11"
 _DATED = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
@@ -142,8 +142,10 @@ def load_prices(path: str | Path) -> dict[str, Price]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc})") from None
     try:
-        data: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
+        data: Any = json.loads(text) if path.suffix == ".json" else load_yaml(text, str(path))
+    except YamlInputError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc.detail})") from None
+    except ValueError as exc:
         raise ConfigError(
             f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'} ({exc})"
         ) from None

@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConfigError, ScriptExhausted
 from ..messages import Message, ToolCall, Usage
+from ..security.yaml_input import YamlInputError, load_yaml
 from ..tokens import default_counter
 from .base import ModelRequest, ModelResponse
 
@@ -141,9 +140,9 @@ def load_script(path: str | Path) -> dict[str, list[Turn]]:
     """Read a script from a YAML (or, named `.json`, a JSON) file."""
     file = Path(path)
     # JSON is YAML too; a .json script is read as JSON, which is much faster for big scripts.
-    read = json.loads if file.suffix.lower() == ".json" else yaml.safe_load
     try:
-        data = read(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+        data = json.loads(text) if file.suffix.lower() == ".json" else load_yaml(text, str(file))
     except OSError as exc:
         raise ConfigError(f"cannot read model script {file}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -151,8 +150,10 @@ def load_script(path: str | Path) -> dict[str, list[Turn]]:
             f"model script {file} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
             f"{exc.start})"
         ) from None
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"model script {file} is not valid YAML: {exc}") from None
+    except YamlInputError as exc:
+        raise ConfigError(f"model script {file} is not valid YAML: {exc.detail}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"model script {file} is not valid JSON: {exc}") from None
     return _check_script(data, source=str(file))
 
 

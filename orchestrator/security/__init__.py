@@ -1,7 +1,13 @@
 """What a run may do, and keeping it to that: permissions, path confinement, secrets."""
 
 from .permissions import Permissions
-from .secrets import MASK, SecretMask, is_secret_name, secrets_from_environment
+from .secrets import (
+    MASK,
+    SecretMask,
+    is_secret_name,
+    mask_url_credentials,
+    secrets_from_environment,
+)
 from .workspace import (
     LockedFile,
     PathRefused,
@@ -25,6 +31,7 @@ __all__ = [
     "is_secret_name",
     "is_temporary",
     "locked_file",
+    "mask_url_credentials",
     "open_inside",
     "open_resolved",
     "relative_name",

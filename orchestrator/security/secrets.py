@@ -18,6 +18,9 @@ SECRET_NAME = re.compile(
 NOT_SECRET = {"SSH_AUTH_SOCK", "TOKENIZERS_PARALLELISM"}
 MIN_SECRET_LENGTH = 8
 MASK = "[REDACTED]"
+# The userinfo of a URL (`https://user:pass@host/`): whatever stands between `scheme://` and
+# an `@` before the host, with no `/`, `?`, `#`, `@` or space in it.
+URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s\"'<>]+@")
 
 
 def secrets_from_environment(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -32,9 +35,19 @@ def is_secret_name(name: str) -> bool:
     return name.upper() not in NOT_SECRET and SECRET_NAME.search(name) is not None
 
 
+def mask_url_credentials(text: str) -> str:
+    """`text` with the userinfo of every URL in it (`user:password@`) replaced by `[REDACTED]`:
+    a credential written into a URL is secret whatever variable it came from."""
+    if "://" not in text or "@" not in text:
+        return text
+    return URL_USERINFO.sub(lambda match: f"{match['scheme']}{MASK}@", text)
+
+
 class SecretMask:
     """Replaces every known secret in a text by `[REDACTED]`, JSON-escaped forms included
-    (a secret holding a quote or a backslash appears escaped in a JSON line)."""
+    (a secret holding a quote or a backslash appears escaped in a JSON line), and the
+    credentials of every URL in it (`https://user:pass@host` becomes
+    `https://[REDACTED]@host`), known or not."""
 
     def __init__(self, secrets: Iterable[str] | None = None) -> None:
         given = list(secrets) if secrets is not None else secrets_from_environment()
@@ -48,4 +61,4 @@ class SecretMask:
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
-        return text
+        return mask_url_credentials(text)

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from ..security.inventory import SKILL_FILES
+from ..security.yaml_input import YamlInputError, YamlTooLarge, compose_yaml
 
 SKILL_FILE = SKILL_FILES[0]
 MAX_FRONTMATTER_CHARS = 65_536
@@ -56,15 +57,6 @@ class FrontmatterError(Exception):
 
 
 NO_FRONTMATTER = Problem("frontmatter", "SKILL.md must start with YAML frontmatter (a '---' line)")
-
-_BaseLoader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
-
-
-class _Loader(_BaseLoader):
-    """Composes YAML nodes only; tags are never used, so resolving them is skipped."""
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        return ""
 
 
 def skill_file_in(folder: Path) -> Path | None:
@@ -170,17 +162,17 @@ def _frontmatter(lines: Iterator[str]) -> tuple[str | None, list[Problem], str]:
 def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
     """The frontmatter as a mapping; FrontmatterError if it is not YAML or not a mapping.
 
-    The YAML is only composed (by libyaml when present) and the nodes are turned into Python
-    values here: every scalar stays a string, and repeated keys are noticed.
+    The YAML is only composed (by the package's YAML reader, which refuses alias bombs) and
+    the nodes are turned into Python values here: every scalar stays a string, and repeated
+    keys are noticed.
     """
-    loader = _Loader(text)
     try:
-        node = loader.get_single_node()
-    except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())
+        node = compose_yaml(text, SKILL_FILE)
+    except YamlTooLarge as exc:
+        raise FrontmatterError(Problem(TOO_LARGE, f"frontmatter {exc.detail}", True)) from None
+    except YamlInputError as exc:
+        reason = exc.detail.removeprefix("invalid YAML: ")
         raise FrontmatterError(Problem("yaml", f"invalid YAML in frontmatter: {reason}")) from None
-    finally:
-        loader.dispose()
     if node is None:
         return {}, []
     if not isinstance(node, yaml.MappingNode):

@@ -11,6 +11,7 @@ child still runs as the same user, so this is hygiene, not a security boundary.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,7 @@ from ..security import is_secret_name
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 600.0
 DEFAULT_MAX_OUTPUT = 20_000
+GROUP_POLL = 0.02
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,39 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
             process.kill()
     except ProcessLookupError:
         pass
+
+
+async def end_process_group(group: int, grace: float = 1.0) -> None:
+    """End every process left in a process group (a server's grandchildren, say): SIGTERM,
+    then SIGKILL for whatever is still there after `grace` seconds. Without process groups
+    (Windows) there is nothing to do here."""
+    if not hasattr(os, "killpg"):
+        return
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except ProcessLookupError:
+        return  # the whole group is gone already
+    except PermissionError:
+        pass  # a member we may not signal; the rest still get SIGKILL below
+    try:
+        for _ in range(max(1, round(grace / GROUP_POLL))):
+            if not _group_alive(group):
+                return
+            await asyncio.sleep(GROUP_POLL)
+    finally:  # cancelled while waiting, or the grace is over: nothing may stay behind
+        if _group_alive(group):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def clamp_timeout(timeout: float) -> float:

@@ -6,7 +6,7 @@ event; what a line of the list shows comes from `job_start`, `job_end` and the m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .events import Event
@@ -26,6 +26,8 @@ class RunInfo:
     cost: float | None = None
     started: float | None = None
     attempts: int = 0
+    skipped: list[str] = field(default_factory=list)
+    """Lines of the trace that were not events of the right shape, named by line number."""
 
 
 def run_info(path: str | Path) -> RunInfo:
@@ -33,7 +35,8 @@ def run_info(path: str | Path) -> RunInfo:
     while its process still writes the file, else `unfinished` (it can be resumed)."""
     info = RunInfo(Path(path))
     ended: str | None = None
-    for event in TraceReader(path):
+    reader = TraceReader(path)
+    for event in reader:
         _fold(info, event)
         if event["type"] == "job_start":
             ended = None
@@ -44,6 +47,7 @@ def run_info(path: str | Path) -> RunInfo:
             and "/" not in event["agent"]
         ):
             ended = str(event.get("status"))
+    info.skipped = reader.problems
     if ended is not None:
         info.status = ended
     elif is_locked(path):

@@ -113,16 +113,16 @@ class SpanSink:
         with self._lock:
             why = "the trace closed before this ended"
             for pending in self._chats.values():
-                _end(pending.span, pending.end, None)
+                self._end(pending.span, pending.end, None)
             for pending in self._tools.values():
                 error = pending.error or (why if pending.end is None else None)
-                _end(pending.span, pending.end or self._last, error, error_type=pending.error)
+                self._end(pending.span, pending.end or self._last, error, error_type=pending.error)
             for agent in self._agents.values():
-                _end(agent.span, self._last, why)
+                self._end(agent.span, self._last, why)
             for fork in {id(f): f for f in self._forks.values() if f.waiting}.values():
-                _end(fork.span, self._last, why)
+                self._end(fork.span, self._last, why)
             if self._job is not None:
-                _end(self._job, self._last, why)
+                self._end(self._job, self._last, why)
             self._chats, self._tools, self._agents, self._forks = {}, {}, {}, {}
             self._job = None
 
@@ -139,10 +139,10 @@ class SpanSink:
         # Without a parent of ours, a span joins whatever span is current where the run began.
         context: Context | None = otel.set_span_in_context(parent) if parent else None
         return self.tracer.start_span(
-            name,
+            self.mask(name),
             context=context,
             kind=kind,
-            attributes=attributes,
+            attributes=self._masked(attributes),
             start_time=start if start is not None else _ns(event["ts"]),
         )
 
@@ -159,8 +159,8 @@ class SpanSink:
             return
         status = event.get("status", "completed")
         self._job.set_attributes(genai.usage_attributes(event.get("usage")))
-        self._job.set_attribute("orchestrator.status", status)
-        _end(self._job, _ns(event["ts"]), None if status == "completed" else status)
+        self._job.set_attribute("orchestrator.status", self.mask(str(status)))
+        self._end(self._job, _ns(event["ts"]), None if status == "completed" else status)
         self._job = None
 
     def _fork(self, event: Event) -> None:
@@ -176,7 +176,7 @@ class SpanSink:
             self._forks[task["path"]] = fork
             self._subagents[task["path"]] = task.get("agent")
         if not fork.waiting:
-            _end(span, _ns(event["ts"]), None)
+            self._end(span, _ns(event["ts"]), None)
 
     def _fork_parent(self, caller: str) -> Span | None:
         """A fork's span sits under the caller's running `fork` tool call, else the caller."""
@@ -196,16 +196,17 @@ class SpanSink:
         if fork is None:
             return
         if event["agent"] not in self._ran:  # skipped, or could not even start
-            fork.span.add_event(
+            self._event(
+                fork.span,
                 f"task_{event.get('status')}",
                 genai.clean(
                     {"orchestrator.task.id": event.get("id"), "reason": event.get("reason")}
                 ),
-                timestamp=_ns(event["ts"]),
+                event,
             )
         fork.waiting.discard(event["agent"])
         if not fork.waiting:
-            _end(fork.span, _ns(event["ts"]), None)
+            self._end(fork.span, _ns(event["ts"]), None)
 
     def _run_start(self, event: Event) -> None:
         path = event["agent"]
@@ -226,18 +227,20 @@ class SpanSink:
         status = event.get("status", "completed")
         agent.span.set_attributes(genai.usage_attributes(event.get("usage")))
         agent.span.set_attributes(
-            genai.clean(
-                {
-                    "orchestrator.status": status,
-                    "orchestrator.steps": event.get("steps"),
-                    "orchestrator.skills": agent.skills or None,
-                    "orchestrator.cost": genai.number(event.get("cost")),
-                }
+            self._masked(
+                genai.clean(
+                    {
+                        "orchestrator.status": status,
+                        "orchestrator.steps": event.get("steps"),
+                        "orchestrator.skills": agent.skills or None,
+                        "orchestrator.cost": genai.number(event.get("cost")),
+                    }
+                )
             )
         )
         failed = status != "completed"
         error = (event.get("error") or status) if failed else None
-        _end(agent.span, _ns(event["ts"]), error, error_type=status if failed else None)
+        self._end(agent.span, _ns(event["ts"]), error, error_type=status if failed else None)
 
     def _model_call(self, event: Event) -> None:
         agent = self._agents.get(event["agent"])
@@ -279,7 +282,7 @@ class SpanSink:
         if message is not None and self.capture_content:
             output = genai.messages_json([message], self.mask)
             pending.span.set_attribute("gen_ai.output.messages", output)
-        _end(pending.span, pending.end, None)
+        self._end(pending.span, pending.end, None)
 
     def _tool_start(self, event: Event) -> None:
         agent = self._agents.get(event["agent"])
@@ -318,7 +321,7 @@ class SpanSink:
             pending.span.set_attribute("gen_ai.tool.call.result", result)
         end = pending.end or _ns(event["ts"])
         error = pending.error or error
-        _end(pending.span, end, error, error_type=error)
+        self._end(pending.span, end, error, error_type=error)
 
     def _skill_loaded(self, event: Event) -> None:
         agent = self._agents.get(event["agent"])
@@ -328,7 +331,7 @@ class SpanSink:
                 "orchestrator.skill": event.get("skill"),
                 "tools": event.get("tools") or [],
             }
-            agent.span.add_event("skill_loaded", attributes, timestamp=_ns(event["ts"]))
+            self._event(agent.span, "skill_loaded", attributes, event)
 
     def _other(self, event: Event) -> None:
         """Events with no span of their own (model_wait, model_retry, ...) become span events."""
@@ -339,16 +342,34 @@ class SpanSink:
         attributes = {
             k: v for k, v in event.items() if k not in skip and isinstance(v, str | int | float)
         }
-        agent.span.add_event(event["type"], attributes, timestamp=_ns(event["ts"]))
+        self._event(agent.span, event["type"], attributes, event)
+
+    def _masked(self, attributes: genai.Attributes) -> genai.Attributes:
+        """Attributes with every text in them masked (a status, an error, a reason can hold
+        a secret as well as a message can)."""
+        return {key: self._masked_value(value) for key, value in attributes.items()}
+
+    def _masked_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, list | tuple):
+            return [self.mask(item) if isinstance(item, str) else item for item in value]
+        return value
+
+    def _event(self, span: Span, name: str, attributes: genai.Attributes, event: Event) -> None:
+        """A span event, its name and attributes masked."""
+        span.add_event(self.mask(name), self._masked(attributes), timestamp=_ns(event["ts"]))
+
+    def _end(
+        self, span: Span, end: int | None, error: str | None, *, error_type: str | None = None
+    ) -> None:
+        """End a span; with `error`, as an error whose (masked) text is the status's."""
+        if error:
+            span.set_status(Status(StatusCode.ERROR, self.mask(str(error))))
+            if error_type:
+                span.set_attribute("error.type", self.mask(str(error_type)))
+        span.end(end_time=end)
 
 
 def _ns(ts: float) -> int:
     return int(ts * 1_000_000_000)
-
-
-def _end(span: Span, end: int | None, error: str | None, *, error_type: str | None = None) -> None:
-    if error:
-        span.set_status(Status(StatusCode.ERROR, error))
-        if error_type:
-            span.set_attribute("error.type", error_type)
-    span.end(end_time=end)

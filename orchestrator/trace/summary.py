@@ -16,6 +16,9 @@ from .events import Event
 from .genai import number
 from .words import plural
 
+SKIPPED_SHOWN = 5
+"""How many skipped lines the summary names (the CLI names them all on stderr)."""
+
 
 @dataclass
 class AgentSummary:
@@ -58,6 +61,8 @@ class RunSummary:
     errors: list[str] = field(default_factory=list)
     error_attempts: list[int] = field(default_factory=list)
     skipped_lines: int = 0
+    skipped: list[str] = field(default_factory=list)
+    """Why lines were skipped, by line number (the first few; see `reader.MAX_PROBLEMS`)."""
 
     def error(self, event: Event, text: str) -> None:
         self.errors.append(text)
@@ -137,6 +142,7 @@ def summarize(events: Iterable[Event], *, live: bool = False) -> RunSummary:
             handler(summary, event)
     skipped = getattr(events, "skipped", 0)
     summary.skipped_lines = skipped if isinstance(skipped, int) else 0
+    summary.skipped = list(getattr(events, "problems", []))
     if not live:
         for agent in summary.agents.values():
             if agent.status == "running":
@@ -242,6 +248,7 @@ def render(summary: RunSummary) -> str:
     )
     if summary.skipped_lines:
         lines.append(f"{plural(summary.skipped_lines, 'unreadable line')} skipped")
+        lines.extend(f"  skipped {problem}" for problem in summary.skipped[:SKIPPED_SHOWN])
     lines.append("")
     names = [a.path.rsplit("/", 1)[-1] for a in summary.agents.values()]
     for agent in summary.tree():

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..reader import iter_trace
+from ..reader import TraceReader, iter_trace
 from ..writer import Event
 from .collect import collect
 from .model import AgentRun, RunReport
@@ -27,12 +27,15 @@ def render_report(events: Iterable[Event], *, source: str = "") -> str:
     return render_page(collect(events, source=source))
 
 
-def write_report(trace: str | Path, output: str | Path | None = None) -> Path:
+def write_report(
+    trace: str | Path, output: str | Path | None = None, *, reader: TraceReader | None = None
+) -> Path:
     """Write the report of the trace at `trace` to `output` (default: next to the trace,
-    with `.html` for its suffix); returns where it went."""
+    with `.html` for its suffix); returns where it went. `reader`: the trace's reader, when
+    the caller wants to see afterwards what it skipped (`reader.problems`)."""
     trace = Path(trace)
     target = Path(output) if output is not None else trace.with_suffix(".html")
-    page = render_report(iter_trace(trace), source=str(trace))
+    page = render_report(reader or iter_trace(trace), source=str(trace))
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
     return target

@@ -8,18 +8,28 @@ A server that fails after that restart stays down for the rest of the run.
 
 Messages name the server and its program or URL, never its env, headers or arguments, and
 what the server wrote on stderr is shown with those values masked.
+
+A stdio server runs in a process group of its own (the SDK starts it in a new session). The
+SDK ends that group only when the server does not exit after its stdin is closed; a server
+that exits politely can leave children behind. So on POSIX the server is started through a
+two-line launcher that writes down its pid (the group's id) and then `exec`s the server, and
+once the server is stopped whatever is left of its group is ended too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from ....errors import ToolError, ToolInfrastructureError
 from ....security.secrets import SecretMask
+from ...process import end_process_group
 from .config import ServerConfig, secret_values
 from .sdk import Sdk, load_sdk
 
@@ -27,6 +37,17 @@ MAX_RESTARTS = 1
 STOP_GRACE = 8.0
 STDERR_TAIL = 600
 MAX_LIST_PAGES = 50
+GROUP_GRACE = 1.0
+# Runs as `python -I -S -c LAUNCHER PIDFILE COMMAND ARGS...`: the pid it writes is the one the
+# server keeps after exec, and the id of its process group.
+LAUNCHER = (
+    "import os, sys\n"
+    "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "try:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as exc:\n"
+    "    sys.exit(f'cannot start {sys.argv[2]}: {exc.strerror}')\n"
+)
 
 
 class Connection:
@@ -89,11 +110,15 @@ class Connection:
     async def _hold(self, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
         # What a stdio server writes on stderr goes to a file of its own (not our terminal),
         # read back for the messages of its failures.
-        with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
+        with (
+            tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log,
+            tempfile.TemporaryDirectory(prefix="orchestrator-mcp-") as folder,
+        ):
             self._stderr = log
+            pid_file = Path(folder) / "pid"
             try:
                 async with contextlib.AsyncExitStack() as stack:
-                    client = await stack.enter_async_context(self._client_for(stack, log))
+                    client = await stack.enter_async_context(self._client_for(stack, log, pid_file))
                     self.tools = await _list_tools(client)
                     self.instructions = getattr(client, "instructions", None)
                     self.protocol = getattr(client, "protocol_version", None)
@@ -107,8 +132,11 @@ class Connection:
             finally:
                 self._tail = self._stderr_tail()
                 self._stderr = None
+                group = _group_in(pid_file)
+                if group is not None:
+                    await end_process_group(group, GROUP_GRACE)
 
-    def _client_for(self, stack: contextlib.AsyncExitStack, log: IO[str]) -> Any:
+    def _client_for(self, stack: contextlib.AsyncExitStack, log: IO[str], pid_file: Path) -> Any:
         sdk, config = self._sdk, self.config
         assert sdk is not None
         if config.kind == "http":
@@ -116,8 +144,14 @@ class Connection:
             stack.push_async_exit(http)
             transport = sdk.streamable_http_client(config.url, http_client=http)
         else:
+            command, args = config.command, list(config.args)
+            if hasattr(os, "killpg") and command:
+                command, args = (
+                    sys.executable,
+                    ["-I", "-S", "-c", LAUNCHER, str(pid_file), *[command, *args]],
+                )
             params = sdk.StdioServerParameters(
-                command=config.command, args=config.args, env=config.env, cwd=config.cwd
+                command=command, args=args, env=config.env, cwd=config.cwd
             )
             transport = sdk.stdio_client(params, errlog=log)
         return sdk.Client(transport, mode="auto", cache=None)
@@ -195,6 +229,14 @@ class Connection:
         except (OSError, ValueError):
             return ""
         return " ".join(text[-STDERR_TAIL:].split())
+
+
+def _group_in(pid_file: Path) -> int | None:
+    """The process group of a stdio server the launcher started (its pid), if it did."""
+    try:
+        return int(pid_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # an HTTP server, or the launcher never ran
 
 
 async def _list_tools(client: Any) -> list[Mapping[str, Any]]:

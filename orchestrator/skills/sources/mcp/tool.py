@@ -4,11 +4,16 @@ It joins a skill exactly as a `tools.py` tool does, named `{skill}__{tool}` (kep
 `^[a-zA-Z0-9_-]{1,64}$`). Arguments are checked against the server's own `inputSchema` before
 the call; the schema sent to the model is the normalised one (`schema.py`). The call runs on
 the run's server pool; `isError` results become error observations.
+
+What `tools/list` says about a tool (its description, the descriptions and examples in its
+schema) is untrusted input, as its results are: the values the server's configuration names
+as secret are masked in it before it reaches the tools array, the load observation or the
+trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ....agent import ArgumentsError, Tool, ToolContext
@@ -35,13 +40,13 @@ class McpTool(Tool):
         connection: Connection,
         pool: ServerPool,
     ) -> None:
+        mask = connection.mask
         description = str(listed.get("description") or listed.get("title") or listed["name"])
-        super().__init__(_never_called, name=name, description=description)
+        super().__init__(_never_called, name=name, description=mask(description))
         self.remote = str(listed["name"])
         self.input_schema = dict(listed.get("inputSchema") or listed.get("input_schema") or {})
-        self.spec = ToolSpec(
-            name=name, description=self.description, parameters=normalise(self.input_schema)
-        )
+        parameters = masked(normalise(self.input_schema), mask)
+        self.spec = ToolSpec(name=name, description=self.description, parameters=parameters)
         self.connection = connection
         self.pool = pool
 
@@ -50,7 +55,7 @@ class McpTool(Tool):
         found = problems(self.input_schema, data)
         if found:
             text = "Arguments do not match the tool's schema:\n" + "\n".join(found)
-            raise ArgumentsError(text, kind="invalid_arguments")
+            raise ArgumentsError(self.connection.mask(text), kind="invalid_arguments")
         return data
 
     async def invoke(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
@@ -62,3 +67,14 @@ class McpTool(Tool):
         if observation.is_error:
             raise ToolError(text)
         return text
+
+
+def masked(value: Any, mask: Callable[[str], str]) -> Any:
+    """A JSON value with `mask` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {mask(str(k)): masked(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(item, mask) for item in value]
+    return value

@@ -1,0 +1,215 @@
+"""Reading YAML the package did not write: one loader for every YAML file it reads.
+
+Job specs, model scripts, alias and price files, SKILL.md frontmatter and `--model-option`
+values all come through here. The text is composed into nodes first (by libyaml when PyYAML
+has it, which is several times faster on a large file), and the node graph is measured before
+any Python value is made from it: YAML aliases let a few lines stand for billions of values
+(the "billion laughs"), so a document whose aliases add more than `MAX_ALIAS_EXPANSION`
+values, or that uses more than `MAX_ALIASES` of them, or that refers to itself, is refused. The
+measure is memoised by node, so it costs one pass over the nodes the text actually holds.
+A key given twice in one mapping is refused too (`unique_keys=False` lets a caller that only
+warns about it see every key, as the SKILL.md reader does).
+
+Every failure is a `YamlInputError` naming the source and, when known, the line and column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+MAX_ALIAS_EXPANSION = 100_000
+"""How many values aliases may add to a document beyond those its text writes out."""
+MAX_ALIASES = 10_000
+"""How many alias uses (`*name`) one document may hold."""
+
+_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PlainBase: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+
+
+class YamlInputError(ValueError):
+    """YAML that cannot be read, or that is refused; `line` and `column` count from 1."""
+
+    def __init__(
+        self,
+        source: str,
+        problem: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        context: str | None = None,
+        context_line: int | None = None,
+    ) -> None:
+        self.source = source
+        self.problem = problem
+        self.line = line
+        self.column = column
+        self.context = context
+        self.context_line = context_line
+        super().__init__(f"{source}: {self.detail}")
+
+    @property
+    def where(self) -> str:
+        """`line 3, column 1: `, or nothing when the place is unknown."""
+        return f"line {self.line}, column {self.column}: " if self.line is not None else ""
+
+    @property
+    def detail(self) -> str:
+        """The problem with its place, without the source's name."""
+        text = f"{self.where}{self.problem}"
+        if self.context and self.context_line is not None:
+            text += f" ({self.context} on line {self.context_line})"
+        return text
+
+
+class YamlTooLarge(YamlInputError):
+    """YAML refused for what it would expand to (aliases), not for its syntax."""
+
+
+class _SafeLoader(_SafeBase):  # type: ignore[misc]  # PyYAML's loaders are untyped
+    """The safe loader (tags resolved: numbers, booleans, null), refusing duplicate keys."""
+
+
+class _StringLoader(_PlainBase):  # type: ignore[misc]
+    """Composes nodes without resolving tags: every scalar stays the string it was."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        return ""  # tags are never used, so resolving them is skipped
+
+
+def _unique_keys_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[str] = set()
+    for key_node, _ in node.value:
+        if isinstance(key_node, yaml.ScalarNode):
+            if key_node.value in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key_node.value!r} is given twice", key_node.start_mark
+                )
+            seen.add(key_node.value)
+    return loader.construct_mapping(node)  # type: ignore[no-any-return]
+
+
+_SafeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_keys_mapping)
+
+
+def load_yaml(text: str, source: str, *, unique_keys: bool = True) -> Any:
+    """The Python value of one YAML document (None for an empty one), read safely."""
+    loader = _SafeLoader(text)
+    try:
+        node = _compose(loader, source)
+        if node is None:
+            return None
+        if not unique_keys:
+            loader.yaml_constructors = {
+                **loader.yaml_constructors,
+                yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG: type(loader).construct_yaml_map,
+            }
+        return _construct(loader, node, source)
+    finally:
+        loader.dispose()
+
+
+def compose_yaml(text: str, source: str) -> yaml.Node | None:
+    """The measured node graph of one YAML document with every scalar left a string (tags
+    are not resolved), for a reader that turns nodes into values itself."""
+    loader = _StringLoader(text)
+    try:
+        return _compose(loader, source)
+    finally:
+        loader.dispose()
+
+
+def _compose(loader: Any, source: str) -> yaml.Node | None:
+    try:
+        node: yaml.Node | None = loader.get_single_node()
+    except yaml.MarkedYAMLError as error:
+        raise _marked(error, source) from None
+    except yaml.YAMLError as error:
+        raise YamlInputError(source, f"invalid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:
+        raise YamlTooLarge(source, "the YAML is nested too deeply") from None
+    if node is not None:
+        _check_expansion(node, source)
+    return node
+
+
+def _construct(loader: Any, node: yaml.Node, source: str) -> Any:
+    try:
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as error:
+        raise _marked(error, source) from None
+    except yaml.YAMLError as error:
+        raise YamlInputError(source, f"invalid YAML: {' '.join(str(error).split())}") from None
+    except RecursionError:
+        raise YamlTooLarge(source, "the YAML is nested too deeply") from None
+
+
+def _marked(error: yaml.MarkedYAMLError, source: str) -> YamlInputError:
+    mark = error.problem_mark or error.context_mark
+    context_mark = error.context_mark if error.problem else None
+    return YamlInputError(
+        source,
+        f"invalid YAML: {error.problem or error.context}",
+        line=mark.line + 1 if mark else None,
+        column=mark.column + 1 if mark else None,
+        context=error.context if error.problem else None,
+        context_line=context_mark.line + 1 if context_mark else None,
+    )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: yaml.Node, source: str) -> None:
+    """Refuse a graph whose aliases expand it too far, or that contains itself.
+
+    A node met again is an alias: the graph is walked once (iteratively, so depth costs no
+    Python stack), each node's expanded size memoised by its id.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    aliases = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
+        if key in sizes:
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise _refused(source, node, f"more than {MAX_ALIASES:,} aliases")
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_nodes:
+                raise _refused(source, child, "an alias refers to a value that contains it")
+            stack.append((child, False))
+    written = len(sizes)
+    added = sizes[id(root)] - written
+    if added > MAX_ALIAS_EXPANSION:
+        raise _refused(
+            source,
+            root,
+            f"its aliases expand it by {added:,} values (at most {MAX_ALIAS_EXPANSION:,} are "
+            "allowed)",
+        )
+
+
+def _refused(source: str, node: yaml.Node, why: str) -> YamlTooLarge:
+    mark = node.start_mark
+    return YamlTooLarge(
+        source,
+        f"refused: {why}",
+        line=mark.line + 1 if mark else None,
+        column=mark.column + 1 if mark else None,
+    )
