@@ -56,7 +56,7 @@ def one_run(executor: str, width: int, latency: float, workers: int) -> dict[str
     (folder / "script.json").write_text(json.dumps(script(width, latency)), encoding="utf-8")
     remote = None
     if executor == "ray":
-        from orchestrator.tasks.ray import RayExecutor
+        from orchestrator.ray import RayExecutor
 
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         remote = RayExecutor(workers=workers, init={"num_cpus": workers})

@@ -12,26 +12,22 @@ permissions mark `ask` (orchestrator.agent.approval); every agent of the tree us
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
-from .agent import RunResult, TokenBudget
+from .agent import AgentLoop, RunResult, TokenBudget, ToolContext
 from .agent.approval import Approver
 from .jobs import (
     Job,
     JobResult,
     JobRunner,
-    Remake,
     Resumption,
-    WorkerRecipe,
     fast_forward,
-    job_executor,
     job_folders,
     prepare_resume,
-    recipe_for,
-    run_remote,
 )
 from .jobs.outputs import WorkspaceRecord
 from .jobs.preflight import Preflight, preflight
@@ -50,8 +46,15 @@ from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog
 from .skills.preload import refused_code, warn_refused_code
-from .tasks import ForkExtension, ForkSettings, SubagentRegistry, builtin_subagent_folders
-from .trace import Checkpoint, Listener, Trace, open_trace
+from .tasks import (
+    ForkExtension,
+    ForkSettings,
+    RemoteSession,
+    SubagentRegistry,
+    TaskRequest,
+    builtin_subagent_folders,
+)
+from .trace import Listener, Trace, open_trace
 
 DEFAULT_OUTPUT_TOKENS = 4096
 PLANNER_PROMPT = """\
@@ -93,9 +96,9 @@ class Orchestrator:
         aliases: ModelAliases | None = None,
         environ: Mapping[str, str] | None = None,
         approve: Approver | None = None,
-        executor: Any = None,
+        executor: RemoteExecutor | None = None,
     ) -> None:
-        # How a Ray worker makes this orchestrator again (jobs/remote.py).
+        # How a Ray worker makes this orchestrator again (orchestrator/ray/recipe.py).
         mine = {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")}
         self.remake: Remake = (Orchestrator, (model,), mine)
         self.executor = executor
@@ -154,7 +157,7 @@ class Orchestrator:
             "max_steps": job.budget.max_steps,
             "max_parallel": job.budget.max_parallel,
             "trace": job.trace,
-            "executor": job_executor(job),
+            "executor": executor_for(job),
         }
         settings.update(overrides)
         # What the spec names and the folders it searches stay read-only, whatever
@@ -170,10 +173,6 @@ class Orchestrator:
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
-
-    def worker_recipe(self, job: Job | None, checkpoint: Checkpoint | None) -> WorkerRecipe:
-        """What a Ray worker makes this orchestrator again from, to run `job`'s agents."""
-        return recipe_for(self, job, checkpoint)
 
     def model_key(self, model: ChatModel | None) -> str | None:
         """The settings (JSON) this resolved `model` from; None for its own (or unknown)."""
@@ -268,7 +267,7 @@ class Orchestrator:
         try:
             if self.executor is None:
                 return await self.planner(trace=trace, model=model).run(goal)
-            return await run_remote(self, goal, trace, model)
+            return await self.executor.run_goal(self, goal, trace, model)
         finally:
             if owned and trace is not None:
                 trace.close()
@@ -297,10 +296,9 @@ class Orchestrator:
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
         workspace = WorkspaceRecord.start(job, self.permissions, opened.path if opened else None)
         self.permissions = workspace.permissions(self.permissions)
+        runner = self.job_runner(job, opened, stream=stream, budget=budget, workspace=workspace)
         try:
-            return await JobRunner(
-                self, job, opened, stream=stream, workspace=workspace, budget=budget
-            ).run()
+            return await runner.run()
         finally:
             if owned and opened is not None:
                 opened.close()
@@ -371,6 +369,55 @@ class Orchestrator:
         """`resume` from synchronous code."""
         return asyncio.run(cls.resume(trace, model=model, force=force))
 
+    def job_runner(
+        self,
+        job: Job,
+        trace: Trace | None,
+        *,
+        stream: TextSink | None = None,
+        budget: TokenBudget | None = None,
+        workspace: WorkspaceRecord | None = None,
+    ) -> JobRunner:
+        """The runner of `job`'s steps with this orchestrator's agents, here or on its
+        executor (`run_job` makes one and runs it)."""
+        executor = self.executor
+        return JobRunner(
+            job,
+            trace,
+            build=lambda request, context: self.step_agent(job, request, context, stream),
+            context=lambda step_budget: self.step_context(step_budget, trace),
+            budget=budget if budget is not None else self.new_budget(),
+            shared_budget=budget is not None,
+            remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
+            user_skills=self.user_skills,
+            workspace=workspace,
+        )
+
+    def step_context(self, budget: TokenBudget, trace: Trace | None) -> ToolContext:
+        """The context a job's steps are forked from: its permissions, budget and trace."""
+        return ToolContext(
+            agent="job", permissions=self.permissions, budget=budget, trace=trace, model=self.model
+        )
+
+    def step_agent(
+        self,
+        job: Job,
+        request: TaskRequest,
+        context: ToolContext,
+        stream: TextSink | None = None,
+    ) -> AgentLoop:
+        """The agent of one job step: the planner, or its sub-agent, on its own model if it
+        has one (here or on a Ray worker, which builds it the same way)."""
+        step = job.step(request.spec.id)
+        model = self.resolve(step.model) if step.model is not None else None
+        if stream is not None and step.id == job.output_step:
+            model = TextTap(model or self.model, stream, request.path)
+        if request.agent == "planner":
+            return self.planner(
+                name=request.path, budget=context.budget, trace=context.trace, model=model
+            )
+        return self.fork.build_agent(request, context, model)
+
     def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
         """The run's trace (masking this run's secrets when it opens one), read-only to its
         agents like its skills and sub-agents."""
@@ -378,6 +425,35 @@ class Orchestrator:
         if opened is not None and opened.path is not None:
             self.permissions = self.permissions.protecting([opened.path])
         return opened, owned
+
+
+class RemoteExecutor(Protocol):
+    """Where a run's tasks go when they do not run here: a cluster
+    (`orchestrator.ray.RayExecutor`), or an executor of your own with these methods."""
+
+    async def run_goal(
+        self, orchestrator: Orchestrator, goal: str, trace: Trace | None, model: ChatModel | None
+    ) -> RunResult: ...
+
+    def open_job(
+        self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace | None
+    ) -> RemoteSession: ...
+
+    def shared_budget(self, budget: TokenBudget) -> TokenBudget: ...
+
+
+def executor_for(job: Job) -> RemoteExecutor | None:
+    """The executor a job spec asks for: None (here), or the Ray executor. Ray is an optional
+    part of the package, loaded by name: without the `[ray]` extra this is a ConfigError."""
+    spec = job.executor
+    if spec.type == "local":
+        return None
+    ray: Any = importlib.import_module("orchestrator.ray")
+    return cast(RemoteExecutor, ray.RayExecutor(spec.address, workers=spec.workers))
+
+
+# How to make an orchestrator again: a factory, its arguments and keywords.
+Remake = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:

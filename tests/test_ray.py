@@ -161,7 +161,7 @@ def test_trace_show_and_resume_work_on_a_ray_trace(tmp_path: Path) -> None:
 
 
 def test_a_goal_forks_onto_ray_from_the_python_api(tmp_path: Path) -> None:
-    from orchestrator.tasks.ray import RayExecutor
+    from orchestrator.ray import RayExecutor
 
     tasks = [{"id": f"t{i}", "task": f"Part {i}."} for i in range(6)]
     script = {
@@ -187,7 +187,7 @@ def test_a_goal_forks_onto_ray_from_the_python_api(tmp_path: Path) -> None:
 
 
 def test_two_hundred_tasks_never_overdraw_a_tight_shared_budget(tmp_path: Path) -> None:
-    from orchestrator.tasks.ray import RayExecutor
+    from orchestrator.ray import RayExecutor
 
     count, limit = 200, 60_000
     tasks = [{"id": f"t{i}", "task": f"Look up item {i}."} for i in range(count)]
@@ -263,13 +263,13 @@ def kill_on_first_call(agent: str) -> Any:
 
 
 def run_until_killed(tmp_path: Path, retries: int) -> tuple[Any, JobRunner, list[Event], Any]:
-    from orchestrator.tasks.ray import RayExecutor
+    from orchestrator.ray import RayExecutor
 
     job = load_job(write_job(tmp_path, KILL_JOB, KILL_SCRIPT))
     orch = Orchestrator.from_job(job, executor=RayExecutor(workers=2, retries=retries))
     killer = kill_on_first_call("slow")
     with Trace(tmp_path / "t.jsonl", listeners=[killer]) as trace:
-        runner = JobRunner(orch, job, trace)
+        runner = orch.job_runner(job, trace)
         result = asyncio.run(runner.run())
     return result, runner, read_trace(tmp_path / "t.jsonl"), killer
 
@@ -340,7 +340,7 @@ def test_importing_the_library_does_not_import_ray() -> None:
 
 
 def test_a_model_object_that_cannot_travel_is_a_clear_error(tmp_path: Path) -> None:
-    from orchestrator.tasks.ray import RayExecutor
+    from orchestrator.ray import RayExecutor
 
     class Local:
         name = "local"
@@ -366,7 +366,7 @@ def test_a_money_cap_holds_across_the_cluster(tmp_path: Path) -> None:
     script = {f"s{i}": [{"content": f"part {i}", "latency": 0.02}] for i in range(30)}
     job = load_job(write_job(tmp_path, spec, script))
     with Trace(tmp_path / "t.jsonl") as trace:
-        runner = JobRunner(Orchestrator.from_job(job), job, trace)
+        runner = Orchestrator.from_job(job).job_runner(job, trace)
         result = asyncio.run(runner.run())
     events = read_trace(tmp_path / "t.jsonl")
     costs = [e["cost"] for e in events if e["type"] == "model_call"]

@@ -19,9 +19,9 @@ from typing import Any
 
 from ..agent import TokenBudget
 from ..errors import ConfigError
-from ..jobs import Job, job_executor, load_job, parse_model_options, parse_set_options
+from ..jobs import Job, load_job, parse_model_options, parse_set_options
 from ..jobs.batch import Batch, Row, read_rows
-from ..planner import Orchestrator
+from ..planner import Orchestrator, executor_for
 from ..trace import Trace, new_run_id
 from ..trace.words import plural
 from .executors import add_executor_arguments, with_executor
@@ -100,7 +100,7 @@ class BatchRun:
         )
         # A spec that cannot load (with the first row's inputs) stops the batch up front.
         first = self.load(args.job, self.batch.inputs_of(first_row))
-        self.executor = job_executor(first)
+        self.executor = executor_for(first)
         self.budget = self._budget(first)
         name = "".join(c if c.isalnum() or c in "-_" else "-" for c in first.name)
         self.traces: Path = args.traces or DEFAULT_TRACE_DIR / f"batch-{name}"

@@ -1,13 +1,15 @@
 """Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
 
+import importlib
+import warnings
+
 from .dotenv import read_dotenv
 from .folders import job_folders
 from .loading import load_job, load_spec, parse_model_options, parse_set_options, read_yaml
 from .problems import Problem, SpecError
 from .record import job_record, spec_digest
-from .remote import Remake, WorkerRecipe, job_executor, recipe_for, remote_forks, run_remote
 from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
-from .runner import JobResult, JobRunner, JobStatus, StepAgents, job_status
+from .runner import JobResult, JobRunner, JobStatus, job_status
 from .spec import GOAL_STEP, Budget, Executor, Job, Step
 
 __all__ = [
@@ -19,16 +21,12 @@ __all__ = [
     "JobRunner",
     "JobStatus",
     "Problem",
-    "Remake",
     "ResumeError",
     "Resumption",
     "SpecError",
     "Step",
-    "StepAgents",
-    "WorkerRecipe",
     "fast_forward",
     "job_folders",
-    "job_executor",
     "job_record",
     "job_status",
     "load_job",
@@ -38,9 +36,24 @@ __all__ = [
     "prepare_resume",
     "read_dotenv",
     "read_yaml",
-    "recipe_for",
     "recorded_result",
-    "remote_forks",
-    "run_remote",
     "spec_digest",
 ]
+
+
+_MOVED = {
+    "WorkerRecipe": ("orchestrator.ray", "WorkerRecipe"),
+    "job_executor": ("orchestrator.planner", "executor_for"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """Names that moved out of `orchestrator.jobs` (Ray is an optional part of its own now):
+    still found here for one release, with a DeprecationWarning."""
+    if name not in _MOVED:
+        raise AttributeError(f"module 'orchestrator.jobs' has no attribute {name!r}")
+    module, attribute = _MOVED[name]
+    warnings.warn(
+        f"orchestrator.jobs.{name} is now {module}.{attribute}", DeprecationWarning, stacklevel=2
+    )
+    return getattr(importlib.import_module(module), attribute)

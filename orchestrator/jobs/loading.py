@@ -20,9 +20,8 @@ from ..security.yaml_input import YamlInputError, load_yaml
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
 from .dotenv import job_dotenv
 from .folders import job_folders
-from .model_refs import FILE_MODELS
 from .problems import Problem, SpecError, describe, problems_from
-from .spec import Job
+from .spec import FILE_MODELS, Job
 
 
 def load_job(

@@ -16,10 +16,11 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ..errors import ConfigError
 from ..messages import Usage
+from ..models import ScriptedModel
 from ..tasks import restored_children
 from ..trace import Checkpoint, load_checkpoint
 from ..trace.lock import is_locked
@@ -32,14 +33,6 @@ from .spec import Job
 
 class ResumeError(ConfigError):
     """The trace cannot be resumed: no job in it, its spec changed or is gone, it still runs."""
-
-
-@runtime_checkable
-class FastForward(Protocol):
-    """A model that serves turns in order (the scripted model) and can skip those an earlier
-    attempt of the run already used."""
-
-    def fast_forward(self, agent: str, calls: int) -> None: ...
 
 
 @dataclass
@@ -189,7 +182,8 @@ def recorded_result(checkpoint: Checkpoint, path: Path | None = None) -> JobResu
 
 
 def fast_forward(model: object, checkpoint: Checkpoint) -> None:
-    """Tell a turn-by-turn model (scripted) which turns the earlier attempts used."""
-    if isinstance(model, FastForward):
+    """Tell a scripted model, which serves turns in order, which turns the earlier attempts
+    used."""
+    if isinstance(model, ScriptedModel):
         for agent, calls in checkpoint.calls_by_agent().items():
             model.fast_forward(agent, calls)

@@ -1,7 +1,7 @@
 """Running a job spec: its steps as a DAG of agent loops under one budget and one trace.
 
     job = load_job("review.yaml", inputs={"region": "APAC"})
-    result = Orchestrator.from_job(job).run_job_sync(job)
+    result = Orchestrator.from_job(job).run_sync()
 
 Each step runs as soon as the steps it depends on have completed (up to `max_parallel` at a
 time); its task is the spec's template with `{inputs.x}` and `{steps.id.output}` filled in. A
@@ -10,9 +10,10 @@ step whose dependency did not complete is skipped. A planner step gets the skill
 it (its sub-agents inherit it); with a `stream`, the output step's text is shown to it as the
 model writes it.
 
-With a Ray executor (`executor: ray`, docs/ray.md) the steps run on the cluster's workers,
-which build each step's agent from the job themselves (`WorkerRecipe`); the budget is the
-cluster's, the trace still this one.
+The runner builds no agent itself: `Orchestrator.run_job` hands it how (`build`). With a Ray
+executor (`executor: ray`, docs/ray.md) the steps run on the cluster's workers, which build
+each step's agent from the job themselves; the budget is the cluster's, the trace still this
+one.
 
 A job cancelled half-way (Ctrl-C) still records its `job_end`, status `cancelled`. On a trace
 opened to resume the job's run, the budget starts with everything the run spent before, and
@@ -22,15 +23,15 @@ the steps that had ended keep their results (jobs/resume.py, docs/resume.md).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
-from ..models import ChatModel, ModelSettings, TextSink, TextTap
 from ..skills.sources.mcp import server_scope
-from ..tasks import ForkExtension, GraphRun, LocalExecutor, TaskOrigin, TaskRequest, TaskSpec
+from ..tasks import GraphRun, LocalExecutor, RemoteSession, TaskOrigin, TaskRequest, TaskSpec
 from ..tasks.executor import GatedExecutor, placement
 from ..trace import Trace
 from .outputs import WorkspaceRecord
@@ -96,50 +97,35 @@ def job_status(results: list[TaskResult]) -> JobStatus:
     return "failed"
 
 
-class StepAgents(Protocol):
-    """What a job runner needs to build its steps' agents (the Orchestrator is one)."""
-
-    model: ChatModel
-    max_tokens: int | None
-    permissions: Any
-    fork: ForkExtension
-
-    def planner(
-        self,
-        *,
-        name: str = ...,
-        budget: TokenBudget | None = ...,
-        trace: Trace | None = ...,
-        model: ChatModel | None = ...,
-    ) -> AgentLoop: ...
-
-    def resolve(self, model: ModelSettings | None) -> ChatModel: ...
-
-    def new_budget(self) -> TokenBudget: ...
-
-
 class JobRunner:
-    """Runs one job's steps with the model, catalogs and permissions of `orchestrator`, on
-    a budget of its own (`orchestrator.new_budget()`) or the `budget` given."""
+    """Runs one job's steps on `budget`, each step's agent made by `build` from the context
+    `context` gives for the budget the step draws from (the job's permissions, budget and
+    trace). `shared_budget`: the budget is also other jobs' (a batch's), and counts their
+    spend itself. `remote` opens the job's run on a cluster (`orchestrator.ray`), whose
+    workers then run the steps; None runs them here."""
 
     def __init__(
         self,
-        orchestrator: StepAgents,
         job: Job,
         trace: Trace | None,
         *,
-        stream: TextSink | None = None,
+        build: Callable[[TaskRequest, ToolContext], AgentLoop],
+        context: Callable[[TokenBudget], ToolContext],
+        budget: TokenBudget,
+        shared_budget: bool = False,
+        remote: Callable[[TokenBudget], RemoteSession] | None = None,
+        user_skills: bool = False,
         workspace: WorkspaceRecord | None = None,
-        budget: TokenBudget | None = None,
     ) -> None:
-        self.orchestrator = orchestrator
-        self.workspace = workspace
         self.job = job
         self.trace = trace
-        self.stream = stream
-        # A budget given is shared with other jobs (a batch's): it counts their spend itself.
-        self.budget = budget if budget is not None else orchestrator.new_budget()
-        if budget is None and trace is not None and trace.checkpoint is not None:
+        self.build = build
+        self.make_context = context
+        self.remote = remote
+        self.user_skills = user_skills
+        self.workspace = workspace
+        self.budget = budget
+        if not shared_budget and trace is not None and trace.checkpoint is not None:
             checkpoint = trace.checkpoint
             self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
         self.outputs: dict[str, str] = {}
@@ -147,17 +133,14 @@ class JobRunner:
         self._use(self.budget)
 
     def _use(self, budget: TokenBudget) -> None:
-        self.context = step_context(self.orchestrator, budget, self.trace)
+        self.context = self.make_context(budget)
         self.executor: GatedExecutor = LocalExecutor(self._build, budget)
 
     async def run(self) -> JobResult:
-        """Run the job's steps here, or on the cluster its orchestrator's executor names."""
-        remote = getattr(self.orchestrator, "executor", None)
-        if remote is None:
+        """Run the job's steps here, or on the cluster `remote` opens."""
+        if self.remote is None:
             return await self._run()
-        checkpoint = self.trace.checkpoint if self.trace is not None else None
-        recipe = self.orchestrator.worker_recipe(self.job, checkpoint)  # type: ignore[attr-defined]
-        async with remote.open(recipe, self.budget, self.trace) as session:
+        async with self.remote(self.budget) as session:
             self._use(session.budget)
             self.executor = session.executor(TaskOrigin(kind="step"), self._build)
             return await self._run()
@@ -171,8 +154,7 @@ class JobRunner:
         ]
         if self.trace is not None:
             resumed = {"resumed": True} if self.trace.checkpoint is not None else {}
-            user_skills = getattr(self.orchestrator, "user_skills", False) is True
-            record = job_record(self.job, user_skills=user_skills)
+            record = job_record(self.job, user_skills=self.user_skills)
             self.trace.emit(
                 "job_start", "job", name=self.job.name, steps=len(specs), **record, **resumed
             )
@@ -230,35 +212,4 @@ class JobRunner:
         return placement(self.executor, request)
 
     def _build(self, request: TaskRequest) -> AgentLoop:
-        return step_agent(self.orchestrator, self.job, request, self.context, self.stream)
-
-
-def step_context(orchestrator: StepAgents, budget: TokenBudget, trace: Trace | None) -> ToolContext:
-    """The context a job's steps are forked from: the job's permissions, budget and trace."""
-    return ToolContext(
-        agent="job",
-        permissions=orchestrator.permissions,
-        budget=budget,
-        trace=trace,
-        model=orchestrator.model,
-    )
-
-
-def step_agent(
-    orchestrator: StepAgents,
-    job: Job,
-    request: TaskRequest,
-    context: ToolContext,
-    stream: TextSink | None = None,
-) -> AgentLoop:
-    """The agent of one job step: the planner, or its sub-agent, on its own model if it has
-    one (here or on a worker, which builds it the same way)."""
-    step = job.step(request.spec.id)
-    model = orchestrator.resolve(step.model) if step.model is not None else None
-    if stream is not None and step.id == job.output_step:
-        model = TextTap(model or orchestrator.model, stream, request.path)
-    if request.agent == "planner":
-        return orchestrator.planner(
-            name=request.path, budget=context.budget, trace=context.trace, model=model
-        )
-    return orchestrator.fork.build_agent(request, context, model)
+        return self.build(request, self.context)

@@ -1,8 +1,11 @@
-"""The YAML job spec as pydantic models: `Job`, `Step`, `Budget`.
+"""The YAML job spec as pydantic models: `Job`, `Step`, `Budget`, and their checks.
 
-Validation checks the structure (`extra="forbid"`), then what pydantic cannot see alone
-(checks.py): goal or steps, the step DAG, agents, template references and required inputs. Any
-problem ends in a single `SpecError` naming each field path. Paths in the spec resolve against
+Validation checks the structure (`extra="forbid"`), then the models the spec names (a
+`scripted:` script or a `replay:` trace resolves against the spec's folder and must exist;
+aliases are expanded once the spec is read whole, over the built-in aliases and the user's
+alias file), then what pydantic cannot see alone: goal or steps, the step DAG, agents,
+template references and required inputs (`check_job`). Any problem ends in a single
+`SpecError` naming each field path. Paths in the spec resolve against
 the spec file's folder (the `base_dir` of the validation context). Reading a file and applying
 command-line overrides is `loading.py`. See docs/job-spec.md.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -30,17 +33,65 @@ from pydantic import (
     model_validator,
 )
 
-from ..models import ModelSettings
+from ..errors import ConfigError
+from ..models import INHERIT, ModelAliases, ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE
 from ..skills.sources.mcp import ServerConfig
-from ..tasks import GENERAL as GENERAL_AGENT
-from ..tasks import build_graph, suggest
-from .checks import check_job
-from .model_refs import FILE_MODELS, expand_models, spec_model, step_model
-from .problems import SpecError, describe
-from .templating import NAME, Template
+from ..tasks import GENERAL, GraphError, build_graph, suggest
+from .problems import Problem, SpecError, describe
+from .templating import NAME, Template, TemplateError
+
+FILE_MODELS = {"scripted": "scripted model's script", "replay": "replayed trace"}
+"""Model providers whose target is a file; its path resolves against the spec's folder."""
+
+
+def spec_model(settings: ModelSettings, info: ValidationInfo) -> ModelSettings:
+    """A model of the spec, with a file model's file (a scripted model's script, a replayed
+    trace) made absolute (and checked)."""
+    provider = settings.provider
+    if provider not in FILE_MODELS:
+        return settings
+    context = info.context or {}
+    base = Path(context.get("base_dir") or Path.cwd())
+    script = (base / Path(settings.name.partition(":")[2]).expanduser()).resolve()
+    if not script.is_file():
+        raise ValueError(f"the {FILE_MODELS[provider]} {script} does not exist")
+    return settings.updated(name=f"{provider}:{script}")
+
+
+def step_model(value: Any) -> Any:
+    """A step's `model: inherit` is the job's model, as leaving it out is."""
+    return None if value == INHERIT else value
+
+
+def expand_models(job: Job, environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """Replace every alias in `job` by the model it stands for; the problems, by field path."""
+    try:
+        aliases = ModelAliases.standard(job.models, environ=environ)
+    except ConfigError as error:
+        return [Problem("models", str(error))]
+    problems: list[Problem] = []
+    job.model = _expanded(aliases, job.model, "model", problems) or job.model
+    for index, step in enumerate(job.steps):
+        if step.model is not None:
+            path = f"steps[{index}].model"
+            step.model = _expanded(aliases, step.model, path, problems) or step.model
+    for name, settings in job.models.items():
+        _expanded(aliases, settings, f"models.{name}", problems)
+    return problems
+
+
+def _expanded(
+    aliases: ModelAliases, settings: ModelSettings, path: str, problems: list[Problem]
+) -> ModelSettings | None:
+    try:
+        return aliases.expand(settings)
+    except ConfigError as error:
+        problems.append(Problem(path, str(error)))
+        return None
+
 
 GOAL_STEP = "goal"
 
@@ -173,7 +224,7 @@ class Step(BaseModel):
         """The agent that runs this step: its `agent`, `planner`, or `general`."""
         if self.planner:
             return "planner"
-        return self.agent or GENERAL_AGENT
+        return self.agent or GENERAL
 
 
 class Job(BaseModel):
@@ -296,3 +347,114 @@ class Job(BaseModel):
         """
         inputs = {name: value or "" for name, value in self.inputs.items()}
         return Template.parse(self.step(step_id).task).render(inputs, outputs)
+
+
+# --- Checks across fields: the job seen whole --------------------------------------------
+
+
+def check_job(job: Job, known_agents: Iterable[str] | None) -> list[Problem]:
+    """Every cross-field problem of `job`; empty when it is valid."""
+    problems = _shape(job)
+    if known_agents is not None:
+        problems += _agents(job.steps, {*known_agents, GENERAL})
+    graph, graph_problems = _graph(job.steps)
+    problems += graph_problems
+    problems += _templates(job, graph)
+    problems += _required_inputs(job)
+    return problems
+
+
+def _shape(job: Job) -> list[Problem]:
+    if job.goal is not None and job.steps:
+        return [Problem("goal", "give either goal or steps, not both")]
+    if job.goal is not None:
+        if job.output is not None:
+            return [Problem("output", "a goal job's output is the planner's answer; drop it")]
+        return []
+    if not job.steps:
+        if "steps" in job.model_fields_set:
+            return [Problem("steps", "needs at least one step")]
+        return [Problem("", "expected a 'goal' for the planner or a list of 'steps'; got neither")]
+    problems = []
+    ids = [step.id for step in job.steps]
+    if job.output is not None and job.output not in ids:
+        message = f"unknown step {job.output!r}{suggest(job.output, ids)}; steps: {', '.join(ids)}"
+        problems.append(Problem("output", message))
+    for index, step in enumerate(job.steps):
+        if step.agent is not None and step.planner:
+            problems.append(Problem(f"steps[{index}]", "give agent or planner: true, not both"))
+    return problems
+
+
+def _agents(steps: Sequence[Step], known: set[str]) -> list[Problem]:
+    problems = []
+    names = ", ".join(sorted(known))
+    for index, step in enumerate(steps):
+        if step.agent is not None and step.agent not in known:
+            hint = suggest(step.agent, known)
+            message = f"unknown agent {step.agent!r}{hint}; known agents: {names}"
+            problems.append(Problem(f"steps[{index}].agent", message))
+    return problems
+
+
+def _graph(steps: Sequence[Step]) -> tuple[nx.DiGraph | None, list[Problem]]:
+    try:
+        return build_graph(((s.id, s.depends_on) for s in steps), noun="step"), []
+    except GraphError as error:
+        return None, [Problem(p.path("steps"), p.message) for p in error.problems]
+
+
+def _templates(job: Job, graph: nx.DiGraph | None) -> list[Problem]:
+    problems = []
+    if job.goal is not None:
+        problems += _references(job, "goal", job.goal, None, None)
+    for index, step in enumerate(job.steps):
+        problems += _references(job, f"steps[{index}].task", step.task, step, graph)
+    return problems
+
+
+def _references(
+    job: Job, path: str, text: str, step: Step | None, graph: nx.DiGraph | None
+) -> list[Problem]:
+    """Problems with the references in one template; `step` is None for the goal."""
+    try:
+        template = Template.parse(text)
+    except TemplateError as error:
+        return [Problem(path, str(error))]
+    problems = []
+    for ref in template.references:
+        if ref.kind == "inputs":
+            message = _input_reference(job, ref.name)
+        elif step is None:
+            message = "a goal cannot use step outputs; it runs alone"
+        else:
+            message = _step_reference(job, step, ref.name, graph)
+        if message:
+            problems.append(Problem(path, f"{ref}: {message}"))
+    return problems
+
+
+def _input_reference(job: Job, name: str) -> str | None:
+    if name in job.inputs:
+        return None
+    declared = ", ".join(job.inputs) or "none"
+    return f"unknown input {name!r}{suggest(name, job.inputs)}; declared inputs: {declared}"
+
+
+def _step_reference(job: Job, step: Step, name: str, graph: nx.DiGraph | None) -> str | None:
+    ids = [s.id for s in job.steps]
+    if name not in ids:
+        return f"unknown step {name!r}{suggest(name, ids)}"
+    if name == step.id:
+        return "a step cannot use its own output"
+    if graph is not None and name not in nx.ancestors(graph, step.id):
+        return f"step {step.id!r} does not depend on {name!r}; add {name!r} to its depends_on"
+    return None
+
+
+def _required_inputs(job: Job) -> list[Problem]:
+    return [
+        Problem(f"inputs.{name}", f"required input has no value; give it with --set {name}=VALUE")
+        for name, value in job.inputs.items()
+        if value is None
+    ]

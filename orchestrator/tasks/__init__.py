@@ -4,6 +4,7 @@ from .executor import (
     GatedExecutor,
     LocalExecutor,
     RemoteForks,
+    RemoteSession,
     TaskExecutor,
     budget_refusal,
     placement,
@@ -11,7 +12,6 @@ from .executor import (
 )
 from .fork import ForkExtension, ForkSettings
 from .graph import GraphError, GraphProblem, build_graph, suggest
-from .remote import ray_executor
 from .restore import restored_children, restored_task
 from .scheduler import GraphRun, task_graph
 from .subagents import (
@@ -37,6 +37,7 @@ __all__ = [
     "GraphRun",
     "LocalExecutor",
     "RemoteForks",
+    "RemoteSession",
     "SubagentDef",
     "SubagentError",
     "SubagentProblem",
@@ -49,7 +50,6 @@ __all__ = [
     "build_graph",
     "check_subagent_folder",
     "placement",
-    "ray_executor",
     "builtin_subagent_folders",
     "restored_children",
     "restored_task",

@@ -21,7 +21,7 @@ from typing import Protocol
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
 from ..skills import SkillInfo
-from .task import TaskRequest
+from .task import TaskOrigin, TaskRequest
 
 
 class TaskExecutor(Protocol):
@@ -38,6 +38,21 @@ class GatedExecutor(TaskExecutor, Protocol):
     """An executor that also checks, before a task starts, that the budget can cover it."""
 
     def budget_refusal(self, request: TaskRequest) -> str | None: ...
+
+
+class RemoteSession(Protocol):
+    """One run on a remote executor (a cluster, `orchestrator.ray`): the budget its agents
+    draw from there, and the executor of its tasks of one origin."""
+
+    budget: TokenBudget
+
+    def executor(
+        self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop]
+    ) -> GatedExecutor: ...
+
+    async def __aenter__(self) -> RemoteSession: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
 
 
 # The executor of a fork's tasks, from the forking agent's context, the `context: fork` skill

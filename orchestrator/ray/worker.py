@@ -1,6 +1,6 @@
 """A Ray worker: an async actor hosting many agent loops at once (agents mostly wait).
 
-A worker gets the run's `AgentRecipe` once, when it starts, and builds each task's agent
+A worker gets the run's `WorkerRecipe` once, when it starts, and builds each task's agent
 itself from the request and the task's origin: live objects (models, connections, the skill
 catalog, the trace) never cross the wire, only what rebuilds them (a job spec, model
 settings, folders; see docs/ray.md). Its agents draw from the cluster budget through one
@@ -14,27 +14,16 @@ import asyncio
 import os
 import socket
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ...agent import AgentLoop, TaskResult, TokenBudget
-from ...skills.sources.mcp import server_scope
-from ...trace import Checkpoint, Trace
-from ..executor import run_agent_task
-from ..task import TaskOrigin, TaskRequest
+from ..agent import TaskResult
+from ..skills.sources.mcp import server_scope
+from ..tasks.executor import run_agent_task
+from ..tasks.task import TaskOrigin, TaskRequest
+from ..trace import Checkpoint
 from .budget import LeasedBudget
+from .recipe import WorkerRecipe
 from .relay import Batch, RelayTrace
-
-
-class AgentRecipe(Protocol):
-    """What a worker builds a task's agent from; it must pickle (docs/ray.md)."""
-
-    def build(
-        self,
-        request: TaskRequest,
-        origin: TaskOrigin,
-        budget: TokenBudget,
-        trace: Trace | None,
-    ) -> AgentLoop: ...
 
 
 class TaskWorker:
@@ -43,7 +32,7 @@ class TaskWorker:
     def __init__(
         self,
         label: str,
-        recipe: AgentRecipe,
+        recipe: WorkerRecipe,
         host: Any,
         relay: Any,
         run_id: str,

@@ -21,8 +21,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from ...messages import Usage
-from ...trace import Checkpoint, Event, Trace
+from ..messages import Usage
+from ..trace import Checkpoint, Event, Trace
 from ._ray import ray
 from .budget import Amount
 

@@ -20,18 +20,24 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...agent import AgentLoop, TaskResult, TokenBudget
-from ...errors import ConfigError
-from ...trace import Trace
-from ..executor import LocalExecutor
-from ..task import TaskOrigin, TaskRequest
+from ..agent import AgentLoop, RunResult, TaskResult, TokenBudget, ToolContext
+from ..errors import ConfigError
+from ..jobs import Job
+from ..models import ChatModel
+from ..planner import Orchestrator
+from ..skills import SkillInfo
+from ..tasks.executor import LocalExecutor
+from ..tasks.task import TaskOrigin, TaskRequest
+from ..trace import Trace
 from ._ray import ray
 from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
+from .recipe import WorkerRecipe
 from .relay import RelayPump, start_relay
-from .worker import AgentRecipe, TaskWorker
+from .worker import TaskWorker
 
 MAX_TASKS_PER_WORKER = 1_000
 _SESSIONS = itertools.count(1)
@@ -80,7 +86,30 @@ class RayExecutor:
         self.connect()
         return LeasedBudget(start_host(budget), "shared", lease_tokens=self.lease_tokens)
 
-    def open(self, recipe: AgentRecipe, budget: TokenBudget, trace: Trace | None) -> RaySession:
+    async def run_goal(
+        self, orchestrator: Orchestrator, goal: str, trace: Trace | None, model: ChatModel | None
+    ) -> RunResult:
+        """A goal run on the cluster: the planner here, the tasks it forks on the workers,
+        one budget across both."""
+        checkpoint = trace.checkpoint if trace is not None else None
+        recipe = WorkerRecipe.of(orchestrator, None, checkpoint)
+        async with self.open(recipe, orchestrator.new_budget(), trace) as session:
+            orchestrator.fork.remote = partial(_remote_forks, session, orchestrator.model_key)
+            try:
+                planner = orchestrator.planner(trace=trace, model=model, budget=session.budget)
+                return await planner.run(goal)
+            finally:
+                orchestrator.fork.remote = None
+
+    def open_job(
+        self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace | None
+    ) -> RaySession:
+        """Start a job's run on the cluster: its workers build the steps' agents from the
+        job and `orchestrator`'s recipe."""
+        checkpoint = trace.checkpoint if trace is not None else None
+        return self.open(WorkerRecipe.of(orchestrator, job, checkpoint), budget, trace)
+
+    def open(self, recipe: WorkerRecipe, budget: TokenBudget, trace: Trace | None) -> RaySession:
         """Start a run's actors: its budget on the cluster, its trace relay, its workers."""
         self.connect()
         try:
@@ -97,7 +126,7 @@ class RaySession:
     """One run on the cluster: its actors, the driver's lease, the relay pump."""
 
     def __init__(
-        self, settings: RayExecutor, recipe: AgentRecipe, budget: TokenBudget, trace: Trace | None
+        self, settings: RayExecutor, recipe: WorkerRecipe, budget: TokenBudget, trace: Trace | None
     ) -> None:
         self.settings = settings
         self.recipe = recipe
@@ -319,3 +348,20 @@ class RayTaskExecutor:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else type(exc).__name__
+
+
+def _remote_forks(
+    session: RaySession,
+    model_key: Callable[[ChatModel | None], str | None],
+    ctx: ToolContext,
+    running: SkillInfo | None,
+    build: Callable[[TaskRequest], AgentLoop],
+) -> RayTaskExecutor:
+    """The executor for the tasks an agent here forks, on a Ray session (`RemoteForks`)."""
+    origin = TaskOrigin(
+        kind="fork",
+        parent=ctx.agent,
+        model=model_key(ctx.model),
+        running=running.name if running is not None else None,
+    )
+    return session.executor(origin, build)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 from typing import Any, NamedTuple
 
-from ...agent import Reservation, TokenBudget
+from ..agent import Reservation, TokenBudget
 from ._ray import ray
 
 LEASE_TOKENS = 16_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 
 RAY_MISSING = "the Ray executor needs Ray, which is not installed: pip install 'orchestrator[ray]'"
 

@@ -1,18 +1,18 @@
 """Running tasks on a Ray cluster: `RayExecutor`, one budget and one trace across workers.
 
-Importing this package imports Ray; without the `[ray]` extra it raises a `ConfigError`
-naming the extra. Nothing else in the library imports it, except when a run asks for Ray.
-See docs/ray.md.
+An optional part of the package: it imports the core, and the core never imports it (a job
+spec's `executor: ray` loads it by name, `planner.executor_for`). Importing it imports Ray;
+without the `[ray]` extra it raises a `ConfigError` naming the extra. See docs/ray.md.
 """
 
 from .budget import LEASE_TOKENS, BudgetHost, LeasedBudget
 from .executor import RayExecutor, RaySession, RayTaskExecutor
+from .recipe import WorkerRecipe
 from .relay import RelayTrace, TraceRelay
-from .worker import AgentRecipe, TaskWorker
+from .worker import TaskWorker
 
 __all__ = [
     "LEASE_TOKENS",
-    "AgentRecipe",
     "BudgetHost",
     "LeasedBudget",
     "RayExecutor",
@@ -21,4 +21,5 @@ __all__ = [
     "RelayTrace",
     "TaskWorker",
     "TraceRelay",
+    "WorkerRecipe",
 ]
