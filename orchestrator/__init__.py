@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     )
     from .jobs import JobResult, load_job
     from .messages import Message, ToolCall, ToolSpec, Usage
-    from .planner import Orchestrator
+    from .planner import Orchestrator, run_job, run_job_sync
     from .security import Permissions
     from .skills import Agent, SkillCatalog
     from .tokens import TokenCounter
@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "Message": "messages",
     "ModelError": "errors",
     "Orchestrator": "planner",
+    "run_job": "planner",
+    "run_job_sync": "planner",
     "OrchestratorError": "errors",
     "PermissionDenied": "errors",
     "Permissions": "security",
@@ -83,6 +85,8 @@ __all__ = [
     "Usage",
     "load_job",
     "read_trace",
+    "run_job",
+    "run_job_sync",
     "rebuild_conversations",
     "tool",
 ]

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast, overload
 
-from .agent import AgentLoop, RunResult, TokenBudget, ToolContext
+from .agent import AgentLoop, RunResult, TokenBudget, Tool, ToolContext
 from .agent.approval import Approver
 from .jobs import (
     Job,
@@ -56,6 +56,7 @@ from .tasks import (
 )
 from .trace import Listener, Trace, open_trace
 
+T = TypeVar("T")
 DEFAULT_OUTPUT_TOKENS = 4096
 PLANNER_PROMPT = """\
 You are the planner. Reach the user's goal by the shortest sound path: do small things
@@ -72,6 +73,7 @@ class Orchestrator:
     Models (the planner's, and those that sub-agent definitions name) are resolved with
     `aliases` (the built-in ones and the user's alias file by default) and `environ` (where
     keys and base URLs come from; the process environment by default).
+    `tools` are the planner's own (functions marked `@tool`), beside its skills and `fork`.
     `approve` decides calls the permissions mark `ask`; without it they are denied.
     `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
     """
@@ -80,6 +82,7 @@ class Orchestrator:
         self,
         model: ChatModel | ModelRef,
         *,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
         skills: Sequence[str | Path] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
         max_tokens: int | None = None,
@@ -102,6 +105,9 @@ class Orchestrator:
         mine = {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")}
         self.remake: Remake = (Orchestrator, (model,), mine)
         self.executor = executor
+        self.tools = list(tools)
+        self.job: Job | None = None
+        """The job this orchestrator was made for (`from_job`): what `run()` runs."""
         self.environ = dict(os.environ if environ is None else environ)
         self.prices = STANDARD_PRICES.over(prices or {})
         self.max_cost = max_cost
@@ -166,6 +172,7 @@ class Orchestrator:
         settings["permissions"] = given.protecting([*job.named_files(), *folders.protected])
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
+        orchestrator.job = job
         if job.mcp_servers:  # each a skill of its own; relative paths start at the job's folder
             base = job.source.parent if job.source is not None else Path.cwd()
             orchestrator.catalog.add_servers(job.mcp_servers, base)
@@ -241,6 +248,7 @@ class Orchestrator:
         model = model or self.model
         return Agent(
             model,
+            self.tools,
             system=self.system,
             name=name,
             max_steps=self.max_steps,
@@ -253,15 +261,35 @@ class Orchestrator:
             approve=self.approve,
         )
 
+    @overload
     async def run(
         self,
-        goal: str,
+        goal: None = None,
+        *,
+        trace: Trace | str | Path | None = ...,
+        stream: TextSink | None = ...,
+    ) -> JobResult: ...
+
+    @overload
+    async def run(
+        self, goal: str, *, trace: Trace | str | Path | None = ..., stream: TextSink | None = ...
+    ) -> RunResult: ...
+
+    async def run(
+        self,
+        goal: str | None = None,
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
-    ) -> RunResult:
-        """Run the planner on `goal` until it answers or a limit stops it; `stream` is shown
-        the planner's text as the model writes it."""
+    ) -> RunResult | JobResult:
+        """Run the planner on `goal` until it answers or a limit stops it (a `RunResult`);
+        without a goal, run the job this orchestrator was made from (`from_job`, a
+        `JobResult`). `stream` is shown the planner's (or the job's output step's) text as
+        the model writes it."""
+        if goal is None:
+            if self.job is None:
+                raise ValueError("run() needs a goal, or an orchestrator made with from_job(job)")
+            return await self.run_job(self.job, trace=trace, stream=stream)
         trace, owned = self._open_trace(trace if trace is not None else self.trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
@@ -272,15 +300,29 @@ class Orchestrator:
             if owned and trace is not None:
                 trace.close()
 
+    @overload
     def run_sync(
         self,
-        goal: str,
+        goal: None = None,
+        *,
+        trace: Trace | str | Path | None = ...,
+        stream: TextSink | None = ...,
+    ) -> JobResult: ...
+
+    @overload
+    def run_sync(
+        self, goal: str, *, trace: Trace | str | Path | None = ..., stream: TextSink | None = ...
+    ) -> RunResult: ...
+
+    def run_sync(
+        self,
+        goal: str | None = None,
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
-    ) -> RunResult:
+    ) -> RunResult | JobResult:
         """`run` from synchronous code."""
-        return asyncio.run(self.run(goal, trace=trace, stream=stream))
+        return run_sync(self.run(goal, trace=trace, stream=stream))
 
     async def run_job(
         self,
@@ -292,7 +334,7 @@ class Orchestrator:
     ) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget
         (or `budget`, shared with other jobs); `stream` is shown the output step's text as
-        the model writes it."""
+        the model writes it. `Orchestrator.from_job(job).run()` does the same."""
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
         workspace = WorkspaceRecord.start(job, self.permissions, opened.path if opened else None)
         self.permissions = workspace.permissions(self.permissions)
@@ -309,9 +351,10 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
+        budget: TokenBudget | None = None,
     ) -> JobResult:
         """`run_job` from synchronous code."""
-        return asyncio.run(self.run_job(job, trace=trace, stream=stream))
+        return run_sync(self.run_job(job, trace=trace, stream=stream, budget=budget))
 
     @classmethod
     def for_resume(
@@ -343,10 +386,11 @@ class Orchestrator:
 
         Steps and forked tasks that had ended keep their results; those that were running
         restart from their last complete turn; the budget goes on from what was spent. A run
-        that had finished is not run again: its recorded result is returned. The spec, inputs
-        and model are the run's (`model` overrides the model, `model_options` its settings);
-        a spec that changed since is refused (`ResumeError`) unless `force`. `user_skills`,
-        `approve` and `stream` are those of `from_job`, `Orchestrator` and `run_job`.
+        that had finished is not run again: its recorded result is returned. The spec and
+        inputs are the run's; the model and permissions are the spec's (`model` overrides the
+        model, `model_options` its settings), and a run made with others is refused, as is a
+        spec that changed since (`ResumeError`), unless `force`. `user_skills`, `approve` and
+        `stream` are those of `from_job`, `Orchestrator` and `run_job`.
         """
         resumption = prepare_resume(
             trace, model=model, model_options=model_options, force=force, user_skills=user_skills
@@ -364,10 +408,30 @@ class Orchestrator:
 
     @classmethod
     def resume_sync(
-        cls, trace: str | Path, *, model: str | None = None, force: bool = False
+        cls,
+        trace: str | Path,
+        *,
+        model: str | None = None,
+        model_options: Mapping[str, Any] | None = None,
+        force: bool = False,
+        user_skills: bool = False,
+        listeners: Sequence[Listener] = (),
+        approve: Approver | None = None,
+        stream: TextSink | None = None,
     ) -> JobResult:
         """`resume` from synchronous code."""
-        return asyncio.run(cls.resume(trace, model=model, force=force))
+        return run_sync(
+            cls.resume(
+                trace,
+                model=model,
+                model_options=model_options,
+                force=force,
+                user_skills=user_skills,
+                listeners=listeners,
+                approve=approve,
+                stream=stream,
+            )
+        )
 
     def job_runner(
         self,
@@ -454,6 +518,41 @@ def executor_for(job: Job) -> RemoteExecutor | None:
 
 # How to make an orchestrator again: a factory, its arguments and keywords.
 Remake = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+def run_job(
+    job: Job,
+    *,
+    trace: Trace | str | Path | None = None,
+    stream: TextSink | None = None,
+    user_skills: bool = False,
+) -> Awaitable[JobResult]:
+    """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run(...)`."""
+    return Orchestrator.from_job(job, user_skills=user_skills).run(trace=trace, stream=stream)
+
+
+def run_job_sync(
+    job: Job,
+    *,
+    trace: Trace | str | Path | None = None,
+    stream: TextSink | None = None,
+    user_skills: bool = False,
+) -> JobResult:
+    """`run_job` from synchronous code."""
+    return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills))
+
+
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to its end from synchronous code; refused inside a running event loop
+    (`await` it there), the same for every `*_sync` method of the package."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    work.close()
+    raise RuntimeError(
+        "a *_sync method was called inside a running event loop: await the async one instead"
+    )
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:
