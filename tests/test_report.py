@@ -17,7 +17,7 @@ import pytest
 from report_traces import HOSTILE, expected_graph
 
 from orchestrator import read_trace
-from orchestrator.trace.report import collect, render_report
+from orchestrator.report import collect, render_report
 
 EXAMPLES = ("quickstart", "code-review", "sales-report")
 TAGS = {"html", "head", "meta", "title", "style", "body", "header", "div", "span", "h1", "h2"}

@@ -16,7 +16,7 @@ from browser import Chromium, Page, find_chromium
 from report_traces import expected_graph
 
 from orchestrator import read_trace, rebuild_conversations
-from orchestrator.trace.report import write_report
+from orchestrator.report import write_report
 
 COUNT = "document.querySelectorAll({!r}).length"
 OPEN_ALL = """(async () => {

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-import orchestrator.trace
+import orchestrator.telemetry
 from orchestrator import Agent, ConfigError, Orchestrator, TokenBudget, Trace, load_job, tool
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, SubagentRegistry
@@ -291,15 +291,15 @@ def test_without_the_extra_instrument_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
-    monkeypatch.delitem(sys.modules, "orchestrator.trace.spans")
-    monkeypatch.delattr(orchestrator.trace, "spans")
+    monkeypatch.delitem(sys.modules, "orchestrator.telemetry.spans")
+    monkeypatch.delattr(orchestrator.telemetry, "spans")
     with pytest.raises(ConfigError, match=r'pip install "orchestrator\[otel\]"'):
         instrument()
     assert Trace().sinks == []
 
 
 def test_usage_cache_counts_light_up_when_usage_has_them() -> None:
-    from orchestrator.trace.genai import usage_attributes
+    from orchestrator.telemetry.genai import usage_attributes
 
     usage = {"input_tokens": 120, "output_tokens": 8, "cache_read_tokens": 100}
     assert usage_attributes(usage) == {

@@ -23,7 +23,7 @@ from ..jobs import Job, load_job, parse_model_options, parse_set_options
 from ..jobs.batch import Batch, Row, read_rows
 from ..planner import Orchestrator, executor_for
 from ..trace import Trace, new_run_id
-from ..trace.words import plural
+from ..trace.summary import plural
 from .executors import add_executor_arguments, with_executor
 from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments, config_error
 from .run import DEFAULT_TRACE_DIR, refusal_lines

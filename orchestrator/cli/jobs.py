@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..jobs import Job, SpecError, load_job, parse_model_options, parse_set_options
 from ..jobs.preflight import Preflight, preflight_job
 from ..models import MissingSettingError
-from ..trace.words import plural
+from ..trace.summary import plural
 
 EXIT_OK = 0
 EXIT_SPEC_ERROR = 2

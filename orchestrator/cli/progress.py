@@ -26,7 +26,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..trace import Event
-from ..trace.genai import number
+from ..trace.summary import number
 from .rows import SILENCE_AFTER, AgentState, Row, row_of
 
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..report import write_report
 from ..trace.reader import TraceReader
-from ..trace.report import write_report
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
 
 

@@ -25,8 +25,8 @@ from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
+from ..telemetry import instrument_otlp
 from ..trace import Checkpoint, Trace, new_run_id
-from ..trace.telemetry import instrument_otlp
 from . import STARTED
 from .answer import AnswerStream
 from .approval import TerminalApprover, terminal_approver

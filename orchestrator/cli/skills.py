@@ -31,7 +31,7 @@ from ..skills.sources.mcp import (
     sync_server_scope,
     with_servers_sync,
 )
-from ..trace.words import plural
+from ..trace.summary import plural
 
 
 def register(subparsers: Any) -> None:

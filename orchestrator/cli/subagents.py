@@ -16,7 +16,7 @@ from typing import Any
 from ..tasks import SubagentRegistry, builtin_subagent_folders, check_subagent_folder, suggest
 from ..tasks.discovery import project_subagent_folders, user_subagent_folders
 from ..tasks.subagents import SubagentDef
-from ..trace.words import plural
+from ..trace.summary import plural
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -179,7 +179,7 @@ OTHER_READS: Mapping[str, str] = {
     "tools edit, after `refusal` has been asked",
     "orchestrator.skills.sources.mcp.connection:_group_in": "the process group a stdio MCP "
     "server's launcher wrote, in a private temporary folder of the run's own",
-    "orchestrator.trace.report.page:asset": "the report's own CSS and script, in the package",
+    "orchestrator.report.page:asset": "the report's own CSS and script, in the package",
     "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",
     "orchestrator.cli.__init__:_dispatch": "opens the null device to silence output",
     "orchestrator.jobs.runner:JobRunner.run": "writes the job's result; reads nothing",

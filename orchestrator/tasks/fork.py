@@ -40,7 +40,7 @@ from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
 from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
-from ..trace.words import plural
+from ..trace.summary import plural
 from .executor import LocalExecutor, RemoteForks
 from .graph import GraphError, suggest
 from .restore import restore_forks

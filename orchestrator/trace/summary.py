@@ -11,10 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .events import Event
-from .genai import number
-from .words import plural
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`count` and `noun`, the noun in the plural unless `count` is 1 (`many` when the plural
+    is not the noun with an s: `plural(2, "match", "matches")`). Counts get thousands
+    separators. Every message with a count uses it (the CLI, `trace show`, the report), so
+    none says "1 folders" or "problem(s)"."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
+def number(value: Any) -> float | None:
+    """A cost or count read from a trace as a number, or None (never a guess)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
 
 SKIPPED_SHOWN = 5
 """How many skipped lines the summary names (the CLI names them all on stderr)."""

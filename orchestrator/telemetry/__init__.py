@@ -1,4 +1,6 @@
-"""Turning OpenTelemetry export on: from then on, every run's events also become spans.
+"""OpenTelemetry export of runs: `instrument()`, from then on every run's events also become
+spans. An optional part of the package (the `[otel]` extra): it imports the core through the
+trace's sink seam (`add_sink`), and the core never imports it.
 
     from orchestrator.telemetry import instrument
 
@@ -18,7 +20,7 @@ from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from .writer import Sink, Trace, add_sink, remove_sink
+from ..trace.writer import Sink, Trace, add_sink, remove_sink
 
 if TYPE_CHECKING:  # the otel extra may not be installed
     from opentelemetry.trace import TracerProvider

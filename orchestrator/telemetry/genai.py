@@ -10,7 +10,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .writer import Event
+from ..trace.summary import number
+from ..trace.writer import Event
 
 Attributes = dict[str, Any]
 Mask = Callable[[str], str]
@@ -31,13 +32,6 @@ def provider_and_model(name: str | None) -> tuple[str, str]:
 def clean(attributes: Mapping[str, Any]) -> Attributes:
     """Attributes without the ones that have no value (OpenTelemetry refuses None)."""
     return {k: v for k, v in attributes.items() if v is not None}
-
-
-def number(value: Any) -> float | None:
-    """A cost or count as a number, or None (never a guess)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return value
 
 
 def usage_attributes(usage: Mapping[str, Any] | None) -> Attributes:

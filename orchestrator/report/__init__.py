@@ -1,11 +1,12 @@
 """The HTML run report: one self-contained page a person opens in a browser.
 
-    from orchestrator.trace.report import write_report
+    from orchestrator.report import write_report
     write_report("run.jsonl", "report.html")
 
 It shows the task graph, a timeline of every agent's model and tool calls, tokens (and cost,
 when the trace has it) per agent as a tree, the skills each agent loaded, every error, and
-each conversation. See docs/report.md.
+each conversation. See docs/report.md. An optional part of the package: it reads the core's
+JSONL trace, and the core never imports it.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..reader import TraceReader, iter_trace
-from ..writer import Event
+from ..trace import Event
+from ..trace.reader import TraceReader, iter_trace
 from .collect import collect
 from .model import AgentRun, RunReport
 from .page import render_page

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..writer import Event
+from ..trace import Event
 from .model import AgentRun, Bar, ErrorItem, RunReport, Task
 
 Handler = Callable[["Collector", Event], None]
