@@ -21,8 +21,8 @@ from typing import Any
 
 from orchestrator import Agent, Trace, read_trace, tool
 from orchestrator.models import ScriptedModel
-from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
 from orchestrator.report import render_report
+from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 

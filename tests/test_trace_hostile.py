@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from cli_process import orchestrator
 
+from orchestrator.report import collect, render_report
 from orchestrator.trace import read_trace, rebuild_conversations
 from orchestrator.trace.history import run_info
-from orchestrator.report import collect, render_report
 from orchestrator.trace.summary import render, summarize
 
 WRONG: list[Any] = ["x", 5, True, [], {}, None, ["x"], {"x": "y"}]
