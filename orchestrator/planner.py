@@ -149,7 +149,7 @@ class Orchestrator:
 
         A spec without `skills:` (`subagents:`) searches its folder's `skills/`,
         `.claude/skills/`, `.agents/skills/` (`subagents/`, `.claude/agents/`,
-        `.codex/agents/`); `user_skills` adds the home folders (orchestrator.jobs.folders).
+        `.codex/agents/`); `user_skills` adds the home folders (orchestrator.skills.discovery).
         """
         folders = job_folders(job, user=user_skills)
         settings: dict[str, Any] = {

@@ -252,6 +252,8 @@ def _reads(func: ast.expr) -> bool:
         return func.id in READ_CALLS
     if isinstance(func, ast.Attribute):
         owner = func.value.id if isinstance(func.value, ast.Name) else None
+        if owner == "self":
+            return False  # a method of the object itself (`self.open(...)`), not a file
         return func.attr in READ_CALLS or (owner, func.attr) in READ_MODULE_CALLS
     return False
 

@@ -28,7 +28,7 @@ from ..models import DEFAULT_ALIAS, ModelAliases, ModelSettings, user_alias_file
 from ..planner import Orchestrator
 from ..security import Permissions, SecretMask
 from ..security.inventory import configuration_in, default_workspace
-from ..tasks.discovery import discover
+from ..skills.discovery import discover
 from ..trace import Trace, new_run_id
 from .answer import AnswerStream
 from .jobs import (

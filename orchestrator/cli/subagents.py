@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..skills.discovery import project_subagent_folders, user_subagent_folders
 from ..tasks import SubagentRegistry, builtin_subagent_folders, check_subagent_folder, suggest
-from ..tasks.discovery import project_subagent_folders, user_subagent_folders
 from ..tasks.subagents import SubagentDef
 from ..trace.summary import plural
 

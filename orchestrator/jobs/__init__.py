@@ -3,13 +3,18 @@
 import importlib
 import warnings
 
-from .dotenv import read_dotenv
-from .folders import job_folders
-from .loading import load_job, load_spec, parse_model_options, parse_set_options, read_yaml
+from .loading import (
+    job_folders,
+    load_job,
+    load_spec,
+    parse_model_options,
+    parse_set_options,
+    read_dotenv,
+    read_yaml,
+)
 from .problems import Problem, SpecError
-from .record import job_record, spec_digest
 from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
-from .runner import JobResult, JobRunner, JobStatus, job_status
+from .runner import JobResult, JobRunner, JobStatus, job_record, job_status, spec_digest
 from .spec import GOAL_STEP, Budget, Executor, Job, Step
 
 __all__ = [

@@ -28,8 +28,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Usage
 from ..security import SecretMask, secrets_from_environment
-from .dotenv import job_dotenv
-from .loading import load_job, read_yaml
+from .loading import job_dotenv, load_job, read_yaml
 from .runner import JobResult
 from .spec import Job
 

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dotenv import dotenv_values
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from ..security.inventory import DOTENV_FILES
 from ..security.yaml_input import YamlInputError, load_yaml
+from ..skills.discovery import Folders, discover
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
-from .dotenv import job_dotenv
-from .folders import job_folders
 from .problems import Problem, SpecError, describe, problems_from
 from .spec import FILE_MODELS, Job
 
@@ -192,3 +193,43 @@ def _override(
             problems.append(Problem(f"--set {key}", message))
     data["inputs"] = declared
     return problems
+
+
+# --- What a spec brings along: its folders and its .env files ------------------------------
+
+
+DOTENV = DOTENV_FILES[0]
+
+
+def read_dotenv(folders: Iterable[Path | None]) -> dict[str, str]:
+    """The variables of the `.env` file in each folder; a later folder wins over an earlier."""
+    values: dict[str, str] = {}
+    seen: set[Path] = set()
+    for folder in folders:
+        if folder is None:
+            continue
+        path = (folder / DOTENV).resolve()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        found = dotenv_values(path, interpolate=False)
+        values.update({name: value for name, value in found.items() if value is not None})
+    return values
+
+
+def job_dotenv(spec: Path, cwd: Path | None = None) -> dict[str, str]:
+    """The `.env` variables for the job spec at `spec`: the working folder's, then the spec's."""
+    return read_dotenv([cwd or Path.cwd(), spec.resolve().parent])
+
+
+def job_folders(job: Job, *, user: bool = False, home: Path | None = None) -> Folders:
+    """Where `job` finds its skills and sub-agents, and which folders to keep read-only."""
+    base = job.source.resolve().parent if job.source is not None else None
+    given = job.model_fields_set
+    return discover(
+        base,
+        skills=list(job.skills) if "skills" in given else None,
+        subagents=list(job.subagents) if "subagents" in given else None,
+        user=user,
+        home=home,
+    )

@@ -1,6 +1,6 @@
 """What would certainly fail once a job runs, found before anything starts.
 
-The spec's own checks (checks.py) see the file; these see what it points at: the workspace
+The spec's own checks (`spec.check_job`) see the file; these see what it points at: the workspace
 folder, and the sub-agent definitions its steps name (their model must be one that can be
 built, their `skills:` must name skills that exist). `orchestrator validate` reports them;
 `orchestrator run` and `resume` refuse to start on them. Definitions only a planner might fork are
@@ -17,7 +17,7 @@ from ..models import ModelAliases, check_model
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
-from .folders import job_folders
+from .loading import job_folders
 from .problems import Problem
 from .spec import Job
 

@@ -26,8 +26,7 @@ from ..trace import Checkpoint, load_checkpoint
 from ..trace.lock import is_locked
 from ..trace.reader import verify_trace
 from .loading import load_job
-from .record import permissions_record, spec_digest
-from .runner import JobResult
+from .runner import JobResult, permissions_record, spec_digest
 from .spec import Job
 
 

@@ -23,8 +23,10 @@ the steps that had ended keep their results (jobs/resume.py, docs/resume.md).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -35,7 +37,6 @@ from ..tasks import GraphRun, LocalExecutor, RemoteSession, TaskOrigin, TaskRequ
 from ..tasks.executor import GatedExecutor, placement
 from ..trace import Trace
 from .outputs import WorkspaceRecord
-from .record import job_record
 from .spec import Job
 
 JobStatus = Literal["completed", "failed", "budget_exhausted", "cancelled"]
@@ -213,3 +214,35 @@ class JobRunner:
 
     def _build(self, request: TaskRequest) -> AgentLoop:
         return self.build(request, self.context)
+
+
+# --- What `job_start` records of a job, so that `resume` can load it again ----------------
+
+
+def spec_digest(path: str | Path) -> str:
+    """The sha256 of a spec file's bytes, in hex."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
+    """The fields `job_start` adds for `resume`: spec, spec_sha256, inputs, model,
+    model_options, user_skills (when set) and output_step. No key is among them: settings
+    name the variable that holds one (`api_key_env`), never its value."""
+    source = job.source
+    spec = str(Path(source).resolve()) if source is not None else None
+    digest = spec_digest(source) if source is not None and Path(source).is_file() else None
+    return {
+        "spec": spec,
+        "spec_sha256": digest,
+        "inputs": {name: value for name, value in job.inputs.items() if value is not None},
+        "model": job.model.name,
+        "model_options": job.model.options(),
+        "permissions": permissions_record(job),
+        **({"user_skills": True} if user_skills else {}),
+        "output_step": job.output_step,
+    }
+
+
+def permissions_record(job: Job) -> dict[str, Any]:
+    """The job's permissions as its spec (and the flags) gave them, as JSON values."""
+    return job.permissions.model_dump(mode="json")

@@ -74,7 +74,7 @@ KINDS: tuple[Kind, ...] = (
         named_by_run=True,
         readers=(
             "orchestrator.jobs.loading:read_yaml",
-            "orchestrator.jobs.record:spec_digest",
+            "orchestrator.jobs.runner:spec_digest",
             "orchestrator.security.inventory:_reads_as_job_spec",
         ),
     ),
@@ -93,7 +93,7 @@ KINDS: tuple[Kind, ...] = (
         "keys and base URLs for models",
         file_names=DOTENV_FILES,
         secret=True,
-        readers=("orchestrator.jobs.dotenv:read_dotenv",),
+        readers=("orchestrator.jobs.loading:read_dotenv",),
     ),
     Kind(
         "user configuration",
@@ -182,8 +182,6 @@ OTHER_READS: Mapping[str, str] = {
     "orchestrator.report.page:asset": "the report's own CSS and script, in the package",
     "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",
     "orchestrator.cli.__init__:_dispatch": "opens the null device to silence output",
-    "orchestrator.jobs.runner:JobRunner.run": "writes the job's result; reads nothing",
-    "orchestrator.jobs.remote:run_remote": "writes a goal run's result; reads nothing",
 }
 """Functions that read or open files that are not configuration, and why."""
 

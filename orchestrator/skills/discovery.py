@@ -8,7 +8,12 @@ never hold skills (`.git`, `node_modules`, virtual environments, caches); it sto
 `MAX_DEPTH` levels and `MAX_FOLDERS` folders.
 
 Projects keep skills in `skills/`, `.claude/skills/` (Claude Code) and `.agents/skills/` (the
-cross-client convention); users in `~/.claude/skills/` and `~/.agents/skills/`.
+cross-client convention), and sub-agents in `subagents/`, `.claude/agents/` and
+`.codex/agents/`; users keep them in the same folders under the home folder, searched only
+when asked for, since a job should not depend on one machine's home (`discover`). Project
+folders come first, then the user's, then the built-ins. Every candidate folder of a project
+is read-only to the run's file tools, whether or not it exists: a model must not be able to
+create a skill for the next run of the same job.
 """
 
 from __future__ import annotations
@@ -16,10 +21,15 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..security.inventory import PROJECT_SKILL_FOLDERS, USER_SKILL_FOLDERS
+from ..security.inventory import (
+    PROJECT_SKILL_FOLDERS,
+    PROJECT_SUBAGENT_FOLDERS,
+    USER_SKILL_FOLDERS,
+    USER_SUBAGENT_FOLDERS,
+)
 from .frontmatter import skill_file_in
 
 MAX_DEPTH = 6
@@ -109,3 +119,59 @@ def user_skill_folders(home: Path | None = None) -> list[Path]:
     """The user's own skill folders (`~/.claude/skills/`, `~/.agents/skills/`) that exist."""
     home = home if home is not None else Path.home()
     return [home / relative for relative in USER_SKILL_FOLDERS if (home / relative).is_dir()]
+
+
+# --- A project's and a user's folders of skills and sub-agents ---------------------------
+
+
+@dataclass
+class Folders:
+    """The skill and sub-agent folders a run searches (before the built-ins), and the
+    folders to keep read-only."""
+
+    skills: list[Path] = field(default_factory=list)
+    subagents: list[Path] = field(default_factory=list)
+    protected: list[Path] = field(default_factory=list)
+
+
+def project_subagent_folders(base: Path) -> list[Path]:
+    """The sub-agent folders of a project that exist under `base`."""
+    return [folder for folder in candidate_subagent_folders(base) if folder.is_dir()]
+
+
+def candidate_subagent_folders(base: Path) -> list[Path]:
+    return [base / relative for relative in PROJECT_SUBAGENT_FOLDERS]
+
+
+def user_subagent_folders(home: Path | None = None) -> list[Path]:
+    """The user's own sub-agent folders that exist."""
+    home = home if home is not None else Path.home()
+    return [home / relative for relative in USER_SUBAGENT_FOLDERS if (home / relative).is_dir()]
+
+
+def discover(
+    base: Path | None,
+    *,
+    skills: list[Path] | None = None,
+    subagents: list[Path] | None = None,
+    user: bool = False,
+    home: Path | None = None,
+) -> Folders:
+    """The folders of a run whose own folder is `base`: `skills` and `subagents` when given
+    (None: search the project's folders under `base`), then the user's when `user`."""
+    found = Folders()
+    if skills is not None:
+        found.skills = list(skills)
+    elif base is not None:
+        found.skills = project_skill_folders(base)
+        found.protected += candidate_skill_folders(base)
+    if subagents is not None:
+        found.subagents = list(subagents)
+    elif base is not None:
+        found.subagents = project_subagent_folders(base)
+        found.protected += candidate_subagent_folders(base)
+    if user:
+        found.skills += user_skill_folders(home)
+        found.subagents += user_subagent_folders(home)
+    found.protected += [*found.skills, *found.subagents]
+    return found
