@@ -603,9 +603,11 @@ def test_validate_bad_spec_exits_2_with_error_on_stderr(tmp_path: Path) -> None:
 
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr.startswith("error: job.yaml: 2 problems\n")
+    # One pass: the flags' problems, the spec's, and the agent no definition gives.
+    assert result.stderr.startswith("error: job.yaml: 3 problems\n")
     assert "--set regoin:" in result.stderr
     assert "model: unknown model 'x': give 'provider:model'" in result.stderr
+    assert "steps[0].agent: unknown agent 'analyst'" in result.stderr
 
 
 def test_validate_malformed_set_option(tmp_path: Path) -> None:

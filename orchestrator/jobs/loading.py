@@ -50,10 +50,24 @@ def load_job(
         "trace": trace,
         "text": text,
     }
-    job = load_spec(path, **overrides)
-    folders = job_folders(job, user=user_skills).subagents
+    # The agents a step may name are known before the spec is validated, so that one pass
+    # reports every problem, an unknown agent among them.
+    data = read_yaml(Path(path), text)
+    folders = _subagent_folders(Path(path), data, user=user_skills)
     registry = SubagentRegistry(folders=[*folders, *builtin_subagent_folders(builtin)])
-    return load_spec(path, known_agents=registry.names, **overrides)
+    return load_spec(path, known_agents=registry.names, data=data, **overrides)
+
+
+def _subagent_folders(path: Path, data: Mapping[str, Any], *, user: bool) -> list[Path]:
+    """The sub-agent folders a spec's raw data points at (its `subagents:`, else its folder's
+    project folders): those that exist; the spec's own validation names the others."""
+    base = path.resolve().parent
+    given = data.get("subagents")
+    folders = None
+    if isinstance(given, list):
+        folders = [(base / str(p)).expanduser().resolve() for p in given if isinstance(p, str)]
+        folders = [folder for folder in folders if folder.is_dir()]
+    return discover(base, subagents=folders, user=user).subagents
 
 
 def load_spec(
@@ -65,15 +79,17 @@ def load_spec(
     inputs: Mapping[str, str] | None = None,
     trace: str | Path | None = None,
     text: str | None = None,
+    data: dict[str, Any] | None = None,
 ) -> Job:
-    """Read, override and validate the job spec at `path` (or `text`), or raise one SpecError.
+    """Read, override and validate the job spec at `path` (or `text`, or `data`: the spec
+    read already, which is changed in place), or raise one SpecError.
 
     `known_agents`: names `agent:` may use (`general` is always known); None skips the check.
     `model`, `model_options`, `inputs` and `trace` override the spec; their paths resolve
     against the current directory, as a user typing them expects.
     """
     path = Path(path)
-    data = read_yaml(path, text)
+    data = read_yaml(path, text) if data is None else data
     problems = _override(data, model=model, inputs=inputs or {}, trace=trace)
     if model_options:
         data["model"] = override_model_options(data.get("model"), model_options)

@@ -408,9 +408,22 @@ def _templates(job: Job, graph: nx.DiGraph | None) -> list[Problem]:
     problems = []
     if job.goal is not None:
         problems += _references(job, "goal", job.goal, None, None)
+    # Which step may use which output is read off the dependencies that are sound, even when
+    # others are not (a cycle, an unknown step): one pass reports both kinds of problem.
+    reach = graph if graph is not None else _sound_dependencies(job.steps)
     for index, step in enumerate(job.steps):
-        problems += _references(job, f"steps[{index}].task", step.task, step, graph)
+        problems += _references(job, f"steps[{index}].task", step.task, step, reach)
     return problems
+
+
+def _sound_dependencies(steps: Sequence[Step]) -> nx.DiGraph:
+    """The steps' dependencies that name another known step (a graph that may have cycles)."""
+    ids = {step.id for step in steps}
+    reach = nx.DiGraph()
+    reach.add_nodes_from(ids)
+    for step in steps:
+        reach.add_edges_from((d, step.id) for d in step.depends_on if d in ids and d != step.id)
+    return reach
 
 
 def _references(
