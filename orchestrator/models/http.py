@@ -303,7 +303,7 @@ def bad_reply(provider: str, what: str) -> RetryableModelError:
 
 
 def is_event_stream(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+    return str(response.headers.get("content-type", "")).startswith("text/event-stream")
 
 
 async def read_json(response: httpx.Response, provider: str) -> Any:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -175,7 +175,7 @@ class RetryPolicy:
 
     def backoff(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (1-based) when the server named none."""
-        delay = min(self.backoff_base * 2 ** (retry - 1), self.backoff_cap)
+        delay = min(self.backoff_base * 2.0 ** (retry - 1), self.backoff_cap)
         return delay * (1 - JITTER * random.random())
 
 
@@ -262,7 +262,10 @@ KEY_REFUSED = (
     "a key does not belong in a file that may be shared; name the environment variable that "
     "holds it instead (api_key_env: MY_KEY), set in the environment or in a .env file"
 )
-_WIRE_OPTIONS = {"openai": OpenAIOptions, "anthropic": AnthropicOptions}
+_WIRE_OPTIONS: dict[str, type[WireOptions]] = {
+    "openai": OpenAIOptions,
+    "anthropic": AnthropicOptions,
+}
 _WIRE_NAMES = {"openai": "Chat Completions", "anthropic": "the Messages API"}
 
 
@@ -284,19 +287,27 @@ def _option_fields() -> dict[str, Any]:
 
 _OPTIONS = _option_fields()
 OPTION_NAMES: tuple[str, ...] = tuple(_OPTIONS)
-_Fields: type[BaseModel] = create_model(
-    "_Fields",
-    __config__=ConfigDict(extra="forbid", frozen=True),
-    name=(
-        Annotated[str, Field(min_length=1)],
-        Field(description="`provider:model` (`openai:gpt-4o-mini`), or an alias (`sonnet`)."),
-    ),
-    api_key_env=(
-        Annotated[str, Field(pattern=ENV_NAME)] | None,
-        Field(None, description="The environment variable that holds the API key."),
-    ),
-    **_OPTIONS,
-)
+if TYPE_CHECKING:
+    # What a type checker sees of the generated fields: the two every reference has; the
+    # options are read through `options()` and `getattr`.
+    class _Fields(BaseModel):
+        name: str
+        api_key_env: str | None = None
+
+else:
+    _Fields = create_model(
+        "_Fields",
+        __config__=ConfigDict(extra="forbid", frozen=True),
+        name=(
+            Annotated[str, Field(min_length=1)],
+            Field(description="`provider:model` (`openai:gpt-4o-mini`), or an alias (`sonnet`)."),
+        ),
+        api_key_env=(
+            Annotated[str, Field(pattern=ENV_NAME)] | None,
+            Field(None, description="The environment variable that holds the API key."),
+        ),
+        **_OPTIONS,
+    )
 
 
 class ModelSettings(_Fields):
