@@ -37,9 +37,8 @@ if __package__ in (None, ""):
 from bench.cache_rules import anthropic_tally, openai_tally
 from bench.skills_tokens import PLANNER_SYSTEM, write_catalog
 from orchestrator import Agent
-from orchestrator.models import ScriptedModel
-from orchestrator.models.anthropic_request import AnthropicOptions
-from orchestrator.models.anthropic_request import build_body as anthropic_body
+from orchestrator.models import AnthropicOptions, ScriptedModel
+from orchestrator.models.anthropic import build_body as anthropic_body
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.openai import OpenAIOptions
 from orchestrator.models.openai import build_body as openai_body

@@ -15,7 +15,7 @@ from orchestrator.agent import TokenBudget
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
 from orchestrator.models import ScriptedModel
-from orchestrator.models.anthropic_cache import mark_cache_breakpoints
+from orchestrator.models.anthropic import mark_cache_breakpoints
 from orchestrator.models.prices import Price, PriceTable, load_prices, parse_prices
 from orchestrator.trace.summary import render, summarize
 

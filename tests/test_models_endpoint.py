@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 
-from orchestrator.models.endpoint import Endpoint, _Gate
+from orchestrator.models.http import Endpoint, _Gate
 
 
 async def test_a_cancelled_waiter_does_not_lose_a_place() -> None:

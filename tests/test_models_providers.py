@@ -7,7 +7,7 @@ import pytest
 from orchestrator import Agent
 from orchestrator.errors import ConfigError
 from orchestrator.models import AnthropicModel, OpenAIChatModel, resolve_model
-from orchestrator.models.providers import PRESETS
+from orchestrator.models.settings import PRESETS
 
 KEY = "sk-test-0123456789abcdef"
 ENV_NAMES = {name for p in PRESETS.values() for name in (p.base_url_env, p.key_env) if name}

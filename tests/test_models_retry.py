@@ -6,7 +6,8 @@ from email.utils import formatdate
 
 import pytest
 
-from orchestrator.models.retry import RetryPolicy, retry_after, should_retry
+from orchestrator.models.http import retry_after, should_retry
+from orchestrator.models.settings import RetryPolicy
 
 
 @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.models.sse import ServerSentEvent, SSEDecoder, iter_events
+from orchestrator.models.http import ServerSentEvent, SSEDecoder, iter_events
 
 
 def test_events_are_split_at_blank_lines_and_named() -> None:

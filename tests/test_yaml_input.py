@@ -11,8 +11,8 @@ import yaml
 
 from orchestrator.errors import ConfigError
 from orchestrator.jobs import SpecError, load_spec, parse_model_options
-from orchestrator.models.aliases import read_alias_file
 from orchestrator.models.prices import load_prices
+from orchestrator.models.resolve import read_alias_file
 from orchestrator.models.scripted import load_script
 from orchestrator.security import yaml_input
 from orchestrator.security.yaml_input import YamlInputError, YamlTooLarge, load_yaml

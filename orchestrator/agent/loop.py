@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ModelError
 from ..messages import Message, ToolCall, Transcript
 from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
-from ..models.registry import resolve_model
+from ..models.resolve import resolve_model
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
 from .approval import Approver

@@ -1,34 +1,78 @@
-"""Models: the ChatModel protocol, its adapters, and `resolve_model`."""
+"""Models: the ChatModel protocol, its adapters, and `resolve_model`.
 
-from .adapter import UnusableStreamError
-from .aliases import (
-    BUILTIN_ALIASES,
-    DEFAULT_ALIAS,
-    INHERIT,
-    ModelAliases,
-    ModelRef,
-    user_alias_file,
-)
-from .anthropic import AnthropicModel, AnthropicOptions
+The room, by concept: `base.py` the interface (and `TextTap`); `settings.py` what a model is
+resolved with; `resolve.py` aliases, providers and `resolve_model`; `scripted.py` and
+`replay.py` the offline models; `prices.py` what calls cost; the HTTP adapters: `adapter.py`
+(streamed or whole, and the fallback), the wire formats `openai.py` and `anthropic.py`, and the
+connection `http.py`. The HTTP names below are loaded on first use, so importing this package
+and running a scripted model never loads httpx.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from .base import (
     ChatModel,
     ForcedTool,
     ModelRequest,
     ModelResponse,
+    TextSink,
+    TextTap,
     ToolChoice,
-    WireOptions,
     output_cap,
 )
-from .endpoint import close_connections
-from .http import Connection, ConnectionSettings
-from .openai import OpenAIChatModel, OpenAIOptions
-from .providers import PRESETS, MissingSettingError
-from .registry import PROVIDERS, check_model, resolve_model
 from .replay import ReplayMismatch, ReplayModel
-from .retry import RetryPolicy
+from .resolve import (
+    BUILTIN_ALIASES,
+    DEFAULT_ALIAS,
+    INHERIT,
+    PROVIDERS,
+    ModelAliases,
+    ModelRef,
+    ResolvedModels,
+    check_model,
+    resolve_model,
+    user_alias_file,
+)
 from .scripted import ScriptedModel
-from .settings import OPTION_NAMES, ModelSettings
-from .tap import TextSink, TextTap
+from .settings import (
+    OPTION_NAMES,
+    PRESETS,
+    AnthropicOptions,
+    ConnectionSettings,
+    MissingSettingError,
+    ModelSettings,
+    OpenAIOptions,
+    RetryPolicy,
+    WireOptions,
+)
+
+if TYPE_CHECKING:
+    from .adapter import UnusableStreamError
+    from .anthropic import AnthropicModel
+    from .http import Connection, close_connections
+    from .openai import OpenAIChatModel
+
+_ON_FIRST_USE = {
+    "AnthropicModel": ".anthropic",
+    "Connection": ".http",
+    "OpenAIChatModel": ".openai",
+    "UnusableStreamError": ".adapter",
+    "close_connections": ".http",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The HTTP adapters' names, imported when first asked for."""
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BUILTIN_ALIASES",
@@ -53,6 +97,7 @@ __all__ = [
     "OpenAIOptions",
     "ReplayMismatch",
     "ReplayModel",
+    "ResolvedModels",
     "RetryPolicy",
     "ScriptedModel",
     "TextSink",

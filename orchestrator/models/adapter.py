@@ -17,14 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import httpx
 
 from ..errors import ModelError
-from .base import ModelRequest, ModelResponse, WireOptions
-from .http import Connection, is_event_stream, read_json
-from .sse import ServerSentEvent, aiter_events
+from .base import ModelRequest, ModelResponse
+from .http import Connection, ServerSentEvent, aiter_events, is_event_stream, read_json
+from .settings import WireOptions
+
+Options = TypeVar("Options", bound=WireOptions)
 
 STREAM_SETTING = (
     "turn streaming off for this model: `stream: false` in its model settings (a job spec's "
@@ -48,32 +50,32 @@ def cut_short(provider: str) -> UnusableStreamError:
 
 
 class Assembler(Protocol):
-    """Rebuilds one reply from its stream events (`ChunkAssembler`, `EventAssembler`)."""
+    """Rebuilds one reply from its stream events: one per wire format (`ChunkAssembler` in
+    openai.py, `EventAssembler` in anthropic.py), and a new wire format brings its own."""
 
     def feed(self, event: ServerSentEvent) -> bool: ...
 
     def response(self) -> ModelResponse: ...
 
 
-class HTTPChatModel:
-    """A ChatModel over a Connection; subclasses supply the wire format.
+class HTTPChatModel(Generic[Options]):
+    """A ChatModel over a Connection; subclasses supply the wire format and its options.
 
     `path` is the request path under the base URL, `headers` go with every request.
     """
 
     path: ClassVar[str]
     headers: ClassVar[Mapping[str, str]] = {}
-    options: WireOptions
 
     def __init__(
-        self, model: str, connection: Connection, options: WireOptions, *, name: str | None
+        self, model: str, connection: Connection, options: Options, *, name: str | None
     ) -> None:
         self.model = model
         self.connection = connection
         self.options = options
         self.name = name or f"{connection.provider}:{model}"
 
-    def build_body(self, request: ModelRequest, options: Any) -> dict[str, Any]:
+    def build_body(self, request: ModelRequest, options: Options) -> dict[str, Any]:
         raise NotImplementedError
 
     def parse_whole(self, data: Any) -> ModelResponse:
@@ -103,7 +105,7 @@ class HTTPChatModel:
             )
             return await self._send(request, options.model_copy(update={"stream": False}))
 
-    async def _send(self, request: ModelRequest, options: WireOptions) -> ModelResponse:
+    async def _send(self, request: ModelRequest, options: Options) -> ModelResponse:
         body = self.build_body(request, options)
         read = self._read_stream if options.stream else self._read_whole
         return await self.connection.post(

@@ -1,28 +1,54 @@
 """Anthropic Messages: the wire format of `api.anthropic.com/v1/messages`.
 
-The request body is built in `anthropic_request.py`. Here: `EventAssembler` rebuilds a
-streamed reply, `parse_message` a whole one, and `AnthropicModel` sends requests over a
-Connection, which owns everything about reaching the server.
+`build_body` writes a request, `parse_message` reads a whole reply, and `EventAssembler`
+rebuilds a streamed one from its events. `AnthropicModel` sends them over a Connection
+(http.py), which owns everything about reaching the server; its options are
+`AnthropicOptions` (settings.py).
+
+The request. The system prompt goes in the top-level `system` field; assistant tool calls are
+`tool_use` blocks and tool results are `tool_result` blocks in a user turn. Roles must
+alternate, so consecutive messages of one role (several tool results, then a note from the
+loop) are merged into one turn.
+
+Prompt-cache breakpoints. Anthropic caches nothing unless a request marks where cached
+prefixes end (`cache_control` on a block, at most four per request); it then reads the
+longest prefix a previous request wrote, checking each breakpoint and up to 20 blocks before
+it. The prefix runs in the order tools, system, messages. Four breakpoints, each for a reason:
+
+- the last tool: agents with the same tools share it even when their system prompts differ;
+- the system prompt: sibling sub-agents of one definition share tools and system;
+- the end of the latest turn: this request writes its whole prefix for the next one;
+- the end of the turn two before it (the previous request's last turn): the next request reads
+  what the previous one wrote even when a turn added more than 20 blocks (many tool results).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message, ToolCall, Usage
+from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel
-from .anthropic_request import AnthropicOptions, build_body, to_turns
-from .base import ModelRequest, ModelResponse, usage_count
-from .http import Connection, bad_reply, stream_error
-from .sse import ServerSentEvent, iter_events
+from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
+from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
+from .settings import AnthropicOptions, CacheTTL
 
-__all__ = ["AnthropicModel", "AnthropicOptions", "EventAssembler", "build_body", "to_turns"]
+__all__ = [
+    "AnthropicModel",
+    "AnthropicOptions",
+    "EventAssembler",
+    "build_body",
+    "mark_cache_breakpoints",
+    "parse_message",
+    "parse_stream",
+    "to_turns",
+]
 
 PATH = "/v1/messages"
 API_VERSION = "2023-06-01"
+MAX_BREAKPOINTS = 4
 FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -48,6 +74,175 @@ DELTA_TEXT = {
 }
 DELTA_BLOCK = {"text_delta": "text", "input_json_delta": "tool_use", "thinking_delta": "thinking"}
 USAGE_INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+# The request.
+
+
+def build_body(model: str, request: ModelRequest, options: AnthropicOptions) -> dict[str, Any]:
+    """The JSON body of one request; `max_tokens` is always sent (the API requires it)."""
+    tools, choice = _tool_setup(request, options)
+    system, turns = to_turns(request.messages, tools_as_text=not tools)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": options.output_tokens(request.max_output_tokens),
+        "messages": turns,
+        **options.sampling(),
+    }
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = choice
+    if options.stream:
+        body["stream"] = True
+    if options.prompt_cache:
+        body = mark_cache_breakpoints(body, options.cache_ttl)
+    return {**body, **options.extra_body}
+
+
+def _tool_setup(
+    request: ModelRequest, options: AnthropicOptions
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    if request.tool_choice == "none" and not options.tool_choice_none:
+        return [], None
+    if request.tools:
+        return [_wire_tool(spec) for spec in request.tools], _wire_choice(request.tool_choice)
+    if options.tool_choice_none and _uses_tools(request.messages):
+        # The API rejects tool_use/tool_result blocks in a request that defines no tools, so
+        # a request without tools declares the ones the conversation used, and forbids them.
+        return _placeholder_tools(request.messages), {"type": "none"}
+    return [], None
+
+
+def to_turns(
+    messages: Sequence[Message], *, tools_as_text: bool = False
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """The `system` text and the alternating user/assistant turns of a conversation."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message, tools_as_text)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(system) or None, turns
+
+
+def _blocks(message: Message, tools_as_text: bool) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [_text_result(message) if tools_as_text else _result_block(message)]
+    blocks = []
+    if message.content and message.content.strip():  # the API rejects blank text blocks
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append(_text_call(call) if tools_as_text else _call_block(call))
+    return blocks
+
+
+def _call_block(call: ToolCall) -> dict[str, Any]:
+    try:
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+    except (ValueError, RecursionError):
+        arguments = None
+    # `input` must be an object; arguments that were not one went back to the model as an
+    # error result already, so an empty object stands in for them here.
+    return {
+        "type": "tool_use",
+        "id": call.id,
+        "name": call.name,
+        "input": arguments if isinstance(arguments, dict) else {},
+    }
+
+
+def _result_block(message: Message) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    if message.content:
+        block["content"] = message.content
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _text_call(call: ToolCall) -> dict[str, Any]:
+    text = f"[called tool {call.name} (call {call.id}) with arguments {call.arguments}]"
+    return {"type": "text", "text": text}
+
+
+def _text_result(message: Message) -> dict[str, Any]:
+    status = "error" if message.is_error else "result"
+    header = f"[{status} of tool {message.name} (call {message.tool_call_id})]"
+    return {"type": "text", "text": f"{header}\n{message.content or ''}"}
+
+
+def _uses_tools(messages: Sequence[Message]) -> bool:
+    return any(m.role == "tool" or m.tool_calls for m in messages)
+
+
+def _placeholder_tools(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    called = [c.name for m in messages for c in m.tool_calls]
+    answered = [m.name for m in messages if m.role == "tool" and m.name]
+    names = dict.fromkeys(called + answered)
+    return [
+        {"name": name, "description": "Not available now.", "input_schema": {"type": "object"}}
+        for name in names or ["unavailable"]
+    ]
+
+
+def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
+    return {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+
+
+def _wire_choice(choice: ToolChoice) -> dict[str, Any]:
+    if choice == "required":
+        return {"type": "any"}
+    if isinstance(choice, str):
+        return {"type": choice}
+    return {"type": "tool", "name": choice.name}
+
+
+# Prompt-cache breakpoints.
+
+
+def mark_cache_breakpoints(body: dict[str, Any], ttl: CacheTTL = "5m") -> dict[str, Any]:
+    """`body` with `cache_control` breakpoints added (a new dict; `body` is not changed)."""
+    marker: dict[str, Any] = (
+        {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+    )
+    marked = dict(body)
+    places = 0
+    tools = marked.get("tools")
+    if tools:
+        marked["tools"] = [*tools[:-1], {**tools[-1], "cache_control": marker}]
+        places += 1
+    system = marked.get("system")
+    if isinstance(system, str) and system:
+        marked["system"] = [{"type": "text", "text": system, "cache_control": marker}]
+        places += 1
+    turns = list(marked.get("messages") or [])
+    for index in _turns_to_mark(turns)[: MAX_BREAKPOINTS - places]:
+        blocks = list(turns[index]["content"])
+        blocks[-1] = {**blocks[-1], "cache_control": marker}
+        turns[index] = {**turns[index], "content": blocks}
+    marked["messages"] = turns
+    return marked
+
+
+def _turns_to_mark(turns: list[dict[str, Any]]) -> list[int]:
+    """The latest turn and the one two before it (the previous request's last), newest first."""
+    marked = [i for i in (len(turns) - 1, len(turns) - 3) if i >= 0]
+    return [i for i in marked if isinstance(turns[i].get("content"), list) and turns[i]["content"]]
+
+
+# The reply.
 
 
 def parse_message(data: Any, provider: str = "anthropic") -> ModelResponse:
@@ -214,12 +409,11 @@ def parse_stream(body: str, provider: str = "anthropic") -> ModelResponse:
     return assembler.response()
 
 
-class AnthropicModel(HTTPChatModel):
+class AnthropicModel(HTTPChatModel[AnthropicOptions]):
     """A ChatModel for the Anthropic Messages API."""
 
     path = PATH
     headers = {"anthropic-version": API_VERSION}
-    options: AnthropicOptions
 
     def __init__(
         self,

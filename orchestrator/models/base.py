@@ -1,12 +1,18 @@
-"""The model interface: one async method from a provider-neutral request to a response."""
+"""The model interface: one async method from a provider-neutral request to a response.
+
+Also `TextTap`, the one wrapper around a model: one agent's answer, shown while the model
+writes it. Requests from the agent it follows get an `on_text` callback, so the adapter hands
+over the reply's text as it arrives (a stream's fragments, or a whole reply at once); requests
+from any other agent (its sub-agents share the model) pass through untouched. After each of
+the agent's turns the sink (a `TextSink`: users pass their own as `stream=`) hears how the
+turn ended, so it can tell an answer from text written before tool calls.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Message, ToolSpec, Usage
 
@@ -52,36 +58,6 @@ class ModelRequest:
             self.on_text(fragment)
 
 
-class WireOptions(BaseModel):
-    """Options every HTTP adapter shares. Each can be passed to `resolve_model`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    stream: bool = True
-    """Stream the reply (server-sent events); False waits for the whole reply."""
-    stream_fallback: bool = True
-    """When a server cannot serve a request as a stream (it closes the stream before its first
-    event, or ends it before the reply), send the request once more without streaming, and
-    send requests of that shape to that server whole from then on; the trace records a
-    `model_stream_fallback` event. False: fail at once, naming the `stream` setting."""
-    temperature: float | None = Field(None, ge=0)
-    """Sampling temperature sent with every request; None sends none (the server's default)."""
-    max_output_tokens: int | None = Field(None, ge=1)
-    """The most tokens one reply may have. The agents of a job or a planner reserve this much
-    of the budget per call (4096 by default); a request never asks for more than its agent
-    reserved."""
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    """Fields added to every request body as they are: `seed`, `top_p`, `metadata`, ..."""
-
-    def output_tokens(self, reserved: int) -> int:
-        """The output cap to send: what the agent reserved, lowered to `max_output_tokens`."""
-        return min(reserved, self.max_output_tokens or reserved)
-
-    def sampling(self) -> dict[str, Any]:
-        """The sampling fields every body carries when they are set."""
-        return {} if self.temperature is None else {"temperature": self.temperature}
-
-
 def output_cap(model: object) -> int | None:
     """The `max_output_tokens` a model was configured with, if any."""
     options = getattr(model, "options", None)
@@ -120,3 +96,37 @@ class ChatModel(Protocol):
     name: str
 
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class TextSink(Protocol):
+    """Where a tapped agent's text goes (the `stream=` of `Orchestrator.run` and the job runner)."""
+
+    def text(self, fragment: str) -> None:
+        """A piece of the reply being written."""
+
+    def turn_end(self, response: ModelResponse) -> None:
+        """The reply is whole; it may have called tools."""
+
+
+class TextTap:
+    """A ChatModel that shows the text of agent `agent`'s replies to `sink` as they arrive."""
+
+    def __init__(self, model: ChatModel, sink: TextSink, agent: str) -> None:
+        self.inner = model
+        self.sink = sink
+        self.agent = agent
+        self.name = model.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.agent != self.agent:
+            return await self.inner.complete(request)
+        response = await self.inner.complete(replace(request, on_text=self.sink.text))
+        self.sink.turn_end(response)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        # The wrapped model's own attributes (`options`, `connection`, ...) stay visible.
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"TextTap({self.inner!r}, agent={self.agent!r})"

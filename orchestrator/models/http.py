@@ -2,9 +2,22 @@
 
 A `Connection` knows the base URL, the API key, the timeouts, the retry policy and the
 concurrency limit; the adapters (`openai.py`, `anthropic.py`) only write request bodies and
-read responses. Every Connection to one endpoint (base URL and key) shares one `Endpoint`
-(`endpoint.py`): one `httpx.AsyncClient` and one count of calls in flight, so the limit holds
-across all the agents of a run, however many models were resolved.
+read responses. Every Connection to one endpoint (base URL and key) shares one `Endpoint`:
+one `httpx.AsyncClient` and one count of calls in flight, so the limit holds across all the
+agents of a run, however many models were resolved (models resolved separately, a planner and
+its sub-agents each resolving its own model string, still share one client and one limit, so
+a wide fan-out does not trip the provider's rate limits; that needs state beyond any one
+model, hence the process-wide table of endpoints, `shared_endpoint`).
+
+Retried: HTTP 408, 409, 429, 500, 502, 503, 504, 529, and failures of the connection itself
+(refused, reset, timed out, a stream cut off half-way). Never retried: anything else, such as
+400, 401, 403, 404 and 422. A server's `x-should-retry` header overrides the status. The wait
+is the server's own (`retry-after-ms`, then `Retry-After` as seconds or an HTTP date) when it
+gives one, else the policy's backoff (`RetryPolicy`, settings.py).
+
+Streamed replies arrive as server-sent events (`SSEDecoder`): OpenAI sends bare `data:`
+lines, Anthropic names each event with an `event:` line. The decoder is fed one line at a
+time so a recorded body and a live response go through the same code.
 
 This module is the one boundary where httpx errors and HTTP error statuses become
 `ModelError` / `RetryableModelError`, each naming the provider, the status and the server's
@@ -14,19 +27,22 @@ own message. The API key never appears in an error, an event or a log line.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import weakref
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal, TypeVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..errors import ModelError, RetryableModelError
 from ..security.secrets import MASK, mask_url_credentials
 from .base import ModelRequest
-from .endpoint import Endpoint, shared_endpoint
-from .retry import RETRY_STATUSES, RetryPolicy, retry_after, should_retry
+from .settings import ConnectionSettings
 
 T = TypeVar("T")
 Reader = Callable[[httpx.Response], Awaitable[T]]
@@ -35,62 +51,7 @@ AuthStyle = Literal["bearer", "x-api-key"]
 MIN_MASKED_KEY = 8  # shorter "keys" are placeholders (vLLM's "EMPTY"); masking them mangles text
 MAX_ERROR_TEXT = 1000
 NO_RETRY_CODES = frozenset({"insufficient_quota"})
-
-
-class ConnectionSettings(BaseModel):
-    """Where a model server is and how to talk to it. Every field can be passed to
-    `resolve_model` as a keyword argument."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    base_url: str
-    """The server's base URL, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`."""
-    api_key: SecretStr | None = None
-    """The API key; None sends no credentials (local servers)."""
-    headers: dict[str, str] = Field(default_factory=dict)
-    """Extra HTTP headers sent with every request."""
-    timeout: float = Field(600.0, gt=0)
-    """Seconds the server may stay silent: before a non-streamed reply begins, or between two
-    chunks of a streamed one."""
-    deadline: float = Field(1800.0, gt=0)
-    """Seconds one whole call may take, retries and waits included: a server that trickles a
-    byte at a time, or a stream that never ends, fails the call here."""
-    max_reply_bytes: int = Field(32_000_000, ge=1)
-    """The largest reply read, in bytes; a bigger one fails the call."""
-    connect_timeout: float = Field(10.0, gt=0)
-    """Seconds to wait for a connection to open."""
-    max_concurrency: int = Field(8, ge=1)
-    """Most calls in flight at once to this endpoint, across every agent of the process."""
-    max_retries: int = Field(3, ge=0)
-    """Retries after a failure that is worth retrying (429, 5xx, 529, connection errors)."""
-    backoff_base: float = Field(0.5, ge=0)
-    """Seconds before the first retry when the server asks for no particular wait; doubles
-    with each retry."""
-    backoff_cap: float = Field(8.0, ge=0)
-    """The longest backoff between two attempts, in seconds."""
-    max_retry_after: float = Field(120.0, ge=0)
-    """The longest `Retry-After` honoured, in seconds; a server asking for more is not retried."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        return http_url(value)
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return RetryPolicy(
-            max_retries=self.max_retries,
-            backoff_base=self.backoff_base,
-            backoff_cap=self.backoff_cap,
-            max_retry_after=self.max_retry_after,
-        )
-
-
-def http_url(value: str) -> str:
-    """A base URL, checked to be http(s) and without a trailing slash."""
-    if not value.startswith(("http://", "https://")):
-        raise ValueError(f"must start with http:// or https://, got {value!r}")
-    return value.rstrip("/")
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
 class Connection:
@@ -342,7 +303,7 @@ def bad_reply(provider: str, what: str) -> RetryableModelError:
 
 
 def is_event_stream(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+    return str(response.headers.get("content-type", "")).startswith("text/event-stream")
 
 
 async def read_json(response: httpx.Response, provider: str) -> Any:
@@ -352,3 +313,219 @@ async def read_json(response: httpx.Response, provider: str) -> Any:
         return response.json()
     except (ValueError, RecursionError):
         raise bad_reply(provider, "the reply is not valid JSON") from None
+
+
+# The endpoint: one client and one gate per base URL and key.
+
+
+class _Gate:
+    """Counts calls in flight; a call enters when fewer than its limit are in.
+
+    Each caller brings its own limit, so two Connections to one endpoint with different
+    settings still share one count. Leaving wakes every waiter to re-check: the counts are
+    small and it leaves no wake-up lost to a waiter that was cancelled.
+    """
+
+    def __init__(self) -> None:
+        self.active = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def enter(self, limit: int) -> bool:
+        """Take a place; True if the call had to wait for one."""
+        waited = False
+        while self.active >= limit:
+            waited = True
+            future = asyncio.get_running_loop().create_future()
+            self._waiters.append(future)
+            try:
+                await future
+            finally:
+                if future in self._waiters:
+                    self._waiters.remove(future)
+        self.active += 1
+        return waited
+
+    def leave(self) -> None:
+        self.active -= 1
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+
+class _LoopState:
+    def __init__(self) -> None:
+        # No pool cap of httpx's own: the gate is the limit, and a second one would only
+        # turn a wait into a PoolTimeout.
+        self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=None))
+        self.gate = _Gate()
+
+
+class Endpoint:
+    """What every Connection to one base URL and key shares: the HTTP client and the gate.
+
+    An httpx client and asyncio primitives belong to one event loop, so there is one of each
+    per running loop (each `asyncio.run`, each test); within a loop they are shared.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.stream_refused: set[str] = set()
+        """Shapes of request this endpoint answered with an empty stream; sent whole from then."""
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None or state.client.is_closed:
+            # A client's connections refer to their loop, so entries of finished loops
+            # (an earlier `asyncio.run`) would never be collected unless dropped here.
+            for finished in [other for other in self._loops if other.is_closed()]:
+                del self._loops[finished]
+            state = self._loops[loop] = _LoopState()
+        return state
+
+    def client(self) -> httpx.AsyncClient:
+        return self._state().client
+
+    def gate(self) -> _Gate:
+        return self._state().gate
+
+    async def aclose(self) -> None:
+        """Close this loop's client; the next call opens a new one."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.client.aclose()
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.base_url!r})"
+
+
+_ENDPOINTS: dict[tuple[str, str], Endpoint] = {}
+
+
+def shared_endpoint(base_url: str, api_key: str | None) -> Endpoint:
+    """The process-wide Endpoint for this base URL and key (keys are kept only as hashes)."""
+    key_id = hashlib.sha256(api_key.encode()).hexdigest()[:16] if api_key else ""
+    return _ENDPOINTS.setdefault((base_url, key_id), Endpoint(base_url))
+
+
+async def close_connections() -> None:
+    """Close the HTTP clients the running event loop opened. Optional: call before the loop
+    ends to release sockets at once rather than when they are collected."""
+    for endpoint in list(_ENDPOINTS.values()):
+        await endpoint.aclose()
+
+
+# When to retry, and how long the server asked to wait.
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether an HTTP error status is worth another attempt."""
+    override = headers.get("x-should-retry", "").lower()
+    if override in ("true", "false"):
+        return override == "true"
+    return status in RETRY_STATUSES
+
+
+def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The wait a server asked for, in seconds, or None if it asked for none we can read."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        seconds = _float(millis)
+        if seconds is not None:
+            return max(seconds / 1000, 0.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _float(value)
+    if seconds is not None:
+        return max(seconds, 0.0)
+    return _seconds_until(value, time.time() if now is None else now)
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def _seconds_until(http_date: str, now: float) -> float | None:
+    try:
+        moment = parsedate_to_datetime(http_date.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:  # "-0000" means UTC with no zone named
+        moment = moment.replace(tzinfo=UTC)
+    return max(moment.timestamp() - now, 0.0)
+
+
+# Server-sent events.
+
+
+@dataclass(frozen=True)
+class ServerSentEvent:
+    """One event: its name (`message` when the stream names none) and its data lines joined."""
+
+    event: str
+    data: str
+
+
+class SSEDecoder:
+    """Collects `event:` and `data:` fields until a blank line ends the event.
+
+    Comment lines (`: keep-alive`) and other fields (`id:`, `retry:`) are ignored.
+    """
+
+    def __init__(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> ServerSentEvent | None:
+        """Take one line (with or without its line ending); an event when one is complete."""
+        line = line.rstrip("\r\n")
+        if not line:
+            return self.flush()
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            self._event = value
+        elif field == "data":
+            self._data.append(value)
+        return None
+
+    def flush(self) -> ServerSentEvent | None:
+        """End the event in progress.
+
+        Called at a blank line, and at the end of the body: some recorded streams lack the
+        final blank line, and whether a stream is complete is decided by its own last event.
+        """
+        event = ServerSentEvent(self._event or "message", "\n".join(self._data))
+        has_data = bool(self._data)
+        self._event, self._data = "", []
+        return event if has_data else None
+
+
+def iter_events(text: str) -> Iterator[ServerSentEvent]:
+    """The events of a whole recorded body."""
+    decoder = SSEDecoder()
+    for line in text.splitlines():
+        if (event := decoder.feed(line)) is not None:
+            yield event
+    if (event := decoder.flush()) is not None:
+        yield event
+
+
+async def aiter_events(lines: AsyncIterable[str]) -> AsyncIterator[ServerSentEvent]:
+    """The events of a live body, given its lines (httpx's `Response.aiter_lines()`)."""
+    decoder = SSEDecoder()
+    async for line in lines:
+        if (event := decoder.feed(line)) is not None:
+            yield event
+    if (event := decoder.flush()) is not None:
+        yield event

@@ -2,8 +2,9 @@
 (DeepSeek, vLLM, Ollama, llama.cpp's server, LM Studio, OpenRouter).
 
 `build_body` writes a request, `parse_completion` reads a whole reply, and `ChunkAssembler`
-rebuilds a streamed reply from its chunks. `OpenAIChatModel` sends them over a Connection,
-which owns everything about reaching the server.
+rebuilds a streamed reply from its chunks. `OpenAIChatModel` sends them over a Connection
+(http.py), which owns everything about reaching the server; its options are `OpenAIOptions`
+(settings.py).
 """
 
 from __future__ import annotations
@@ -16,24 +17,11 @@ from typing import Any
 
 from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel, cut_short
-from .base import ModelRequest, ModelResponse, ToolChoice, WireOptions, usage_count
-from .http import Connection, bad_reply, stream_error
-from .sse import ServerSentEvent, iter_events
+from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
+from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
+from .settings import OpenAIOptions
 
 PATH = "/chat/completions"
-
-
-class OpenAIOptions(WireOptions):
-    """How to speak Chat Completions to one server. Each can be passed to `resolve_model`."""
-
-    include_usage: bool = True
-    """Ask for the usage chunk at the end of a stream (`stream_options.include_usage`)."""
-    max_tokens_field: str = "max_tokens"
-    """The request field that caps the output: `max_tokens`, or `max_completion_tokens`
-    (OpenAI's own name, required by its reasoning models)."""
-    send_reasoning: bool = False
-    """Send earlier turns' reasoning back as `reasoning_content` (some servers want it during
-    tool use, others reject it)."""
 
 
 def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dict[str, Any]:
@@ -239,11 +227,10 @@ def parse_stream(body: str, provider: str = "openai") -> ModelResponse:
     return assembler.response()
 
 
-class OpenAIChatModel(HTTPChatModel):
+class OpenAIChatModel(HTTPChatModel[OpenAIOptions]):
     """A ChatModel for any server that speaks Chat Completions."""
 
     path = PATH
-    options: OpenAIOptions
 
     def __init__(
         self,

@@ -19,15 +19,17 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Usage
 from ..security.yaml_input import YamlInputError, load_yaml
+from .base import ChatModel
 
 PRICES_CHECKED = "2026-11"
+Priced = TypeVar("Priced", bound=ChatModel)
 _DATED = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
@@ -168,14 +170,15 @@ def price_of(model: object, table: PriceTable | None = None) -> Price | None:
     return found
 
 
-def with_price(model: Any, table: PriceTable, *, required: bool = False) -> Any:
+def with_price(model: Priced, table: PriceTable, *, required: bool = False) -> Priced:
     """`model` with its price from `table` set on it, unless it has its own. `required` (a
     budget that caps money): a ConfigError when it has none, since its cost could not be
     counted."""
     price = price_of(model, table)
     if price is not None and getattr(model, "price", None) is None:
+        settable: Any = model  # a ChatModel need not declare `price`; most take it
         try:
-            model.price = price
+            settable.price = price
         except AttributeError:
             pass  # a model object that takes no attributes: priced by the table's name
     if required and price is None:

@@ -60,7 +60,7 @@ class ScriptedModel:
         key = self._key_for(request.agent)
         position = self._position.get(key, 0) if key else 0
         turns = self.script.get(key, []) if key else []
-        if position >= len(turns):
+        if key is None or position >= len(turns):
             where = f"its script key {key!r} has {len(turns)} turns" if key else "no script key"
             raise ScriptExhausted(
                 f"scripted model: no turn left for agent {request.agent!r} ({where}; "

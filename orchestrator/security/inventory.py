@@ -101,7 +101,7 @@ KINDS: tuple[Kind, ...] = (
         user_config=True,
         secret=True,
         readers=(
-            "orchestrator.models.aliases:read_alias_file",
+            "orchestrator.models.resolve:read_alias_file",
             "orchestrator.security.signing:user_key",
         ),
     ),
