@@ -617,3 +617,36 @@ def test_validate_malformed_set_option(tmp_path: Path) -> None:
 
     assert result.returncode == 2
     assert "--set 'region': expected KEY=VALUE" in result.stderr
+
+
+def test_validate_reports_every_problem_of_a_spec_in_one_pass(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "name: v\nmodel: openai:gpt-4o-mini\nsteps:\n"
+        '  - {id: a, task: "x {steps.b.output}", depends_on: [a]}\n'
+        '  - {id: b, task: "y {steps.nope.output}", agent: ghost}\n'
+        '  - {id: c, task: "z {steps.a.output}"}\n'
+    )
+    result = run_cli("validate", "job.yaml", cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: job.yaml: 5 problems\n")
+    for found in (
+        "steps[1].agent: unknown agent 'ghost'",
+        "steps[0].depends_on[0]: step 'a' depends on itself",
+        "steps[0].task: {steps.b.output}: step 'a' does not depend on 'b'",
+        "steps[1].task: {steps.nope.output}: unknown step 'nope'",
+        "steps[2].task: {steps.a.output}: step 'c' does not depend on 'a'",
+    ):
+        assert found in result.stderr
+
+
+def test_validate_reports_a_money_cap_on_a_model_without_a_price(tmp_path: Path) -> None:
+    spec = "name: v\nmodel: openai-compatible:mystery\nbudget: {max_cost_usd: 1}\ngoal: Hi.\n"
+    (tmp_path / "job.yaml").write_text(spec)
+    result = run_cli("validate", "job.yaml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "model 'openai-compatible:mystery' has no price" in result.stderr
+
+    priced = spec + "prices: {'openai-compatible:mystery': {input: 1, output: 2}}\n"
+    (tmp_path / "job.yaml").write_text(priced)
+    assert run_cli("validate", "job.yaml", cwd=tmp_path).returncode == 0

@@ -13,7 +13,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..models import ModelAliases, check_model
+from ..models import ModelAliases, ModelSettings, check_model
+from ..models.prices import STANDARD_PRICES, price_of
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
@@ -41,9 +42,12 @@ def preflight(
         found.problems.append(
             Problem("permissions.workspace", f"the folder {workspace} does not exist")
         )
+    found.problems += _unpriced(job, [job.model, *(s.model for s in job.plan if s.model)])
     named = {step.agent for step in job.plan if step.agent and not step.planner}
     for definition in registry:
         issues = _definition_issues(definition, skills, aliases)
+        if definition.model is not None:
+            issues += [p.message for p in _unpriced(job, [definition.model])]
         where = f"sub-agent {definition.name!r}" + (
             f" ({definition.path})" if definition.path else ""
         )
@@ -52,6 +56,23 @@ def preflight(
         else:
             found.warnings += [f"{where}: {issue} (it fails if it is forked)" for issue in issues]
     return found
+
+
+def _unpriced(job: Job, models: list[ModelSettings]) -> list[Problem]:
+    """A money cap needs a price for every model the job may call: `run` refuses one
+    without, so `validate` says so first."""
+    if job.budget.max_cost_usd is None:
+        return []
+    table = STANDARD_PRICES.over(job.price_overrides())
+    missing = dict.fromkeys(m.name for m in models if price_of(m, table) is None)
+    return [
+        Problem(
+            "budget.max_cost_usd",
+            f"the budget caps money, but model {name!r} has no price; give it one under "
+            "prices: (US dollars per million tokens: input, output)",
+        )
+        for name in missing
+    ]
 
 
 def preflight_job(job: Job, *, user_skills: bool = False) -> Preflight:
