@@ -16,7 +16,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,6 @@ from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
-from ..telemetry import instrument_otlp
 from ..trace import Checkpoint, Trace, new_run_id
 from . import STARTED
 from .answer import AnswerStream
@@ -108,7 +107,7 @@ def execute(
     """Run `job` on a new trace at `path` (or resume the run there, from its checkpoint
     `resume`): progress, approval on the terminal, masked output, exit code."""
     try:
-        telemetry = instrument_otlp() if args.otel else nullcontext()
+        telemetry = _otlp() if args.otel else nullcontext()
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
@@ -262,3 +261,10 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         "trace": result.trace,
         "files": result.files,
     }
+
+
+def _otlp() -> AbstractContextManager[object]:
+    """OpenTelemetry export for this run (`--otel`): an optional part, loaded only then."""
+    from ..telemetry import instrument_otlp
+
+    return instrument_otlp()
