@@ -34,7 +34,7 @@ from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
 from ..skills.sources.mcp import server_scope
 from ..tasks import GraphRun, LocalExecutor, RemoteSession, TaskOrigin, TaskRequest, TaskSpec
-from ..tasks.executor import GatedExecutor, placement
+from ..tasks.executor import GatedExecutor
 from ..trace import Trace
 from .outputs import WorkspaceRecord
 from .spec import Job
@@ -161,7 +161,7 @@ class JobRunner:
             )
         graph = GraphRun(
             specs,
-            self,
+            self.executor,
             parent="",
             depth=1,
             agent_of=lambda spec: spec.agent or "general",
@@ -204,13 +204,6 @@ class JobRunner:
         self.ended.append(result)
         if result.status == "completed":
             self.outputs[result.id] = result.output
-
-    async def run_task(self, request: TaskRequest) -> TaskResult:
-        """Run one step (the executor interface of GraphRun)."""
-        return await self.executor.run_task(request)
-
-    def placement(self, request: TaskRequest) -> dict[str, object]:
-        return placement(self.executor, request)
 
     def _build(self, request: TaskRequest) -> AgentLoop:
         return self.build(request, self.context)
