@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .agent import RunResult, TokenBudget
-from .agent.approval import Approver
+from .agent import Approver, RunResult, TokenBudget
 from .jobs import (
     Job,
     JobResult,

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
-from ..agent.approval import ApprovalRequest
-from ..agent.threads import run_in_thread
+from ..agent import ApprovalRequest
+from ..agent.tools import run_in_thread
 
 MAX_SHOWN = 2_000
 YES = frozenset({"y", "yes"})

@@ -24,8 +24,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent import Tool, ToolContext
-from ..agent.approval import Refusal
+from ..agent import Refusal, Tool, ToolContext
 from ..messages import ToolCall
 from .skill import TOOL_SEPARATOR
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 
 from ..agent import Tool
-from ..agent.dispatch import DISPATCH_TOOL
+from ..agent.tools import DISPATCH_TOOL
 from .allowed import ToolRule
 from .body import substitute
 from .files import list_files
