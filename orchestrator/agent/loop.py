@@ -62,23 +62,6 @@ ModelLike = ChatModel | str
 
 
 @dataclass
-class RunState:
-    """Everything one run of an agent keeps while it goes."""
-
-    transcript: Transcript
-    context: ToolContext
-    budget: TokenBudget
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None  # US dollars, when the model has a price
-    repeats: RepeatDetector = field(default_factory=lambda: RepeatDetector())
-    batch: ToolBatch | None = None
-    result: RunResult | None = None
-    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
-    resume: CutTurn | None = None  # a resumed run's unfinished last turn
-
-
-@dataclass
 class RepeatDetector:
     """Counts turns in a row that repeat the previous turn's calls exactly."""
 
@@ -104,6 +87,23 @@ def _arguments_value(arguments: str) -> object:
         return json.loads(arguments)
     except (ValueError, RecursionError):
         return arguments
+
+
+@dataclass
+class RunState:
+    """Everything one run of an agent keeps while it goes."""
+
+    transcript: Transcript
+    context: ToolContext
+    budget: TokenBudget
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None  # US dollars, when the model has a price
+    repeats: RepeatDetector = field(default_factory=RepeatDetector)
+    batch: ToolBatch | None = None
+    result: RunResult | None = None
+    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
+    resume: CutTurn | None = None  # a resumed run's unfinished last turn
 
 
 class AgentLoop:
