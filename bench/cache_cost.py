@@ -17,7 +17,7 @@ giving the model its tools runs the same scripted decisions:
 The requests the model received are written as each provider's wire body by our own adapters,
 and bench/cache_rules.py prices them: "effective input tokens" = uncached + 0.1 x cache reads
 + 1.25 x cache writes. Requests count as sent one after another (the sub-agents' first requests
-share a prefix that the first of them warms, agent/warmup.py).
+share a prefix that the first of them warms, agent/model_call.py).
 
     python bench/cache_cost.py [--sizes 10 100 1000] [--json FILE]
 """

@@ -58,7 +58,7 @@ class ScriptExhausted(ModelError):
 
 
 class UntrustedUsage(ModelError):
-    """A provider reported token usage that cannot be right (agent/accounting.py)."""
+    """A provider reported token usage that cannot be right (agent/model_call.py)."""
 
 
 class ToolError(OrchestratorError):

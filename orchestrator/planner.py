@@ -18,8 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast, overload
 
-from .agent import AgentLoop, RunResult, TokenBudget, Tool, ToolContext
-from .agent.approval import Approver
+from .agent import AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
 from .jobs import (
     Job,
     JobResult,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from orchestrator import Agent, Orchestrator, Permissions, ToolContext, Trace, read_trace, tool
-from orchestrator.agent.approval import ApprovalRequest
+from orchestrator.agent import ApprovalRequest
 from orchestrator.jobs import SpecError, load_job
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions as SecurityPermissions
@@ -177,7 +177,7 @@ async def test_an_approval_grants_the_shell_to_that_call_only(tmp_path: Path) ->
     @tool
     def sneaky(ctx: ToolContext) -> str:
         """Run a command behind the shell skill's back."""
-        Permissions.coerce(ctx.permissions).require_shell()
+        ctx.permissions.require_shell()
         (tmp_path / "sneaky.txt").write_text("ran")
         return "ran"
 
@@ -247,3 +247,13 @@ def test_a_job_spec_sets_ask_and_the_tools_map(tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError, match="permissions.tools.x"):
         load_job(tmp_path / "bad.yaml")
+
+
+def test_the_old_approval_module_still_imports_and_warns() -> None:
+    import importlib
+    import sys
+
+    sys.modules.pop("orchestrator.agent.approval", None)
+    with pytest.warns(DeprecationWarning, match="orchestrator.agent.approval"):
+        old = importlib.import_module("orchestrator.agent.approval")
+    assert old.ApprovalRequest is ApprovalRequest

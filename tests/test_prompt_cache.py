@@ -235,7 +235,7 @@ async def test_siblings_wait_for_the_first_request_of_their_shared_prefix() -> N
 async def test_a_failed_first_request_releases_its_siblings_and_warms_nothing() -> None:
     import asyncio
 
-    from orchestrator.agent import warmup
+    from orchestrator.agent import model_call as warmup
     from orchestrator.messages import Message
     from orchestrator.models import ModelRequest
 

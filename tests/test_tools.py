@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
-from orchestrator import Tool, ToolContext, Toolset, tool
+from orchestrator import Agent, Permissions, Tool, ToolContext, Toolset, tool
 from orchestrator.agent.tools import ArgumentsError, parse_docstring, render_result
 from orchestrator.errors import ConfigError
+from orchestrator.models import ScriptedModel
 
 
 class Point(BaseModel):
@@ -182,3 +184,40 @@ def test_results_are_rendered_as_text() -> None:
     assert render_result(None) == ""
     assert render_result({"n": 1, "items": [1, 2]}) == '{"n": 1, "items": [1, 2]}'
     assert render_result(Point(x=1)) == '{"x":1.0,"y":0.0,"title":"origin"}'
+
+
+@dataclass
+class Counts:
+    seen: list[str] = field(default_factory=list)
+
+
+def test_each_extension_keeps_its_own_typed_state_in_the_context() -> None:
+    ctx = ToolContext(agent="a")
+    counts = ctx.state_of(Counts)
+    counts.seen.append("x")
+    assert ctx.state_of(Counts) is counts  # made once, on first use
+    granted = ctx.granting(Permissions(shell=True))  # one call's wider permissions
+    assert granted.permissions.shell and not ctx.permissions.shell
+    assert granted.state_of(Counts) is counts  # still the run's state
+
+
+def test_a_tool_reads_the_runs_permissions_parsed_once() -> None:
+    @tool
+    def workspace(ctx: ToolContext) -> str:
+        """Where the run may write."""
+        return str(ctx.permissions.workspace)
+
+    agent = Agent(
+        ScriptedModel({"*": [{"tool_calls": [{"name": "workspace"}]}, {"content": "ok"}]}),
+        [workspace],
+        permissions={"workspace": "somewhere"},  # type: ignore[arg-type]  # a dict is parsed
+    )
+    assert isinstance(agent.permissions, Permissions)
+    result = agent.run_sync("where?")
+    [answer] = [m.content or "" for m in result.messages if m.role == "tool"]
+    assert answer.endswith("somewhere") and not answer.startswith("{")
+
+
+def test_a_misspelt_agent_option_fails_in_the_constructor() -> None:
+    with pytest.raises(TypeError, match="max_step"):
+        Agent(ScriptedModel({"*": []}), max_step=3)  # type: ignore[call-arg]

@@ -1,21 +1,38 @@
-"""The agent loop and what it needs: tools, the tool batch, the token budget and results.
+"""The agent loop and what it needs: tools and their typed context, the calls of a turn, the
+model call and its charging, the token budget and results.
 
 Nothing here knows of skills, forks or jobs; they extend the loop from the layers above.
 """
 
-from .budget import Reservation, TokenBudget
-from .extension import Extension
-from .loop import AgentLoop, ModelLike
-from .results import RunResult, Status, TaskResult, TaskStatus
-from .state import RunState
-from .tools import ArgumentsError, Tool, ToolContext, Toolset, as_tool, render_result, tool
+from .extension import Extension, Restorable
+from .loop import AgentLoop, ModelLike, RunState
+from .run_results import RunResult, Status, TaskResult, TaskStatus
+from .token_budget import Reservation, TokenBudget
+from .tools import (
+    ApprovalRequest,
+    Approver,
+    ArgumentsError,
+    Guard,
+    Refusal,
+    Tool,
+    ToolContext,
+    Toolset,
+    as_tool,
+    render_result,
+    tool,
+)
 
 __all__ = [
     "AgentLoop",
+    "ApprovalRequest",
+    "Approver",
     "ArgumentsError",
     "Extension",
+    "Guard",
     "ModelLike",
+    "Refusal",
     "Reservation",
+    "Restorable",
     "RunResult",
     "RunState",
     "Status",

@@ -1,18 +1,23 @@
-"""What may add to an agent: a section of its system prompt and tools, and a guard.
+"""What may add to an agent: a section of its system prompt and tools, a guard, a restore.
 
 Skills (the index and `load_skill`) and forks (`fork`, `read_task_output`) are extensions; they
-live in the layers above the loop, which sees only this protocol. An extension may also have a
-`guard(call, ctx)` method, which every call of the agent's runs passes before it starts
-(agent/approval.py): a skill's `allowed-tools` is enforced that way.
+live in the layers above the loop, which sees only this protocol. An extension may also have:
+
+- a `guard(call, ctx)` method, which every call of the agent's runs passes before it starts
+  (agent/turn_calls.py): a skill's `allowed-tools` is enforced that way;
+- a `restore(context, record, messages)` method (`Restorable`), which gives it back its
+  per-run state when a run resumes from its trace (agent/restart.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, runtime_checkable
 
 from ..errors import ConfigError
-from .tools import Tool, as_tool
+from ..messages import Message
+from ..trace import AgentRecord
+from .tools import Guard, Tool, ToolContext, as_tool
 
 
 class Extension(Protocol):
@@ -23,8 +28,19 @@ class Extension(Protocol):
     def tools(self) -> Sequence[Tool]: ...
 
 
+@runtime_checkable
+class Restorable(Protocol):
+    """An extension with per-run state to bring back when a run resumes."""
+
+    def restore(
+        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+    ) -> None: ...
+
+
 def assemble(
-    tools: Iterable[Tool | Any], system: str | None, extensions: Sequence[Extension]
+    tools: Iterable[Tool | Callable[..., object]],
+    system: str | None,
+    extensions: Sequence[Extension],
 ) -> tuple[list[Tool], str | None]:
     """An agent's tools and system prompt: its own first, then each extension's, in order.
 
@@ -47,6 +63,6 @@ def assemble(
     return found, "\n\n".join(parts) or None
 
 
-def guards_of(extensions: Sequence[Extension]) -> list[Any]:
+def guards_of(extensions: Sequence[Extension]) -> list[Guard]:
     """The `guard` methods of the extensions that have one, in order."""
     return [guard for e in extensions if callable(guard := getattr(e, "guard", None))]

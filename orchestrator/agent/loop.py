@@ -4,7 +4,13 @@ One step: count the request, reserve it on the budget, call the model, append th
 message, and run its tool calls, appending one result per call. A message without tool calls
 is the final answer. The invariants (DESIGN.md) are kept here and in `batch.py`: results for
 every call in model order, failures as observations, a hard step cap with a forced last answer,
-a repeat detector (`repeats.py`), a budget wrap-up, and a consistent record on cancellation.
+a repeat detector, a budget wrap-up, and a consistent record on cancellation. The model call
+and what it is charged are `model_call.py`; a turn's tool calls, `turn_calls.py`; a run that
+goes on from its trace, `restart.py`.
+
+Repeat detection: a turn repeats the one before when it makes the same calls with the same
+arguments, in the same order. At `REPEAT_WARN_AT` repeats in a row the agent gets a note; one
+more ends its run as `loop_detected`.
 
 `AgentLoop` knows nothing of skills or forks: those are extensions (`extension.py`) that add a
 section to the system prompt and tools, from the layers above.
@@ -13,27 +19,26 @@ section to the system prompt and tools, from the layers above.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from ..errors import ModelError
-from ..messages import Message, ToolCall, Transcript
-from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
+from ..errors import ModelError, UntrustedUsage
+from ..messages import Message, ToolCall, Transcript, Usage
+from ..models.base import ChatModel, ModelResponse, ToolChoice
 from ..models.resolve import resolve_model
+from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
-from .approval import Approver
-from .batch import ToolBatch
-from .budget import TokenBudget
 from .extension import Extension, assemble, guards_of
-from .repeats import REPEAT_WARN_AT
-from .results import RunResult, Status, refusals
-from .resume import resume_run
-from .spend import reserve, send
-from .state import RunState
-from .tools import Tool, ToolContext, Toolset
+from .model_call import call_model
+from .restart import CutTurn, restart_from
+from .run_results import RunResult, Status, refusals
+from .token_budget import TokenBudget
+from .tools import Approver, Tool, ToolContext, Toolset
+from .turn_calls import ToolBatch
 
 MIN_WRAP_UP_OUTPUT = 64
 WRAP_UP_NOTE = (
@@ -44,29 +49,96 @@ FORCED_ANSWER_NOTE = (
     "[orchestrator] This is the last step. Give your final answer now; no more tool calls are "
     "possible."
 )
+REPEAT_WARN_AT = 3
+REPEAT_NOTE = (
+    "[orchestrator] You have called {name} with the same arguments {count} times in a row and "
+    "got the same kind of answer. Do something different, or give your final answer. Calling "
+    "it again the same way ends the run."
+)
 
 
 ModelLike = ChatModel | str
 """What an agent accepts as its model: a ChatModel, or a model string (`openai:gpt-4o-mini`)."""
 
 
+@dataclass
+class RepeatDetector:
+    """Counts turns in a row that repeat the previous turn's calls exactly."""
+
+    last_turn: tuple[tuple[str, object], ...] | None = None
+    count: int = 0
+
+    def too_often(self, calls: Sequence[ToolCall]) -> bool:
+        """Record a turn; True once the repeats go past the warning."""
+        turn = tuple((call.name, _arguments_value(call.arguments)) for call in calls)
+        self.count = self.count + 1 if turn == self.last_turn else 1
+        self.last_turn = turn
+        return self.count > REPEAT_WARN_AT
+
+    def note(self) -> str:
+        """The warning the agent reads at `REPEAT_WARN_AT` repeats."""
+        name = ", ".join(name for name, _ in self.last_turn or ())
+        return REPEAT_NOTE.format(name=name, count=self.count)
+
+
+def _arguments_value(arguments: str) -> object:
+    """Arguments as a comparable value: parsed JSON, or the raw text if it is not JSON."""
+    try:
+        return json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments
+
+
+@dataclass
+class RunState:
+    """Everything one run of an agent keeps while it goes."""
+
+    transcript: Transcript
+    context: ToolContext
+    budget: TokenBudget
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None  # US dollars, when the model has a price
+    repeats: RepeatDetector = field(default_factory=RepeatDetector)
+    batch: ToolBatch | None = None
+    result: RunResult | None = None
+    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
+    resume: CutTurn | None = None  # a resumed run's unfinished last turn
+
+
 class AgentLoop:
     """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
 
-    `name` is the agent's path in traces (`planner/summarize`). `max_tokens` caps this agent;
-    with a shared `budget` it is a cap inside that budget. `trace` is a path or a Trace.
-    `time_limit` (seconds) ends a run as `cancelled`, its record complete. `extensions` add
-    system-prompt sections and tools (the skills and fork extensions of the layers above).
-    `approve` is asked before calls the permissions mark `ask` (agent/approval.py).
-    A trace opened to resume a run makes a run at a path cut off there go on from its last
-    complete turn (agent/resume.py). `last_result` is the latest run's result, kept also when
-    the run was cancelled (and `run` re-raised).
+    Args:
+        model: A ChatModel, or a model string such as `openai:gpt-4o-mini`.
+        tools: `@tool` functions (plain functions are made tools too).
+        system: The system prompt; extensions add their sections after it.
+        name: The agent's path in traces (`planner/summarize`).
+        max_steps: A hard cap on model calls; the last one is made with tools disabled.
+        max_tokens: This agent's token cap; with a shared `budget`, a cap inside it.
+        budget: A `TokenBudget` shared with other agents (a run's one budget).
+        trace: A path or a Trace. A trace opened to resume a run makes a run at a path cut
+            off there go on from its last complete turn (agent/restart.py).
+        max_output_tokens: The output allowance each call reserves and asks for.
+        tool_concurrency: How many calls of one turn run at once.
+        tool_timeout: Seconds a tool call may take, unless its tool sets its own.
+        permissions: What the tools may do (`Permissions`; a dict of its fields is parsed
+            into one). Parsed once, here: every tool reads `ctx.permissions`.
+        extensions: Add system-prompt sections and tools (the skills and fork extensions of
+            the layers above), and may guard calls.
+        counter: The token counter (the offline default).
+        depth: How deep in the fork tree this agent runs (0: the top).
+        time_limit: Seconds after which a run ends as `cancelled`, its record complete.
+        approve: Asked before calls the permissions mark `ask` (agent/turn_calls.py).
+
+    `last_result` is the latest run's result, kept also when the run was cancelled (and `run`
+    re-raised).
     """
 
     def __init__(
         self,
         model: ModelLike,
-        tools: Iterable[Tool | Any] = (),
+        tools: Iterable[Tool | Callable[..., object]] = (),
         *,
         system: str | None = None,
         name: str = "agent",
@@ -77,7 +149,7 @@ class AgentLoop:
         max_output_tokens: int = 4096,
         tool_concurrency: int = 8,
         tool_timeout: float | None = None,
-        permissions: Any = None,
+        permissions: Permissions | None = None,
         extensions: Iterable[Extension] = (),
         counter: TokenCounter | None = None,
         depth: int = 0,
@@ -97,7 +169,7 @@ class AgentLoop:
         self.max_output_tokens = max_output_tokens
         self.tool_concurrency = tool_concurrency
         self.tool_timeout = tool_timeout
-        self.permissions = permissions
+        self.permissions = Permissions.coerce(permissions)
         self.counter = counter or default_counter()
         self.depth = depth
         self.time_limit = time_limit
@@ -150,6 +222,7 @@ class AgentLoop:
         except asyncio.CancelledError:
             self._record_cancelled(state)
             raise
+        assert state.result is not None  # every way out of the loop above sets it
         return state.result
 
     async def step(self, state: RunState) -> None:
@@ -184,26 +257,32 @@ class AgentLoop:
         *,
         max_output_tokens: int | None = None,
     ) -> ModelResponse | None:
-        """Count, reserve, call, settle. None when the budget cannot cover the call."""
+        """One model call (model_call.py), added to the run's spend; None when the budget
+        cannot cover it."""
         # Tools stay in the request even when disabled: the prompt prefix stays the same (and
         # provider caches warm), and Anthropic rejects tool blocks in a request without tools.
-        specs = state.context.toolset.specs
-        view = state.transcript.view()
-        input_tokens = self.counter.count_request(view, specs)
-        output_reserve = max_output_tokens or self.max_output_tokens
-        reservation = reserve(state.budget, self.model, input_tokens, output_reserve)
-        if reservation is None:
-            return None
-        request = ModelRequest(
-            messages=view,
-            tools=specs,
+        call = await call_model(
+            self.model,
+            state.transcript.view(),
+            state.context.toolset.specs,
+            counter=self.counter,
+            budget=state.budget,
             tool_choice=tool_choice,
-            max_output_tokens=output_reserve,
+            max_output_tokens=max_output_tokens or self.max_output_tokens,
             agent=self.name,
-            input_tokens=input_tokens,
+            step=state.steps + 1,
+            trace=state.context.trace,
             on_event=state.on_event,
         )
-        return await send(self.name, self.model, self.counter, state, request, reservation)
+        if call is None:
+            return None
+        state.steps += 1
+        state.usage = state.usage + call.usage
+        if call.cost is not None:
+            state.cost = (state.cost or 0.0) + call.cost
+        if call.untrusted is not None:
+            raise UntrustedUsage(call.untrusted, provider=self.model.name)
+        return call.response
 
     async def run_tools(
         self, state: RunState, calls: Sequence[ToolCall], known: Sequence[Message | None] = ()
@@ -280,15 +359,22 @@ class AgentLoop:
             approve=self.approve,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
-        resumed = resume_run(
-            state,
+        restart = restart_from(
             trace,
+            context,
             extensions=self.extensions,
             notes=(FORCED_ANSWER_NOTE, WRAP_UP_NOTE),
             shared_budget=budget is self.budget,
         )
+        if restart is not None:
+            state.transcript.extend(restart.messages)
+            state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost
+            state.resume = restart.cut
+            for message in restart.messages:
+                if message.role == "assistant" and message.tool_calls:
+                    state.repeats.too_often(message.tool_calls)
         if trace is not None:
-            state.on_event = partial(trace.emit, agent=self.name)
+            state.on_event = _events(trace, self.name)
             trace.emit(
                 "run_start",
                 self.name,
@@ -298,7 +384,7 @@ class AgentLoop:
                 max_tokens=self.max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
-                **resumed,
+                **(restart.started() if restart is not None else {}),
             )
         if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
@@ -348,6 +434,15 @@ class AgentLoop:
     def __repr__(self) -> str:
         kind = type(self).__name__
         return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
+
+
+def _events(trace: Trace, agent: str) -> Callable[..., None]:
+    """Where a model adapter's own events (retries, fallbacks) go: into the run's trace."""
+
+    def emit(type: str, **fields: object) -> None:
+        trace.emit(type, agent, **fields)
+
+    return emit
 
 
 def _last_answer(transcript: Transcript) -> str:

@@ -1,28 +1,157 @@
-"""One model call as the loop makes it: the reservation given back when it fails, and what
-a failure may raise.
+"""One model call, and what it is charged: count, reserve, warm, call, settle, charge.
 
-A real cancellation of the run goes through as it is. Anything else that is not an ordinary
-error (a stray `CancelledError` an adapter raised by itself, a `SystemExit` from its code)
-becomes a `ModelError`, which ends this agent as `error` and leaves its siblings running.
+The loop calls `call_model` once a step. In order:
+
+1. **Count** the request (the offline counter) and **reserve** it on the budget: its input and
+   its whole output allowance, and under a money cap the most it could cost (all input
+   uncached). When the budget cannot cover it, no call is made (None): the loop wraps up.
+2. **Warm a shared prefix**: sibling sub-agents of one definition start with the same tools
+   array and system prompt. Sent together, their first requests would all miss the
+   provider's prompt cache (a prefix is readable only once a request that wrote it was
+   answered), and each would pay to write it. So a request whose model and prefix another
+   request has in flight, with no request of that prefix answered yet, waits for that one
+   (at most `MAX_WAIT` seconds) and then reads the prefix instead of writing it. A prefix
+   counts as warm for `WARM_FOR` seconds after an answer; one too short for any provider to
+   cache (under about 1,024 tokens, `MIN_PREFIX_CHARS` of JSON) is never waited for.
+3. **Call** `model.complete(request)`. On any failure the reservation goes back to the budget.
+   A real cancellation of the run goes through as it is; anything else that is not an
+   ordinary error (a stray `CancelledError` an adapter raised by itself, a `SystemExit` from
+   its code) becomes a `ModelError`, which ends this agent as `error` and leaves its siblings
+   running.
+4. **Settle and charge**: the provider's usage when it is believable, else our count. Counts
+   that are missing, not numbers or negative are replaced by our own count of the request and
+   reply; a total that disagrees with its parts becomes their sum. A total of more than
+   `ABSURD_FACTOR` times what the call reserved cannot be right: the call is charged its
+   reservation. When such a total also runs to `LYING_TOTAL` or more, the provider is clearly
+   lying (`ModelCall.untrusted`): the loop ends the run as `error`, since a budget fed such
+   numbers means nothing. Money is charged when the model has a price (models/prices.py),
+   never a made-up one; a budget that caps money cannot run an unpriced model, and says so.
+   The call is recorded as a `model_call` trace event, with any doubt and the raw usage.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from ..errors import ModelError
-from ..models.base import ChatModel, ModelRequest, ModelResponse
-from .budget import Reservation, TokenBudget
-from .warmup import warm_prefix
+from ..messages import Message, ToolSpec, Usage
+from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
+from ..models.prices import price_of, unpriced
+from ..tokens import TokenCounter
+from ..trace import Trace
+from .token_budget import Reservation, TokenBudget
+
+MAX_WAIT = 10.0
+WARM_FOR = 240.0
+MAX_REMEMBERED = 1024
+MIN_PREFIX_CHARS = 4 * 1024  # about 1,024 tokens: the least a provider caches
+ABSURD_FACTOR = 10
+LYING_TOTAL = 1_000_000
 
 
-async def complete(
+@dataclass(frozen=True)
+class ModelCall:
+    """One call as it was made: the reply, what it was charged, and whether to stop the run."""
+
+    response: ModelResponse
+    usage: Usage
+    cost: float | None
+    """US dollars, when the model has a price."""
+    untrusted: str | None = None
+    """Why the provider's usage is a lie: the run must end (see the module's docstring)."""
+
+
+async def call_model(
+    model: ChatModel,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    *,
+    counter: TokenCounter,
+    budget: TokenBudget,
+    tool_choice: ToolChoice,
+    max_output_tokens: int,
+    agent: str,
+    step: int,
+    trace: Trace | None,
+    on_event: Callable[..., None] | None = None,
+) -> ModelCall | None:
+    """Count, reserve, warm, call, settle and charge one call; None when the budget cannot
+    cover it. `step` is the number of this call in the agent's run, for the trace."""
+    input_tokens = counter.count_request(messages, tools)
+    reservation = reserve(budget, model, input_tokens, max_output_tokens)
+    if reservation is None:
+        return None
+    request = ModelRequest(
+        messages=messages,
+        tools=tools,
+        tool_choice=tool_choice,
+        max_output_tokens=max_output_tokens,
+        agent=agent,
+        input_tokens=input_tokens,
+        on_event=on_event,
+    )
+    began = time.perf_counter()
+    response = await _complete(model, request, budget, reservation)
+    charged = charge(
+        response.usage,
+        response.raw_usage,
+        lambda: Usage.of(input_tokens, counter.count_message(response.message)),
+        reservation.tokens,
+    )
+    usage = charged.usage
+    price = price_of(model)
+    cost = price.cost(usage) if price is not None else None
+    budget.settle(reservation, usage.total_tokens, cost or 0.0)
+    if trace is not None:
+        doubt = {"usage_doubt": charged.doubt, "usage_raw": response.raw_usage}
+        trace.emit(
+            "model_call",
+            agent,
+            step=step,
+            model=model.name,
+            response_model=response.extra.get("model"),
+            response_id=response.extra.get("id"),
+            tool_choice=choice_name(request),
+            input_estimate=input_tokens,
+            usage=usage.record(),
+            reported=response.usage is not None and charged.doubt is None,
+            finish_reason=response.finish_reason,
+            duration_ms=round((time.perf_counter() - began) * 1000, 3),
+            budget_remaining=budget.remaining,
+            **({"cost": round(cost, 8)} if cost is not None else {}),
+            **({"budget_remaining_usd": budget.remaining_cost} if budget.caps_cost else {}),
+            **(doubt if charged.doubt else {}),
+        )
+    untrusted = f"{charged.doubt}; the run was stopped" if charged.absurd else None
+    return ModelCall(response, usage, cost, untrusted)
+
+
+def reserve(
+    budget: TokenBudget, model: ChatModel, input_tokens: int, output_tokens: int
+) -> Reservation | None:
+    """Set a call's tokens (and, under a money cap, its most cost) aside; None if the budget
+    cannot cover them."""
+    cost = 0.0
+    if budget.caps_cost:
+        price = price_of(model)
+        if price is None:
+            raise unpriced(model.name)
+        cost = price.most(input_tokens, output_tokens)
+    return budget.try_reserve(input_tokens + output_tokens, cost)
+
+
+async def _complete(
     model: ChatModel, request: ModelRequest, budget: TokenBudget, reservation: Reservation
 ) -> ModelResponse:
-    """`model.complete(request)`; on any failure the reservation goes back to the budget.
-
-    A request whose prompt prefix another request is writing to the provider's cache right
-    now waits for it first (warmup.py)."""
+    """`model.complete(request)` once its prefix is warm; on any failure the reservation goes
+    back to the budget."""
     try:
         async with warm_prefix(model, request):
             return await model.complete(request)
@@ -48,3 +177,127 @@ def choice_name(request: ModelRequest) -> str:
     """The request's tool choice as the trace names it: `auto`, `none`, `tool:NAME`."""
     choice = request.tool_choice
     return choice if isinstance(choice, str) else f"tool:{choice.name}"
+
+
+# What a call is charged: the provider's usage when it is believable, else our count.
+
+
+@dataclass(frozen=True)
+class Charge:
+    """The usage a call is charged, and why the provider's own figures were not taken."""
+
+    usage: Usage
+    doubt: str | None = None
+    absurd: bool = False
+    """The provider is clearly lying: the run must end."""
+
+
+def charge(
+    reported: Usage | None, raw: object, estimate: Callable[[], Usage], reserved: int
+) -> Charge:
+    """The usage to settle for one call; `estimate()` is the loop's own count of it."""
+    if reported is None:
+        doubt = None if raw is None else "the provider's usage has no usable numbers"
+        return Charge(estimate(), doubt)
+    parts = (reported.input_tokens, reported.output_tokens, reported.total_tokens)
+    if min(parts) < 0:
+        return Charge(estimate(), "the provider reported negative token counts")
+    usage, doubt = reported, None
+    if reported.total_tokens != reported.input_tokens + reported.output_tokens:
+        usage = Usage.of(reported.input_tokens, reported.output_tokens)
+        doubt = "the provider's total did not match its input and output counts"
+    if usage.total_tokens > ABSURD_FACTOR * max(reserved, 1):
+        doubt = (
+            f"the provider reported {usage.total_tokens:,} tokens for a call that could use "
+            f"at most about {reserved:,}"
+        )
+        counted = min(estimate().input_tokens, reserved)
+        charged = Usage.of(counted, reserved - counted)
+        return Charge(charged, doubt, absurd=usage.total_tokens >= LYING_TOTAL)
+    return Charge(usage, doubt)
+
+
+# Warming a shared prompt prefix once, before the requests that would all write it.
+
+
+class _Prefixes:
+    """One event loop's prefixes: those in flight for the first time, and when each was last
+    answered."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, asyncio.Event] = {}
+        self.answered: dict[str, float] = {}
+
+    def remember(self, key: str) -> None:
+        """Note that a request with this prefix was answered now; forget prefixes long cold."""
+        now = time.monotonic()
+        self.answered[key] = now
+        if len(self.answered) > MAX_REMEMBERED:
+            self.answered = {k: t for k, t in self.answered.items() if now - t <= WARM_FOR}
+
+
+_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Prefixes] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
+    """The model, the tools array and the system prompt (what a provider caches first) as a
+    key; None when they are too short to be cached at all."""
+    system = next((m.content or "" for m in request.messages[:1] if m.role == "system"), "")
+    size, tools = _tools_digest(request.tools)
+    if size + len(system) < MIN_PREFIX_CHARS:
+        return None
+    return hashlib.sha256(f"{model.name}\n{tools}\n{system}".encode()).hexdigest()
+
+
+_DIGESTS: dict[int, tuple[Sequence[ToolSpec], int, str]] = {}
+
+
+def _tools_digest(tools: Sequence[ToolSpec]) -> tuple[int, str]:
+    """The tools array's JSON size and digest. An agent sends the same array (the same
+    tuple) in every request, so it is serialised once, not once a call: the entry keeps the
+    tuple itself, so its id cannot be reused by another while the entry lives."""
+    found = _DIGESTS.get(id(tools))
+    if found is not None and found[0] is tools:
+        return found[1], found[2]
+    text = json.dumps([spec.model_dump() for spec in tools], sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if len(_DIGESTS) >= MAX_REMEMBERED:
+        _DIGESTS.clear()
+    _DIGESTS[id(tools)] = (tools, len(text), digest)
+    return len(text), digest
+
+
+@asynccontextmanager
+async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[None]:
+    """Hold a request back while the first request with its prefix is still unanswered.
+
+    Only that first request releases the ones waiting for it, when it ends however it ends;
+    only an answered request makes the prefix warm (a failed one wrote nothing)."""
+    key = prefix_key(model, request)
+    if key is None:
+        yield
+        return
+    prefixes = _LOOPS.setdefault(asyncio.get_running_loop(), _Prefixes())
+    answered = prefixes.answered.get(key)
+    first: asyncio.Event | None = None
+    if answered is None or time.monotonic() - answered > WARM_FOR:
+        pending = prefixes.first.get(key)
+        if pending is not None:
+            try:
+                await asyncio.wait_for(pending.wait(), MAX_WAIT)
+            except TimeoutError:
+                pass
+        else:
+            first = prefixes.first[key] = asyncio.Event()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        if ok:
+            prefixes.remember(key)
+        if first is not None:
+            prefixes.first.pop(key, None)
+            first.set()

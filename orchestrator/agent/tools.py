@@ -1,30 +1,58 @@
-"""Tools: `@tool` turns a plain function into something a model can call.
+"""Tools: `@tool` turns a plain function into something a model can call, and what a call gets.
 
 The schema comes from the function itself: type hints through pydantic, the docstring's summary
 as the description, and per-parameter text from a Google-style `Args:` section. A parameter
 annotated `ToolContext` is injected by the loop and never shown to the model.
+
+Also here, because every tool call goes through them:
+
+- `ToolContext`, the typed context of one run that a tool may ask for: its permissions (parsed
+  once, when the run starts), its guards and approval callback, its budget, trace and model,
+  the results of the agents it started, and each extension's own typed state (`state_of`).
+- Running blocking code (a sync tool, a skill's import) where it cannot hold up a run: each
+  call runs in a daemon thread of its own (`run_in_thread`, `call_with_timeout`). Its caller
+  can stop waiting (a timeout, a cancelled run) and go on at once: nothing joins the thread.
+  A thread cannot be killed, so code that never returns keeps its thread until the process
+  ends. Whatever the code raises is handed to the caller, `SystemExit` and
+  `KeyboardInterrupt` included (as `ExitFromCode`), so a tool that calls `sys.exit()` fails
+  that call and nothing else.
+- `call_skill_tool`, one fixed tool through which a model calls the tools it was given later.
+  Provider prompt caches key on an exact prefix, and the tools array comes first in it: a
+  tool added to the array half-way through a run makes every later request miss the cache.
+  So tools that join a run after its first request (a loaded skill's) are *callable, not
+  advertised*: their schemas reach the model in the observation that gave them, and the
+  model calls them by name, directly or through this dispatcher, which is in the tools array
+  from the start. Its `arguments` is declared as JSON text, not an open object: servers that
+  constrain a reply to the schemas (llama.cpp's grammars, strict modes) cannot bound an
+  object of any shape. A dispatched call is unwrapped into the call it stands for (same call
+  id) before anything else happens, so the inner tool's schema, timeout, guards, approval and
+  trace events apply exactly as for a direct call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_args, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from ..errors import ConfigError
-from ..messages import ToolSpec
-from .threads import run_in_thread
+from ..messages import ToolCall, ToolSpec
+from ..security import Permissions
+from .run_results import TaskResult
 
 if TYPE_CHECKING:
     from ..models.base import ChatModel
     from ..trace import Trace
-    from .budget import TokenBudget
+    from .token_budget import TokenBudget
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SECTION = re.compile(
@@ -33,13 +61,98 @@ _SECTION = re.compile(
 _ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
+T = TypeVar("T")
+
+
+# Running blocking code in a daemon thread of its own.
+
+
+class CallTimedOut(TimeoutError):
+    """The code did not finish within its time; its thread was left behind."""
+
+
+async def run_in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Await `fn(*args, **kwargs)` run in a daemon thread; cancelling stops only the wait."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def deliver(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return  # the caller stopped waiting
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            _call_soon(loop, deliver, None, _as_error(exc))
+        else:
+            _call_soon(loop, deliver, value, None)
+
+    threading.Thread(target=work, name=f"tool:{_name(fn)}", daemon=True).start()
+    return await future
+
+
+def call_with_timeout(fn: Callable[[], T], timeout: float | None, *, what: str) -> T:
+    """`fn()` in a daemon thread, waited for at most `timeout` seconds (None: for ever).
+
+    Raises `CallTimedOut` naming `what` when it does not finish in time.
+    """
+    values: list[T] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            values.append(fn())
+        except BaseException as exc:
+            errors.append(_as_error(exc))
+
+    thread = threading.Thread(target=work, name=f"call:{what}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise CallTimedOut(f"{what} did not finish within {timeout:g} s")
+    if errors:
+        raise errors[0]
+    return values[0]
+
+
+class ExitFromCode(Exception):
+    """Code called `sys.exit()` or raised `KeyboardInterrupt` where it should not."""
+
+
+def _as_error(exc: BaseException) -> BaseException:
+    """`SystemExit` and `KeyboardInterrupt` from called code become an ordinary error: they
+    must not end the process or look like the user's Ctrl-C."""
+    if isinstance(exc, SystemExit | KeyboardInterrupt):
+        detail = f" ({exc})" if str(exc) else ""
+        error = ExitFromCode(f"{type(exc).__name__}{detail}")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:
+        pass  # the loop has closed: nobody waits for this result any more
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
 class Toolset:
     """The tools of one agent run, in the order they were added.
 
     Tools may be added while the run goes on (a loaded skill adds its own). A tool added with
     `advertise=False` can be called but is not in `specs`, the tools array every request
     sends: that array then stays the same from the first request to the last, and provider
-    prompt caches keep the whole prefix (see dispatch.py). Advertised tools added later are
+    prompt caches keep the whole prefix (see `call_skill_tool`). Advertised tools added later are
     appended, so the schemas sent before keep their place.
     """
 
@@ -82,30 +195,77 @@ class Toolset:
         return len(self._tools)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a call may not run: the text the model reads, and the result's error type."""
+
+    text: str
+    kind: str = "denied"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A call waiting for a person's decision."""
+
+    agent: str
+    """The path of the agent making the call (`planner/review`)."""
+    tool: str
+    arguments: dict[str, Any]
+    call_id: str
+    rule: str
+    """The permission that asks, e.g. "permissions.shell is 'ask'"."""
+
+
+Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+"""The approval callback: True approves the call; a sync one runs in a thread of its own."""
+
+S = TypeVar("S")
+
+
 @dataclass
 class ToolContext:
     """What the loop hands a tool that asks for it (a parameter annotated `ToolContext`).
 
     `agent` is the calling agent's path; `toolset` is its run's tools (extensions add to it);
-    `state` is shared by every tool of one run, for extensions to keep their per-run state;
-    `budget`, `trace` and `model` are the run's own, for extensions that start agents of
-    their own (a sub-agent draws from the same budget and writes to the same trace), and
-    `children` collects the results of those agents for the run's result. `guards` check every
-    call before it starts, and `approve` is the run's approval callback (agent/approval.py);
-    sub-agents get the same.
+    `permissions` are the run's, parsed once when it starts. `budget`, `trace` and `model` are
+    the run's own, for extensions that start agents of their own (a sub-agent draws from the
+    same budget and writes to the same trace), and `children` collects the results of those
+    agents for the run's result. `guards` check every call before it starts, and `approve` is
+    the run's approval callback (agent/turn_calls.py); sub-agents get the same. An extension
+    keeps its per-run state in an object of its own class, `state_of(ThatClass)`.
     """
 
     agent: str
     toolset: Toolset = field(default_factory=lambda: Toolset())
-    permissions: Any = None
-    state: dict[str, Any] = field(default_factory=dict)
+    permissions: Permissions = field(default_factory=Permissions)
     budget: TokenBudget | None = None
     trace: Trace | None = None
     model: ChatModel | None = None
     depth: int = 0
-    children: list[Any] = field(default_factory=list)
-    guards: list[Any] = field(default_factory=list)
-    approve: Any = None
+    children: list[TaskResult] = field(default_factory=list)
+    guards: list[Guard] = field(default_factory=list)
+    approve: Approver | None = None
+    _states: dict[type[object], object] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def state_of(self, kind: type[S]) -> S:
+        """The run's state of one kind (an extension's own class), made by `kind()` on first
+        use and shared by every tool of the run."""
+        found = self._states.get(kind)
+        if found is None:
+            found = self._states[kind] = kind()
+        return cast(S, found)
+
+    def granting(self, permissions: Permissions) -> ToolContext:
+        """This context for one call run with `permissions` (its state still the run's)."""
+        scoped = copy.copy(self)
+        scoped.permissions = permissions
+        return scoped
+
+
+Guard = Callable[[ToolCall, ToolContext], Refusal | None | Awaitable[Refusal | None]]
+"""A check every call of a run passes before it starts; a Refusal stops it."""
 
 
 class ArgumentsError(ValueError):
@@ -231,7 +391,7 @@ def tool(
     return wrap(fn) if fn is not None else wrap
 
 
-def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
+def as_tool(obj: Tool | Callable[..., object]) -> Tool:
     """Accept a Tool or a plain function wherever tools are given."""
     return obj if isinstance(obj, Tool) else Tool(obj)
 
@@ -347,7 +507,8 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return [clean(item) for item in node]
         return node
 
-    return clean(schema)
+    cleaned: dict[str, Any] = clean(schema)
+    return cleaned
 
 
 def _describe_validation(exc: ValidationError) -> str:
@@ -359,3 +520,83 @@ def _describe_validation(exc: ValidationError) -> str:
             problem = "unexpected argument"
         problems.append(f"- {where}: {problem}")
     return "Arguments do not match the tool's schema:\n" + "\n".join(problems)
+
+
+# The dispatcher: tools given after the first request, called through one fixed tool.
+
+DISPATCH_TOOL = "call_skill_tool"
+
+
+def call_skill_tool(tool: str, arguments: str = "{}") -> str:
+    """Call a tool that a loaded skill gave you (its schema is in that skill's load_skill result).
+
+    Args:
+        tool: The tool's full name, e.g. pdf__extract_text.
+        arguments: The tool's arguments as one JSON object.
+    """
+    raise RuntimeError("call_skill_tool is unwrapped by the tool batch and never runs itself")
+
+
+_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string", "description": "The tool's full name, e.g. pdf__extract_text."},
+        "arguments": {
+            "type": "string",
+            "description": 'The tool\'s arguments as one JSON object, e.g. {"path": "a.txt"}.',
+        },
+    },
+    "required": ["tool"],
+}
+
+
+def dispatcher() -> Tool:
+    """The dispatcher tool, for an agent whose tools may grow during its run."""
+    found = Tool(call_skill_tool)
+    found.spec = found.spec.model_copy(update={"parameters": _PARAMETERS})
+    return found
+
+
+class Unwrapped:
+    """A call as it will run: the inner call of a dispatched one, or the call itself; `error`
+    says why a dispatched call cannot run (its result is then that error)."""
+
+    __slots__ = ("call", "error")
+
+    def __init__(self, call: ToolCall, error: str | None = None) -> None:
+        self.call = call
+        self.error = error
+
+
+def unwrap(call: ToolCall, toolset: Toolset) -> Unwrapped:
+    """The call a dispatcher call stands for; any other call as it is."""
+    if call.name != DISPATCH_TOOL or DISPATCH_TOOL not in toolset:
+        return Unwrapped(call)
+    try:
+        raw = json.loads(call.arguments) if call.arguments.strip() else {}
+    except (ValueError, RecursionError):
+        return Unwrapped(call, f"Invalid arguments for {DISPATCH_TOOL}: not valid JSON.")
+    if not isinstance(raw, dict) or not isinstance(raw.get("tool"), str):
+        return Unwrapped(call, f"{DISPATCH_TOOL} needs `tool`: the name of the tool to call.")
+    name, arguments = raw["tool"], raw.get("arguments", {})
+    if isinstance(arguments, str):  # some models send the arguments as JSON text
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return Unwrapped(call, f"Invalid arguments for {name}: not valid JSON.")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return Unwrapped(call, f"Invalid arguments for {name}: `arguments` must be an object.")
+    inner = ToolCall(id=call.id, name=name, arguments=json.dumps(arguments))
+    if name == DISPATCH_TOOL:
+        return Unwrapped(inner, f"{DISPATCH_TOOL} cannot call itself.")
+    if toolset.advertised(name):
+        return Unwrapped(inner, f"{name} is one of your tools: call it directly.")
+    return Unwrapped(inner)
+
+
+def target(call: ToolCall, toolset: Toolset) -> Tool | None:
+    """The tool a call will run (through the dispatcher or not), or None if there is none."""
+    unwrapped = unwrap(call, toolset)
+    return None if unwrapped.error else toolset.get(unwrapped.call.name)

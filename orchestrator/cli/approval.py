@@ -4,7 +4,7 @@
 tool, arguments and the permission that asks, and waits for y or n; anything but y (or yes)
 denies it, as does the end of input. The live view pauses while it asks. Prompts come one at
 a time, even when agents run side by side. Not on a terminal, there is no one to ask: such
-calls are denied, and the observation says so (agent/approval.py).
+calls are denied, and the observation says so (agent/turn_calls.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
-from ..agent.approval import ApprovalRequest
-from ..agent.threads import run_in_thread
+from ..agent import ApprovalRequest
+from ..agent.tools import run_in_thread
 
 MAX_SHOWN = 2_000
 YES = frozenset({"y", "yes"})

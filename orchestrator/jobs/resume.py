@@ -6,7 +6,7 @@ changed since the run (unless `force`), and loads the job as it was run (`model`
 recorded model, as `--model` does for `run`, and drops the recorded options; `model_options`
 go over them). A run that had finished is not run again: `Resumption.finished` holds the
 result its trace recorded. Running the job on a `Trace(path, resume=checkpoint)` then goes on
-where the run stopped (runner.py, tasks/restore.py, agent/resume.py).
+where the run stopped (runner.py, tasks/restore.py, agent/restart.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ observation of type `denied`.
 Human approval: `shell` and `python` may be `"ask"`, and `tools` maps tool names, skill names
 or glob patterns to `allow`, `ask` or `deny`. `decision(tool)` is the strictest value that
 applies (deny, then ask, then allow); the loop asks a person before a call that needs it
-(agent/approval.py), and an approved call of the shell (python) skill runs with `shell`
+(agent/turn_calls.py), and an approved call of the shell (python) skill runs with `shell`
 (`python`) granted for that call alone (`granting`).
 """
 

@@ -12,37 +12,88 @@ agent's `context: fork` skills.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
-from ..agent import AgentLoop, Extension, ModelLike, RunResult, Tool
+from ..agent import AgentLoop, Approver, Extension, ModelLike, RunResult, TokenBudget, Tool
 from ..security import Permissions
-from .meta_tools import SkillForker, skills_extension
+from ..tokens import TokenCounter
+from ..trace import Trace
+from .catalog import SkillCatalog
+from .meta_tools import SkillForker, SkillsExtension, skills_extension
 from .preload import warn_refused_code
 from .sources.mcp import server_scope
 
+SkillsLike = (
+    SkillCatalog | SkillsExtension | str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+)
+"""What `Agent(skills=...)` accepts: a catalog, a skills extension, or skill folders."""
+
 
 class Agent(AgentLoop):
-    """A function-calling agent loop that may be given skills."""
+    """A function-calling agent loop that may be given skills.
+
+    Args:
+        skills: A SkillCatalog, a SkillsExtension, or skill folders (searched before the
+            built-in ones): the skill index joins the system prompt and the skill meta-tools
+            the tools; the folders become read-only for the agent's file tools.
+
+    Every other argument is `AgentLoop`'s, with the same meaning and default: `model`,
+    `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
+    `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
+    `counter`, `depth`, `time_limit`, `approve`.
+    """
 
     def __init__(
         self,
         model: ModelLike,
-        tools: Iterable[Tool | Any] = (),
+        tools: Iterable[Tool | Callable[..., object]] = (),
         *,
-        skills: Any = None,
+        skills: SkillsLike | None = None,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = 20,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Permissions | None = None,
         extensions: Iterable[Extension] = (),
-        permissions: Any = None,
-        **options: Any,
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+        approve: Approver | None = None,
     ) -> None:
         extensions = list(extensions)
+        parsed = Permissions.coerce(permissions)
         if skills is not None:
             extension = skills_extension(skills)
-            permissions = Permissions.coerce(permissions).protecting(extension.catalog.paths)
-            warn_refused_code(extension.catalog, permissions)
+            parsed = parsed.protecting(extension.catalog.paths)
+            warn_refused_code(extension.catalog, parsed)
             forker = next((e for e in extensions if isinstance(e, SkillForker)), None)
-            extensions = [extension.configured(permissions, forker), *extensions]
-        super().__init__(model, tools, extensions=extensions, permissions=permissions, **options)
+            extensions = [extension.configured(parsed, forker), *extensions]
+        super().__init__(
+            model,
+            tools,
+            system=system,
+            name=name,
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            budget=budget,
+            trace=trace,
+            max_output_tokens=max_output_tokens,
+            tool_concurrency=tool_concurrency,
+            tool_timeout=tool_timeout,
+            permissions=parsed,
+            extensions=extensions,
+            counter=counter,
+            depth=depth,
+            time_limit=time_limit,
+            approve=approve,
+        )
 
     async def run(self, task: str) -> RunResult:
         """Run as `AgentLoop.run` does, within the run's MCP server scope: servers its skills

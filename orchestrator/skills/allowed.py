@@ -14,7 +14,7 @@ Names of another client's tools (`WebSearch`, `TodoWrite`, `mcp__...`) name noth
 list naming only those limits nothing. A `ToolRule` allows the tools it names, those of the
 skills it names, and always the meta-tools that only read (`load_skill`, `read_skill_file`,
 `search_skills`, `read_task_output`). `ToolLimit` is an agent extension that refuses every
-other call (agent/approval.py runs its guard before each call).
+other call (agent/turn_calls.py runs its guard before each call).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent import Tool, ToolContext
-from ..agent.approval import Refusal
+from ..agent import Refusal, Tool, ToolContext
 from ..messages import ToolCall
 from .skill import TOOL_SEPARATOR
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..agent.threads import CallTimedOut, call_with_timeout
+from ..agent.tools import CallTimedOut, call_with_timeout
 from ..tokens import TokenCounter
 from .builtin import builtin_skills_folder
 from .discovery import MAX_DEPTH, walk_skill_folders

@@ -4,7 +4,7 @@
   `${CLAUDE_SKILL_DIR}` filled in) and the skill's tools with their full schemas come back.
   The tools become callable, but the tools array the model is sent does not change (so the
   provider's prompt cache keeps the whole prefix): the model calls them by name or through
-  `call_skill_tool` (agent/dispatch.py), which is in the array from the first request when
+  `call_skill_tool` (agent/tools.py), which is in the array from the first request when
   a skill with tools could be loaded. With `stable_tools=False` their schemas are appended
   to the array instead, and the observation lists them by name only. A `context: fork`
   skill runs as a sub-agent instead (through the run's fork extension, `SkillForker`), and
@@ -25,12 +25,11 @@ import copy
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..agent import Tool, ToolContext
-from ..agent.approval import Refusal
-from ..agent.dispatch import dispatcher
-from ..agent.threads import run_in_thread
+from ..agent import Refusal, Tool, ToolContext
+from ..agent.tools import dispatcher, run_in_thread
 from ..errors import PermissionDenied, ToolError
 from ..messages import Message, ToolCall
 from ..security import Permissions
@@ -47,11 +46,18 @@ from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .skill import LoadedSkill, SkillError, SkillInfo
 from .sources.mcp import with_servers, with_servers_sync
 
-STATE_KEY = "skills.loaded"
-RULES_KEY = "skills.rules"
 MAX_SEARCH_RESULTS = 20
 
 __all__ = ["SkillForker", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
+
+
+@dataclass
+class SkillsState:
+    """What one run keeps of its skills (`ctx.state_of(SkillsState)`): the skills it loaded,
+    and the `allowed-tools` limits they set."""
+
+    loaded: set[str] = field(default_factory=set)
+    rules: list[ToolRule] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -148,7 +154,7 @@ class SkillsExtension:
 
     def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
         """Refuse a call that an active skill's `allowed-tools` does not allow."""
-        rules = [*self._static_rules(), *ctx.state.get(RULES_KEY, ())]
+        rules = [*self._static_rules(), *ctx.state_of(SkillsState).rules]
         return first_refusal(call.name, rules)
 
     def _static_rules(self) -> list[ToolRule]:
@@ -176,10 +182,10 @@ class SkillsExtension:
         info = self._info(name)
         if info.name == self.running:
             return f"You are running the skill {info.name!r}: its instructions are your task."
-        rules: list[ToolRule] = ctx.state.setdefault(RULES_KEY, [])
+        state = ctx.state_of(SkillsState)
+        rules, loaded = state.rules, state.loaded
         if info.forks:
             return await self._fork(info, arguments, [*self._static_rules(), *rules], ctx)
-        loaded: set[str] = ctx.state.setdefault(STATE_KEY, set())
         if info.name in loaded or info.name in self._preloaded_names():
             if arguments.strip():  # the instructions again, for the new arguments
                 return substitute(await run_in_thread(read_body, info), info.folder, arguments)
@@ -204,7 +210,7 @@ class SkillsExtension:
         return render_loaded(skill, arguments, rule, shown=shown, schemas=self.stable_tools)
 
     async def _read(self, info: SkillInfo, ctx: ToolContext) -> LoadedSkill:
-        refusal = untrusted_code(info, Permissions.coerce(ctx.permissions))
+        refusal = untrusted_code(info, ctx.permissions)
         if refusal is not None:
             raise PermissionDenied(f"Skill {info.name!r} cannot be loaded: {refusal}")
         try:
@@ -242,9 +248,9 @@ class SkillsExtension:
         active again (nothing is recorded again). A load cut off before its result was
         recorded is not: the resumed run calls it again. A `context: fork` skill loaded
         nothing (a sub-agent ran it), so there is nothing to bring back."""
-        loaded: set[str] = context.state.setdefault(STATE_KEY, set())
-        rules: list[ToolRule] = context.state.setdefault(RULES_KEY, [])
-        permissions = Permissions.coerce(context.permissions)
+        state = context.state_of(SkillsState)
+        loaded, rules = state.loaded, state.rules
+        permissions = context.permissions
         given = {*self._preloaded_names(), self.running, *loaded}
         for name in loaded_in(messages):
             info = self.catalog.get(name)
@@ -291,7 +297,7 @@ class SkillsExtension:
         if not found:
             count = len(self.catalog.invocable)
             return f"No skill matches {query!r} ({count} skills exist). Try other words."
-        loaded = ctx.state.get(STATE_KEY, set()) | self._preloaded_names()
+        loaded = ctx.state_of(SkillsState).loaded | self._preloaded_names()
         lines = [f"{info.summary()}{' (loaded)' if info.name in loaded else ''}" for info in found]
         return "\n".join([*lines, "Load one with load_skill(name)."])
 

@@ -1,7 +1,7 @@
 """What `load_skill` answers: a skill's instructions, its tools and the files to read.
 
 When the skill's tools are callable but not in the tools array (the agent keeps a stable
-prefix, agent/dispatch.py), their full parameter schemas are part of this observation: it is
+prefix, agent/tools.py), their full parameter schemas are part of this observation: it is
 the only place the model sees them.
 """
 
@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 
 from ..agent import Tool
-from ..agent.dispatch import DISPATCH_TOOL
+from ..agent.tools import DISPATCH_TOOL
 from .allowed import ToolRule
 from .body import substitute
 from .files import list_files

@@ -27,12 +27,12 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..agent import TaskResult, Tool, ToolContext
+from ..agent import Approver, TaskResult, Tool, ToolContext
 from ..errors import ConfigError, ToolError
 from ..messages import Message
 from ..models import ChatModel, ModelSettings, output_cap, resolve_model
@@ -49,8 +49,6 @@ from .slots import lend
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
 
-OUTPUTS_KEY = "fork.outputs"
-IDS_KEY = "fork.ids"
 FORK_PROMPT = """\
 ## Sub-agents
 When the work splits into parts, delegate them with `fork(tasks=[...])`. Each task runs as its
@@ -59,6 +57,15 @@ concurrently unless one lists another in `depends_on`; a dependent task receives
 its dependencies. The fork returns every task's status and output (long outputs are cut; call
 `read_task_output(id)` for the whole text). Agents you can assign (`agent`):
 {agents}"""
+
+
+@dataclass
+class ForkState:
+    """What one run keeps of its forks (`ctx.state_of(ForkState)`): the task ids used, and
+    each task's whole output, for `read_task_output`."""
+
+    ids: set[str] = field(default_factory=set)
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,7 +99,7 @@ class ForkExtension:
         settings: ForkSettings | None = None,
         counter: TokenCounter | None = None,
         resolve: Callable[[ModelSettings], ChatModel] = resolve_model,
-        approve: Any = None,
+        approve: Approver | None = None,
     ) -> None:
         self.subagents = subagents
         self.resolve = resolve
@@ -156,7 +163,7 @@ class ForkExtension:
         return f"{head}\n{self._task_block(result)}"
 
     def _skill_task_id(self, skill: SkillInfo, ctx: ToolContext) -> str:
-        used: set[str] = ctx.state.setdefault(IDS_KEY, set())
+        used = ctx.state_of(ForkState).ids
         stem = re.sub(r"[^A-Za-z0-9_-]+", "-", skill.name).strip("-")[:36] or "skill"
         number = 1
         while f"{stem}-{number}" in used:
@@ -166,7 +173,7 @@ class ForkExtension:
     async def _run(
         self, tasks: Sequence[TaskSpec], ctx: ToolContext, running: SkillInfo | None = None
     ) -> list[TaskResult]:
-        self._validate(tasks, ctx.state.setdefault(IDS_KEY, set()))
+        self._validate(tasks, ctx.state_of(ForkState).ids)
         local = LocalExecutor(
             lambda request: self.build_agent(request, ctx, running=running), ctx.budget
         )
@@ -187,7 +194,7 @@ class ForkExtension:
         async with lend():  # this agent only waits now: its slot is its tasks'
             results = await run.run()
         ctx.children[first:] = results  # the whole fork done: in the order the tasks were given
-        outputs = ctx.state.setdefault(OUTPUTS_KEY, {})
+        outputs = ctx.state_of(ForkState).outputs
         outputs.update({r.id: r.output for r in results})
         return results
 
@@ -197,8 +204,8 @@ class ForkExtension:
         """A resumed run: the forks it made and got results for count again (their ids are
         used, their outputs readable, their results among its children). A fork still
         without a result is not restored: the resumed run calls it again."""
-        used = context.state.setdefault(IDS_KEY, set())
-        restore_forks(context, record, messages, used, context.state.setdefault(OUTPUTS_KEY, {}))
+        state = context.state_of(ForkState)
+        restore_forks(context, record, messages, state.ids, state.outputs)
 
     def read_task_output(self, id: str, ctx: ToolContext) -> str:
         """Return the whole output of a task from an earlier fork.
@@ -206,7 +213,7 @@ class ForkExtension:
         Args:
             id: the task's id
         """
-        outputs: dict[str, str] = ctx.state.get(OUTPUTS_KEY, {})
+        outputs = ctx.state_of(ForkState).outputs
         if id not in outputs:
             known = ", ".join(outputs) or "none yet"
             raise ToolError(f"No task {id!r}{suggest(id, outputs)}. Tasks run so far: {known}.")

@@ -2,7 +2,7 @@
 
 `TaskSpec` is a task as the model (or the job spec) writes it; `TaskRequest` is everything an
 executor needs to run it once its dependencies are done. Results are `TaskResult`
-(agent/results.py). None of them holds a live object, so a task can run in another process.
+(agent/run_results.py). None of them holds a live object, so a task can run in another process.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 per agent path, its conversation, how its latest run ended (or that it was cut off), its steps,
 usage and loaded skills, and which tool calls started and ended; per task (a job step or a
 forked task), its place in the graph and how it ended; every fork, with the tool call that made
-it. `resume` (jobs/, tasks/, agent/resume.py) rebuilds the run from this alone.
+it. `resume` (jobs/, tasks/, agent/restart.py) rebuilds the run from this alone.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from orchestrator import ToolContext, ToolError, tool
-from orchestrator.security import Permissions, open_resolved, resolve_inside
+from orchestrator.security import open_resolved, resolve_inside
 
 Row = dict[str, Any]
 MAX_ROWS_SHOWN = 200
@@ -98,7 +98,7 @@ def _convert(value: Any, kind: str) -> Any:
 
 def load_table(ctx: ToolContext, path: str, records: str | None = None) -> Table:
     """Read a data file of the workspace as a table."""
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     root = permissions.workspace_root()
     target = resolve_inside(root, path)
     permissions.require_readable(target, repr(path))

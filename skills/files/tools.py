@@ -45,7 +45,7 @@ SKIPPED_DIRS = frozenset(
 
 
 def _root(ctx: ToolContext) -> Path:
-    return Permissions.coerce(ctx.permissions).workspace_root()
+    return ctx.permissions.workspace_root()
 
 
 def _open(permissions: Permissions, path: str) -> BinaryIO:
@@ -104,7 +104,7 @@ def read_file(path: str, ctx: ToolContext, start_line: int = 1, end_line: int | 
         start_line: The first line to return (1-based).
         end_line: The last line to return (inclusive); leave out to read to the end.
     """
-    with _open(Permissions.coerce(ctx.permissions), path) as handle:
+    with _open(ctx.permissions, path) as handle:
         _refuse_binary(handle, repr(path))
         lines = read_lines(handle, max(1, start_line), end_line, MAX_READ_CHARS)
     return _lines_shown(lines, path, end_line)
@@ -138,7 +138,7 @@ def write_file(path: str, content: str, ctx: ToolContext) -> str:
         path: The file's path, relative to the workspace root.
         content: The whole new content of the file.
     """
-    root, target = _writable(Permissions.coerce(ctx.permissions), path)
+    root, target = _writable(ctx.permissions, path)
     _write(root, target, path, content.encode("utf-8"))
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     return f"Wrote {len(content)} characters ({lines} lines) to {relative_name(root, target)}."
@@ -158,7 +158,7 @@ def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
     """
     if not old_text:
         raise ToolError("old_text is empty; give the exact text to replace.")
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     root, target = _writable(permissions, path)
     permissions.require_readable(target, repr(path))
     # Read, check and write under the file's lock: a parallel edit of the same file waits, then
@@ -209,7 +209,7 @@ def list_dir(ctx: ToolContext, path: str = ".") -> str:
     Args:
         path: The folder's path, relative to the workspace root.
     """
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     target = resolve_inside(permissions.workspace_root(), path)
     if not target.is_dir():
         raise ToolError(f"{path!r} is not a folder in the workspace.")
@@ -246,7 +246,7 @@ def glob(pattern: str, ctx: ToolContext, path: str = ".") -> str:
     pure = PurePath(pattern)
     if pure.is_absolute() or ".." in pure.parts:
         raise PathRefused(f"pattern {pattern!r} must be relative and may not contain '..'.")
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     root = permissions.workspace_root()
     base = resolve_inside(root, path)
     found = sorted(
@@ -284,7 +284,7 @@ def grep(
         max_matches: Stop after this many matching lines.
     """
     regex = _compile(pattern, ignore_case)
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     root = permissions.workspace_root()
     base = resolve_inside(root, path)
     if base.is_file():

@@ -45,7 +45,7 @@ async def _request(
     timeout_seconds: float,
     **content: Any,
 ) -> str:
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     target = _checked_url(url, permissions)
     seconds = max(1.0, min(timeout_seconds, MAX_TIMEOUT))
     try:

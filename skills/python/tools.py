@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 from orchestrator import ToolContext, tool
-from orchestrator.security import Permissions
 from orchestrator.skills.process import (
     DEFAULT_TIMEOUT,
     child_environment,
@@ -32,7 +31,7 @@ async def run(code: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_TIME
         code: The Python source to run; print() the results you want to see.
         timeout_seconds: Seconds before the process is killed (1-600).
     """
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     permissions.require_python()
     root = permissions.workspace_root()
     seconds = clamp_timeout(timeout_seconds)

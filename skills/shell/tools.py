@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 
 from orchestrator import ToolContext, tool
-from orchestrator.security import Permissions
 from orchestrator.skills.process import DEFAULT_TIMEOUT, clamp_timeout, run_process
 
 
@@ -23,7 +22,7 @@ async def run(command: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_T
         command: The command line, run by bash (or sh) with the workspace as working folder.
         timeout_seconds: Seconds before the command and everything it started are killed (1-600).
     """
-    permissions = Permissions.coerce(ctx.permissions)
+    permissions = ctx.permissions
     permissions.require_shell()
     shell = shutil.which("bash") or "/bin/sh"
     seconds = clamp_timeout(timeout_seconds)

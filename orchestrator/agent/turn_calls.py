@@ -1,34 +1,61 @@
-"""Running the tool calls of one assistant turn.
+"""Running the tool calls of one assistant turn, each admitted first.
 
 Invariants kept here: every call gets exactly one result, carrying its call id, in the order
 the model gave the calls; failures become error results, never exceptions; calls run
 concurrently up to a limit, and an `exclusive` tool runs alone, as a barrier. If the batch is
 cancelled, `finish_cancelled` gives calls that had started an `aborted` result and calls that
-never started a `skipped` one. Every call is admitted first (approval.py: the run's guards and
-a person's approval where the permissions ask for it); a call waiting for approval has not
-started.
+never started a `skipped` one.
 
 Results are handed to `on_result` in the model's order as soon as every call before them has
 one, not only when the whole turn is done: the trace then records each finished call's result
 while slower calls of the same turn still run, and a run killed half-way through a turn loses
 only the results it truly had not got.
+
+Every call is admitted (`admit`) after its arguments were checked and before it starts; a
+call waiting for approval has not started:
+
+1. Each guard of the run (`ToolContext.guards`, from the agent's extensions: a skill's
+   `allowed-tools`, a sub-agent's `tools`) may refuse it; the first refusal is its result.
+2. `Permissions.decision(tool)`: `deny` refuses it; `ask` hands an `ApprovalRequest` to the
+   run's approval callback (`ToolContext.approve`: sync or async, `True` approves, anything
+   else, an exception included, denies). Without a callback the call is denied, and the
+   observation says no one could be asked.
+
+A refusal or denial is an error observation of type `denied` the model reads; the loop goes
+on. Every decision on a call that needed one is a trace event `approval` (`decision`
+approved/denied, `by` person/policy/nobody, the permission `rule`). An approved call of the
+shell (python) skill runs with `shell` (`python`) granted for that one call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import inspect
+import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
-from .approval import Refusal, admit
-from .dispatch import DISPATCH_TOOL, unwrap
-from .threads import ExitFromCode
-from .tools import ArgumentsError, Tool, ToolContext, render_result
+from .tools import (
+    DISPATCH_TOOL,
+    ApprovalRequest,
+    ArgumentsError,
+    ExitFromCode,
+    Refusal,
+    Tool,
+    ToolContext,
+    render_result,
+    run_in_thread,
+    unwrap,
+)
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
+NOBODY = (
+    "no one can be asked in this run (it is not on a terminal, and no approval callback was given)"
+)
 
 
 class ToolBatch:
@@ -217,3 +244,69 @@ class ToolBatch:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         available = ", ".join(names) if len(names) <= 30 else f"{len(names)} tools"
         return f"Unknown tool {name!r}.{hint} Available: {available or 'none'}."
+
+
+async def admit(call: ToolCall, ctx: ToolContext) -> Refusal | ToolContext:
+    """The context the call runs with, or why it may not run (its arguments are valid)."""
+    for guard in ctx.guards:
+        verdict = guard(call, ctx)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is not None:
+            return verdict
+    permissions = ctx.permissions
+    decision, rule = permissions.decision(call.name)
+    if decision == "allow" or rule is None:
+        return ctx
+    if decision == "deny":
+        _record(ctx, call, "denied", "policy", rule)
+        return Refusal(f"Permission denied: {call.name} is not allowed in this run ({rule}).")
+    request = ApprovalRequest(ctx.agent, call.name, _arguments(call), call.id, rule)
+    approved, by, why = await _ask(request, ctx)
+    _record(ctx, call, "approved" if approved else "denied", by, rule, why)
+    if not approved:
+        return Refusal(f"Permission denied: {call.name} needs a person's approval ({rule}); {why}.")
+    granted = permissions.granting(call.name)
+    return ctx if granted is permissions else ctx.granting(granted)
+
+
+async def _ask(request: ApprovalRequest, ctx: ToolContext) -> tuple[bool, str, str]:
+    """(approved, who decided, why) for one request."""
+    approve = ctx.approve
+    if approve is None:
+        return False, "nobody", NOBODY
+    try:
+        if inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
+            type(approve).__call__
+        ):
+            answer = await approve(request)  # type: ignore[misc]  # checked: a coroutine
+        else:
+            answer = await run_in_thread(approve, request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+    except Exception as exc:
+        return False, "person", f"the approval callback failed ({type(exc).__name__}: {exc})"
+    if answer is True:
+        return True, "person", "approved"
+    return False, "person", "a person denied it"
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    value = json.loads(call.arguments or "{}")
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _record(
+    ctx: ToolContext, call: ToolCall, decision: str, by: str, rule: str, why: str | None = None
+) -> None:
+    if ctx.trace is not None:
+        ctx.trace.emit(
+            "approval",
+            ctx.agent,
+            call_id=call.id,
+            name=call.name,
+            decision=decision,
+            by=by,
+            rule=rule,
+            reason=why,
+        )

@@ -1,4 +1,4 @@
-"""Resuming an agent's run from what its trace recorded (the trace's checkpoint).
+"""Restarting an agent's run from what its trace recorded (the trace's checkpoint).
 
 An agent whose trace was opened to resume a run, and whose path was cut off there (a crash,
 `kill -9`) or cancelled (Ctrl-C), does not start over: it restarts from its last complete
@@ -19,14 +19,13 @@ from the end of the rebuilt conversation; `run_start` says how many messages wer
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 
-from ..messages import Message, ToolCall
+from ..messages import Message, ToolCall, Usage
 from ..trace import AgentRecord, Trace
-from .dispatch import target
-from .state import CutTurn, RunState
-from .tools import ToolContext, Toolset
+from .extension import Restorable
+from .tools import ToolContext, Toolset, target
 
 ABORTED = (
     "Aborted: the run stopped while this call ran, and it was not run again; whatever it did "
@@ -40,71 +39,69 @@ SKIPPED = "Skipped: the run stopped before this call started."
 _CANCELLED = ("aborted", "skipped")
 
 
-@runtime_checkable
-class Restorable(Protocol):
-    """An extension with per-run state to bring back when a run resumes."""
+@dataclass
+class CutTurn:
+    """The last turn of a resumed run, as the earlier attempt left it.
 
-    def restore(
-        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
-    ) -> None: ...
+    `calls` are the turn's calls from the first one without a result on; `known` holds, for
+    each, the result to give it (recorded, or `aborted`/`skipped`), or None where the call is
+    run again (a resumable tool such as `fork`). `final` is an answer the earlier attempt got
+    but could not end the run with.
+    """
+
+    calls: list[ToolCall] = field(default_factory=list)
+    known: list[Message | None] = field(default_factory=list)
+    final: Message | None = None
 
 
-def resume_run(
-    state: RunState,
+@dataclass
+class Restart:
+    """Where a resumed run goes on from: the conversation kept, the spend so far, and the
+    turn that was cut (None: it was complete)."""
+
+    messages: list[Message]
+    steps: int
+    usage: Usage
+    cost: float | None
+    cut: CutTurn | None
+
+    def started(self) -> dict[str, object]:
+        """What the run's `run_start` event adds."""
+        kept = len(self.messages)
+        return {"resumed": True, "kept": kept, "steps": self.steps, "usage": self.usage.record()}
+
+
+def restart_from(
     trace: Trace | None,
+    context: ToolContext,
     *,
     extensions: Iterable[object],
     notes: Collection[str],
     shared_budget: bool,
-) -> dict[str, Any]:
-    """If `trace` resumes a run that was cut off at this agent's path, fill the new run's
-    `state` from its record; returns the fields the run's `run_start` adds ({} otherwise).
+) -> Restart | None:
+    """If `trace` resumes a run that was cut off at this agent's path (`context.agent`), where
+    it goes on from; None for a new run. The extensions get their state back (in `context`).
 
-    The run's own budget is charged what the path's subtree spent before, unless it is the
-    shared budget (`shared_budget`), which counts the earlier attempts by itself.
+    The run's own budget (`context.budget`) is charged what the path's subtree spent before,
+    unless it is the shared budget (`shared_budget`), which counts the earlier attempts by
+    itself.
     """
     checkpoint = trace.checkpoint if trace is not None else None
-    path = state.context.agent
+    path = context.agent
     record = checkpoint.claim(path) if checkpoint is not None else None
     if checkpoint is None or record is None:
-        return {}
-    spent = None
-    if not shared_budget:
-        spent = (checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path))
-    kept = resume_state(state, record, extensions=extensions, notes=notes, spent=spent)
-    return {"resumed": True, "kept": kept, "steps": state.steps, "usage": state.usage.record()}
-
-
-def resume_state(
-    state: RunState,
-    record: AgentRecord,
-    *,
-    extensions: Iterable[object],
-    notes: Collection[str],
-    spent: tuple[int, float] | None,
-) -> int:
-    """Fill a new run's state from `record`; returns how many recorded messages were kept.
-
-    `spent` (tokens, dollars) is charged to the run's own budget when it has one (a cap
-    inside a shared budget, which counts the earlier attempts itself); None when the budget
-    is the shared one.
-    """
-    messages, _ = cut_turn(record, state.context.toolset, notes)
+        return None
+    messages, _ = cut_turn(record, context.toolset, notes)
     for extension in extensions:
         if isinstance(extension, Restorable):
-            extension.restore(state.context, record, messages)
+            extension.restore(context, record, messages)
     # Which calls of the cut turn run again depends on their tools, loaded skills' included:
     # so the cut turn is read once the extensions have given those tools back.
-    _, cut = cut_turn(record, state.context.toolset, notes)
-    state.transcript.extend(messages)
-    state.steps, state.usage, state.resume = record.steps, record.usage, cut
-    state.cost = record.cost
-    if spent is not None:
-        state.budget.record_spent(*spent)
-    for message in messages:
-        if message.role == "assistant" and message.tool_calls:
-            state.repeats.too_often(message.tool_calls)
-    return len(messages)
+    _, cut = cut_turn(record, context.toolset, notes)
+    if not shared_budget and context.budget is not None:
+        spent = checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path)
+        context.budget.record_spent(*spent)
+    return Restart(messages, record.steps, record.usage, record.cost, cut)
 
 
 def cut_turn(
