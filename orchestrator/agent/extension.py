@@ -6,12 +6,16 @@ live in the layers above the loop, which sees only this protocol. An extension m
 - a `guard(call, ctx)` method, which every call of the agent's runs passes before it starts
   (agent/turn_calls.py): a skill's `allowed-tools` is enforced that way;
 - a `restore(context, record, messages)` method (`Restorable`), which gives it back its
-  per-run state when a run resumes from its trace (agent/restart.py).
+  per-run state when a run resumes from its trace (agent/restart.py);
+- a `run_scope()` method returning an async context manager, which the run enters before its
+  first step and leaves after its last, errors and cancellation included: what the extension
+  holds for the run (the skills' MCP servers) lives that long.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from ..errors import ConfigError
@@ -66,3 +70,10 @@ def assemble(
 def guards_of(extensions: Sequence[Extension]) -> list[Guard]:
     """The `guard` methods of the extensions that have one, in order."""
     return [guard for e in extensions if callable(guard := getattr(e, "guard", None))]
+
+
+def scopes_of(
+    extensions: Iterable[object],
+) -> list[Callable[[], AbstractAsyncContextManager[object]]]:
+    """The `run_scope` methods of the extensions that hold something for a run."""
+    return [scope for e in extensions if callable(scope := getattr(e, "run_scope", None))]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..models.resolve import resolve_model
 from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
-from .extension import Extension, assemble, guards_of
+from .extension import Extension, assemble, guards_of, scopes_of
 from .model_call import call_model
 from .restart import CutTurn, restart_from
 from .run_results import RunResult, Status, refusals
@@ -192,19 +193,22 @@ class AgentLoop:
         Past `time_limit` the run ends as `cancelled` with its record complete. Cancelling the
         task that awaits this leaves the same record (trace included) and re-raises.
         """
-        trace, own_trace = open_trace(self.trace)
-        state = self._start(task, trace)
-        try:
-            async with asyncio.timeout(self.time_limit):
-                return await self._loop(state)
-        except TimeoutError:
-            if state.result is None:
-                raise
-            state.result.error = f"time limit of {self.time_limit:g} s reached"
-            return state.result
-        finally:
-            if own_trace and trace is not None:
-                trace.close()
+        async with AsyncExitStack() as scopes:
+            for scope in scopes_of(self.extensions):  # what extensions hold for the run
+                await scopes.enter_async_context(scope())
+            trace, own_trace = open_trace(self.trace)
+            state = self._start(task, trace)
+            try:
+                async with asyncio.timeout(self.time_limit):
+                    return await self._loop(state)
+            except TimeoutError:
+                if state.result is None:
+                    raise
+                state.result.error = f"time limit of {self.time_limit:g} s reached"
+                return state.result
+            finally:
+                if own_trace and trace is not None:
+                    trace.close()
 
     async def _loop(self, state: RunState) -> RunResult:
         try:

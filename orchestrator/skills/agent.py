@@ -16,14 +16,13 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..agent import AgentLoop, Approver, Extension, ModelLike, RunResult, TokenBudget, Tool
+from ..agent import AgentLoop, Approver, Extension, ModelLike, TokenBudget, Tool
 from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
 from .catalog import SkillCatalog
 from .meta_tools import SkillForker, SkillsExtension, skills_extension
 from .preload import warn_refused_code
-from .sources.mcp import server_scope
 
 SkillsLike = (
     SkillCatalog | SkillsExtension | str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
@@ -94,10 +93,3 @@ class Agent(AgentLoop):
             time_limit=time_limit,
             approve=approve,
         )
-
-    async def run(self, task: str) -> RunResult:
-        """Run as `AgentLoop.run` does, within the run's MCP server scope: servers its skills
-        start are shared with its sub-agents and stopped when the outermost run ends
-        (errors and cancellation included)."""
-        async with server_scope():
-            return await super().run(task)

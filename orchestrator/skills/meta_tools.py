@@ -25,6 +25,7 @@ import copy
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -44,7 +45,7 @@ from .loader import read_body
 from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .skill import LoadedSkill, SkillError, SkillInfo
-from .sources.mcp import with_servers, with_servers_sync
+from .sources.mcp import server_scope, with_servers, with_servers_sync
 
 MAX_SEARCH_RESULTS = 20
 
@@ -129,6 +130,12 @@ class SkillsExtension:
 
     def _preload_text(self) -> str | None:
         return render_preloaded(self.preloaded) if self.preload or self.running else None
+
+    def run_scope(self) -> AbstractAsyncContextManager[object]:
+        """What a run with these skills holds while it goes: the MCP servers its skills
+        start, shared with its sub-agents and stopped when the outermost run ends (errors and
+        cancellation included)."""
+        return server_scope()
 
     def tools(self) -> Sequence[Tool]:
         # load_skill runs alone: skills loaded in one turn add their tools in the model's order.

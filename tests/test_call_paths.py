@@ -1,0 +1,95 @@
+"""A short way through: the files a reader crosses from `orchestrator run` to the HTTP request,
+and from `fork` to a sub-agent's model call, measured on real runs (docs/architecture.md shows
+both paths file by file; this test keeps them short)."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from provider_server import ProviderServer
+
+from orchestrator import Orchestrator
+from orchestrator.cli import main
+from orchestrator.models import ModelRequest, ModelResponse, ScriptedModel
+
+MAX_RUN_TO_REQUEST = 8
+MAX_FORK_TO_SUB_AGENT = 6
+
+
+def package_files(stack: list[traceback.FrameSummary]) -> list[str]:
+    """The package's files on a stack, outermost first, each once in a row."""
+    files: list[str] = []
+    for frame in stack:
+        path = Path(frame.filename).as_posix()
+        if "/orchestrator/" not in path or "/tests/" in path:
+            continue
+        name = path.rsplit("/orchestrator/", 1)[1]
+        if not files or files[-1] != name:
+            files.append(name)
+    return files
+
+
+@pytest.fixture
+def stacks_at_send(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
+    found: list[list[str]] = []
+    send = httpx.AsyncClient.send
+
+    async def spy(self: httpx.AsyncClient, request: httpx.Request, **kw: Any) -> httpx.Response:
+        found.append(package_files(traceback.extract_stack()))
+        return await send(self, request, **kw)
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", spy)
+    yield found
+
+
+def test_from_orchestrator_run_to_the_http_request(
+    tmp_path: Path, stacks_at_send: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "name: p\nmodel: openai-compatible:local\nsteps:\n  - {id: one, task: Say hi.}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0000")
+    with ProviderServer({"*": [{"content": "hi"}]}) as server:
+        base = f"base_url={server.openai_url}"
+        assert main(["run", "job.yaml", "-q", "--model-option", base]) == 0
+
+    files = stacks_at_send[0]
+    assert files[:2] == ["cli/__init__.py", "cli/run.py"] and files[-1] == "models/http.py"
+    assert len(set(files)) <= MAX_RUN_TO_REQUEST, files
+
+
+def test_from_fork_to_a_sub_agents_model_call() -> None:
+    stacks: dict[str, list[str]] = {}
+
+    class Spy(ScriptedModel):
+        async def complete(self, request: ModelRequest, **options: Any) -> ModelResponse:
+            agent = self._agent_of(request)
+            stacks.setdefault(agent, package_files(traceback.extract_stack()))
+            return await super().complete(request, **options)
+
+        def _agent_of(self, request: ModelRequest) -> str:
+            first = request.messages[-1].content or ""
+            return "planner/a" if first == "Say hi." else "planner"
+
+    fork = {"tasks": [{"id": "a", "task": "Say hi."}]}
+    script = {
+        "planner": [{"tool_calls": [{"name": "fork", "arguments": fork}]}, {"content": "ok"}],
+        "planner/a": [{"content": "hi"}],
+    }
+    result = Orchestrator(Spy(script)).run_sync("Go.")
+
+    assert result.status == "completed" and result.children[0].output == "hi"
+    # The sub-agent runs in a task of its own that the fork's graph run started: its stack
+    # begins at the scheduler, which `fork` (tasks/fork.py) awaits.
+    files = [
+        "tasks/fork.py",
+        *stacks["planner/a"][stacks["planner/a"].index("tasks/scheduler.py") :],
+    ]
+    assert files[-1] == "agent/model_call.py"  # the sub-agent's loop is calling its model
+    assert len(set(files)) <= MAX_FORK_TO_SUB_AGENT, files
