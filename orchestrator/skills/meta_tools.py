@@ -7,7 +7,7 @@
   `call_skill_tool` (agent/tools.py), which is in the array from the first request when
   a skill with tools could be loaded. With `stable_tools=False` their schemas are appended
   to the array instead, and the observation lists them by name only. A `context: fork`
-  skill runs as a sub-agent instead (through the run's fork extension, `SkillForker`), and
+  skill runs as a sub-agent instead (through the run's fork extension, `ForkSkill`), and
   the sub-agent's answer comes back.
 - `read_skill_file(skill, path)` (level 2): a file inside the skill's folder, size-capped.
 - `search_skills(query)`: skills ranked by name, keywords and description, for catalogs
@@ -24,10 +24,10 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from ..agent import Refusal, Tool, ToolContext
 from ..agent.tools import dispatcher, run_in_thread
@@ -49,7 +49,7 @@ from .sources.mcp import server_scope, with_servers, with_servers_sync
 
 MAX_SEARCH_RESULTS = 20
 
-__all__ = ["SkillForker", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
+__all__ = ["ForkSkill", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
 
 
 @dataclass
@@ -61,11 +61,9 @@ class SkillsState:
     rules: list[ToolRule] = field(default_factory=list)
 
 
-@runtime_checkable
-class SkillForker(Protocol):
-    """Runs a `context: fork` skill as a sub-agent (the fork extension, a layer above)."""
-
-    async def fork_skill(self, skill: SkillInfo, task: str, ctx: ToolContext) -> str: ...
+ForkSkill = Callable[[SkillInfo, str, ToolContext], Awaitable[str]]
+"""Runs a `context: fork` skill as a sub-agent and returns its answer: the fork extension's
+`fork_skill`, handed in by the agent that has both."""
 
 
 class SkillsExtension:
@@ -98,12 +96,12 @@ class SkillsExtension:
         self.allows = allows or (lambda _: True)
         self.stable_tools = stable_tools
         self.permissions = Permissions()
-        self.forker: SkillForker | None = None
+        self.forker: ForkSkill | None = None
         self._prompt: str | None = None
         self._preloaded: list[Preloaded] | None = None
         self._rules: list[ToolRule] | None = None
 
-    def configured(self, permissions: Permissions, forker: SkillForker | None) -> SkillsExtension:
+    def configured(self, permissions: Permissions, forker: ForkSkill | None) -> SkillsExtension:
         """This extension for one agent: its permissions (for preloading) and its forker."""
         view = copy.copy(self)
         view.permissions, view.forker = permissions, forker
@@ -242,7 +240,7 @@ class SkillsExtension:
             body = await run_in_thread(read_body, info)
         except SkillError as exc:
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
-        return await self.forker.fork_skill(info, substitute(body, info.folder, arguments), ctx)
+        return await self.forker(info, substitute(body, info.folder, arguments), ctx)
 
     def _preloaded_names(self) -> set[str]:
         return {item.info.name for item in self.preloaded}
