@@ -13,7 +13,7 @@ from cli_process import orchestrator
 from provider_server import Fault, ProviderServer
 
 from orchestrator import read_trace
-from orchestrator.cli.answer import AnswerStream
+from orchestrator.cli.output import AnswerStream
 from orchestrator.messages import Message
 from orchestrator.models import ModelResponse
 from orchestrator.security import is_secret_name

@@ -30,7 +30,6 @@ from ..security import Permissions, SecretMask
 from ..security.inventory import configuration_in, default_workspace
 from ..skills.discovery import discover
 from ..trace import Trace, new_run_id
-from .answer import AnswerStream
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -40,7 +39,7 @@ from .jobs import (
     add_model_arguments,
     config_error,
 )
-from .output import masked_output
+from .output import AnswerStream, masked_output
 from .progress import PlainProgress
 from .run import default_trace_path, refusal_lines
 

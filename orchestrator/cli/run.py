@@ -27,7 +27,6 @@ from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
 from ..trace import Checkpoint, Trace, new_run_id
 from . import STARTED
-from .answer import AnswerStream
 from .approval import TerminalApprover, terminal_approver
 from .executors import add_executor_arguments, with_executor
 from .jobs import (
@@ -41,7 +40,7 @@ from .jobs import (
     load_job_from_args,
     report_preflight,
 )
-from .output import masked_output
+from .output import AnswerStream, masked_output
 from .progress import LiveView, PlainProgress
 from .rows import silence_after
 

@@ -3,7 +3,7 @@
 A second run of a job must see the workspace the first one saw, or it costs more (its
 `list_dir` would show the first run's `out/`) and may read its own old answers as material.
 So each run records, in its trace's `job_end`, the paths it `created` (files and folders,
-found by comparing the workspace before and after: security/changes.py) together with those
+found by comparing the workspace before and after: `snapshot`, `compare`) together with those
 earlier runs created that are still there, as `outputs`; and the files it wrote (`written`),
 which the command line prints as paths the user can open. The next run of the same spec
 (the newest trace of it in the same folder of traces) leaves those outputs out of the file
@@ -14,13 +14,13 @@ output by its path still works: a goal that names `out/brief.md` can read it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..security import Permissions, is_inside
-from ..security.changes import Snapshot, compare, outermost, snapshot
 from ..trace import TraceReader
 from .spec import Job
 
@@ -121,3 +121,72 @@ def _outputs_of(path: Path, spec: str) -> list[str] | None:
         if isinstance(outputs, list) and all(isinstance(p, str) for p in outputs):
             found = outputs
     return found
+
+
+# --- What changed in a workspace: snapshots compared --------------------------------------
+
+
+MAX_ENTRIES = 20_000
+NOT_ENTERED = frozenset(
+    {".git", "__pycache__", "node_modules", ".venv", "venv", ".mypy_cache", ".pytest_cache"}
+)
+
+Snapshot = dict[str, tuple[bool, int, int]]
+"""Relative path (forward slashes) -> (is a folder, size, change time in ns)."""
+
+
+@dataclass
+class Changes:
+    """What changed between two snapshots: `created` paths (files and folders) and
+    `written` files (created or changed), relative to the workspace."""
+
+    created: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+
+def snapshot(root: Path, *, limit: int = MAX_ENTRIES) -> Snapshot | None:
+    """Every file and folder under `root` (links not followed), or None past `limit`."""
+    found: Snapshot = {}
+    pending = [(root, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = prefix + entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            found[name] = (is_dir, 0 if is_dir else info.st_size, info.st_mtime_ns)
+            if len(found) > limit:
+                return None
+            if is_dir and entry.name not in NOT_ENTERED:
+                pending.append((Path(entry.path), name + "/"))
+    return found
+
+
+def compare(before: Snapshot, after: Snapshot) -> Changes:
+    """The paths of `after` that `before` lacks, and the files that are new or differ."""
+    changes = Changes()
+    for name in sorted(after):
+        is_dir = after[name][0]
+        if name not in before:
+            changes.created.append(name)
+            if not is_dir:
+                changes.written.append(name)
+        elif not is_dir and before[name] != after[name]:
+            changes.written.append(name)
+    return changes
+
+
+def outermost(paths: list[str]) -> list[str]:
+    """`paths` without those inside another of them (`out` covers `out/brief.md`)."""
+    kept: list[str] = []
+    for name in sorted(paths):
+        if not any(name.startswith(parent + "/") for parent in kept):
+            kept.append(name)
+    return kept

@@ -44,8 +44,7 @@ from ..trace.summary import plural
 from .executor import LocalExecutor, RemoteForks
 from .graph import GraphError, suggest
 from .restore import restore_forks
-from .scheduler import GraphRun, task_graph
-from .slots import lend
+from .scheduler import GraphRun, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
 

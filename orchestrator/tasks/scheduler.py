@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 
 import networkx as nx
 
@@ -24,7 +27,6 @@ from ..trace import Trace
 from .executor import TaskExecutor, placement
 from .graph import build_graph
 from .restore import restored_task
-from .slots import Slots
 from .task import TaskRequest, TaskSpec
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
@@ -179,3 +181,69 @@ class GraphRun:
     def _emit(self, type: str, agent: str, **fields: object) -> None:
         if self.trace is not None:
             self.trace.emit(type, agent, **fields)
+
+
+# --- Slots: how many agents of the tree work at once ---------------------------------------
+
+
+class Slots:
+    """A pool of `limit` slots for agents that run at once."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._free = asyncio.Semaphore(self.limit)
+        self.busy = 0
+        self.peak = 0
+
+    @classmethod
+    def for_graph(cls, limit: int) -> Slots:
+        """The pool of the task this is called in, or a new one of `limit` slots."""
+        holding = _HOLDING.get()
+        return holding.slots if holding is not None else cls(limit)
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Take a slot for the block; what runs inside knows it holds one."""
+        await self._take()
+        holding = _Holding(self)
+        token = _HOLDING.set(holding)
+        try:
+            yield
+        finally:
+            _HOLDING.reset(token)
+            if holding.held:  # not when cancelled while taking a lent slot back
+                self._give()
+
+    async def _take(self) -> None:
+        await self._free.acquire()
+        self.busy += 1
+        self.peak = max(self.peak, self.busy)
+
+    def _give(self) -> None:
+        self.busy -= 1
+        self._free.release()
+
+
+@dataclass
+class _Holding:
+    slots: Slots
+    held: bool = True
+
+
+_HOLDING: ContextVar[_Holding | None] = ContextVar("orchestrator_slot", default=None)
+
+
+@asynccontextmanager
+async def lend() -> AsyncIterator[None]:
+    """Within the block, the slot the current task holds (if any) is free for others."""
+    holding = _HOLDING.get()
+    if holding is None or not holding.held:
+        yield
+        return
+    holding.held = False
+    holding.slots._give()
+    try:
+        yield
+    finally:
+        await holding.slots._take()
+        holding.held = True
