@@ -31,11 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from orchestrator.mcp.connection import Connection
+from orchestrator.mcp.schema import normalise
 from orchestrator.messages import ToolSpec
-from orchestrator.skills.sources.mcp.config import ServerConfig
-from orchestrator.skills.sources.mcp.connection import Connection
-from orchestrator.skills.sources.mcp.pool import ServerPool
-from orchestrator.skills.sources.mcp.schema import normalise
+from orchestrator.skills.servers import ServerConfig, ServerPool
 from orchestrator.tokens import default_counter
 
 BIN = Path(sys.executable).parent

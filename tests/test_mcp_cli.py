@@ -228,7 +228,7 @@ def test_a_catalog_whose_only_tools_come_from_spec_servers_has_the_dispatcher(
     tmp_path: Path,
 ) -> None:
     from orchestrator.skills import SkillCatalog, SkillsExtension
-    from orchestrator.skills.sources.mcp import parse_servers
+    from orchestrator.skills.servers import parse_servers
 
     catalog = SkillCatalog([], include_builtin=False)
     catalog.add_servers(parse_servers({"time": {"command": TIME_SERVER}}, "spec"), tmp_path)

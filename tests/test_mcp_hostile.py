@@ -13,9 +13,9 @@ import pytest
 from mcp_helpers import alive, mcp_skill, tool_results
 
 from orchestrator import Agent
+from orchestrator.mcp.schema import MAX_SCHEMA_NODES, normalise
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions
-from orchestrator.skills.sources.mcp.schema import MAX_SCHEMA_NODES, normalise
 
 pytest.importorskip("mcp")
 

@@ -10,20 +10,20 @@ from pathlib import Path
 import pytest
 from skill_factory import CORPUS, needs_mcp_transcripts
 
-from orchestrator.skills.sources.mcp.config import (
+from orchestrator.mcp.results import convert
+from orchestrator.mcp.schema import normalise, problems
+from orchestrator.skills.servers import (
     ConfigProblem,
     check_config,
     expanded,
     parse_config,
 )
-from orchestrator.skills.sources.mcp.results import convert
-from orchestrator.skills.sources.mcp.schema import normalise, problems
 
 TRANSCRIPTS = CORPUS / "mcp-transcripts"
 
 
 def test_import_orchestrator_does_not_import_the_sdk() -> None:
-    code = "import sys, orchestrator, orchestrator.skills.sources.mcp; print('mcp' in sys.modules)"
+    code = "import sys, orchestrator, orchestrator.mcp; print('mcp' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
@@ -182,9 +182,9 @@ def test_structured_content_and_other_blocks_are_kept_or_described() -> None:
 
 def test_tool_names_are_kept_to_what_providers_accept() -> None:
     from orchestrator.agent.tools import TOOL_NAME
-    from orchestrator.skills.sources.mcp.config import ServerConfig
-    from orchestrator.skills.sources.mcp.connection import Connection
-    from orchestrator.skills.sources.mcp.tool import McpTool
+    from orchestrator.mcp.connection import Connection
+    from orchestrator.mcp.tool import McpTool
+    from orchestrator.skills.servers import ServerConfig
 
     for remote in ("get.weather/now", "x" * 80, "日本語"):
         from orchestrator.skills import qualified_tool_name

@@ -25,12 +25,7 @@ from ..skills import (
 from ..skills.check import FolderReport
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
-from ..skills.sources.mcp import (
-    ConfigProblem,
-    server_summary,
-    sync_server_scope,
-    with_servers_sync,
-)
+from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, with_servers_sync
 from ..trace.summary import plural
 
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
-from ..skills.sources.mcp import server_scope
+from ..skills.servers import server_scope
 from ..tasks import GraphRun, LocalExecutor, RemoteSession, TaskOrigin, TaskRequest, TaskSpec
 from ..tasks.executor import GatedExecutor
 from ..trace import Trace

@@ -38,7 +38,7 @@ from ..models import INHERIT, ModelAliases, ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE
-from ..skills.sources.mcp import ServerConfig
+from ..skills.servers import ServerConfig
 from ..tasks import GENERAL, GraphError, build_graph, suggest
 from .problems import Problem, SpecError, describe
 from .templating import NAME, Template, TemplateError

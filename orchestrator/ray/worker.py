@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import TaskResult
-from ..skills.sources.mcp import server_scope
+from ..skills.servers import server_scope
 from ..tasks.executor import run_agent_task
 from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Checkpoint

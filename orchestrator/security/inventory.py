@@ -132,8 +132,8 @@ KINDS: tuple[Kind, ...] = (
         "the MCP servers a skill starts",
         file_names=MCP_CONFIG_FILES,
         readers=(
-            "orchestrator.skills.sources.mcp.config:check_config",
-            "orchestrator.skills.sources.mcp.loading:declared_servers",
+            "orchestrator.skills.servers:check_config",
+            "orchestrator.skills.servers:declared_servers",
         ),
     ),
     Kind(
@@ -177,7 +177,7 @@ OTHER_READS: Mapping[str, str] = {
     "edit, after `refusal` has been asked",
     "orchestrator.security.workspace:LockedFile.replace": "writes a workspace file the file "
     "tools edit, after `refusal` has been asked",
-    "orchestrator.skills.sources.mcp.connection:_group_in": "the process group a stdio MCP "
+    "orchestrator.mcp.connection:_group_in": "the process group a stdio MCP "
     "server's launcher wrote, in a private temporary folder of the run's own",
     "orchestrator.report.page:asset": "the report's own CSS and script, in the package",
     "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",

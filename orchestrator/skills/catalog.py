@@ -29,9 +29,9 @@ from .index import DEFAULT_INDEX_TOKENS, render_index
 from .lenient import read_skill_folder
 from .loader import load_folder
 from .search import SearchIndex
+from .servers import ServerConfig, config_file_in
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
 from .sources import TOOLS_FILE
-from .sources.mcp import ServerConfig, config_file_in
 
 logger = logging.getLogger("orchestrator.skills")
 

@@ -25,9 +25,9 @@ from .frontmatter import (
     split_skill_text,
 )
 from .rules import normal_name, validate
+from .servers import check_config
 from .skill import SkillError, qualified_tool_name
 from .sources import TOOLS_FILE, import_module_from
-from .sources.mcp import check_config
 
 
 @dataclass

@@ -44,8 +44,8 @@ from .index import DEFAULT_INDEX_TOKENS
 from .loader import read_body
 from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
+from .servers import server_scope, with_servers, with_servers_sync
 from .skill import LoadedSkill, SkillError, SkillInfo
-from .sources.mcp import server_scope, with_servers, with_servers_sync
 
 MAX_SEARCH_RESULTS = 20
 

@@ -21,8 +21,8 @@ from ..security import Permissions, is_inside
 from .body import substitute
 from .catalog import SkillCatalog
 from .loader import read_body
+from .servers import with_servers_sync
 from .skill import SkillError, SkillInfo
-from .sources.mcp import with_servers_sync
 
 
 @dataclass(frozen=True)

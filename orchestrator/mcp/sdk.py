@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ....errors import ToolInfrastructureError
+from ..errors import ToolInfrastructureError
 
 INSTALL_HINT = "pip install 'orchestrator[mcp]'"
 

@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ....errors import ToolError, ToolInfrastructureError
-from ....security.secrets import SecretMask
-from ...process import end_process_group
-from .config import ServerConfig, secret_values
+from ..errors import ToolError, ToolInfrastructureError
+from ..security.secrets import SecretMask
+from ..skills.process import end_process_group
+from ..skills.servers import ServerConfig, secret_values
 from .sdk import Sdk, load_sdk
 
 MAX_RESTARTS = 1

@@ -1,6 +1,7 @@
 """A loaded skill's MCP servers: started in the run's pool, their tools joined to the skill.
 
-`with_servers` is what `load_skill` calls after the body and `tools.py` are read: for a skill
+`joined` is what the core's `with_servers` (skills/servers.py) runs on the pool's loop after
+`load_skill` has read the body and `tools.py`: for a skill
 that declares servers it starts them (once per run; later loads, by any agent of the run,
 reuse them and their `tools/list`) and returns the skill with their tools and notes. A server
 that cannot start, the SDK missing, or a run without a pool each leave a note in the load
@@ -11,67 +12,28 @@ used: one that appeared or changed afterwards (written by a model, say) starts n
 from __future__ import annotations
 
 import asyncio
-import hashlib
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ....agent import Tool
-from ....errors import ToolInfrastructureError
-from ...skill import LoadedSkill, SkillInfo, qualified_tool_name
-from .config import (
+from ..agent import Tool
+from ..errors import ToolInfrastructureError
+from ..skills.servers import (
     ConfigProblem,
     Declared,
-    config_file_in,
+    ServerPool,
+    declared_servers,
     expanded,
-    parse_config,
     secret_values,
 )
+from ..skills.skill import LoadedSkill, SkillInfo, qualified_tool_name
 from .connection import Connection
-from .pool import ServerPool, current_pool
 from .sdk import load_sdk
 from .tool import McpTool
 
 MAX_INSTRUCTIONS = 4_000
-NO_RUN = "its MCP servers start only inside a run (Agent.run, Orchestrator.run, a job)"
 
 
-def declared_servers(info: SkillInfo) -> Declared:
-    """The servers a skill declares, from the job spec or the `.mcp.json` the scan saw."""
-    if info.servers:
-        return Declared(servers=dict(info.servers), folder=info.folder, source="the job spec")
-    path = config_file_in(info.folder)
-    data = path.read_bytes() if path is not None else None
-    if data is None or hashlib.sha256(data).hexdigest() != info.mcp_digest:
-        raise ConfigProblem(
-            f"{info.folder}: its MCP server file changed after the skill catalog was scanned; "
-            "no server is started (only what was there before the run started can run)"
-        )
-    assert path is not None
-    return parse_config(data, info.folder, str(path))
-
-
-async def with_servers(skill: LoadedSkill) -> LoadedSkill:
-    """The skill with its servers' tools (from the run's pool) and notes."""
-    if not skill.info.has_servers:
-        return skill
-    pool = current_pool()
-    if pool is None:
-        return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
-    return await pool.run(_joined(pool, skill))
-
-
-def with_servers_sync(skill: LoadedSkill) -> LoadedSkill:
-    """`with_servers` from synchronous code (preloading, restoring a resumed run)."""
-    if not skill.info.has_servers:
-        return skill
-    pool = current_pool()
-    if pool is None:
-        return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
-    return pool.run_sync(_joined(pool, skill))
-
-
-async def _joined(pool: ServerPool, skill: LoadedSkill) -> LoadedSkill:
+async def joined(pool: ServerPool, skill: LoadedSkill) -> LoadedSkill:
     """On the pool's loop: the servers' tools and notes, made once per run and skill."""
     key = f"skill:{skill.info.name}"
     lock = pool.cache.setdefault(f"{key}:lock", asyncio.Lock())
@@ -134,9 +96,3 @@ def _add_tools(
         if name in tools:  # two servers of one skill with a tool of the same name
             name = qualified_tool_name(info.name, f"{connection.name}_{remote}")
         tools.setdefault(name, McpTool(name, listed, connection, pool))
-
-
-def server_summary(info: SkillInfo) -> Mapping[str, str]:
-    """Each declared server's name and what it is (program or URL), for `skills show`."""
-    declared = declared_servers(info)
-    return {name: server.where() for name, server in declared.servers.items()}

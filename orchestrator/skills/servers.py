@@ -1,4 +1,6 @@
-"""Declared MCP servers: `.mcp.json` (or `mcp.json`) in a skill folder, `mcp_servers:` in a job.
+"""MCP servers a skill declares, and a run's pool of them: the core's side of MCP.
+
+Declared servers: `.mcp.json` (or `mcp.json`) in a skill folder, `mcp_servers:` in a job.
 
 The format is the one Claude Code plugins and desktop clients use:
 
@@ -12,24 +14,44 @@ the command, args, env, cwd, url and headers expand from the environment when th
 starts (not when the file is read, so a scan never needs the variables), and
 `${CLAUDE_PLUGIN_ROOT}`/`${CLAUDE_SKILL_DIR}` to the skill's folder. Nothing here imports the
 SDK: the catalog and `skills check` read these files without it.
+
+A run (`AgentLoop.run` with skills, a job) opens a `server_scope`; every agent of the run,
+sub-agents included, finds the same `ServerPool` through a context variable, so one server
+process serves them all. Nothing starts when the scope opens: the pool's thread and each
+server start on the first load that needs them, through `orchestrator.mcp` (the `[mcp]`
+extra), which `with_servers` imports by name then, so a run with no MCP skill never loads it.
+The servers live on the pool's own event loop, so code that must stay synchronous
+(preloading a sub-agent's skills while it is built) can wait for a server too, and a cancelled
+run (Ctrl-C) cannot cut a server's shutdown short: the scope's exit stops every server and
+waits for them, and an `atexit` hook stops any pool a crash left open.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import concurrent.futures
 import contextlib
+import hashlib
+import importlib
 import json
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ....security.inventory import MCP_CONFIG_FILES
-from ...frontmatter import Problem
+from ..security.inventory import MCP_CONFIG_FILES
+from .frontmatter import Problem
+from .skill import LoadedSkill, SkillInfo
 
 CONFIG_FILES = MCP_CONFIG_FILES
+T = TypeVar("T")
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_START_TIMEOUT = 30.0
 FOLDER_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_SKILL_DIR")
@@ -228,3 +250,198 @@ def secret_values(server: ServerConfig, environ: Mapping[str, str] | None = None
             filled = expanded(server, environ, Path())
             values += [*filled.env.values(), *filled.headers.values()]
     return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+
+
+# --- A run's servers: one pool per run, shared by its agents --------------------------------
+
+CLOSE_TIMEOUT = 20.0
+
+_CURRENT: ContextVar[ServerPool | None] = ContextVar("orchestrator_mcp_pool", default=None)
+
+
+class ServerPool:
+    """Anys by key (the declaring skill and the server's name), on one event loop.
+
+    `environ` is where `${VAR}` in the servers' configs comes from (the process environment
+    by default; a job's, `.env` files included, for a job).
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+        self.connections: dict[tuple[str, str], Any] = {}
+        self.cache: dict[str, Any] = {}
+        """Per-run results keyed by skill (its tools), kept by the callers."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closing: concurrent.futures.Future[None] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    def connection(self, skill: str, name: str, factory: Any) -> Any:
+        """The run's connection to one server, made by `factory()` the first time."""
+        with self._lock:
+            key = (skill, name)
+            if key not in self.connections:
+                self.connections[key] = factory()
+            return self.connections[key]
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coro` on the pool's loop (started on first use)."""
+        loop = self._ensure_loop()
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await `coro` run on the pool's loop; cancelling this cancels it there."""
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def run_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """`coro` on the pool's loop, waited for from synchronous code (not the pool's loop)."""
+        return self.submit(coro).result(timeout)
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closing is not None:
+                raise RuntimeError("the run's MCP servers were shut down")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=loop.run_forever, name="mcp-servers", daemon=True
+                )
+                self._thread.start()
+                self._loop = loop
+                atexit.register(self.close)
+            return self._loop
+
+    async def _stop_all(self) -> None:
+        connections = list(self.connections.values())
+        await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
+
+    def _begin_close(self) -> concurrent.futures.Future[None] | None:
+        with self._lock:
+            if self._loop is None:
+                return None
+            if self._closing is None:
+                self._closing = asyncio.run_coroutine_threadsafe(self._stop_all(), self._loop)
+                self._closing.add_done_callback(lambda _: self._end_loop())
+            return self._closing
+
+    def _end_loop(self) -> None:
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+
+    def close(self) -> None:
+        """Stop every server of the run and the pool's thread; waits (bounded)."""
+        closing = self._begin_close()
+        if closing is None:
+            return
+        with contextlib.suppress(concurrent.futures.TimeoutError, Exception):
+            closing.result(CLOSE_TIMEOUT)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(CLOSE_TIMEOUT)
+        atexit.unregister(self.close)
+
+    async def aclose(self) -> None:
+        """`close` from async code; a cancellation meanwhile still waits for the servers."""
+        closing = self._begin_close()
+        if closing is None:
+            return
+        try:
+            await asyncio.shield(asyncio.wrap_future(closing))
+        except asyncio.CancelledError:
+            self.close()
+            raise
+        self.close()
+
+
+def current_pool() -> ServerPool | None:
+    """The pool of the run this code is part of, if any."""
+    return _CURRENT.get()
+
+
+@contextlib.asynccontextmanager
+async def server_scope(environ: Mapping[str, str] | None = None) -> AsyncIterator[ServerPool]:
+    """The run's pool: the enclosing run's, or a new one closed (servers and all) on exit."""
+    found = _CURRENT.get()
+    if found is not None:
+        yield found
+        return
+    pool = ServerPool(environ)
+    token = _CURRENT.set(pool)
+    try:
+        yield pool
+    finally:
+        _CURRENT.reset(token)
+        await pool.aclose()
+
+
+@contextlib.contextmanager
+def sync_server_scope() -> Iterator[ServerPool]:
+    """`server_scope` for synchronous code (`skills show --connect`)."""
+    found = _CURRENT.get()
+    if found is not None:
+        yield found
+        return
+    pool = ServerPool()
+    token = _CURRENT.set(pool)
+    try:
+        yield pool
+    finally:
+        _CURRENT.reset(token)
+        pool.close()
+
+
+# --- Joining a loaded skill to its servers: the seam of the optional `orchestrator.mcp` ------
+
+NO_RUN = "its MCP servers start only inside a run (Agent.run, Orchestrator.run, a job)"
+
+
+def declared_servers(info: SkillInfo) -> Declared:
+    """The servers a skill declares, from the job spec or the `.mcp.json` the scan saw."""
+    if info.servers:
+        return Declared(servers=dict(info.servers), folder=info.folder, source="the job spec")
+    path = config_file_in(info.folder)
+    data = path.read_bytes() if path is not None else None
+    if data is None or hashlib.sha256(data).hexdigest() != info.mcp_digest:
+        raise ConfigProblem(
+            f"{info.folder}: its MCP server file changed after the skill catalog was scanned; "
+            "no server is started (only what was there before the run started can run)"
+        )
+    assert path is not None
+    return parse_config(data, info.folder, str(path))
+
+
+async def with_servers(skill: LoadedSkill) -> LoadedSkill:
+    """The skill with its servers' tools (from the run's pool) and notes; the servers are
+    started by `orchestrator.mcp`, loaded by name only when a skill declares some."""
+    if not skill.info.has_servers:
+        return skill
+    pool = current_pool()
+    if pool is None:
+        return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
+    return cast(LoadedSkill, await pool.run(_runtime().joined(pool, skill)))
+
+
+def with_servers_sync(skill: LoadedSkill) -> LoadedSkill:
+    """`with_servers` from synchronous code (preloading, restoring a resumed run)."""
+    if not skill.info.has_servers:
+        return skill
+    pool = current_pool()
+    if pool is None:
+        return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
+    return cast(LoadedSkill, pool.run_sync(_runtime().joined(pool, skill)))
+
+
+def _runtime() -> Any:
+    """The MCP runtime (`orchestrator.mcp`): an optional part, imported by name on the first
+    load of a skill with servers, so a run without one never loads it."""
+    return importlib.import_module("orchestrator.mcp")
+
+
+def server_summary(info: SkillInfo) -> Mapping[str, str]:
+    """Each declared server's name and what it is (program or URL), for `skills show`."""
+    declared = declared_servers(info)
+    return {name: server.where() for name, server in declared.servers.items()}

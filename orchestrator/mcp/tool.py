@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ....agent import ArgumentsError, Tool, ToolContext
-from ....agent.tools import decode_arguments
-from ....errors import ToolError
-from ....messages import ToolSpec
+from ..agent import ArgumentsError, Tool, ToolContext
+from ..agent.tools import decode_arguments
+from ..errors import ToolError
+from ..messages import ToolSpec
+from ..skills.servers import ServerPool
 from .connection import Connection
-from .pool import ServerPool
 from .results import convert
 from .schema import normalise, problems
 
