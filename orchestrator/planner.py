@@ -81,7 +81,7 @@ class Orchestrator:
         self,
         model: ChatModel | ModelRef,
         *,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | Callable[..., object]] = (),
         skills: Sequence[str | Path] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
         max_tokens: int | None = None,
@@ -91,7 +91,7 @@ class Orchestrator:
         max_parallel: int = 4,
         max_depth: int = 2,
         output_cap_tokens: int = 1_000,
-        permissions: Any = None,
+        permissions: Permissions | Mapping[str, Any] | None = None,
         trace: Trace | str | Path | None = None,
         system: str | None = None,
         builtin: bool = True,
@@ -100,9 +100,29 @@ class Orchestrator:
         approve: Approver | None = None,
         executor: RemoteExecutor | None = None,
     ) -> None:
-        # How a Ray worker makes this orchestrator again (orchestrator/ray/recipe.py).
-        mine = {k: v for k, v in locals().items() if k not in ("self", "model", "__class__")}
-        self.remake: Remake = (Orchestrator, (model,), mine)
+        given = {
+            "tools": tools,
+            "skills": skills,
+            "subagents": subagents,
+            "max_tokens": max_tokens,
+            "max_cost": max_cost,
+            "prices": prices,
+            "max_steps": max_steps,
+            "max_parallel": max_parallel,
+            "max_depth": max_depth,
+            "output_cap_tokens": output_cap_tokens,
+            "permissions": permissions,
+            "trace": trace,
+            "system": system,
+            "builtin": builtin,
+            "aliases": aliases,
+            "environ": environ,
+            "approve": approve,
+            "executor": executor,
+        }
+        self.remake: Remake = (Orchestrator, (model,), given)
+        """What this orchestrator was made from, for an executor that makes it again in
+        another process (a Ray worker: orchestrator/ray/recipe.py)."""
         self.executor = executor
         self.tools = list(tools)
         self.job: Job | None = None
