@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_process import orchestrator
 
 from orchestrator.cli import COMMANDS, build_parser
@@ -39,6 +40,7 @@ def test_short_flags_for_model_quiet_and_version(tmp_path: Path) -> None:
     assert version.stdout.startswith("orchestrator ") and version.stdout.strip()[-1].isdigit()
 
 
+@pytest.mark.slow
 def test_a_spec_from_standard_input_resolves_paths_from_the_working_folder(
     tmp_path: Path,
 ) -> None:
@@ -119,6 +121,7 @@ DEFINITION = (
 )
 
 
+@pytest.mark.slow
 def test_subagents_check_show_and_list_as_json(tmp_path: Path) -> None:
     good, bad = tmp_path / "good", tmp_path / "bad"
     good.mkdir()

@@ -129,6 +129,7 @@ def test_a_money_cap_refuses_a_model_without_a_price() -> None:
     assert result.status == "error" and "has no price" in (result.error or "")
 
 
+@pytest.mark.slow
 def test_a_job_spec_caps_money_and_prices_its_model(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
     script.write_text("'*':\n  - content: done\n")

@@ -34,6 +34,7 @@ def http() -> dict[str, Tool]:
 
 
 @pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.slow
 async def test_a_model_call_has_a_whole_call_deadline(server: str, stream: bool) -> None:
     # Bytes arrive every 0.3 s, so the 1 s silence timeout never fires; the deadline does.
     model = resolve_model(
@@ -64,6 +65,7 @@ async def test_a_model_reply_has_a_size_cap(server: str) -> None:
     assert "larger than 1,000,000 bytes (the `max_reply_bytes` setting)" in (result.error or "")
 
 
+@pytest.mark.slow
 async def test_http_get_has_a_whole_call_deadline(http: dict[str, Tool], server: str) -> None:
     ctx = context(Path(), network=["127.0.0.1"])
     with pytest.raises(ToolError, match="did not finish within 2 s"):

@@ -287,6 +287,7 @@ def cut_run(folder: Path, *, options: tuple[str, ...] = ()) -> Path:
     return trace
 
 
+@pytest.mark.slow
 def test_a_trace_the_model_rewrote_cannot_direct_a_resume(tmp_path: Path) -> None:
     trace = cut_run(tmp_path)
     assert prepare_resume(trace).job is not None  # the run's own trace resumes
@@ -359,6 +360,7 @@ def test_last_is_the_file_written_last_not_the_newest_time_inside(tmp_path: Path
     assert latest_trace(runs) == runs / "new.jsonl"
 
 
+@pytest.mark.slow
 def test_resume_restores_no_skill_a_fresh_load_would_refuse(tmp_path: Path) -> None:
     marker = tmp_path / "marker.txt"
     hidden = make_skill(
