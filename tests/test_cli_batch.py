@@ -60,7 +60,8 @@ def test_one_job_per_row_and_a_rerun_skips_the_rows_done(tmp_path: Path) -> None
     assert [line["id"] for line in results(tmp_path)[3:]] == ["b"]  # only the failed row again
 
 
-@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.slow
 def test_one_budget_for_the_batch_stops_rows_a_budget_per_job_would_not(
     tmp_path: Path, executor: str, request: pytest.FixtureRequest
 ) -> None:

@@ -61,6 +61,7 @@ def test_a_spec_from_standard_input_resolves_paths_from_the_working_folder(
     assert broken.stderr.startswith("error: <stdin>: line 2")
 
 
+@pytest.mark.slow
 def test_a_mistyped_flag_gets_the_closest_ones(tmp_path: Path) -> None:
     job_folder(tmp_path)
 
@@ -151,6 +152,7 @@ def test_subagents_check_show_and_list_as_json(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "(did you mean 'alpha'?)" in missing.stderr
 
 
+@pytest.mark.slow
 def test_counts_in_messages_agree_with_their_nouns(tmp_path: Path) -> None:
     job_folder(tmp_path)
     valid = orchestrator("validate", "job.yaml", cwd=tmp_path)

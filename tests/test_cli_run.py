@@ -164,6 +164,7 @@ second: [{content: hello again}]
     assert missing.returncode == 2 and "no trace at nope.jsonl" in missing.stderr
 
 
+@pytest.mark.slow
 def test_every_run_gets_a_trace_and_a_run_id_of_its_own(tmp_path: Path) -> None:
     script = "first: [{content: hello}, {content: hello}]\n"
     make_job(tmp_path, script, "  - {id: first, task: Say hello.}\n")

@@ -168,6 +168,7 @@ def test_breakpoints_are_at_most_four_and_carry_the_ttl() -> None:
     assert body["tools"][-1] == {"name": "b"}  # the body itself is left as it was
 
 
+@pytest.mark.slow
 def test_a_resumed_job_counts_what_earlier_attempts_cost(tmp_path: Path) -> None:
     from orchestrator.trace import load_checkpoint
 

@@ -136,6 +136,7 @@ def test_offline_only_when_every_model_of_the_job_answers_from_a_file(tmp_path: 
     assert offline_note(load_job(spec)) is None
 
 
+@pytest.mark.slow
 def test_a_spec_may_unlist_paths_of_its_own(tmp_path: Path) -> None:
     job = tmp_path / "job"
     job.mkdir()

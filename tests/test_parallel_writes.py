@@ -68,6 +68,7 @@ async def test_eight_parallel_edits_of_one_file_in_one_turn_all_land(tmp_path: P
         ), round_
 
 
+@pytest.mark.slow
 async def test_four_parallel_writes_into_one_new_nested_folder_all_land(tmp_path: Path) -> None:
     for round_ in range(ROUNDS):
         folder = f"out{round_}/deep/er"

@@ -100,6 +100,7 @@ def orchestrator(
     )
 
 
+@pytest.mark.slow
 def test_a_claude_code_project_runs_as_a_job_unchanged(tmp_path: Path) -> None:
     claude_project(tmp_path)
     (tmp_path / "job.yaml").write_text(JOB)

@@ -68,6 +68,7 @@ def recorded(tmp_path: Path) -> Path:
     return tmp_path / "recorded.jsonl"
 
 
+@pytest.mark.slow
 def test_a_recorded_run_replays_with_no_server(recorded: Path) -> None:
     folder = recorded.parent
     env = clean_env()  # no key, no URL: nothing to reach
@@ -91,6 +92,7 @@ def test_a_recorded_run_replays_with_no_server(recorded: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_request_that_departs_from_the_recording_fails_clearly(recorded: Path) -> None:
     folder = recorded.parent
     (folder / "notes.txt").write_text("Ship on Monday.\n")  # the tool's result changes

@@ -168,6 +168,7 @@ def test_a_finished_run_is_not_run_again(finished: Outcome) -> None:
     assert finished.trace.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_changed_spec_is_refused_unless_forced(finished: Outcome, tmp_path: Path) -> None:
     trace = after_step(finished, tmp_path)
     job = tmp_path / "job.yaml"

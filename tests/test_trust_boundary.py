@@ -167,6 +167,7 @@ def test_a_subagent_field_that_is_dropped_is_warned_about(tmp_path: Path) -> Non
     assert any("permissions" in str(w) for w in registry.warnings)
 
 
+@pytest.mark.slow
 def test_ask_in_a_job_folder_uses_the_projects_skills_and_its_work_folder(
     tmp_path: Path,
 ) -> None:
@@ -315,6 +316,7 @@ def test_a_trace_signed_with_another_key_or_none_is_refused(tmp_path: Path) -> N
         prepare_resume(trace)
 
 
+@pytest.mark.slow
 def test_a_trace_holding_two_runs_is_refused(tmp_path: Path) -> None:
     trace = cut_run(tmp_path)
     lines = trace.read_text().splitlines()
@@ -325,6 +327,7 @@ def test_a_trace_holding_two_runs_is_refused(tmp_path: Path) -> None:
         prepare_resume(trace)
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_model_the_spec_does_not_give_unless_told(tmp_path: Path) -> None:
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump({"a": [{"content": "1"}], "b": [{"content": "2"}]}))
