@@ -119,6 +119,7 @@ def test_replay_in_a_test_of_your_own(recorded: Path, tmp_path: Path) -> None:
     assert result.step("read").steps == 3
 
 
+@pytest.mark.slow
 def test_replay_refuses_what_it_cannot_answer(recorded: Path, tmp_path: Path) -> None:
     model = resolve_model(f"replay:{recorded}")
     assert isinstance(model, ReplayModel) and set(model.agents) >= {"read", "brief"}

@@ -106,6 +106,7 @@ def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("quiet", [False, True])
+@pytest.mark.slow
 def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> None:
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "broken.md").write_text(

@@ -119,6 +119,7 @@ def big_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("name", ["one-line.txt", "many-lines.txt"])
+@pytest.mark.slow
 def test_read_file_of_200_mb_stays_in_bounded_memory(big_files: Path, name: str) -> None:
     found = peak_growth(READ.format(name=name), big_files)
     text = str(found["result"])
@@ -132,6 +133,7 @@ def test_read_file_of_200_mb_stays_in_bounded_memory(big_files: Path, name: str)
         assert note.startswith("[lines 1-2380 of 9520000; output capped, read on with")
 
 
+@pytest.mark.slow
 def test_http_get_of_200_mb_stays_in_bounded_memory(server: str, tmp_path: Path) -> None:
     code = f"""
         import asyncio

@@ -39,23 +39,24 @@ def _unmarked(path: Path) -> list[str]:
         return []
     if heavy := sorted(_imports(tree) & HEAVY_IMPORTS):
         return [f"{path.name} imports {', '.join(heavy)}: add `pytestmark = pytest.mark.slow`"]
+    if RAY_FIXTURE not in source:
+        return []
+    lines = source.splitlines()
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            text = ast.get_source_segment(source, node) or ""
-            text += "".join(ast.get_source_segment(source, d) or "" for d in node.decorator_list)
-            if RAY_FIXTURE not in text:
-                continue
-            if not node.name.startswith("test"):
-                found.append(f"{path.name}: {node.name} uses {RAY_FIXTURE}: mark the module slow")
-            elif not any(
-                "mark.slow" in (ast.get_source_segment(source, d) or "")
-                for d in node.decorator_list
-            ):
-                found.append(f"{path.name}::{node.name} uses {RAY_FIXTURE}: mark it slow")
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        if RAY_FIXTURE not in "\n".join(lines[first - 1 : node.end_lineno]):
+            continue
+        decorators = "\n".join(lines[first - 1 : node.lineno])
+        if not node.name.startswith("test"):
+            found.append(f"{path.name}: {node.name} uses {RAY_FIXTURE}: mark the module slow")
+        elif "mark.slow" not in decorators:
+            found.append(f"{path.name}::{node.name} uses {RAY_FIXTURE}: mark it slow")
     for node in tree.body:  # `pytestmark = pytest.mark.usefixtures("ray_cluster")` and the like
-        if isinstance(node, ast.Assign) and RAY_FIXTURE in (
-            ast.get_source_segment(source, node) or ""
+        if isinstance(node, ast.Assign) and RAY_FIXTURE in "\n".join(
+            lines[node.lineno - 1 : node.end_lineno]
         ):
             found.append(f"{path.name} uses {RAY_FIXTURE} for every test: mark the module slow")
     return found
