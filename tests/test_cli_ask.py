@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from cli_process import orchestrator
 from provider_server import Fault, ProviderServer
 
@@ -41,6 +42,7 @@ def test_ask_prints_only_the_answer(tmp_path: Path) -> None:
     assert [(e["agent"], e["status"]) for e in ends] == [("planner", "completed")]
 
 
+@pytest.mark.slow
 def test_ask_without_a_model_says_how_to_give_one(tmp_path: Path, own_config_folder: Path) -> None:
     done = orchestrator("ask", "Say hello.", cwd=tmp_path)
 

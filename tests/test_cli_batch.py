@@ -61,6 +61,7 @@ def test_one_job_per_row_and_a_rerun_skips_the_rows_done(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.slow
 def test_one_budget_for_the_batch_stops_rows_a_budget_per_job_would_not(
     tmp_path: Path, executor: str, request: pytest.FixtureRequest
 ) -> None:
@@ -83,6 +84,7 @@ def test_one_budget_for_the_batch_stops_rows_a_budget_per_job_would_not(
     assert [line["status"] for line in results(tmp_path)] == ["completed"] * 3
 
 
+@pytest.mark.slow
 def test_bad_batch_arguments_are_clear_errors(tmp_path: Path) -> None:
     make_batch(tmp_path, "city\nOslo\n", suffix="csv")
     (tmp_path / "rows.txt").write_text("x", encoding="utf-8")
@@ -98,6 +100,7 @@ def test_bad_batch_arguments_are_clear_errors(tmp_path: Path) -> None:
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
 
 
+@pytest.mark.slow
 def test_a_batch_budget_in_money_and_the_specs_own_cap_both_hold(tmp_path: Path) -> None:
     make_batch(tmp_path, "city\nOslo\nLima\nPune\n", suffix="csv")
     spec = tmp_path / "job.yaml"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_process import orchestrator
 
 from orchestrator.cli import COMMANDS, build_parser
@@ -39,6 +40,7 @@ def test_short_flags_for_model_quiet_and_version(tmp_path: Path) -> None:
     assert version.stdout.startswith("orchestrator ") and version.stdout.strip()[-1].isdigit()
 
 
+@pytest.mark.slow
 def test_a_spec_from_standard_input_resolves_paths_from_the_working_folder(
     tmp_path: Path,
 ) -> None:
@@ -59,6 +61,7 @@ def test_a_spec_from_standard_input_resolves_paths_from_the_working_folder(
     assert broken.stderr.startswith("error: <stdin>: line 2")
 
 
+@pytest.mark.slow
 def test_a_mistyped_flag_gets_the_closest_ones(tmp_path: Path) -> None:
     job_folder(tmp_path)
 
@@ -119,6 +122,7 @@ DEFINITION = (
 )
 
 
+@pytest.mark.slow
 def test_subagents_check_show_and_list_as_json(tmp_path: Path) -> None:
     good, bad = tmp_path / "good", tmp_path / "bad"
     good.mkdir()
@@ -148,6 +152,7 @@ def test_subagents_check_show_and_list_as_json(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "(did you mean 'alpha'?)" in missing.stderr
 
 
+@pytest.mark.slow
 def test_counts_in_messages_agree_with_their_nouns(tmp_path: Path) -> None:
     job_folder(tmp_path)
     valid = orchestrator("validate", "job.yaml", cwd=tmp_path)

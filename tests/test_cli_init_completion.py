@@ -92,6 +92,7 @@ def test_the_bash_script_completes_commands_actions_and_flags(tmp_path: Path) ->
     assert _complete(script, "orchestrator -") == ["-h", "--help", "-V", "--version"]
 
 
+@pytest.mark.slow
 def test_the_zsh_script_loads_the_same_completion_through_bashcompinit(tmp_path: Path) -> None:
     zsh = orchestrator("completion", "zsh", cwd=tmp_path).stdout
     bash = orchestrator("completion", "bash", cwd=tmp_path).stdout

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from orchestrator.cli.progress import ProgressState
 from orchestrator.cli.rows import row_of
@@ -79,6 +80,7 @@ goal: Say hello.
 """
 
 
+@pytest.mark.slow
 def test_a_model_that_says_nothing_is_shown_as_waited_on(tmp_path: Path) -> None:
     with silent_server() as (port, held):
         (tmp_path / "job.yaml").write_text(JOB.replace("{port}", str(port)))

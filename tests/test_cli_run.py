@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from cli_process import orchestrator
 
 from orchestrator import read_trace, rebuild_conversations
@@ -137,6 +138,7 @@ slow:
     assert [(e["agent"], e["status"]) for e in ends] == [("slow", "cancelled")]
 
 
+@pytest.mark.slow
 def test_trace_show_summarizes_a_run(tmp_path: Path) -> None:
     script = """\
 first:
@@ -162,6 +164,7 @@ second: [{content: hello again}]
     assert missing.returncode == 2 and "no trace at nope.jsonl" in missing.stderr
 
 
+@pytest.mark.slow
 def test_every_run_gets_a_trace_and_a_run_id_of_its_own(tmp_path: Path) -> None:
     script = "first: [{content: hello}, {content: hello}]\n"
     make_job(tmp_path, script, "  - {id: first, task: Say hello.}\n")
@@ -182,6 +185,7 @@ def test_every_run_gets_a_trace_and_a_run_id_of_its_own(tmp_path: Path) -> None:
     assert ids[0] != ids[1]
 
 
+@pytest.mark.slow
 def test_a_trace_that_holds_a_run_is_never_appended_to(tmp_path: Path) -> None:
     make_job(
         tmp_path, "first: [{content: hello}, {content: again}]\n", "  - {id: first, task: x}\n"
@@ -211,6 +215,7 @@ after: [{content: after done}]
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_every_task_ended_and_the_job_cancelled(tmp_path: Path) -> None:
     steps = (
         "  - {id: fan, planner: true, task: Split.}\n  - {id: after, depends_on: [fan], task: x}\n"

@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from test_cli_run import make_job, orchestrator
 
 from orchestrator import read_trace
@@ -24,6 +25,7 @@ b/b1: [{content: b1}]
 """
 
 
+@pytest.mark.slow
 def test_trace_show_nests_each_fork_under_the_agent_that_made_it(tmp_path: Path) -> None:
     steps = "  - {id: a, planner: true, task: A.}\n  - {id: b, planner: true, task: B.}\n"
     make_job(tmp_path, FORKS, steps)
@@ -38,6 +40,7 @@ def test_trace_show_nests_each_fork_under_the_agent_that_made_it(tmp_path: Path)
     assert shown.stdout.splitlines()[1].startswith("run ") and "(1 attempt)" in shown.stdout
 
 
+@pytest.mark.slow
 def test_trace_show_counts_unreadable_lines(tmp_path: Path) -> None:
     make_job(tmp_path, "a: [{content: hi}]\n", "  - {id: a, task: x}\n")
     orchestrator("run", "job.yaml", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
@@ -51,6 +54,7 @@ def test_trace_show_counts_unreadable_lines(tmp_path: Path) -> None:
     assert "a  [completed]" in shown.stdout
 
 
+@pytest.mark.slow
 def test_trace_list_and_show_last(tmp_path: Path) -> None:
     make_job(tmp_path, "a: [{content: hi}]\n", "  - {id: a, task: x}\n", name="good")
     assert orchestrator("run", "job.yaml", "--quiet", cwd=tmp_path).returncode == 0

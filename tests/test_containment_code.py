@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from orchestrator import Agent, Permissions, read_trace, tool
@@ -195,6 +196,7 @@ async def test_a_tools_py_that_appears_after_the_scan_is_not_imported(tmp_path: 
     assert not any(t.name.startswith("notes__") for t in last_request.tools)
 
 
+@pytest.mark.slow
 def test_a_preloaded_skill_inside_the_workspace_brings_no_code(tmp_path: Path) -> None:
     # A job step that names the skill starts its agent with it loaded: the instructions
     # arrive, the code does not (the step runs in the workspace that holds the skill).

@@ -70,6 +70,7 @@ goal: Say something.
 """
 
 
+@pytest.mark.slow
 def test_a_key_the_model_echoes_is_masked_everywhere_the_cli_writes(tmp_path: Path) -> None:
     secret = "pg-pass-5f3c9a1d7e"
     (tmp_path / "job.yaml").write_text(JOB)

@@ -96,6 +96,7 @@ print(json.dumps({{"status": result.status, "tools": tools,
     ("limit", "status", "kind"),
     [("tool_timeout=1", "completed", "timeout"), ("time_limit=1", "cancelled", "aborted")],
 )
+@pytest.mark.slow
 def test_a_blocking_sync_tool_cannot_hold_the_run(
     tmp_path: Path, limit: str, status: str, kind: str
 ) -> None:
@@ -114,6 +115,7 @@ HANGING_IMPORT = {
 
 
 @pytest.mark.parametrize("how", sorted(HANGING_IMPORT))
+@pytest.mark.slow
 def test_a_tools_py_that_hangs_at_import_leaves_the_catalog_usable(
     tmp_path: Path, how: str
 ) -> None:

@@ -129,6 +129,7 @@ def test_a_money_cap_refuses_a_model_without_a_price() -> None:
     assert result.status == "error" and "has no price" in (result.error or "")
 
 
+@pytest.mark.slow
 def test_a_job_spec_caps_money_and_prices_its_model(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
     script.write_text("'*':\n  - content: done\n")
@@ -167,6 +168,7 @@ def test_breakpoints_are_at_most_four_and_carry_the_ttl() -> None:
     assert body["tools"][-1] == {"name": "b"}  # the body itself is left as it was
 
 
+@pytest.mark.slow
 def test_a_resumed_job_counts_what_earlier_attempts_cost(tmp_path: Path) -> None:
     from orchestrator.trace import load_checkpoint
 

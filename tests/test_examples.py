@@ -78,6 +78,7 @@ def test_quickstart(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_code_review_fans_out_and_in(tmp_path: Path) -> None:
     result, folder = run_example(tmp_path, "code-review")
 
@@ -100,6 +101,7 @@ def test_code_review_fans_out_and_in(tmp_path: Path) -> None:
     assert "src/inventory.py:6 (correctness)" in synthesis_prompt  # a dependency's output
 
 
+@pytest.mark.slow
 def test_sales_report_turns_csv_into_a_report(tmp_path: Path) -> None:
     result, folder = run_example(tmp_path, "sales-report")
 
@@ -114,6 +116,7 @@ def test_sales_report_turns_csv_into_a_report(tmp_path: Path) -> None:
     assert "sum 61364" in "\n".join(tool_outputs(events, "data__summarize"))
 
 
+@pytest.mark.slow
 def test_inputs_can_be_overridden(tmp_path: Path) -> None:
     result, _ = run_example(tmp_path, "sales-report", "--set", "focus_region=EMEA")
     events = read_trace(tmp_path / "trace.jsonl")

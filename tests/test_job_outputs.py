@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_process import orchestrator
 
 from orchestrator import load_job, read_trace, rebuild_conversations
@@ -41,6 +42,7 @@ def listings(trace: str, tool: str = "files__list_dir") -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_second_quickstart_run_costs_what_the_first_did(tmp_path: Path) -> None:
     copy_examples(tmp_path)
 
@@ -77,6 +79,7 @@ look:
 """
 
 
+@pytest.mark.slow
 def test_listings_leave_out_earlier_outputs_and_traces_but_not_new_files(
     tmp_path: Path,
 ) -> None:
@@ -133,6 +136,7 @@ def test_offline_only_when_every_model_of_the_job_answers_from_a_file(tmp_path: 
     assert offline_note(load_job(spec)) is None
 
 
+@pytest.mark.slow
 def test_a_spec_may_unlist_paths_of_its_own(tmp_path: Path) -> None:
     job = tmp_path / "job"
     job.mkdir()

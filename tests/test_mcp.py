@@ -32,6 +32,9 @@ from orchestrator.security import Permissions
 
 pytest.importorskip("mcp")
 
+# Starts real MCP servers: left out of the inner loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 
 def _agent(model: ScriptedModel, skills: Path, workspace: Path, **options: object) -> Agent:
     workspace.mkdir(exist_ok=True)

@@ -6,6 +6,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
+# Starts real MCP servers: left out of the inner loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 
 def test_first_load_bench_measures_both_servers() -> None:
     from bench.mcp_first_load import measure, render

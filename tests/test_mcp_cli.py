@@ -27,6 +27,9 @@ from orchestrator import read_trace
 
 pytest.importorskip("mcp")
 
+# Starts real MCP servers: left out of the inner loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 JOB = """\
 name: with-servers
 model: scripted:script.yaml

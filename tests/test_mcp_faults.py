@@ -18,6 +18,9 @@ from orchestrator.security import Permissions
 
 pytest.importorskip("mcp")
 
+# Starts real MCP servers: left out of the inner loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 SECRET = "s3cr3t-value-for-the-mcp-test"
 
 

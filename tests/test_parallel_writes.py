@@ -54,6 +54,7 @@ async def run_turn(workspace: Path, calls: list[dict[str, Any]]) -> list[Message
     return [m for m in result.messages if m.role == "tool" and m.name != "load_skill"]
 
 
+@pytest.mark.slow
 async def test_eight_parallel_edits_of_one_file_in_one_turn_all_land(tmp_path: Path) -> None:
     lines = [f"line {i} = old\n" for i in range(8)]
     for round_ in range(ROUNDS):
@@ -67,6 +68,7 @@ async def test_eight_parallel_edits_of_one_file_in_one_turn_all_land(tmp_path: P
         ), round_
 
 
+@pytest.mark.slow
 async def test_four_parallel_writes_into_one_new_nested_folder_all_land(tmp_path: Path) -> None:
     for round_ in range(ROUNDS):
         folder = f"out{round_}/deep/er"
@@ -80,6 +82,7 @@ async def test_four_parallel_writes_into_one_new_nested_folder_all_land(tmp_path
             assert (tmp_path / folder / f"file{i}.txt").read_text() == f"content {i}\n"
 
 
+@pytest.mark.slow
 async def test_three_forked_sub_agents_editing_one_file_all_land(tmp_path: Path) -> None:
     ids = ("a", "b", "c")
     tasks = [{"id": i, "task": f"Edit line {i}.", "skills": ["files"]} for i in ids]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from skill_factory import write_skill
 
@@ -99,6 +100,7 @@ def orchestrator(
     )
 
 
+@pytest.mark.slow
 def test_a_claude_code_project_runs_as_a_job_unchanged(tmp_path: Path) -> None:
     claude_project(tmp_path)
     (tmp_path / "job.yaml").write_text(JOB)
@@ -156,6 +158,7 @@ def test_the_cli_lists_the_working_folders_skills_and_agents(tmp_path: Path) -> 
     assert "doc_writer" in agents.stdout and "[codex]" in agents.stdout
 
 
+@pytest.mark.slow
 def test_home_folders_only_when_asked(tmp_path: Path) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
     write_skill(home / ".agents" / "skills", "personal", description="Mine alone.")

@@ -24,7 +24,8 @@ from orchestrator.errors import ConfigError
 from orchestrator.jobs import JobRunner, load_job
 from orchestrator.trace import Event, Trace, read_trace
 
-pytestmark = pytest.mark.usefixtures("ray_cluster")
+# Starts a local Ray: left out of the inner loop (`pytest -m "not slow"`).
+pytestmark = [pytest.mark.usefixtures("ray_cluster"), pytest.mark.slow]
 
 JOB = """\
 name: dag

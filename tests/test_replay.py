@@ -68,6 +68,7 @@ def recorded(tmp_path: Path) -> Path:
     return tmp_path / "recorded.jsonl"
 
 
+@pytest.mark.slow
 def test_a_recorded_run_replays_with_no_server(recorded: Path) -> None:
     folder = recorded.parent
     env = clean_env()  # no key, no URL: nothing to reach
@@ -91,6 +92,7 @@ def test_a_recorded_run_replays_with_no_server(recorded: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_request_that_departs_from_the_recording_fails_clearly(recorded: Path) -> None:
     folder = recorded.parent
     (folder / "notes.txt").write_text("Ship on Monday.\n")  # the tool's result changes
@@ -117,6 +119,7 @@ def test_replay_in_a_test_of_your_own(recorded: Path, tmp_path: Path) -> None:
     assert result.step("read").steps == 3
 
 
+@pytest.mark.slow
 def test_replay_refuses_what_it_cannot_answer(recorded: Path, tmp_path: Path) -> None:
     model = resolve_model(f"replay:{recorded}")
     assert isinstance(model, ReplayModel) and set(model.agents) >= {"read", "brief"}

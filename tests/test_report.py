@@ -19,6 +19,10 @@ from report_traces import HOSTILE, expected_graph
 from orchestrator import read_trace
 from orchestrator.report import collect, render_report
 
+# Its traces come from real runs of every example (report_traces.py): left out of the inner
+# loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 EXAMPLES = ("quickstart", "code-review", "sales-report")
 TAGS = {"html", "head", "meta", "title", "style", "body", "header", "div", "span", "h1", "h2"}
 TAGS |= {"nav", "a", "input", "main", "section", "p", "svg", "defs", "marker", "path", "g"}

@@ -18,6 +18,9 @@ from report_traces import expected_graph
 from orchestrator import read_trace, rebuild_conversations
 from orchestrator.report import write_report
 
+# Starts headless Chromium: left out of the inner loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 COUNT = "document.querySelectorAll({!r}).length"
 OPEN_ALL = """(async () => {
   document.querySelectorAll('details.conv').forEach(d => { d.open = true; });

@@ -74,6 +74,7 @@ def check_kill_point(name: str, killed: list[Event]) -> None:
 
 
 @pytest.mark.parametrize("point", [p.name for p in KILL_POINTS])
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_the_same_result(
     runs: tuple[Outcome, dict[str, Outcome]], point: str
 ) -> None:
@@ -109,6 +110,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result(
     assert first["budget_remaining"] <= MAX_TOKENS - spent_before
 
 
+@pytest.mark.slow
 def test_the_conversations_go_on_from_their_last_complete_turn(
     runs: tuple[Outcome, dict[str, Outcome]],
 ) -> None:
@@ -166,6 +168,7 @@ def test_a_finished_run_is_not_run_again(finished: Outcome) -> None:
     assert finished.trace.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_changed_spec_is_refused_unless_forced(finished: Outcome, tmp_path: Path) -> None:
     trace = after_step(finished, tmp_path)
     job = tmp_path / "job.yaml"

@@ -29,6 +29,7 @@ BOTH = ("run", "validate")
     ],
     ids=["spec-not-utf8", "spec-binary", "script-not-utf8"],
 )
+@pytest.mark.slow
 def test_files_that_are_not_text(
     tmp_path: Path, job: bytes, script: bytes, commands: tuple[str, ...], message: str
 ) -> None:
@@ -41,6 +42,7 @@ def test_files_that_are_not_text(
         assert message in done.stderr
 
 
+@pytest.mark.slow
 def test_a_skill_file_that_is_not_text_is_left_out_with_its_reason(tmp_path: Path) -> None:
     (tmp_path / "skills" / "bin").mkdir(parents=True)
     (tmp_path / "skills" / "bin" / "SKILL.md").write_bytes(b"---\nname: bin\n\xff\xfe\x00---\n")
@@ -58,6 +60,7 @@ def test_a_skill_file_that_is_not_text_is_left_out_with_its_reason(tmp_path: Pat
 
 
 @pytest.mark.parametrize("where", ["a-folder", "/proc/no/such/place.jsonl"])
+@pytest.mark.slow
 def test_a_trace_that_cannot_be_written(tmp_path: Path, where: str) -> None:
     (tmp_path / "job.yaml").write_text(GOOD_JOB)
     (tmp_path / "script.yaml").write_text(GOOD_SCRIPT)
@@ -69,6 +72,7 @@ def test_a_trace_that_cannot_be_written(tmp_path: Path, where: str) -> None:
     assert "cannot write the trace to" in done.stderr
 
 
+@pytest.mark.slow
 def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
     agents = tmp_path / "agents"
     agents.mkdir()
@@ -102,6 +106,7 @@ def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("quiet", [False, True])
+@pytest.mark.slow
 def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> None:
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "broken.md").write_text(
@@ -123,6 +128,7 @@ def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> 
 
 
 @pytest.mark.parametrize("content", ['{"a": 1}\n', "garbage\n", ""])
+@pytest.mark.slow
 def test_trace_show_on_a_file_that_is_not_a_trace(tmp_path: Path, content: str) -> None:
     (tmp_path / "notes.jsonl").write_text(content)
     done = orchestrator("trace", "show", "notes.jsonl", cwd=tmp_path)

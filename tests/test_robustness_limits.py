@@ -34,6 +34,7 @@ def http() -> dict[str, Tool]:
 
 
 @pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.slow
 async def test_a_model_call_has_a_whole_call_deadline(server: str, stream: bool) -> None:
     # Bytes arrive every 0.3 s, so the 1 s silence timeout never fires; the deadline does.
     model = resolve_model(
@@ -64,6 +65,7 @@ async def test_a_model_reply_has_a_size_cap(server: str) -> None:
     assert "larger than 1,000,000 bytes (the `max_reply_bytes` setting)" in (result.error or "")
 
 
+@pytest.mark.slow
 async def test_http_get_has_a_whole_call_deadline(http: dict[str, Tool], server: str) -> None:
     ctx = context(Path(), network=["127.0.0.1"])
     with pytest.raises(ToolError, match="did not finish within 2 s"):
@@ -117,6 +119,7 @@ def big_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("name", ["one-line.txt", "many-lines.txt"])
+@pytest.mark.slow
 def test_read_file_of_200_mb_stays_in_bounded_memory(big_files: Path, name: str) -> None:
     found = peak_growth(READ.format(name=name), big_files)
     text = str(found["result"])
@@ -130,6 +133,7 @@ def test_read_file_of_200_mb_stays_in_bounded_memory(big_files: Path, name: str)
         assert note.startswith("[lines 1-2380 of 9520000; output capped, read on with")
 
 
+@pytest.mark.slow
 def test_http_get_of_200_mb_stays_in_bounded_memory(server: str, tmp_path: Path) -> None:
     code = f"""
         import asyncio

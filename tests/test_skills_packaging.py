@@ -34,6 +34,7 @@ def copy_project(target: Path) -> Path:
     return target
 
 
+@pytest.mark.slow  # a setuptools build of a copy of the project
 def test_a_regular_build_ships_the_builtin_skills(tmp_path: Path) -> None:
     if importlib.util.find_spec("setuptools") is None:
         pytest.skip("setuptools is not installed")

@@ -196,6 +196,7 @@ def test_the_command_line_says_which_variable_to_set(tmp_path: Path) -> None:
     assert "api_key=" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_command_line_reaches_a_local_server_with_streaming_off(tmp_path: Path) -> None:
     with ProviderServer({"*": [{"content": "served whole"}] * 2}) as server:
         write(

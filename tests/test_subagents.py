@@ -121,6 +121,7 @@ def test_shipped_subagents_load() -> None:
     assert {"general", "researcher", "reviewer", "writer"} <= set(registry.names)
 
 
+@pytest.mark.slow
 def test_the_check_command_exits_non_zero_on_problems(tmp_path: Path) -> None:
     write(tmp_path, "broken.md", "no frontmatter")
     bad = subprocess.run(

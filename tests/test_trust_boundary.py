@@ -167,6 +167,7 @@ def test_a_subagent_field_that_is_dropped_is_warned_about(tmp_path: Path) -> Non
     assert any("permissions" in str(w) for w in registry.warnings)
 
 
+@pytest.mark.slow
 def test_ask_in_a_job_folder_uses_the_projects_skills_and_its_work_folder(
     tmp_path: Path,
 ) -> None:
@@ -287,6 +288,7 @@ def cut_run(folder: Path, *, options: tuple[str, ...] = ()) -> Path:
     return trace
 
 
+@pytest.mark.slow
 def test_a_trace_the_model_rewrote_cannot_direct_a_resume(tmp_path: Path) -> None:
     trace = cut_run(tmp_path)
     assert prepare_resume(trace).job is not None  # the run's own trace resumes
@@ -314,6 +316,7 @@ def test_a_trace_signed_with_another_key_or_none_is_refused(tmp_path: Path) -> N
         prepare_resume(trace)
 
 
+@pytest.mark.slow
 def test_a_trace_holding_two_runs_is_refused(tmp_path: Path) -> None:
     trace = cut_run(tmp_path)
     lines = trace.read_text().splitlines()
@@ -324,6 +327,7 @@ def test_a_trace_holding_two_runs_is_refused(tmp_path: Path) -> None:
         prepare_resume(trace)
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_model_the_spec_does_not_give_unless_told(tmp_path: Path) -> None:
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump({"a": [{"content": "1"}], "b": [{"content": "2"}]}))
@@ -359,6 +363,7 @@ def test_last_is_the_file_written_last_not_the_newest_time_inside(tmp_path: Path
     assert latest_trace(runs) == runs / "new.jsonl"
 
 
+@pytest.mark.slow
 def test_resume_restores_no_skill_a_fresh_load_would_refuse(tmp_path: Path) -> None:
     marker = tmp_path / "marker.txt"
     hidden = make_skill(

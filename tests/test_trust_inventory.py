@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from orchestrator import Orchestrator, Permissions, read_trace
@@ -173,6 +174,7 @@ def test_the_file_tools_never_read_the_users_keys() -> None:
     assert set(result.refused) == {"files__read_file"}
 
 
+@pytest.mark.slow
 def test_run_batch_files_are_read_only_to_every_row(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text(
         "name: rows\nmodel: scripted:script.yaml\ninputs: {topic: null}\n"
