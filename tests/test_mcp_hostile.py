@@ -17,6 +17,8 @@ from orchestrator.mcp.schema import MAX_SCHEMA_NODES, normalise
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions
 
+pytestmark = pytest.mark.slow  # real MCP servers
+
 pytest.importorskip("mcp")
 
 HOSTILE_SERVER = str(Path(__file__).with_name("hostile_mcp_server.py"))
