@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..models import ModelAliases, ModelSettings, check_model
-from ..models.prices import STANDARD_PRICES, price_of
+from ..models.prices import STANDARD_PRICES, PriceTable, price_of
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
 from .loading import job_folders
 from .problems import Problem
-from .spec import Job
+from .spec import FILE_MODELS, Job
 
 
 @dataclass
@@ -64,7 +64,7 @@ def _unpriced(job: Job, models: list[ModelSettings]) -> list[Problem]:
     if job.budget.max_cost_usd is None:
         return []
     table = STANDARD_PRICES.over(job.price_overrides())
-    missing = dict.fromkeys(m.name for m in models if price_of(m, table) is None)
+    missing = dict.fromkeys(m.name for m in models if not _priced(m, table))
     return [
         Problem(
             "budget.max_cost_usd",
@@ -73,6 +73,14 @@ def _unpriced(job: Job, models: list[ModelSettings]) -> list[Problem]:
         )
         for name in missing
     ]
+
+
+def _priced(model: ModelSettings, table: PriceTable) -> bool:
+    """Whether `model` has a price as the run would look it up: a scripted or replayed model
+    goes by its provider's name (the model object is named `scripted`, `replay`)."""
+    if price_of(model, table) is not None:
+        return True
+    return model.provider in FILE_MODELS and table.get(model.provider or "") is not None
 
 
 def preflight_job(job: Job, *, user_skills: bool = False) -> Preflight:
