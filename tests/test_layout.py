@@ -1,11 +1,13 @@
-"""The package's layout holds: the import contract, function sizes, a small top level.
+"""The package's layout holds: the import contract and a small top level.
+
+How long a function may be is ruff's C901 (complexity 15), not a line count: long functions
+are fine when they read top to bottom.
 
 The contract itself lives in pyproject.toml (`[tool.importlinter]`); docs/architecture.md draws it.
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -16,7 +18,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "orchestrator"
-MAX_FUNCTION_LINES = 60
 MAX_TOP_LEVEL_MODULES = 12
 LINT_IMPORTS = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
 
@@ -83,19 +84,15 @@ def test_a_broken_layer_fails_the_contract(
     assert named in found.stdout
 
 
-def _modules() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+def test_the_skills_room_shares_no_module_name() -> None:
+    """A module of `skills/` is named for its concept, and no other room uses the name.
 
-
-def test_no_function_is_too_long() -> None:
-    long = {}
-    for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                size = (node.end_lineno or node.lineno) - node.lineno + 1
-                if size > MAX_FUNCTION_LINES:
-                    long[f"{path.relative_to(ROOT)}:{node.name}"] = size
-    assert long == {}
+    `sources/mcp/` is left out: it moves out of the core next."""
+    room = PACKAGE / "skills"
+    mcp = room / "sources" / "mcp"
+    names = {p.name for p in room.rglob("*.py") if mcp not in p.parents} - {"__init__.py"}
+    elsewhere = {p.name for p in PACKAGE.rglob("*.py") if room not in p.parents}
+    assert names & elsewhere == set()
 
 
 def test_the_top_level_stays_small() -> None:

@@ -64,7 +64,7 @@ def test_a_regular_build_ships_the_builtin_skills(tmp_path: Path) -> None:
         assert (shipped / name / "tools.py").is_file()
     assert not list(shipped.rglob("__pycache__"))
     # So do the HTML report's stylesheet and script.
-    report = built / "orchestrator" / "trace" / "report"
+    report = built / "orchestrator" / "report"
     assert (report / "report.css").is_file() and (report / "report.js").is_file()
 
     probe = (

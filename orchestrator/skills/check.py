@@ -17,15 +17,16 @@ from pathlib import Path
 
 from ..agent import Tool
 from .discovery import walk_skill_folders
-from .frontmatter import (
+from .skill import SkillError, qualified_tool_name
+from .skill_md import (
     FrontmatterError,
     Problem,
+    normal_name,
     parse_yaml,
     skill_file_in,
     split_skill_text,
+    validate,
 )
-from .rules import normal_name, validate
-from .skill import SkillError, qualified_tool_name
 from .sources import TOOLS_FILE, import_module_from
 from .sources.mcp import check_config
 

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from ..agent import Tool
 from ..errors import SafetyWarning
 from ..security import Permissions, is_inside
-from .body import substitute
 from .catalog import SkillCatalog
-from .loader import read_body
 from .skill import SkillError, SkillInfo
+from .skill_md import read_body, substitute
 from .sources.mcp import with_servers_sync
 
 

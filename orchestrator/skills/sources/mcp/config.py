@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ....security.inventory import MCP_CONFIG_FILES
-from ...frontmatter import Problem
+from ...skill_md import Problem
 
 CONFIG_FILES = MCP_CONFIG_FILES
 DEFAULT_CALL_TIMEOUT = 60.0
