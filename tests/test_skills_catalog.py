@@ -10,7 +10,7 @@ import pytest
 from skill_factory import ANTHROPIC_SKILLS, synthetic_skills, write_skill
 
 from orchestrator.skills import SkillCatalog, SkillError, builtin_skills_folder
-from orchestrator.skills.index import render_index
+from orchestrator.skills.catalog import render_index
 from orchestrator.tokens import default_counter
 
 BUILTINS = {"data", "files", "http", "python", "shell"}

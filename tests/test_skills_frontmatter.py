@@ -6,17 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.skills.frontmatter import (
+from orchestrator.skills.skill_md import (
     FrontmatterError,
     fatal,
     parse_forgiving,
     parse_yaml,
     quote_colon_values,
     read_frontmatter,
+    slug,
     split_skill_text,
+    to_info,
+    validate,
 )
-from orchestrator.skills.lenient import to_info
-from orchestrator.skills.rules import slug, validate
 
 
 def rules(frontmatter: str, folder: str = "my-skill") -> dict[str, bool]:

@@ -16,7 +16,7 @@ from orchestrator.models.resolve import read_alias_file
 from orchestrator.models.scripted import load_script
 from orchestrator.security import yaml_input
 from orchestrator.security.yaml_input import YamlInputError, YamlTooLarge, load_yaml
-from orchestrator.skills.frontmatter import TOO_LARGE, FrontmatterError, parse_yaml
+from orchestrator.skills.skill_md import TOO_LARGE, FrontmatterError, parse_yaml
 
 
 def laughs(levels: int = 9, key: str = "bomb") -> str:

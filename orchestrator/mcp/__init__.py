@@ -4,11 +4,11 @@ An optional part of the package: it imports the core, and the core reaches it on
 when a run first loads a skill that declares servers (`skills/servers.py`, `with_servers`).
 What the core keeps is what needs no SDK: the servers' configuration and a run's pool.
 `connection` is one server; `tool` adapts its tools; `results` and `schema` convert what
-crosses the wire; `servers` joins them to a loaded skill. Only `sdk` imports the SDK, and
+crosses the wire; `skill_servers` joins them to a loaded skill. Only `sdk` imports the SDK, and
 only when a server starts.
 """
 
 from .sdk import INSTALL_HINT, McpUnavailable
-from .servers import joined
+from .skill_servers import joined
 
 __all__ = ["INSTALL_HINT", "McpUnavailable", "joined"]

@@ -6,13 +6,12 @@ through `skills_extension`. See docs/skills.md.
 """
 
 from .agent import Agent
-from .builtin import builtin_skills_folder, shipped_folder
-from .catalog import SkillCatalog, search_path
+from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog, search_path
 from .check import check_folders
-from .frontmatter import Problem
-from .index import DEFAULT_INDEX_TOKENS
+from .discovery import builtin_skills_folder, shipped_folder
 from .meta_tools import SkillsExtension, skills_extension
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, qualified_tool_name
+from .skill_md import Problem
 
 __all__ = [
     "DEFAULT_INDEX_TOKENS",

@@ -4,39 +4,54 @@ A scan reads each SKILL.md's frontmatter and nothing else; a skill's body and `t
 read on its first `load`. Folders on the search path are either a skill themselves (they hold
 a SKILL.md) or have skill folders below them (`discovery.py`). Earlier folders win: a user's
 skills come before the built-in ones and may shadow them, with a warning. Loading is lenient
-(`lenient.py`); broken folders never raise: each problem is a warning naming the folder and
+(`skill_md.py`); broken folders never raise: each problem is a warning naming the folder and
 the rule (`catalog.warnings`, and the `orchestrator.skills` logger), and a folder that cannot
 be used at all is left out.
+
+Level 0 is the index, the one section of the system prompt that lists skills: one line per
+skill (name and description), never past its token cap. Past it, the index lists the skills
+that fit, in search-path order, says how many more exist, and points to `search_skills`. So
+the prompt stops growing once the catalog outgrows the cap.
+
+`search_skills` ranks skills with a small weighted keyword search, no dependencies. Each
+skill is indexed by the words of its name (weight 3), its `metadata.keywords` (2) and its
+description with `when_to_use` (1). A query word scores the best weight it finds in a skill,
+times its inverse document frequency, so rare words count more than words every description
+has. Words are lowercased and lightly stemmed ("files" finds "file", "parsing" finds "parse");
+a query word that starts a longer indexed word ("spread" and "spreadsheet") scores half.
+
+Level 1 from disk (`load_folder`): a skill's SKILL.md body and its tools, from its tool
+sources (`sources/`: its `tools.py`), read only on the skill's first load.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import difflib
 import logging
+import math
 import os
+import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..agent.tools import CallTimedOut, call_with_timeout
-from ..tokens import TokenCounter
-from .builtin import builtin_skills_folder
-from .discovery import MAX_DEPTH, walk_skill_folders
-from .frontmatter import Problem
-from .index import DEFAULT_INDEX_TOKENS, render_index
-from .lenient import read_skill_folder
-from .loader import load_folder
-from .search import SearchIndex
+from ..tokens import TokenCounter, default_counter
+from .discovery import MAX_DEPTH, builtin_skills_folder, walk_skill_folders
 from .servers import ServerConfig, config_file_in
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
-from .sources import TOOLS_FILE
+from .skill_md import Problem, read_body, read_skill_folder
+from .sources import TOOLS_FILE, import_tools
 
 logger = logging.getLogger("orchestrator.skills")
 
 PathLike = str | os.PathLike[str]
 DEFAULT_IMPORT_TIMEOUT = 30.0
+DEFAULT_INDEX_TOKENS = 2000
 
 
 class SkillCatalog:
@@ -251,3 +266,149 @@ def search_path(
     for folder in folders:
         unique.setdefault(folder.resolve(), folder)
     return list(unique.values())
+
+
+def load_folder(info: SkillInfo) -> LoadedSkill:
+    """Read the body and import the tools of a scanned skill; SkillError if either fails."""
+    return LoadedSkill(info=info, body=read_body(info), tools=import_tools(info))
+
+
+# Level 0: the index.
+
+MIN_LINE_TOKENS = 6
+
+HEADER = (
+    "# Skills\n"
+    "Skills are packaged instructions, files and tools for particular kinds of work. Before "
+    "you start work that a skill below covers, call load_skill(name): its instructions come "
+    "back and its tools become available from your next step. read_skill_file(skill, path) "
+    "reads a file in a skill's folder that its instructions mention.\n"
+)
+MORE = (
+    "\n({count} more skills are not listed here. Call search_skills(query) to find skills "
+    "by what they do.)"
+)
+
+
+def render_index(
+    skills: Sequence[SkillInfo],
+    *,
+    max_tokens: int = DEFAULT_INDEX_TOKENS,
+    counter: TokenCounter | None = None,
+) -> str | None:
+    """The index section, or None when there are no skills."""
+    if not skills:
+        return None
+    counter = counter or default_counter()
+    footer_cost = counter.count_text(MORE.format(count=len(skills)))
+    room = max_tokens - counter.count_text(HEADER) - footer_cost
+    lines: list[str] = []
+    for info in skills:
+        if room < MIN_LINE_TOKENS:
+            break
+        line = info.summary()
+        cost = counter.count_text(line) + 1
+        if cost <= room:
+            lines.append(line)
+            room -= cost
+    text = _compose(lines, len(skills))
+    # Tokens of joined text can differ by a few from the sum of the parts: trim to be sure.
+    while lines and counter.count_text(text) > max_tokens:
+        lines.pop()
+        text = _compose(lines, len(skills))
+    return text
+
+
+def _compose(lines: list[str], total: int) -> str:
+    text = HEADER + "\n".join(lines)
+    if len(lines) < total:
+        text += MORE.format(count=total - len(lines))
+    return text
+
+
+# Search.
+
+NAME_WEIGHT = 3.0
+KEYWORD_WEIGHT = 2.0
+DESCRIPTION_WEIGHT = 1.0
+EXACT_NAME_BONUS = 10.0
+MIN_PREFIX = 4
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORD_TEXT = """a an and are as at be by can for from how i in is it its me my of on or
+that the this to use used using when with you your any all do does what which who will"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def words(text: str) -> list[str]:
+    """Lowercase, stemmed, stopword-free words of a text."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def _stem(word: str) -> str:
+    """A light English stemmer: plurals and common verb endings, nothing clever."""
+    if len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    for suffix, shortest in (("ing", 6), ("ed", 5)):
+        if word.endswith(suffix) and len(word) >= shortest:
+            return word[: -len(suffix)]
+    return word
+
+
+class SearchIndex:
+    """An inverted index over a fixed list of skills."""
+
+    def __init__(self, skills: Sequence[SkillInfo]) -> None:
+        self.skills = list(skills)
+        self.postings: dict[str, dict[int, float]] = defaultdict(dict)
+        for position, info in enumerate(self.skills):
+            fields = (
+                (info.name.replace("-", " "), NAME_WEIGHT),
+                (" ".join(info.keywords), KEYWORD_WEIGHT),
+                (info.about, DESCRIPTION_WEIGHT),
+            )
+            for text, weight in fields:
+                for word in words(text):
+                    postings = self.postings[word]
+                    postings[position] = max(postings.get(position, 0.0), weight)
+        self.vocabulary = sorted(self.postings)
+
+    def rank(self, query: str, limit: int = 5) -> list[tuple[SkillInfo, float]]:
+        """The best `limit` skills for `query`, best first; skills matching nothing left out."""
+        scores: dict[int, float] = defaultdict(float)
+        for word in dict.fromkeys(words(query)):
+            for position, weight in self._matches(word).items():
+                scores[position] += weight * self._idf(word)
+        wanted = query.strip().lower()
+        for position, info in enumerate(self.skills):
+            if info.name == wanted:
+                scores[position] += EXACT_NAME_BONUS
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+        return [(self.skills[p], round(s, 3)) for p, s in ranked[: max(0, limit)] if s > 0]
+
+    def _matches(self, word: str) -> dict[int, float]:
+        found = dict(self.postings.get(word, {}))
+        if len(word) >= MIN_PREFIX:
+            for other in self._with_prefix(word):
+                for position, weight in self.postings[other].items():
+                    found[position] = max(found.get(position, 0.0), weight / 2)
+        return found
+
+    def _with_prefix(self, word: str) -> list[str]:
+        start = bisect.bisect_left(self.vocabulary, word)
+        found = []
+        for other in self.vocabulary[start:]:
+            if not other.startswith(word):
+                break
+            if other != word:
+                found.append(other)
+        return found
+
+    def _idf(self, word: str) -> float:
+        matched = len(self.postings.get(word, {})) or 1
+        return math.log(1 + len(self.skills) / matched)

@@ -17,16 +17,17 @@ from pathlib import Path
 
 from ..agent import Tool
 from .discovery import walk_skill_folders
-from .frontmatter import (
+from .servers import check_config
+from .skill import SkillError, qualified_tool_name
+from .skill_md import (
     FrontmatterError,
     Problem,
+    normal_name,
     parse_yaml,
     skill_file_in,
     split_skill_text,
+    validate,
 )
-from .rules import normal_name, validate
-from .servers import check_config
-from .skill import SkillError, qualified_tool_name
 from .sources import TOOLS_FILE, import_module_from
 
 

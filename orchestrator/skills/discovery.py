@@ -14,6 +14,13 @@ when asked for, since a job should not depend on one machine's home (`discover`)
 folders come first, then the user's, then the built-ins. Every candidate folder of a project
 is read-only to the run's file tools, whether or not it exists: a model must not be able to
 create a skill for the next run of the same job.
+
+The built-ins are the folders shipped with the package, `skills/` and `subagents/`
+(`shipped_folder`). The repository's top-level folders are the source of truth.
+`orchestrator/_builtin/<kind>` is a symbolic link to `../../<kind>`, and pyproject.toml lists
+`<kind>/**/*` as package data of `orchestrator._builtin`, so a regular (non-editable) install
+copies the folder's files into the package. Shipping another folder takes one more link and
+one more package-data pattern.
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from ..security.inventory import (
     USER_SKILL_FOLDERS,
     USER_SUBAGENT_FOLDERS,
 )
-from .frontmatter import skill_file_in
+from .skill_md import skill_file_in
 
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 MAX_DEPTH = 6
 MAX_FOLDERS = 20_000
 SKIPPED = frozenset(
@@ -175,3 +183,21 @@ def discover(
         found.subagents += user_subagent_folders(home)
     found.protected += [*found.skills, *found.subagents]
     return found
+
+
+def shipped_folder(kind: str) -> Path | None:
+    """The installed or checked-out folder `kind` ("skills", "subagents"), if there is one."""
+    packaged = PACKAGE_ROOT / "_builtin" / kind
+    if packaged.is_dir():
+        return packaged
+    # A source checkout whose link did not survive (a copy without symlinks): use the folder
+    # beside the package, but only inside this project, never a stray `skills` in site-packages.
+    checkout = PACKAGE_ROOT.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / kind).is_dir():
+        return checkout / kind
+    return None
+
+
+def builtin_skills_folder() -> Path | None:
+    """The folder of the skills that ship with the package."""
+    return shipped_folder("skills")

@@ -37,15 +37,13 @@ from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import AgentRecord
 from .allowed import ToolRule, first_refusal, tool_rule
-from .body import substitute
-from .catalog import SkillCatalog
+from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .files import DEFAULT_MAX_FILE_CHARS, read_file
-from .index import DEFAULT_INDEX_TOKENS
-from .loader import read_body
 from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .servers import server_scope, with_servers, with_servers_sync
 from .skill import LoadedSkill, SkillError, SkillInfo
+from .skill_md import read_body, substitute
 
 MAX_SEARCH_RESULTS = 20
 

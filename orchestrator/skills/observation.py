@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from ..agent import Tool
 from ..agent.tools import DISPATCH_TOOL
 from .allowed import ToolRule
-from .body import substitute
 from .files import list_files
 from .skill import LoadedSkill
+from .skill_md import substitute
 
 MAX_TOOL_LINE = 200
 MAX_FILES_SHOWN = 50

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from ..agent import Tool
 from ..errors import SafetyWarning
 from ..security import Permissions, is_inside
-from .body import substitute
 from .catalog import SkillCatalog
-from .loader import read_body
 from .servers import with_servers_sync
 from .skill import SkillError, SkillInfo
+from .skill_md import read_body, substitute
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from typing import Any, Literal, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..security.inventory import MCP_CONFIG_FILES
-from .frontmatter import Problem
 from .skill import LoadedSkill, SkillInfo
+from .skill_md import Problem
 
 CONFIG_FILES = MCP_CONFIG_FILES
 T = TypeVar("T")

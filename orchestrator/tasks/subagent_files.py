@@ -26,9 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from ..skills.allowed import resolve_tools, tool_tokens
-from ..skills.body import first_paragraph
-from ..skills.frontmatter import FrontmatterError, parse_forgiving, split_skill_text
-from ..skills.rules import slug
+from ..skills.skill_md import (
+    FrontmatterError,
+    first_paragraph,
+    parse_forgiving,
+    slug,
+    split_skill_text,
+)
 
 NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 OUR_FIELDS = ("name", "description", "skills", "model", "max_steps", "max_tokens")

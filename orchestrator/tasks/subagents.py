@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import ConfigError, SafetyWarning
 from ..models import INHERIT, ModelSettings
-from ..skills.builtin import shipped_folder
+from ..skills.discovery import shipped_folder
 from .subagent_files import CLAUDE_ONLY, NAME, NO_EFFECT, DefinitionError, read_definition
 
 GENERAL = "general"

@@ -32,7 +32,7 @@ from orchestrator.security import (
     resolve_inside,
     write_resolved,
 )
-from orchestrator.skills.reading import Lines, read_lines
+from orchestrator.skills.files import Lines, read_lines
 
 MAX_READ_CHARS = 50_000
 MAX_EDIT_BYTES = 10_000_000
