@@ -29,7 +29,7 @@ from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments,
 from .run import DEFAULT_TRACE_DIR, refusal_lines
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     batch = commands.add_parser(
         "run-batch",
         help="run a job once per input row (CSV or JSONL)",

@@ -12,7 +12,7 @@ import logging
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..skills import (
     LoadedSkill,
@@ -103,10 +103,19 @@ def _catalog(args: argparse.Namespace) -> SkillCatalog:
     return catalog
 
 
+class _SkillRow(TypedDict):
+    """One skill as `orchestrator skills list` shows it (a JSON object with --json)."""
+
+    name: str
+    source: str
+    description: str
+    tools: bool  # whether it brings tools of its own
+
+
 def list_command(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     builtin = builtin_skills_folder()
-    rows = [
+    rows: list[_SkillRow] = [
         {
             "name": info.name,
             "source": "built-in" if builtin and info.folder.parent == builtin else str(info.folder),

@@ -27,6 +27,7 @@ from typing import Any
 from ..agent import AgentLoop, RunResult, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
 from ..jobs import Job
+from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
@@ -34,7 +35,7 @@ from ..tasks.executor import LocalExecutor
 from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Trace
 from ._ray import ray
-from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
+from .budget import LEASE_TOKENS, Amount, BudgetCounts, LeasedBudget, start_host
 from .recipe import WorkerRecipe
 from .relay import RelayPump, start_relay
 from .worker import TaskWorker
@@ -188,6 +189,7 @@ class RaySession:
         while True:
             call = worker.actor.run.remote(request, origin)
             try:
+                result: TaskResult
                 result, batch = await call
             except ray.exceptions.RayActorError as exc:
                 worker.busy -= 1
@@ -240,7 +242,7 @@ class RaySession:
             reason="; then ".join(deaths),
             depends_on=request.spec.depends_on,
             ended_at=time.time(),
-            **({"usage": usage} if usage is not None else {}),
+            usage=usage if usage is not None else Usage(),
         )
 
     async def close(self) -> None:
@@ -263,9 +265,10 @@ class RaySession:
             if actor is not None:
                 ray.kill(actor)
 
-    async def host_state(self) -> dict[str, Any]:
+    async def host_state(self) -> BudgetCounts:
         """The cluster budget's counts right now."""
-        return await self.host.state.remote()
+        counts: BudgetCounts = await self.host.state.remote()
+        return counts
 
     async def _drain(self) -> None:
         if self.pump is not None:
