@@ -12,7 +12,7 @@ import logging
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ..skills import (
     LoadedSkill,
@@ -34,7 +34,7 @@ from ..skills.sources.mcp import (
 from ..trace.summary import plural
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `skills` command group to the top-level parser's subparsers."""
     group = subparsers.add_parser(
         "skills",

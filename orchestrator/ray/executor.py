@@ -174,7 +174,7 @@ class RaySession:
         the budget check before a task starts (the task itself is built on its worker)."""
         return RayTaskExecutor(self, origin, LocalExecutor(build, self.budget))
 
-    def placement(self, request: TaskRequest) -> dict[str, Any]:
+    def placement(self, request: TaskRequest) -> dict[str, object]:
         worker = min(self._alive(), key=lambda w: w.busy)
         worker.busy += 1  # counted from now, so the next placement sees it
         self._placed[request.path] = worker
@@ -341,7 +341,7 @@ class RayTaskExecutor:
         finally:
             self.local.forget(request)  # the agent runs on its worker: this one is not kept
 
-    def placement(self, request: TaskRequest) -> dict[str, Any]:
+    def placement(self, request: TaskRequest) -> dict[str, object]:
         return self.session.placement(request)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
