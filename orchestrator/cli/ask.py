@@ -46,7 +46,7 @@ from .run import default_trace_path, refusal_lines
 EXIT_CODES = {"completed": EXIT_OK, "budget_exhausted": EXIT_BUDGET, "cancelled": EXIT_INTERRUPTED}
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask = commands.add_parser(
         "ask",
         help="run the planner on one goal, without a job file",

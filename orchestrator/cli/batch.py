@@ -19,7 +19,7 @@ from typing import Any
 
 from ..agent import TokenBudget
 from ..errors import ConfigError
-from ..jobs import Job, load_job, parse_model_options, parse_set_options
+from ..jobs import Job, JobResult, load_job, parse_model_options, parse_set_options
 from ..jobs.batch import Batch, Row, read_rows
 from ..planner import Orchestrator, executor_for
 from ..trace import Trace, new_run_id
@@ -29,7 +29,7 @@ from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments,
 from .run import DEFAULT_TRACE_DIR, refusal_lines
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     batch = commands.add_parser(
         "run-batch",
         help="run a job once per input row (CSV or JSONL)",
@@ -131,7 +131,7 @@ class BatchRun:
             return self.executor.shared_budget(budget)
         return budget
 
-    async def start(self, job: Job, row: Row) -> Any:
+    async def start(self, job: Job, row: Row) -> JobResult:
         # The batch's own files decide what its next run does: read-only to every row's model.
         permissions = job.permissions.protecting([self.args.inputs, self.batch.results])
         orchestrator = Orchestrator.from_job(

@@ -52,7 +52,7 @@ class Words:
     choices: list[str] = field(default_factory=list)
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script (bash or zsh)",

@@ -130,7 +130,7 @@ changelog go out with it. Nobody owns the release notes yet; someone should take
 SCRIPT = SCRIPT.replace("{notes}", textwrap.indent(NOTES, " " * 12))
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     init = commands.add_parser(
         "init",
         help="create a job folder that runs at once, offline",

@@ -22,7 +22,7 @@ STDIN_SPEC = Path("<stdin>")
 """What a spec read from standard input (`run -`) is called; its folder is the working one."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the job commands to the `orchestrator` command's subparsers."""
     validate = subparsers.add_parser(
         "validate",

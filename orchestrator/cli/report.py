@@ -11,7 +11,7 @@ from ..trace.reader import TraceReader
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = commands.add_parser(
         "report",
         help="write a run's HTML report",

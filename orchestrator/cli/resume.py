@@ -22,7 +22,7 @@ from .jobs import EXIT_OK, EXIT_SPEC_ERROR, add_model_arguments, config_error
 from .run import DEFAULT_TRACE_DIR, add_output_arguments, execute, report
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     resume = commands.add_parser(
         "resume",
         help="go on with a killed or interrupted job run, from its trace",

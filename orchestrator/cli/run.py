@@ -55,7 +55,7 @@ EXIT_CODES = {
 }
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="run a job spec")
     add_job_arguments(run)
     run.add_argument("--trace", type=Path, help="where to write the JSONL trace")
@@ -213,7 +213,10 @@ def refusal_lines(refused: dict[str, dict[str, str]]) -> list[str]:
 
 def offline_note(job: Job) -> str | None:
     """`offline, scripted model (FILE)` when no model of the job reaches a server."""
-    names = [job.model.name, *(s.model.name for s in job.plan if s.model is not None)]
+    models = [job.model, *(s.model for s in job.plan if s.model is not None)]
+    # ModelSettings' fields are generated (models/settings.py), so mypy does not see `name`
+    # until the models room declares it; from then on the ignore is unused, and allowed to be.
+    names = [model.name for model in models]  # type: ignore[attr-defined,unused-ignore]
     providers = {name.partition(":")[0] for name in names}
     if not providers <= OFFLINE_PROVIDERS:
         return None

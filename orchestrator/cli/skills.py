@@ -12,7 +12,7 @@ import logging
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..skills import (
     LoadedSkill,
@@ -29,7 +29,7 @@ from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, w
 from ..trace.summary import plural
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `skills` command group to the top-level parser's subparsers."""
     group = subparsers.add_parser(
         "skills",
@@ -98,10 +98,19 @@ def _catalog(args: argparse.Namespace) -> SkillCatalog:
     return catalog
 
 
+class _SkillRow(TypedDict):
+    """One skill as `orchestrator skills list` shows it (a JSON object with --json)."""
+
+    name: str
+    source: str
+    description: str
+    tools: bool  # whether it brings tools of its own
+
+
 def list_command(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     builtin = builtin_skills_folder()
-    rows = [
+    rows: list[_SkillRow] = [
         {
             "name": info.name,
             "source": "built-in" if builtin and info.folder.parent == builtin else str(info.folder),

@@ -19,7 +19,7 @@ from ..tasks.subagents import SubagentDef
 from ..trace.summary import plural
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = commands.add_parser(
         "subagents",
         help="list, show and check sub-agent definitions",

@@ -18,7 +18,7 @@ from .resume import no_runs, trace_argument
 from .run import DEFAULT_TRACE_DIR
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     trace = commands.add_parser("trace", help="list runs and summarize one from its trace")
     actions = trace.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="summarize a run from its trace")
@@ -80,7 +80,7 @@ def list_command(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs in {args.dir}", file=sys.stderr)
         return EXIT_OK
-    rows = [("RUN", "JOB", "STATUS", "TOKENS", "COST", "STARTED", "TRACE")]
+    rows: list[tuple[str, ...]] = [("RUN", "JOB", "STATUS", "TOKENS", "COST", "STARTED", "TRACE")]
     rows.extend(_row(run) for run in runs)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:

@@ -22,7 +22,7 @@ one process.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from ..agent import Reservation, TokenBudget
 from ._ray import ray
@@ -37,6 +37,19 @@ class Amount(NamedTuple):
 
     tokens: int = 0
     cost: float = 0.0
+
+
+class BudgetCounts(TypedDict):
+    """The cluster budget's own counts, as `BudgetHost.state` reports them."""
+
+    max_tokens: int | None
+    used: int
+    reserved: int
+    remaining: int | None  # None: no token cap
+    max_cost: float | None
+    spent: float
+    remaining_cost: float | None  # None: no money cap
+    leases: dict[str, int]  # client -> tokens it holds
 
 
 def _is_lock(value: Any) -> bool:
@@ -69,7 +82,7 @@ class BudgetHost:
 
     def exchange(
         self, client: str, spent: Amount, keep: Amount, need: Amount, want: Amount
-    ) -> tuple[Amount, Amount | None, float | None]:
+    ) -> tuple[Amount, int | None, float | None]:
         """Settle `client`'s leases with `spent`, lease `keep` again plus `need` (up to `want`
         when there is room); returns what it now holds, and the tokens and dollars left to
         others (None: no cap)."""
@@ -112,7 +125,7 @@ class BudgetHost:
     def record_spent(self, tokens: int, cost: float = 0.0) -> None:
         self.budget.record_spent(tokens, cost)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> BudgetCounts:
         """The budget's counts (for the driver, and tests)."""
         b = self.budget
         return {
@@ -203,9 +216,10 @@ class LeasedBudget(TokenBudget):
     def record_spent(self, tokens: int, cost: float = 0.0) -> None:
         self.host.record_spent.remote(max(0, tokens), max(0.0, cost))
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> BudgetCounts:
         """The cluster budget's own counts (`used`, `reserved`, `remaining`, leases)."""
-        return ray.get(self.host.state.remote())
+        counts: BudgetCounts = ray.get(self.host.state.remote())
+        return counts
 
     def flush(self) -> None:
         """Report what was spent and give back what open reservations do not need."""

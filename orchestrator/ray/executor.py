@@ -27,6 +27,7 @@ from typing import Any
 from ..agent import AgentLoop, RunResult, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
 from ..jobs import Job
+from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
@@ -34,7 +35,7 @@ from ..tasks.executor import LocalExecutor
 from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Trace
 from ._ray import ray
-from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
+from .budget import LEASE_TOKENS, Amount, BudgetCounts, LeasedBudget, start_host
 from .recipe import WorkerRecipe
 from .relay import RelayPump, start_relay
 from .worker import TaskWorker
@@ -173,7 +174,7 @@ class RaySession:
         the budget check before a task starts (the task itself is built on its worker)."""
         return RayTaskExecutor(self, origin, LocalExecutor(build, self.budget))
 
-    def placement(self, request: TaskRequest) -> dict[str, Any]:
+    def placement(self, request: TaskRequest) -> dict[str, object]:
         worker = min(self._alive(), key=lambda w: w.busy)
         worker.busy += 1  # counted from now, so the next placement sees it
         self._placed[request.path] = worker
@@ -188,6 +189,7 @@ class RaySession:
         while True:
             call = worker.actor.run.remote(request, origin)
             try:
+                result: TaskResult
                 result, batch = await call
             except ray.exceptions.RayActorError as exc:
                 worker.busy -= 1
@@ -240,7 +242,7 @@ class RaySession:
             reason="; then ".join(deaths),
             depends_on=request.spec.depends_on,
             ended_at=time.time(),
-            **({"usage": usage} if usage is not None else {}),
+            usage=usage if usage is not None else Usage(),
         )
 
     async def close(self) -> None:
@@ -263,9 +265,10 @@ class RaySession:
             if actor is not None:
                 ray.kill(actor)
 
-    async def host_state(self) -> dict[str, Any]:
+    async def host_state(self) -> BudgetCounts:
         """The cluster budget's counts right now."""
-        return await self.host.state.remote()
+        counts: BudgetCounts = await self.host.state.remote()
+        return counts
 
     async def _drain(self) -> None:
         if self.pump is not None:
@@ -338,7 +341,7 @@ class RayTaskExecutor:
         finally:
             self.local.forget(request)  # the agent runs on its worker: this one is not kept
 
-    def placement(self, request: TaskRequest) -> dict[str, Any]:
+    def placement(self, request: TaskRequest) -> dict[str, object]:
         return self.session.placement(request)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:

@@ -207,7 +207,8 @@ def _skill_loaded(c: Collector, event: Event) -> None:
 
 
 def _error(c: Collector, event: Event, kind: str, where: str, text: str) -> None:
-    key = c.current.get(event["agent"], event["agent"])
+    agent: str = event["agent"]
+    key = c.current.get(agent, agent)
     c.report.errors.append(ErrorItem(key, kind, where, text, event.get("ts") or 0.0))
 
 

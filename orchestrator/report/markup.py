@@ -68,7 +68,7 @@ def nice_step(span: float, count: int = 8) -> float:
     if span <= 0:
         return 1.0
     raw = span / count
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10 ** math.floor(math.log10(raw))  # an int for spans of 10 and more
     for factor in (1, 2, 5, 10):
         if raw <= factor * power:
             return factor * power

@@ -22,8 +22,8 @@ from .model import AgentRun, RunReport
 from .tables import render_agents, render_errors, render_skills, render_summary
 from .timeline import render_timeline
 
-MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "is_error")
-MESSAGE_FIELDS += ("error_type", "reasoning")
+MESSAGE_FIELDS: tuple[str, ...] = ("role", "content", "tool_calls", "tool_call_id", "name")
+MESSAGE_FIELDS += ("is_error", "error_type", "reasoning")
 SHARED_TEXT = 200  # characters: a text at least this long that repeats is written once
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -80,7 +80,7 @@ class Permissions(BaseModel):
     A model that could read them would send the keys to its provider."""
 
     @classmethod
-    def coerce(cls, value: Any) -> Permissions:
+    def coerce(cls, value: object) -> Permissions:
         """The run's permissions from what the loop holds: None means the defaults."""
         if value is None:
             return cls()

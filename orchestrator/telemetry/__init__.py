@@ -16,7 +16,7 @@ OpenTelemetry's own global tracer provider, which every Trace made while it is o
 from __future__ import annotations
 
 import os
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -24,6 +24,8 @@ from ..trace.writer import Sink, Trace, add_sink, remove_sink
 
 if TYPE_CHECKING:  # the otel extra may not be installed
     from opentelemetry.trace import TracerProvider
+
+    from .spans import SpanSink
 
 INSTALL_HINT = 'pip install "orchestrator[otel]"'
 CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -46,18 +48,23 @@ class Instrumentation:
         self.tracer_provider = tracer_provider
         self.capture_content = capture_content
         self.owns_provider = owns_provider
-        self._spans = _spans_module()
+        self._span_sink = _span_sink_class()
 
     def sink(self, trace: Trace) -> Sink:
         """A span sink for one trace (the factory `add_sink` is given)."""
-        return self._spans.SpanSink(
+        return self._span_sink(
             self.tracer_provider, capture_content=self.capture_content, mask=trace.mask
         )
 
     def uninstrument(self) -> None:
         remove_sink(self.sink)
         if self.owns_provider and self.tracer_provider is not None:
-            self.tracer_provider.shutdown()  # the SDK's provider: exports what is left
+            # A provider of our own is the SDK's (instrument_otlp): shutting it down exports
+            # what is left. The API's provider has no shutdown.
+            from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+
+            if isinstance(self.tracer_provider, SdkTracerProvider):
+                self.tracer_provider.shutdown()
 
     def __enter__(self) -> Instrumentation:
         return self
@@ -120,9 +127,9 @@ def _install(
     return instrumentation
 
 
-def _spans_module() -> ModuleType:
+def _span_sink_class() -> type[SpanSink]:
     try:
-        from . import spans
+        from .spans import SpanSink
     except ImportError as exc:
         raise ConfigError(f"OpenTelemetry export needs the otel extra: {INSTALL_HINT}") from exc
-    return spans
+    return SpanSink

@@ -10,8 +10,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..trace.events import Event
 from ..trace.summary import number
-from ..trace.writer import Event
 
 Attributes = dict[str, Any]
 Mask = Callable[[str], str]
@@ -144,6 +144,7 @@ def _arguments(raw: Any) -> Any:
 
 def _first(usage: Mapping[str, Any], keys: Iterable[str]) -> int | None:
     for key in keys:
-        if isinstance(usage.get(key), int):
-            return usage[key]
+        value = usage.get(key)
+        if isinstance(value, int):
+            return value
     return None

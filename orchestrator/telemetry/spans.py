@@ -26,7 +26,8 @@ from opentelemetry import trace as otel
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
-from ..trace.writer import Event
+from ..trace.events import Event
+from ..trace.summary import number
 from . import genai
 
 TRACER_NAME = "orchestrator"
@@ -87,7 +88,7 @@ class SpanSink:
         self._subagents: dict[str, str | None] = {}  # task path -> sub-agent definition
         self._ran: set[str] = set()  # paths that had a run_start
         self._chats: dict[str, _Pending] = {}  # agent -> its chat span awaiting the reply
-        self._tools: dict[tuple[str, str], _Pending] = {}  # (agent, call id) -> tool span
+        self._tools: dict[tuple[str, str | None], _Pending] = {}  # (agent, call id) -> tool span
         self._handlers: dict[str, Callable[[Event], None]] = {
             "job_start": self._job_start,
             "job_end": self._job_end,
@@ -233,7 +234,7 @@ class SpanSink:
                         "orchestrator.status": status,
                         "orchestrator.steps": event.get("steps"),
                         "orchestrator.skills": agent.skills or None,
-                        "orchestrator.cost": genai.number(event.get("cost")),
+                        "orchestrator.cost": number(event.get("cost")),
                     }
                 )
             )
@@ -326,7 +327,7 @@ class SpanSink:
     def _skill_loaded(self, event: Event) -> None:
         agent = self._agents.get(event["agent"])
         if agent is not None:
-            agent.skills.append(event.get("skill"))
+            agent.skills.append(event["skill"])  # a required field
             attributes = {
                 "orchestrator.skill": event.get("skill"),
                 "tools": event.get("tools") or [],

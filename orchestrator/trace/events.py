@@ -10,13 +10,13 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
 
 
-def is_event(value: Any) -> bool:
+def is_event(value: object) -> TypeGuard[Event]:
     """True for a dict with an integer `seq` and text `type` and `agent`: an event."""
     return (
         isinstance(value, dict)

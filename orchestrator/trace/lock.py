@@ -11,8 +11,10 @@ from typing import IO, Any
 
 try:
     import fcntl
-except ImportError:
-    fcntl = None
+except ImportError:  # Windows
+    _CAN_LOCK = False
+else:
+    _CAN_LOCK = True
 
 
 class FileBusy(Exception):
@@ -21,7 +23,7 @@ class FileBusy(Exception):
 
 def lock_file(file: IO[Any]) -> None:
     """Take the file's lock without waiting; raise FileBusy if another process has it."""
-    if fcntl is None:
+    if not _CAN_LOCK:
         return
     try:
         fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -31,7 +33,7 @@ def lock_file(file: IO[Any]) -> None:
 
 def is_locked(path: str | Path) -> bool:
     """True if another process holds the lock of the file at `path` (its run is going)."""
-    if fcntl is None:
+    if not _CAN_LOCK:
         return False
     try:
         with Path(path).open("rb") as file:

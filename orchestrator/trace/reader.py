@@ -159,7 +159,8 @@ def _nested_problem(kind: str, event: Event) -> str | None:
     usage = event.get("usage")
     if isinstance(usage, dict) and any(_wrong_type(n, _NUMBER) for n in usage.values()):
         return f"a {kind} event whose usage holds something that is not a count"
-    if kind == "model_call" and not all(isinstance(usage.get(n), int) for n in _TOKEN_COUNTS):
+    counted = isinstance(usage, dict) and all(isinstance(usage.get(n), int) for n in _TOKEN_COUNTS)
+    if kind == "model_call" and not counted:
         return f"a {kind} event whose usage lacks a token count"
     tasks, tools = event.get("tasks"), event.get("tools")
     if isinstance(tasks, list) and not all(_task_is_sound(task) for task in tasks):

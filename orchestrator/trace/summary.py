@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .events import Event
 
@@ -24,7 +23,7 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
-def number(value: Any) -> float | None:
+def number(value: object) -> float | None:
     """A cost or count read from a trace as a number, or None (never a guess)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None

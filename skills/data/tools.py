@@ -294,8 +294,8 @@ def query(
 
 
 def _metric(table: Table, spec: str) -> tuple[str, str | None]:
-    name, _, column = spec.partition(":")
-    name, column = name.strip(), column.strip() or None
+    name, _, after = spec.partition(":")
+    name, column = name.strip(), after.strip() or None
     if name not in METRICS:
         raise ToolError(f"unknown metric {name!r}; use one of {', '.join(METRICS)}")
     if name != "count" and column is None:

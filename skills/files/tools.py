@@ -195,7 +195,8 @@ def _edit(file: LockedFile, path: str, old_text: str, new_text: str) -> str:
 
 
 def _match_lines(text: str, needle: str, limit: int = 10) -> list[int]:
-    lines, start = [], 0
+    lines: list[int] = []
+    start = 0
     while len(lines) < limit and (found := text.find(needle, start)) >= 0:
         lines.append(text.count("\n", 0, found) + 1)
         start = found + max(1, len(needle))
