@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast, overload
 
@@ -341,6 +341,8 @@ class Orchestrator:
         stream: TextSink | None = None,
     ) -> RunResult | JobResult:
         """`run` from synchronous code."""
+        if goal is None:
+            return run_sync(self.run(trace=trace, stream=stream))
         return run_sync(self.run(goal, trace=trace, stream=stream))
 
     async def run_job(
@@ -545,7 +547,7 @@ def run_job(
     trace: Trace | str | Path | None = None,
     stream: TextSink | None = None,
     user_skills: bool = False,
-) -> Awaitable[JobResult]:
+) -> Coroutine[Any, Any, JobResult]:
     """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run(...)`."""
     return Orchestrator.from_job(job, user_skills=user_skills).run(trace=trace, stream=stream)
 

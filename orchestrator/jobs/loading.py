@@ -43,19 +43,21 @@ def load_job(
     against the working folder, as if the spec were a file there.
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
-    overrides = {
-        "model": model,
-        "model_options": model_options,
-        "inputs": inputs,
-        "trace": trace,
-        "text": text,
-    }
     # The agents a step may name are known before the spec is validated, so that one pass
     # reports every problem, an unknown agent among them.
     data = read_yaml(Path(path), text)
     folders = _subagent_folders(Path(path), data, user=user_skills)
     registry = SubagentRegistry(folders=[*folders, *builtin_subagent_folders(builtin)])
-    return load_spec(path, known_agents=registry.names, data=data, **overrides)
+    return load_spec(
+        path,
+        known_agents=registry.names,
+        data=data,
+        model=model,
+        model_options=model_options,
+        inputs=inputs,
+        trace=trace,
+        text=text,
+    )
 
 
 def _subagent_folders(path: Path, data: Mapping[str, Any], *, user: bool) -> list[Path]:

@@ -336,7 +336,7 @@ class Job(BaseModel):
     def step_ids(self) -> list[str]:
         return [step.id for step in self.plan]
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[str]:
         """The steps' DAG (edges from a dependency to its dependent)."""
         return build_graph(((s.id, s.depends_on) for s in self.plan), noun="step")
 
@@ -397,14 +397,14 @@ def _agents(steps: Sequence[Step], known: set[str]) -> list[Problem]:
     return problems
 
 
-def _graph(steps: Sequence[Step]) -> tuple[nx.DiGraph | None, list[Problem]]:
+def _graph(steps: Sequence[Step]) -> tuple[nx.DiGraph[str] | None, list[Problem]]:
     try:
         return build_graph(((s.id, s.depends_on) for s in steps), noun="step"), []
     except GraphError as error:
         return None, [Problem(p.path("steps"), p.message) for p in error.problems]
 
 
-def _templates(job: Job, graph: nx.DiGraph | None) -> list[Problem]:
+def _templates(job: Job, graph: nx.DiGraph[str] | None) -> list[Problem]:
     problems = []
     if job.goal is not None:
         problems += _references(job, "goal", job.goal, None, None)
@@ -416,10 +416,10 @@ def _templates(job: Job, graph: nx.DiGraph | None) -> list[Problem]:
     return problems
 
 
-def _sound_dependencies(steps: Sequence[Step]) -> nx.DiGraph:
+def _sound_dependencies(steps: Sequence[Step]) -> nx.DiGraph[str]:
     """The steps' dependencies that name another known step (a graph that may have cycles)."""
     ids = {step.id for step in steps}
-    reach = nx.DiGraph()
+    reach: nx.DiGraph[str] = nx.DiGraph()
     reach.add_nodes_from(ids)
     for step in steps:
         reach.add_edges_from((d, step.id) for d in step.depends_on if d in ids and d != step.id)
@@ -427,7 +427,7 @@ def _sound_dependencies(steps: Sequence[Step]) -> nx.DiGraph:
 
 
 def _references(
-    job: Job, path: str, text: str, step: Step | None, graph: nx.DiGraph | None
+    job: Job, path: str, text: str, step: Step | None, graph: nx.DiGraph[str] | None
 ) -> list[Problem]:
     """Problems with the references in one template; `step` is None for the goal."""
     try:
@@ -454,7 +454,7 @@ def _input_reference(job: Job, name: str) -> str | None:
     return f"unknown input {name!r}{suggest(name, job.inputs)}; declared inputs: {declared}"
 
 
-def _step_reference(job: Job, step: Step, name: str, graph: nx.DiGraph | None) -> str | None:
+def _step_reference(job: Job, step: Step, name: str, graph: nx.DiGraph[str] | None) -> str | None:
     ids = [s.id for s in job.steps]
     if name not in ids:
         return f"unknown step {name!r}{suggest(name, ids)}"

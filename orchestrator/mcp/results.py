@@ -32,7 +32,8 @@ def as_mapping(result: object) -> Mapping[str, Any]:
         return result
     dump = getattr(result, "model_dump", None)
     if callable(dump):
-        return dump(by_alias=True, mode="json", exclude_none=True)
+        dumped: Mapping[str, Any] = dump(by_alias=True, mode="json", exclude_none=True)
+        return dumped
     raise TypeError(f"not a tool result: {type(result).__name__}")
 
 
@@ -66,7 +67,7 @@ def _same_json(text: str, value: Any) -> bool:
             return True
         value = inner
     try:
-        return json.loads(text) == value
+        return bool(json.loads(text) == value)
     except ValueError:
         return False
 

@@ -107,7 +107,10 @@ def problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     for error in errors:
         where = ".".join(str(p) for p in error.absolute_path)
         if error.validator == "required":
-            missing = [n for n in error.validator_value if n not in (error.instance or {})]
+            value = error.validator_value
+            required = [str(n) for n in value] if isinstance(value, list) else []
+            given = error.instance if isinstance(error.instance, dict) else {}
+            missing = [n for n in required if n not in given]
             for name in missing:
                 lines.append(f"- {'.'.join(filter(None, [where, name]))}: field required")
         else:

@@ -220,7 +220,7 @@ class ForkExtension:
 
     def _validate(self, tasks: Sequence[TaskSpec], used: set[str]) -> None:
         """Raise one error listing every problem; on success, the ids count as used."""
-        problems = []
+        problems: list[str] = []
         try:
             task_graph(tasks)
         except GraphError as exc:

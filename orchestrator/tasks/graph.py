@@ -40,7 +40,9 @@ class GraphError(ConfigError):
         super().__init__("; ".join(p.message for p in self.problems))
 
 
-def build_graph(items: Iterable[tuple[str, Sequence[str]]], *, noun: str = "task") -> nx.DiGraph:
+def build_graph(
+    items: Iterable[tuple[str, Sequence[str]]], *, noun: str = "task"
+) -> nx.DiGraph[str]:
     """Validate `(id, depends_on)` pairs and return their DAG, or raise GraphError.
 
     Nodes keep their position in `items` as the `index` attribute. `noun` names the items in
@@ -51,7 +53,7 @@ def build_graph(items: Iterable[tuple[str, Sequence[str]]], *, noun: str = "task
     first: dict[str, int] = {}
     for index, (node, _) in enumerate(pairs):
         first.setdefault(node, index)
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from((node, {"index": index}) for node, index in first.items())
     for index, (node, deps) in enumerate(pairs):
         for position, dep in enumerate(deps):
@@ -66,13 +68,13 @@ def build_graph(items: Iterable[tuple[str, Sequence[str]]], *, noun: str = "task
     return graph
 
 
-def ready_layers(graph: nx.DiGraph) -> Iterator[list[str]]:
+def ready_layers(graph: nx.DiGraph[str]) -> Iterator[list[str]]:
     """Yield groups of nodes whose dependencies are all in earlier groups, in input order."""
     for layer in nx.topological_generations(graph):
         yield sorted(layer, key=lambda node: graph.nodes[node]["index"])
 
 
-def topological_order(graph: nx.DiGraph) -> list[str]:
+def topological_order(graph: nx.DiGraph[str]) -> list[str]:
     """Every node after its dependencies; ties keep the input order."""
     return list(
         nx.lexicographical_topological_sort(graph, key=lambda node: graph.nodes[node]["index"])
@@ -106,7 +108,9 @@ def _check_dependency(node: str, dep: str, known: dict[str, int], noun: str) -> 
     return None
 
 
-def _cycles(graph: nx.DiGraph, pairs: list[tuple[str, list[str]]], noun: str) -> list[GraphProblem]:
+def _cycles(
+    graph: nx.DiGraph[str], pairs: list[tuple[str, list[str]]], noun: str
+) -> list[GraphProblem]:
     """One named cycle per strongly connected group, read in `depends on` direction."""
     problems = []
     index_of = nx.get_node_attributes(graph, "index")

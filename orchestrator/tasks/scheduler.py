@@ -34,7 +34,7 @@ Gate = Callable[[TaskRequest], str | None]
 NOT_STARTED = "the run was cancelled before this task started"
 
 
-def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph:
+def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph[str]:
     """Validate the tasks as a DAG (unique ids, known dependencies, no cycles)."""
     return build_graph(((s.id, s.depends_on) for s in specs), noun="task")
 

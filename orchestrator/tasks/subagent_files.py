@@ -103,7 +103,7 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
     for reserved in ("system", "path"):
         if reserved in meta:
             raise DefinitionError(f"unknown field {reserved!r}")
-    fields = {key: meta[key] for key in ("max_steps", "max_tokens") if key in meta}
+    fields: dict[str, Any] = {k: meta[k] for k in ("max_steps", "max_tokens") if k in meta}
     fields["system"] = body
     fields.update(_identity(meta, body, path, notes))
     if meta.get("model") is not None:
