@@ -216,7 +216,7 @@ def offline_note(job: Job) -> str | None:
     models = [job.model, *(s.model for s in job.plan if s.model is not None)]
     # ModelSettings' fields are generated (models/settings.py), so mypy does not see `name`
     # until the models room declares it; from then on the ignore is unused, and allowed to be.
-    names = [model.name for model in models]  # type: ignore[attr-defined,unused-ignore]
+    names = [model.name for model in models]
     providers = {name.partition(":")[0] for name in names}
     if not providers <= OFFLINE_PROVIDERS:
         return None

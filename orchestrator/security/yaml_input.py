@@ -67,7 +67,7 @@ class YamlTooLarge(YamlInputError):
     """YAML refused for what it would expand to (aliases), not for its syntax."""
 
 
-class _SafeLoader(_SafeBase):  # type: ignore[misc]  # PyYAML's loaders are untyped
+class _SafeLoader(_SafeBase):  # type: ignore[misc]  # the base is chosen at run time (libyaml when built)
     """The safe loader (tags resolved: numbers, booleans, null), refusing duplicate keys."""
 
 
