@@ -115,8 +115,7 @@ def start_server(log: Path) -> tuple[subprocess.Popen[bytes], LlamaServer]:
     port = _free_port()
     command = [
         sys.executable,
-        "-m",
-        "llama_cpp.server",
+        str(Path(__file__).with_name("capped_llama_server.py")),
         "--model",
         str(gguf),
         "--host",
