@@ -15,6 +15,8 @@ Every failure is a `YamlInputError` naming the source and, when known, the line 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -121,22 +123,23 @@ def compose_yaml(text: str, source: str) -> yaml.Node | None:
 
 
 def _compose(loader: Any, source: str) -> yaml.Node | None:
-    try:
+    with _errors_named(source):
         node: yaml.Node | None = loader.get_single_node()
-    except yaml.MarkedYAMLError as error:
-        raise _marked(error, source) from None
-    except yaml.YAMLError as error:
-        raise YamlInputError(source, f"invalid YAML: {' '.join(str(error).split())}") from None
-    except RecursionError:
-        raise YamlTooLarge(source, "the YAML is nested too deeply") from None
     if node is not None:
         _check_expansion(node, source)
     return node
 
 
 def _construct(loader: Any, node: yaml.Node, source: str) -> Any:
-    try:
+    with _errors_named(source):
         return loader.construct_document(node)
+
+
+@contextlib.contextmanager
+def _errors_named(source: str) -> Iterator[None]:
+    """PyYAML's errors (and a nesting too deep for Python) as ours, naming the file."""
+    try:
+        yield
     except yaml.MarkedYAMLError as error:
         raise _marked(error, source) from None
     except yaml.YAMLError as error:
