@@ -433,6 +433,7 @@ class AgentLoop:
                 **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
                 error=error,
                 **({"refused": state.result.refused} if state.result.refused else {}),
+                **({"empty_answer": True} if state.result.empty_answer else {}),
             )
 
     def __repr__(self) -> str:

@@ -234,9 +234,14 @@ def shown_path(path: str | Path) -> str:
 
 
 def failure_lines(result: JobResult) -> list[str]:
-    """Why each step that did not complete ended as it did (skips for a dependency aside)."""
+    """Why each step that did not complete ended as it did (skips for a dependency aside),
+    and a warning for each that completed with an empty answer."""
     lines = []
     for step in result.steps:
+        if step.empty_answer:
+            role = " (the job's output)" if step.id == result.output_step else ""
+            lines.append(f"warning: step {step.id}{role} completed with an empty answer")
+            continue
         if step.status == "completed" or (step.reason or "").startswith("dependency "):
             continue
         lines.append(

@@ -327,6 +327,15 @@ class Job(BaseModel):
         """Id of the step whose output is the job's output."""
         return self.output or self.plan[-1].id
 
+    def output_users(self) -> dict[str, list[str]]:
+        """For each step, the later steps whose task uses its output (`{steps.ID.output}`)."""
+        users: dict[str, list[str]] = {}
+        for step in self.plan:
+            for ref in Template.parse(step.task).references:
+                if ref.kind == "steps" and step.id not in users.setdefault(ref.name, []):
+                    users[ref.name].append(step.id)
+        return users
+
     def step(self, step_id: str) -> Step:
         for step in self.plan:
             if step.id == step_id:
