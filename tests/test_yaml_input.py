@@ -136,21 +136,21 @@ def test_model_option_with_an_alias_bomb_stays_text() -> None:
         (
             "name: x\nmodel scripted:s.yaml\nsteps: []\n",
             2,
-            "line 2 (`model scripted:s.yaml`) has no ':' after its key; a likely missing colon",
+            "line 2 (model scripted:s.yaml) has no ':' after its key; a likely missing colon",
         ),
         (
             "name: x\nsteps:\n  - id: a\n    task: b\n   depends_on: [c]\n",
             5,
-            "line 5 (`depends_on: [c]`) is indented differently from the lines above it; a "
+            "line 5 (depends_on: [c]) is indented differently from the lines above it; a "
             "likely indentation slip",
         ),
         (
             "name: x\ngoal: hi: there\n",
             2,
-            "line 2 (`goal: hi: there`) holds a second ': ' inside a value; put the value in quotes",
+            "line 2 (goal: hi: there) holds a second ': ' inside a value; put the value in quotes",
         ),
         ("name: x\ngoal: \"hi\nmodel: m\n", 2, "the quote opened on line 2 is never closed"),
-        ("name: x\n\tgoal: hi\n", 2, "line 2 (`goal: hi`) is indented with a tab"),
+        ("name: x\n\tgoal: hi\n", 2, "line 2 (goal: hi) is indented with a tab"),
     ],
 )
 def test_a_yaml_slip_gets_a_hint_in_words_and_the_right_line(

@@ -182,14 +182,14 @@ def _hint(
     def shown(number: int | None) -> str:
         if number is None or not 0 < number <= len(lines):
             return ""
-        return f" (`{lines[number - 1].strip()[:60]}`)"
+        return f" ({lines[number - 1].strip()[:60]})"
 
     if "tab character" in problem or "'\\t'" in problem:
         return f"line {line}{shown(line)} is indented with a tab; YAML indents with spaces", None
     if "could not find expected ':'" in problem and context_line is not None:
         return (
             f"line {context_line}{shown(context_line)} has no ':' after its key; a likely "
-            "missing colon (write `key: value`)",
+            "missing colon (write key: value)",
             context_line,
         )
     if "mapping values are not allowed" in problem:
