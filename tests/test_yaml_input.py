@@ -149,7 +149,7 @@ def test_model_option_with_an_alias_bomb_stays_text() -> None:
             2,
             "line 2 (goal: hi: there) holds a second ': ' inside a value; put the value in quotes",
         ),
-        ("name: x\ngoal: \"hi\nmodel: m\n", 2, "the quote opened on line 2 is never closed"),
+        ('name: x\ngoal: "hi\nmodel: m\n', 2, "the quote opened on line 2 is never closed"),
         ("name: x\n\tgoal: hi\n", 2, "line 2 (goal: hi) is indented with a tab"),
     ],
 )

@@ -33,7 +33,7 @@ from ..models.resolve import resolve_model
 from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
-from .extension import Extension, assemble, guards_of, scopes_of
+from .extension import Extension, assemble, guards_of, scopes_of, start_records
 from .model_call import call_model
 from .restart import CutTurn, restart_from
 from .run_results import RunResult, Status, refusals
@@ -388,6 +388,7 @@ class AgentLoop:
                 max_tokens=self.max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
+                **start_records(self.extensions),
                 **(restart.started() if restart is not None else {}),
             )
         if not state.transcript:  # a new run (or one cut off before it had begun)

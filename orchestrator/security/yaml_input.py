@@ -194,8 +194,7 @@ def _hint(
         )
     if "mapping values are not allowed" in problem:
         return (
-            f"line {line}{shown(line)} holds a second ': ' inside a value; put the value in "
-            "quotes",
+            f"line {line}{shown(line)} holds a second ': ' inside a value; put the value in quotes",
             None,
         )
     if "end of stream" in problem and "quoted scalar" in context and context_line is not None:

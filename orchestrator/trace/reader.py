@@ -38,7 +38,7 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "fork": {"tasks": list},
     "task_start": {"id": str, "depends_on": list},
     "task_end": {"id": str, "status": str, "reason": str, "restored": bool},
-    "run_start": {"resumed": bool, "kept": int, "model": str, "task": str},
+    "run_start": {"resumed": bool, "kept": int, "model": str, "task": str, "preloaded": list},
     "run_end": {"status": str, "usage": dict, "steps": int, "cost": _NUMBER, "error": str},
     "model_call": {
         "usage": dict,

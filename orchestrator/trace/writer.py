@@ -20,6 +20,7 @@ reaches it.
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 import time
 import warnings
@@ -143,7 +144,7 @@ class Trace:
             raise TraceExists(
                 f"trace {path} already holds a run; a trace holds one run only. Give a new "
                 f"path (or none, for a fresh name under .orchestrator/runs/), or continue that "
-                f"run with `orchestrator resume {path}`"
+                f"run with `orchestrator resume {shlex.quote(str(path))}`"
             )
         if resuming and not _ends_with_newline(path):
             file.write("\n")  # a line torn by the crash stays a line of its own
