@@ -45,7 +45,7 @@ class Fault:
     """What goes wrong with one request.
 
     `status`: answer with `status`, `headers` and `payload`, or an error body in the
-    provider's format.
+    provider's format (after `delay` seconds).
     `json`: answer 200 with `payload` as a JSON body, whatever was asked for.
     `slow`: wait `delay` seconds before answering. `drop`: close the connection after `after`
     events. `cut`: end the stream cleanly after `after` events, without its final event.
@@ -224,6 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(401, error_body(wire, 401, message))
             return
         if fault is not None and fault.kind == "status":
+            time.sleep(fault.delay)
             payload = fault.payload or error_body(wire, fault.status, fault.message)
             self._json(fault.status, payload, fault.headers)
             return
