@@ -399,11 +399,14 @@ class Orchestrator:
         model_options: Mapping[str, Any] | None = None,
         force: bool = False,
         user_skills: bool = False,
+        retry_failed: bool = False,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
     ) -> JobResult:
         """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
+        `retry_failed`: run again the steps and forked tasks that ended failed, and what
+        depends on them, a finished run's included.
 
         Steps and forked tasks that had ended keep their results; those that were running
         restart from their last complete turn; the budget goes on from what was spent. A run
@@ -414,7 +417,12 @@ class Orchestrator:
         `stream` are those of `from_job`, `Orchestrator` and `run_job`.
         """
         resumption = prepare_resume(
-            trace, model=model, model_options=model_options, force=force, user_skills=user_skills
+            trace,
+            model=model,
+            model_options=model_options,
+            force=force,
+            user_skills=user_skills,
+            retry_failed=retry_failed,
         )
         if resumption.finished is not None:
             return resumption.finished
@@ -436,6 +444,7 @@ class Orchestrator:
         model_options: Mapping[str, Any] | None = None,
         force: bool = False,
         user_skills: bool = False,
+        retry_failed: bool = False,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
@@ -448,6 +457,7 @@ class Orchestrator:
                 model_options=model_options,
                 force=force,
                 user_skills=user_skills,
+                retry_failed=retry_failed,
                 listeners=listeners,
                 approve=approve,
                 stream=stream,

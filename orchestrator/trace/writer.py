@@ -121,6 +121,10 @@ class Trace:
             self._signer = _signer(resume)
         self.sinks: list[Sink] = [make(self) for make in list(_SINKS)]
         self.listeners: list[Listener] = [*listeners, *self.sinks]
+        if resume is not None and resume.retrying:
+            # First in the attempt: a later resume folds the same reopened checkpoint.
+            self.emit("retry", "job", paths=list(resume.retrying))
+            resume.retrying = []
 
     def _open(self, path: Path, resuming: bool) -> IO[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
