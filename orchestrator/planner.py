@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast, overload
 
-from .agent import AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
+from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
 from .jobs import (
     Job,
     JobResult,
@@ -87,7 +87,7 @@ class Orchestrator:
         max_tokens: int | None = None,
         max_cost: float | None = None,
         prices: Mapping[str, Price] | None = None,
-        max_steps: int = 30,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_parallel: int = 4,
         max_depth: int = 2,
         output_cap_tokens: int = 1_000,

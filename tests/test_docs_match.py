@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import read_trace
 from orchestrator.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,10 @@ def synopses() -> list[str]:
     return re.findall(r"^\| `(orchestrator [^|]*(?:\\\|[^|]*)*)` \|", README, re.MULTILINE)
 
 
+def named(option: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
+
+
 @pytest.mark.parametrize("command", sorted(commands()))
 def test_the_readme_command_table_names_every_flag(command: str) -> None:
     name, _, action = command.partition(" ")
@@ -49,7 +54,9 @@ def test_the_readme_command_table_names_every_flag(command: str) -> None:
         for a in commands()[command]._actions
         if a.option_strings
         and "--help" not in a.option_strings
-        and not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text) for o in a.option_strings)
+        and not any(
+            re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text) for o in a.option_strings
+        )
     ]
     assert not missing, f"`orchestrator {command}` in README lacks {missing}"
 
@@ -61,3 +68,79 @@ def test_the_readme_lists_every_core_dependency() -> None:
     line = " ".join(line.split()).lower()
     missing = [n for n in names if n.lower() not in line]
     assert not missing, f"README's core dependencies lack {missing}"
+
+
+def test_the_unknown_field_examples_list_a_steps_fields() -> None:
+    from orchestrator.jobs import Step
+
+    text = (ROOT / "docs" / "job-spec.md").read_text(encoding="utf-8")
+    examples = re.findall(r"unknown field 'depend_on'.*?expected one of: ([a-z_, ]+)", text)
+    assert len(examples) == 2
+    for fields in examples:
+        assert fields.strip().split(", ") == list(Step.model_fields)
+
+
+def test_one_default_for_max_steps_everywhere() -> None:
+    import inspect
+
+    from orchestrator import Agent, Orchestrator
+    from orchestrator.agent import DEFAULT_MAX_STEPS, AgentLoop
+    from orchestrator.jobs import Budget
+
+    defaults = {
+        "Orchestrator": inspect.signature(Orchestrator).parameters["max_steps"].default,
+        "Agent": inspect.signature(Agent).parameters["max_steps"].default,
+        "AgentLoop": inspect.signature(AgentLoop).parameters["max_steps"].default,
+        "a job's budget": Budget().max_steps,
+    }
+    assert set(defaults.values()) == {DEFAULT_MAX_STEPS}, defaults
+    assert f"max_steps={DEFAULT_MAX_STEPS}," in README
+
+
+def test_given_skill_folders_come_before_the_built_ins_as_the_docs_say(tmp_path: Path) -> None:
+    from orchestrator import Orchestrator
+    from orchestrator.models import ScriptedModel
+
+    (tmp_path / "mine" / "notes").mkdir(parents=True)
+    (tmp_path / "mine" / "notes" / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Keep notes.\n---\nWrite notes.\n"
+    )
+    model = ScriptedModel({"*": []})
+    both = Orchestrator(model, skills=[tmp_path / "mine"]).catalog.names
+    alone = Orchestrator(model, skills=[tmp_path / "mine"], builtin=False).catalog.names
+    assert "notes" in both and "files" in both
+    assert alone == ["notes"]
+    text = (ROOT / "docs" / "skills.md").read_text(encoding="utf-8")
+    assert "search the folders they are given, then the built-in skills" in text
+
+
+def test_every_flag_the_package_names_in_a_message_exists() -> None:
+    flags = {
+        option
+        for parser in [build_parser(None), *commands().values()]
+        for action in parser._actions
+        for option in action.option_strings
+    }
+    # Flags of other programs, and the mistyped ones the parser's docs show as examples.
+    others = {"--repository", "--interrupt", "--sett", "--mod"}
+    named: dict[str, set[str]] = {}
+    for path in (ROOT / "orchestrator").rglob("*.py"):
+        for flag in re.findall(r"[\"' (`]\s?(--[a-z][a-z-]+)", path.read_text(encoding="utf-8")):
+            named.setdefault(flag, set()).add(path.relative_to(ROOT).as_posix())
+    unknown = {flag: where for flag, where in named.items() if flag not in flags | others}
+    assert not unknown, f"messages name flags no command has: {unknown}"
+
+
+def test_the_readmes_sample_run_looks_like_a_real_one(tmp_path: Path) -> None:
+    from test_examples import run_example
+
+    result, _ = run_example(tmp_path, "quickstart")
+    (summary,) = re.findall(r"job quickstart: completed in [\d.]+s, ([\d,]+) tokens", README)
+    (shown_trace,) = re.findall(r"^trace: (\S+)$", README, re.MULTILINE)
+    # The token count depends a little on where the clone lies (paths reach the prompts).
+    assert abs(int(summary.replace(",", "")) - result["usage"]["total_tokens"]) < 100
+    run_id = read_trace(tmp_path / "trace.jsonl")[0]["run"]
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id)
+    assert re.fullmatch(
+        r"\.orchestrator/runs/\d{8}-\d{6}-[0-9a-f]{6}-quickstart\.jsonl", shown_trace
+    )

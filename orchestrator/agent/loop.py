@@ -41,6 +41,9 @@ from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
+DEFAULT_MAX_STEPS = 20
+"""The most model calls an agent makes unless told otherwise: the same for `Agent`,
+`Orchestrator`, a job's budget and a forked task."""
 MIN_WRAP_UP_OUTPUT = 64
 WRAP_UP_NOTE = (
     "[orchestrator] The token budget is nearly spent. Give your best final answer now from "
@@ -143,7 +146,7 @@ class AgentLoop:
         *,
         system: str | None = None,
         name: str = "agent",
-        max_steps: int = 20,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_tokens: int | None = None,
         budget: TokenBudget | None = None,
         trace: Trace | str | Path | None = None,

@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..agent import DEFAULT_MAX_STEPS
 from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
@@ -168,7 +169,7 @@ class Budget(BaseModel):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None
     """US dollars for every model call of the job together, priced with `prices`; every model
     the job uses must then have a price. None: no cap."""
-    max_steps: Positive = 20
+    max_steps: Positive = DEFAULT_MAX_STEPS
     """The most model calls any one agent of the job may make; a sub-agent definition's
     own `max_steps` may lower it, never raise it."""
     max_parallel: Positive = 4
