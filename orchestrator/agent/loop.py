@@ -6,7 +6,8 @@ is the final answer. The invariants (DESIGN.md) are kept here and in `batch.py`:
 every call in model order, failures as observations, a hard step cap with a forced last answer,
 a repeat detector, a budget wrap-up, and a consistent record on cancellation. The model call
 and what it is charged are `model_call.py`; a turn's tool calls, `turn_calls.py`; a run that
-goes on from its trace, `restart.py`.
+goes on from its trace, `restart.py`; keeping the conversation inside the model's context
+window, `compaction.py`.
 
 Repeat detection: a turn repeats the one before when it makes the same calls with the same
 arguments, in the same order. At `REPEAT_WARN_AT` repeats in a row the agent gets a note; one
@@ -26,13 +27,22 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ..errors import ModelError, UntrustedUsage
+from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, ModelResponse, ToolChoice
 from ..models.resolve import resolve_model
+from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
+from .compaction import (
+    DEFAULT_COMPACT_AT,
+    MIN_ANSWER_TOKENS,
+    READ_COMPACTED,
+    CompactedResults,
+    ContextFit,
+    compact,
+)
 from .extension import Extension, assemble, guards_of, scopes_of, start_records
 from .model_call import call_model
 from .restart import CutTurn, restart_from
@@ -108,6 +118,7 @@ class RunState:
     result: RunResult | None = None
     on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
+    fit: ContextFit = field(default_factory=lambda: ContextFit(None))
 
 
 class AgentLoop:
@@ -134,6 +145,9 @@ class AgentLoop:
         depth: How deep in the fork tree this agent runs (0: the top).
         time_limit: Seconds after which a run ends as `cancelled`, its record complete.
         approve: Asked before calls the permissions mark `ask` (agent/turn_calls.py).
+        compact_at: The share of the model's context window past which the conversation is
+            compacted (agent/compaction.py; by default the model's `compact_at` setting, else
+            0.8); used only when the window is known.
 
     `last_result` is the latest run's result, kept also when the run was cancelled (and `run`
     re-raised).
@@ -159,6 +173,7 @@ class AgentLoop:
         depth: int = 0,
         time_limit: float | None = None,
         approve: Approver | None = None,
+        compact_at: float | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -178,6 +193,9 @@ class AgentLoop:
         self.depth = depth
         self.time_limit = time_limit
         self.approve = approve
+        self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
+        ContextFit(None, compact_at=self.compact_at)  # checks it
+        self.window = context_window(self.model)
         self.last_result: RunResult | None = None
 
     def run_sync(self, task: str) -> RunResult:
@@ -219,6 +237,9 @@ class AgentLoop:
                 await self._finish_turn(state)
             while state.result is None:
                 await self.step(state)
+        except ContextWindowExceeded as exc:
+            text = _last_answer(state.transcript)
+            self._finish(state, "context_full", text, error=self._teach(state, exc))
         except ModelError as exc:
             self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
         except Exception as exc:
@@ -264,23 +285,33 @@ class AgentLoop:
         *,
         max_output_tokens: int | None = None,
     ) -> ModelResponse | None:
-        """One model call (model_call.py), added to the run's spend; None when the budget
-        cannot cover it."""
-        # Tools stay in the request even when disabled: the prompt prefix stays the same (and
-        # provider caches warm), and Anthropic rejects tool blocks in a request without tools.
-        call = await call_model(
-            self.model,
-            state.transcript.view(),
-            state.context.toolset.specs,
-            counter=self.counter,
-            budget=state.budget,
-            tool_choice=tool_choice,
-            max_output_tokens=max_output_tokens or self.max_output_tokens,
-            agent=self.name,
-            step=state.steps + 1,
-            trace=state.context.trace,
-            on_event=state.on_event,
-        )
+        """One model call (model_call.py), fitted to the context window and added to the run's
+        spend; None when the budget cannot cover it. A provider that refuses the request as too
+        long, and says something new of its window, gets it once more, compacted."""
+        wanted = max_output_tokens or self.max_output_tokens
+        for attempt in (1, 2):
+            output, counted = self._fit(state, wanted)
+            try:
+                # Tools stay in the request even when disabled: the prompt prefix stays the
+                # same (and provider caches warm), and Anthropic rejects tool blocks in a
+                # request without tools.
+                call = await call_model(
+                    self.model,
+                    state.transcript.view(),
+                    state.context.toolset.specs,
+                    counter=self.counter,
+                    budget=state.budget,
+                    tool_choice=tool_choice,
+                    max_output_tokens=output,
+                    agent=self.name,
+                    step=state.steps + 1,
+                    trace=state.context.trace,
+                    on_event=state.on_event,
+                )
+                break
+            except ContextWindowExceeded as refusal:
+                if attempt == 2 or not state.fit.learn(refusal, counted):
+                    raise
         if call is None:
             return None
         state.steps += 1
@@ -290,6 +321,70 @@ class AgentLoop:
         if call.untrusted is not None:
             raise UntrustedUsage(call.untrusted, provider=self.model.name)
         return call.response
+
+    def _fit(self, state: RunState, wanted: int) -> tuple[int, int]:
+        """The output to ask for, within the window, compacting first when the conversation
+        has grown past the threshold; and the request's counted tokens. Raises
+        ContextWindowExceeded when not even a minimal answer fits."""
+        counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
+        fit = state.fit
+        if fit.needs_compaction(counted):
+            self._compact(state, counted)
+            counted = self.counter.count_request(
+                state.transcript.view(), state.context.toolset.specs
+            )
+        room = fit.room(counted)
+        if room is None:
+            return wanted, counted
+        if room < MIN_ANSWER_TOKENS:
+            raise ContextWindowExceeded(
+                f"the conversation needs about {fit.provider_tokens(counted):,} tokens of "
+                f"{fit.describe()} of {self.model.name}, which leaves no room for an answer "
+                f"(at least {MIN_ANSWER_TOKENS} tokens), even with every tool result compacted",
+                provider=self.model.name,
+                window=fit.window,
+                prompt_tokens=fit.provider_tokens(counted),
+            )
+        return min(wanted, room), counted
+
+    def _compact(self, state: RunState, counted: int) -> None:
+        """Replace older tool results with stubs (compaction.py), recorded as a `compact`
+        event; the conversation goes on in a new transcript."""
+        fit = state.fit
+        done = compact(state.transcript, self.counter, excess=fit.excess(counted))
+        if not done.replaced:
+            return
+        state.transcript = Transcript(done.messages)
+        state.context.state_of(CompactedResults).originals.update(done.originals)
+        fit.compactions += 1
+        after = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
+        if state.context.trace is not None:
+            state.context.trace.emit(
+                "compact",
+                self.name,
+                step=state.steps + 1,
+                window=fit.window,
+                window_source=fit.source,
+                compact_at=fit.compact_at,
+                tokens_before=counted,
+                tokens_after=after,
+                **({"scale": round(fit.scale, 4)} if fit.scale != 1.0 else {}),
+                replaced=[r.record() for r in done.replaced],
+            )
+
+    def _teach(self, state: RunState, exc: ContextWindowExceeded) -> str:
+        """What a run that no longer fits its window says: the window when known, and what
+        to change."""
+        if state.fit.window is None:
+            return (
+                f"{exc}; the context window of {self.model.name} is not known here: set "
+                "`context_window` in the model's settings (and a smaller `max_output_tokens`), "
+                "or give the job less to read"
+            )
+        return (
+            f"{exc}; use a model with a larger window (`context_window` in its settings), a "
+            "smaller `max_output_tokens`, or give the job less to read"
+        )
 
     async def run_tools(
         self, state: RunState, calls: Sequence[ToolCall], known: Sequence[Message | None] = ()
@@ -366,6 +461,15 @@ class AgentLoop:
             approve=self.approve,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
+        window = self.window
+        state.fit = ContextFit(
+            window.tokens if window else None,
+            window.source if window else None,
+            compact_at=self.compact_at,
+        )
+        # Read back what a compaction cut: in the tools array from the first request when the
+        # window is known (the array never changes), else callable by name once one happens.
+        context.toolset.add(READ_COMPACTED, advertise=window is not None)
         restart = restart_from(
             trace,
             context,
@@ -377,6 +481,7 @@ class AgentLoop:
             state.transcript.extend(restart.messages)
             state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost
             state.resume = restart.cut
+            context.state_of(CompactedResults).originals.update(restart.compacted)
             for message in restart.messages:
                 if message.role == "assistant" and message.tool_calls:
                     state.repeats.too_often(message.tool_calls)

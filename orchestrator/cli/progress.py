@@ -81,6 +81,12 @@ class ProgressState:
             self.budget_remaining = event["budget_remaining"]
         return state
 
+    def _on_compact(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.compactions += 1
+        state.note = compaction_note(event)
+        return state
+
     def _on_tool_start(self, event: Event) -> AgentState:
         state = self.agent(event["agent"])
         state.tool = event["name"]
@@ -116,6 +122,18 @@ class ProgressState:
         return sum(a.tokens for a in self.agents.values())
 
 
+def compaction_note(event: Event) -> str:
+    """A `compact` event in words: `compacted 12 tool results, 13,100 -> 6,200 tokens of a
+    16,384-token window`."""
+    replaced = event.get("replaced")
+    count = len(replaced) if isinstance(replaced, list) else 0
+    window = event.get("window")
+    of = f" of a {window:,}-token window" if isinstance(window, int) else ""
+    before, after = event.get("tokens_before"), event.get("tokens_after")
+    sizes = f", {before:,} -> {after:,} tokens" if isinstance(before, int) and isinstance(after, int) else ""
+    return f"compacted {count} tool result{'s' if count != 1 else ''}{sizes}{of}"
+
+
 class PlainProgress:
     """One line per agent start and end, and per skipped task, on a stream (stderr)."""
 
@@ -126,7 +144,11 @@ class PlainProgress:
 
     def __call__(self, event: Event) -> None:
         changed = self.state.update(event)
-        if changed is None or event["type"] not in ("run_start", "run_end", "task_end"):
+        if changed is None or event["type"] not in ("run_start", "run_end", "task_end", "compact"):
+            return
+        if event["type"] == "compact":
+            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {compaction_note(event)}"
+            print(line, file=self.stream, flush=True)
             return
         row = row_of(changed, event["ts"])
         line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"

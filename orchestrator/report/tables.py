@@ -81,6 +81,13 @@ def render_agents(report: RunReport, anchors: dict[str, str]) -> str:
     )
 
 
+def _compacted(count: int) -> str:
+    if not count:
+        return ""
+    times = "once" if count == 1 else f"{count} times"
+    return f' <span class="sub" title="its conversation was compacted to fit the context window">compacted {times}</span>'
+
+
 def _agent_row(agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, bool]) -> str:
     nested, with_cost = columns
     took = (
@@ -93,7 +100,7 @@ def _agent_row(agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, 
         f'<td class="tree" style="padding-left:{agent.depth * 18 + 8}px">'
         f'<a href="#{anchor}" title="{esc(agent.key)}">{esc(name)}</a>'
         f"{_sub(agent.subagent)}</td>",
-        f"<td>{pill(agent.status)}</td>",
+        f"<td>{pill(agent.status)}{_compacted(agent.compactions)}</td>",
         f'<td class="n">{agent.steps:,}</td>',
         f'<td class="n">{tokens(agent.input_tokens)}</td>',
         f'<td class="n">{tokens(agent.output_tokens)}</td>',

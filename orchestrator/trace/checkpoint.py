@@ -15,9 +15,16 @@ from pathlib import Path
 
 from ..messages import Message, Usage
 from .events import Event
-from .reader import TraceReader
+from .reader import TraceReader, apply_compaction
 
-ENDED_TASK = ("completed", "error", "max_steps", "budget_exhausted", "loop_detected")
+ENDED_TASK = (
+    "completed",
+    "error",
+    "max_steps",
+    "budget_exhausted",
+    "loop_detected",
+    "context_full",
+)
 """Task statuses that stand on resume: the task ran to an end and is not run again."""
 RETRIED_TASK = ("error",)
 """Task statuses that `resume --retry-failed` runs again."""
@@ -45,6 +52,9 @@ class AgentRecord:
     started_at: float | None = None
     ended_at: float | None = None
     open_call: str | None = None
+    compacted: dict[int, str] = field(default_factory=dict)
+    """What compactions cut from the conversation, by message index: the original text."""
+    compactions: int = 0
 
     @property
     def resumable(self) -> bool:
@@ -331,6 +341,13 @@ def _message(c: Checkpoint, event: Event) -> None:
     c.agent(event["agent"]).messages.append(Message.model_validate(event["message"]))
 
 
+def _compact(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    originals = apply_compaction(record.messages, event)
+    record.compacted.update(originals)
+    record.compactions += 1
+
+
 def _tool_start(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     record.started_calls.add(str(event.get("call_id")))
@@ -383,4 +400,5 @@ _HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
     "tool_end": _tool_end,
     "skill_loaded": _skill_loaded,
     "retry": _retry,
+    "compact": _compact,
 }

@@ -1,0 +1,217 @@
+"""Keeping an agent's conversation inside its model's context window.
+
+When the window is known (models/window.py: a setting, the table of known models, or a
+provider's refusal), every request is fitted to it before it is sent (`ContextFit`):
+
+- **The output is cut to the room left.** A request asks for `max_output_tokens`, or for what
+  remains of the window once the prompt is in, whichever is less; the budget reserves what is
+  asked. When not even `MIN_ANSWER_TOKENS` fit, the run ends as `context_full`, naming the
+  window, instead of sending a request the provider would refuse.
+- **Compaction.** Past `compact_at` of the window (0.8 by default), or when a minimal answer no
+  longer fits, the conversation is compacted: tool results (a loaded skill's instructions among
+  them) become short stubs that say what they were, oldest first, until the prompt is at most
+  half the threshold. Only a result's text changes: every tool call keeps exactly one result,
+  in the model's order, and nothing is removed.
+- **Retrievable.** What a stub replaced stays in the trace and in the run:
+  `read_compacted(message=N)` reads it back, part by part (`CompactedResults`).
+- **The record.** Each compaction is a `compact` trace event: the window, the prompt's tokens
+  before and after, and each result replaced (its message index, call id, tool, tokens and
+  stub). A resumed run, `rebuild_conversations` and the report read it from there.
+
+The prompt cache: a provider serves a request's prefix from its cache only when it is exactly
+a prefix it has seen. The conversation only grows between compactions, so every request reads
+the one before it from the cache; a compaction changes an early message, and the request after
+it reads only the tools and system prompt. Compacting rarely and in large steps (from the
+threshold down to half of it) keeps those misses to one in a long stretch of calls
+(bench/context_window.py measures the share).
+
+A provider's own counts may differ from ours (another tokenizer, a chat template). When a
+provider refuses a request we thought fitted, and its refusal names its count of the prompt,
+`scale` (its tokens per counted token) makes later fitting use its measure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ContextWindowExceeded, ToolError
+from ..messages import Message, ToolCall
+from ..tokens import TokenCounter
+from .tools import Tool, ToolContext
+
+DEFAULT_COMPACT_AT = 0.8
+MIN_ANSWER_TOKENS = 128
+SCALE_MARGIN = 1.05
+PART_CHARS = 8_000
+STUB_MARK = "[compacted]"
+STUB = (
+    STUB_MARK + " The result of {call} ({tokens:,} tokens) was cut to keep the conversation "
+    "within the context window. read_compacted(message={index}) returns it."
+)
+MAX_ARGUMENTS_SHOWN = 120
+
+
+@dataclass
+class ContextFit:
+    """What one run knows of its model's context window, and how it fits each request in it.
+
+    `window` is None while unknown. `scale` is the provider's tokens per token of ours,
+    learned from a refusal (1 until then).
+    """
+
+    window: int | None
+    source: str | None = None
+    compact_at: float = DEFAULT_COMPACT_AT
+    scale: float = 1.0
+    compactions: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.compact_at <= 1:
+            raise ValueError(f"compact_at must be in (0, 1], got {self.compact_at}")
+
+    def provider_tokens(self, counted: int) -> int:
+        """Our count of a prompt in the provider's measure."""
+        return math.ceil(counted * self.scale)
+
+    def room(self, counted: int) -> int | None:
+        """Tokens left for the reply after a prompt of `counted` tokens; None: no known window."""
+        return None if self.window is None else self.window - self.provider_tokens(counted)
+
+    def needs_compaction(self, counted: int) -> bool:
+        if self.window is None:
+            return False
+        prompt = self.provider_tokens(counted)
+        return prompt > self.compact_at * self.window or prompt + MIN_ANSWER_TOKENS > self.window
+
+    def excess(self, counted: int) -> int:
+        """Counted tokens to cut to bring a prompt down to half the threshold."""
+        assert self.window is not None
+        target = self.compact_at * self.window / 2 / self.scale
+        return max(0, math.ceil(counted - target))
+
+    def learn(self, refusal: ContextWindowExceeded, counted: int) -> bool:
+        """Take what a provider's refusal says of the window and of its counts; True when it
+        taught something new, worth compacting and trying once more."""
+        learned = False
+        if refusal.window is not None and refusal.window != self.window:
+            self.window, self.source, learned = refusal.window, "refusal", True
+        if refusal.prompt_tokens is not None and counted > 0:
+            scale = refusal.prompt_tokens / counted * SCALE_MARGIN
+            if scale > self.scale:
+                self.scale, learned = scale, True
+        return learned and self.window is not None
+
+    def describe(self) -> str:
+        """The window as errors name it: `the context window of 8,192 tokens (its setting)`."""
+        where = {"setting": "its setting", "known model": "the table of known models"}.get(
+            self.source or "", "the provider's refusal"
+        )
+        return f"the context window of {self.window:,} tokens (from {where})"
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """One tool result a compaction replaced with a stub."""
+
+    index: int
+    call_id: str
+    tool: str
+    tokens: int
+    stub: str
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "tokens": self.tokens,
+            "stub": self.stub,
+        }
+
+
+@dataclass
+class Compaction:
+    """A conversation with some tool results replaced by stubs, and what each one was."""
+
+    messages: list[Message]
+    replaced: list[Replaced]
+    originals: dict[int, str]
+
+    @property
+    def saved(self) -> int:
+        return sum(r.tokens for r in self.replaced)
+
+
+def compact(messages: Sequence[Message], counter: TokenCounter, *, excess: int) -> Compaction:
+    """Replace tool results with stubs, oldest first, until `excess` counted tokens are gone
+    (or none is left to replace). Stubs are never replaced again."""
+    calls = {c.id: c for m in messages for c in m.tool_calls}
+    kept = list(messages)
+    replaced: list[Replaced] = []
+    originals: dict[int, str] = {}
+    saved = 0
+    for index, message in enumerate(messages):
+        if saved >= excess:
+            break
+        if message.role != "tool" or is_stub(message):
+            continue
+        tokens = counter.count_message(message)
+        call = calls.get(message.tool_call_id or "")
+        stub = STUB.format(call=_call_text(call, message), tokens=tokens, index=index)
+        shrunk = message.model_copy(update={"content": stub})
+        gain = tokens - counter.count_message(shrunk)
+        if gain <= 0:
+            continue
+        kept[index] = shrunk
+        saved += gain
+        originals[index] = message.content or ""
+        replaced.append(Replaced(index, message.tool_call_id or "", message.name or "", tokens, stub))
+    return Compaction(kept, replaced, originals)
+
+
+def is_stub(message: Message) -> bool:
+    return (message.content or "").startswith(STUB_MARK)
+
+
+def _call_text(call: ToolCall | None, result: Message) -> str:
+    if call is None:
+        return result.name or "a tool call"
+    arguments = call.arguments
+    if len(arguments) > MAX_ARGUMENTS_SHOWN:
+        arguments = arguments[: MAX_ARGUMENTS_SHOWN - 3] + "..."
+    return f"{call.name}({arguments})"
+
+
+@dataclass
+class CompactedResults:
+    """What one run's compactions cut, by message index (`ctx.state_of(CompactedResults)`)."""
+
+    originals: dict[int, str] = field(default_factory=dict)
+
+
+def read_compacted(message: int, ctx: ToolContext, part: int = 1) -> str:
+    """Read back a tool result that was compacted out of the conversation.
+
+    Args:
+        message: the number the stub gives (`read_compacted(message=N)`)
+        part: long results come back in parts; 1 is the first
+    """
+    originals = ctx.state_of(CompactedResults).originals
+    if message not in originals:
+        known = ", ".join(str(i) for i in sorted(originals)) or "none yet"
+        raise ToolError(f"No compacted result {message}. Compacted so far: {known}.")
+    text = originals[message]
+    parts = max(1, math.ceil(len(text) / PART_CHARS))
+    if not 1 <= part <= parts:
+        raise ToolError(f"Result {message} has {parts} part(s); ask for part 1 to {parts}.")
+    piece = text[(part - 1) * PART_CHARS : part * PART_CHARS]
+    if parts == 1:
+        return piece
+    more = f"; read_compacted(message={message}, part={part + 1}) for the next" if part < parts else ""
+    return f"{piece}\n[part {part} of {parts}{more}]"
+
+
+READ_COMPACTED = Tool(read_compacted, name="read_compacted", resumable=True)
