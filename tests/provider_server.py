@@ -82,7 +82,9 @@ class ProviderServer:
     `usage` is the (input, output) token count reported with every reply, or None to report
     none. `api_key`, when set, is the only key accepted. `latency` delays every reply.
     `route`, when given, names the script's agent a request body is for (the wire carries no
-    agent name): several agents of one run then follow their own turns.
+    agent name): several agents of one run then follow their own turns. `refuse`, when given,
+    reads each request body and returns an error payload to answer it with (HTTP 400), or
+    None to answer it as usual: a server with a context window of its own.
     """
 
     def __init__(
@@ -93,8 +95,10 @@ class ProviderServer:
         api_key: str | None = None,
         latency: float = 0.0,
         route: Callable[[Mapping[str, Any]], str] | None = None,
+        refuse: Callable[[Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self.route = route
+        self.refuse = refuse
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
         self.usage = usage
         self.api_key = api_key
@@ -229,6 +233,10 @@ class _Handler(BaseHTTPRequestHandler):
         if provider.api_key and presented.removeprefix("Bearer ") != provider.api_key:
             message = f"Incorrect API key provided: {presented.removeprefix('Bearer ')}"
             self._json(401, error_body(wire, 401, message))
+            return
+        refusal = provider.refuse(body) if provider.refuse is not None else None
+        if refusal is not None:
+            self._json(400, refusal)
             return
         if fault is not None and fault.kind == "status":
             time.sleep(fault.delay)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ContextWindowExceeded, ToolError
-from ..messages import Message, ToolCall
+from ..messages import Message
 from ..tokens import TokenCounter
 from .tools import Tool, ToolContext
 
@@ -47,11 +47,7 @@ MIN_ANSWER_TOKENS = 128
 SCALE_MARGIN = 1.05
 PART_CHARS = 8_000
 STUB_MARK = "[compacted]"
-STUB = (
-    STUB_MARK + " The result of {call} ({tokens:,} tokens) was cut to keep the conversation "
-    "within the context window. read_compacted(message={index}) returns it."
-)
-MAX_ARGUMENTS_SHOWN = 120
+STUB = STUB_MARK + " {tool} result, {tokens:,} tokens: read_compacted(message={index})"
 
 
 @dataclass
@@ -91,6 +87,12 @@ class ContextFit:
         assert self.window is not None
         target = self.compact_at * self.window / 2 / self.scale
         return max(0, math.ceil(counted - target))
+
+    def needed(self, counted: int) -> int:
+        """Counted tokens a prompt must lose for a minimal answer to fit at all."""
+        assert self.window is not None
+        limit = (self.window - MIN_ANSWER_TOKENS) / self.scale
+        return max(0, math.ceil(counted - limit))
 
     def learn(self, refusal: ContextWindowExceeded, counted: int) -> bool:
         """Take what a provider's refusal says of the window and of its counts; True when it
@@ -145,22 +147,25 @@ class Compaction:
         return sum(r.tokens for r in self.replaced)
 
 
-def compact(messages: Sequence[Message], counter: TokenCounter, *, excess: int) -> Compaction:
+def compact(
+    messages: Sequence[Message], counter: TokenCounter, *, excess: int, needed: int = 0
+) -> Compaction:
     """Replace tool results with stubs, oldest first, until `excess` counted tokens are gone
-    (or none is left to replace). Stubs are never replaced again."""
-    calls = {c.id: c for m in messages for c in m.tool_calls}
+    (or none is left to replace). The results of the latest turn, which the model has not
+    read yet, are replaced only as far as `needed` (what the request must lose to fit at all)
+    asks. Stubs are never replaced again."""
     kept = list(messages)
     replaced: list[Replaced] = []
     originals: dict[int, str] = {}
     saved = 0
+    latest = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     for index, message in enumerate(messages):
-        if saved >= excess:
-            break
+        if saved >= (excess if index < latest else needed):
+            continue
         if message.role != "tool" or is_stub(message):
             continue
         tokens = counter.count_message(message)
-        call = calls.get(message.tool_call_id or "")
-        stub = STUB.format(call=_call_text(call, message), tokens=tokens, index=index)
+        stub = STUB.format(tool=message.name or "tool", tokens=tokens, index=index)
         shrunk = message.model_copy(update={"content": stub})
         gain = tokens - counter.count_message(shrunk)
         if gain <= 0:
@@ -174,15 +179,6 @@ def compact(messages: Sequence[Message], counter: TokenCounter, *, excess: int) 
 
 def is_stub(message: Message) -> bool:
     return (message.content or "").startswith(STUB_MARK)
-
-
-def _call_text(call: ToolCall | None, result: Message) -> str:
-    if call is None:
-        return result.name or "a tool call"
-    arguments = call.arguments
-    if len(arguments) > MAX_ARGUMENTS_SHOWN:
-        arguments = arguments[: MAX_ARGUMENTS_SHOWN - 3] + "..."
-    return f"{call.name}({arguments})"
 
 
 @dataclass

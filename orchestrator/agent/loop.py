@@ -351,7 +351,9 @@ class AgentLoop:
         """Replace older tool results with stubs (compaction.py), recorded as a `compact`
         event; the conversation goes on in a new transcript."""
         fit = state.fit
-        done = compact(state.transcript, self.counter, excess=fit.excess(counted))
+        done = compact(
+            state.transcript, self.counter, excess=fit.excess(counted), needed=fit.needed(counted)
+        )
         if not done.replaced:
             return
         state.transcript = Transcript(done.messages)
