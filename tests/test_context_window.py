@@ -92,7 +92,10 @@ async def test_a_long_run_in_a_small_window_never_asks_for_more_than_fits(tmp_pa
     notes = write_notes(tmp_path / "notes", 40, words=100)
     model = ScriptedModel({"*": [*reads(40), {"content": "read them all"}]}, context_window=WINDOW)
     agent = Agent(
-        model, [reader(tmp_path / "notes")], max_steps=50, max_output_tokens=2048,
+        model,
+        [reader(tmp_path / "notes")],
+        max_steps=50,
+        max_output_tokens=2048,
         trace=tmp_path / "t.jsonl",
     )
     result = await agent.run("Read every note.")
@@ -181,7 +184,10 @@ async def test_the_cached_prefix_breaks_only_at_the_compaction_request(tmp_path:
     write_notes(tmp_path / "notes", 30)
     model = ScriptedModel({"*": [*reads(30), {"content": "done"}]}, context_window=WINDOW)
     agent = Agent(
-        model, [reader(tmp_path / "notes")], system="You read notes.", max_steps=40,
+        model,
+        [reader(tmp_path / "notes")],
+        system="You read notes.",
+        max_steps=40,
         trace=tmp_path / "t.jsonl",
     )
     await agent.run("Read every note.")
@@ -221,11 +227,13 @@ async def test_a_cancelled_run_after_compactions_keeps_every_call_paired(tmp_pat
 
     turns = [
         *reads(12),
-        {"tool_calls": [
-            {"name": "read_note", "arguments": {"name": "note0.txt"}},
-            {"name": "wait", "arguments": {"seconds": 30}},
-            {"name": "read_note", "arguments": {"name": "note1.txt"}},
-        ]},
+        {
+            "tool_calls": [
+                {"name": "read_note", "arguments": {"name": "note0.txt"}},
+                {"name": "wait", "arguments": {"seconds": 30}},
+                {"name": "read_note", "arguments": {"name": "note1.txt"}},
+            ]
+        },
     ]
     model = ScriptedModel({"*": turns}, context_window=WINDOW)
     path = tmp_path / "t.jsonl"
@@ -255,8 +263,7 @@ async def test_a_compacted_run_resumes_as_it_was(tmp_path: Path) -> None:
     second = compactions(events)[1]
     # Killed while the tool call after the second compaction ran.
     cut_at = next(
-        i for i, e in enumerate(events)
-        if e["type"] == "tool_start" and e["seq"] > second["seq"]
+        i for i, e in enumerate(events) if e["type"] == "tool_start" and e["seq"] > second["seq"]
     )
     (tmp_path / "cut").mkdir()
     cut_path = cut(path, cut_at + 1, tmp_path / "cut" / "t.jsonl")
@@ -273,8 +280,7 @@ async def test_a_compacted_run_resumes_as_it_was(tmp_path: Path) -> None:
     same_step = whole_model.requests[len(whole_model.requests) - len(model.requests)]
     assert len(first.messages) == len(same_step.messages)
     differ = [
-        i for i, (a, b) in enumerate(zip(first.messages, same_step.messages, strict=True))
-        if a != b
+        i for i, (a, b) in enumerate(zip(first.messages, same_step.messages, strict=True)) if a != b
     ]
     assert len(differ) == 1 and first.messages[differ[0]].error_type == "aborted"
     assert sum(STUB_MARK in (m.content or "") for m in first.messages) >= 4
@@ -299,7 +305,11 @@ async def test_a_parents_compaction_never_touches_a_childs_conversation(tmp_path
     model = ScriptedModel(script, context_window=WINDOW)
     fork = ForkExtension(SubagentRegistry(), tools=[reader(tmp_path / "notes")])
     planner = Agent(
-        model, [reader(tmp_path / "notes")], name="planner", extensions=[fork], max_steps=30,
+        model,
+        [reader(tmp_path / "notes")],
+        name="planner",
+        extensions=[fork],
+        max_steps=30,
         trace=tmp_path / "t.jsonl",
     )
     result = await planner.run("Fork, then read.")
@@ -350,12 +360,12 @@ async def test_a_refusal_that_names_the_window_teaches_it_and_the_run_goes_on(
     write_notes(tmp_path / "notes", 14)
     script = {"*": [*reads(14), {"content": "read them all"}]}
     with ProviderServer(script, refuse=too_long(3000, scale=1.3)) as server:
-        model = resolve_model(
-            "openai-compatible:small", base_url=server.openai_url, max_retries=0
-        )
+        model = resolve_model("openai-compatible:small", base_url=server.openai_url, max_retries=0)
         assert context_window(model) is None  # nothing says it before the first refusal
         agent = Agent(
-            model, [reader(tmp_path / "notes")], max_output_tokens=1024,
+            model,
+            [reader(tmp_path / "notes")],
+            max_output_tokens=1024,
             trace=tmp_path / "t.jsonl",
         )
         result = await agent.run("Read every note.")
@@ -392,24 +402,40 @@ async def test_a_refusal_that_names_no_window_says_what_to_set(tmp_path: Path) -
         (  # OpenAI
             "This model's maximum context length is 128000 tokens. However, your messages "
             "resulted in 130512 tokens. Please reduce the length of the messages.",
-            "context_length_exceeded", None, 128000, 130512,
+            "context_length_exceeded",
+            None,
+            128000,
+            130512,
         ),
         (  # vLLM and llama-cpp-python
             "This model's maximum context length is 8192 tokens. However, you requested 12288 "
             "tokens (8192 in the messages, 4096 in the completion). Please reduce the length "
             "of the messages or completion.",
-            None, None, 8192, 8192,
+            None,
+            None,
+            8192,
+            8192,
         ),
         (  # Anthropic
-            "prompt is too long: 210345 tokens > 200000 maximum", "invalid_request_error",
-            None, 200000, 210345,
+            "prompt is too long: 210345 tokens > 200000 maximum",
+            "invalid_request_error",
+            None,
+            200000,
+            210345,
         ),
         (  # llama.cpp's server
             "the request exceeds the available context size, try increasing it",
             "exceed_context_size_error",
-            {"error": {"code": 400, "n_prompt_tokens": 9000, "n_ctx": 8192,
-                       "type": "exceed_context_size_error"}},
-            8192, 9000,
+            {
+                "error": {
+                    "code": 400,
+                    "n_prompt_tokens": 9000,
+                    "n_ctx": 8192,
+                    "type": "exceed_context_size_error",
+                }
+            },
+            8192,
+            9000,
         ),
         ("Too many tokens.", "context_length_exceeded", None, None, None),
     ],
@@ -430,9 +456,7 @@ def test_the_window_comes_from_the_settings_or_the_table() -> None:
     settings = ModelSettings.model_validate(
         {"name": "openai-compatible:qwen3", "context_window": 8192, "compact_at": 0.7}
     )
-    model = resolve_model(
-        settings.name, base_url="http://127.0.0.1:9/v1", **settings.options()
-    )
+    model = resolve_model(settings.name, base_url="http://127.0.0.1:9/v1", **settings.options())
     known = context_window(model)
     assert known is not None and (known.tokens, known.source) == (8192, "setting")
     assert Agent(model).compact_at == 0.7
@@ -466,4 +490,3 @@ async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path
     (run,) = report.agents.values()
     assert run.compactions == len(done)
     assert [b.kind for b in run.bars].count("compact") == len(done)
-

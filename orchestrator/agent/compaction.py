@@ -173,7 +173,9 @@ def compact(
         kept[index] = shrunk
         saved += gain
         originals[index] = message.content or ""
-        replaced.append(Replaced(index, message.tool_call_id or "", message.name or "", tokens, stub))
+        replaced.append(
+            Replaced(index, message.tool_call_id or "", message.name or "", tokens, stub)
+        )
     return Compaction(kept, replaced, originals)
 
 
@@ -206,7 +208,9 @@ def read_compacted(message: int, ctx: ToolContext, part: int = 1) -> str:
     piece = text[(part - 1) * PART_CHARS : part * PART_CHARS]
     if parts == 1:
         return piece
-    more = f"; read_compacted(message={message}, part={part + 1}) for the next" if part < parts else ""
+    more = (
+        f"; read_compacted(message={message}, part={part + 1}) for the next" if part < parts else ""
+    )
     return f"{piece}\n[part {part} of {parts}{more}]"
 
 

@@ -358,6 +358,7 @@ class AgentLoop:
             return
         state.transcript = Transcript(done.messages)
         state.context.state_of(CompactedResults).originals.update(done.originals)
+        state.context.toolset.add(READ_COMPACTED, advertise=False)  # no-op when advertised
         fit.compactions += 1
         after = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         if state.context.trace is not None:
@@ -471,7 +472,8 @@ class AgentLoop:
         )
         # Read back what a compaction cut: in the tools array from the first request when the
         # window is known (the array never changes), else callable by name once one happens.
-        context.toolset.add(READ_COMPACTED, advertise=window is not None)
+        if window is not None:
+            context.toolset.add(READ_COMPACTED)
         restart = restart_from(
             trace,
             context,
@@ -484,6 +486,8 @@ class AgentLoop:
             state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost
             state.resume = restart.cut
             context.state_of(CompactedResults).originals.update(restart.compacted)
+            if restart.compacted:
+                context.toolset.add(READ_COMPACTED, advertise=False)
             for message in restart.messages:
                 if message.role == "assistant" and message.tool_calls:
                     state.repeats.too_often(message.tool_calls)

@@ -130,7 +130,8 @@ def compaction_note(event: Event) -> str:
     window = event.get("window")
     of = f" of a {window:,}-token window" if isinstance(window, int) else ""
     before, after = event.get("tokens_before"), event.get("tokens_after")
-    sizes = f", {before:,} -> {after:,} tokens" if isinstance(before, int) and isinstance(after, int) else ""
+    sized = isinstance(before, int) and isinstance(after, int)
+    sizes = f", {before:,} -> {after:,} tokens" if sized else ""
     return f"compacted {count} tool result{'s' if count != 1 else ''}{sizes}{of}"
 
 

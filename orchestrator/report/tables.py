@@ -85,7 +85,8 @@ def _compacted(count: int) -> str:
     if not count:
         return ""
     times = "once" if count == 1 else f"{count} times"
-    return f' <span class="sub" title="its conversation was compacted to fit the context window">compacted {times}</span>'
+    why = "its conversation was compacted to fit the context window"
+    return f' <span class="sub" title="{why}">compacted {times}</span>'
 
 
 def _agent_row(agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, bool]) -> str:
