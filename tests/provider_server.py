@@ -84,7 +84,8 @@ class ProviderServer:
     `route`, when given, names the script's agent a request body is for (the wire carries no
     agent name): several agents of one run then follow their own turns. `refuse`, when given,
     reads each request body and returns an error payload to answer it with (HTTP 400), or
-    None to answer it as usual: a server with a context window of its own.
+    None to answer it as usual: a server with a context window of its own. `pages` are
+    answered to GET requests by path (`/v1/models`, `/props`), as JSON; other paths get 404.
     """
 
     def __init__(
@@ -96,7 +97,10 @@ class ProviderServer:
         latency: float = 0.0,
         route: Callable[[Mapping[str, Any]], str] | None = None,
         refuse: Callable[[Mapping[str, Any]], Any] | None = None,
+        pages: Mapping[str, Any] | None = None,
     ) -> None:
+        self.pages = dict(pages or {})
+        self.gets: list[str] = []
         self.route = route
         self.refuse = refuse
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
@@ -203,6 +207,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_GET(self) -> None:
+        provider = self.server.provider
+        provider.gets.append(self.path)
+        if self.path in provider.pages:
+            self._json(200, provider.pages[self.path])
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:
         wire = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(self.path)

@@ -490,3 +490,38 @@ async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path
     (run,) = report.agents.values()
     assert run.compactions == len(done)
     assert [b.kind for b in run.bars].count("compact") == len(done)
+
+
+@pytest.mark.parametrize(
+    ("pages", "window"),
+    [
+        ({"/v1/models": {"data": [{"id": "small", "max_model_len": 3000}]}}, 3000),  # vLLM
+        ({"/props": {"default_generation_settings": {"n_ctx": 3000}}}, 3000),  # llama.cpp
+        ({"/v1/models": {"data": [{"id": "small", "owned_by": "me"}]}}, None),  # says nothing
+    ],
+)
+async def test_a_local_server_is_asked_for_its_window(
+    tmp_path: Path, pages: dict[str, Any], window: int | None
+) -> None:
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    with ProviderServer(script, refuse=too_long(3000, scale=1.0), pages=pages) as server:
+        model = resolve_model("openai-compatible:small", base_url=server.openai_url)
+        path = tmp_path / "t.jsonl"
+        agent = Agent(model, [reader(tmp_path / "notes")], max_output_tokens=1024, trace=path)
+        result = await agent.run("Read every note.")
+        bodies = server.bodies()
+        asked = list(server.gets)
+        # Asked once per endpoint and model: a second agent does not ask again.
+        await Agent(model, name="again", max_steps=1).run("Say hello.")
+        assert server.gets == asked and asked
+
+    assert result.status == "completed"
+    events = read_trace(path)
+    refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
+    done = compactions(events)
+    if window is None:  # learned from the refusal instead
+        assert refused >= 1 and done[0]["window_source"] == "refusal"
+    else:
+        assert refused == 0 and done and done[0]["window_source"] == "server"
+        assert "read_compacted" in [t["function"]["name"] for t in bodies[0]["tools"]]

@@ -108,9 +108,11 @@ class ContextFit:
 
     def describe(self) -> str:
         """The window as errors name it: `the context window of 8,192 tokens (its setting)`."""
-        where = {"setting": "its setting", "known model": "the table of known models"}.get(
-            self.source or "", "the provider's refusal"
-        )
+        where = {
+            "setting": "its setting",
+            "known model": "the table of known models",
+            "server": "the server",
+        }.get(self.source or "", "the provider's refusal")
         return f"the context window of {self.window:,} tokens (from {where})"
 
 

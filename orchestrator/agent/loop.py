@@ -233,6 +233,7 @@ class AgentLoop:
 
     async def _loop(self, state: RunState) -> RunResult:
         try:
+            await self._ask_window(state)
             if state.resume is not None:
                 await self._finish_turn(state)
             while state.result is None:
@@ -321,6 +322,16 @@ class AgentLoop:
         if call.untrusted is not None:
             raise UntrustedUsage(call.untrusted, provider=self.model.name)
         return call.response
+
+    async def _ask_window(self, state: RunState) -> None:
+        """A window neither the settings nor the table know: ask the server, if it says."""
+        ask = getattr(self.model, "server_window", None)
+        if state.fit.window is not None or ask is None:
+            return
+        window = await ask()
+        if isinstance(window, int) and window > 0:
+            state.fit.window, state.fit.source = window, "server"
+            state.context.toolset.add(READ_COMPACTED)  # before the first request: advertised
 
     def _fit(self, state: RunState, wanted: int) -> tuple[int, int]:
         """The output to ask for, within the window, compacting first when the conversation

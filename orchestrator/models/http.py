@@ -52,6 +52,8 @@ AuthStyle = Literal["bearer", "x-api-key"]
 
 MIN_MASKED_KEY = 8  # shorter "keys" are placeholders (vLLM's "EMPTY"); masking them mangles text
 MAX_ERROR_TEXT = 1000
+PROBE_TIMEOUT = 5.0
+MAX_PROBE_BYTES = 1_000_000
 NO_RETRY_CODES = frozenset({"insufficient_quota"})
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -110,6 +112,19 @@ class Connection:
                 ),
                 provider=self.provider,
             ) from None
+
+    async def get_json(self, url: str, timeout: float = PROBE_TIMEOUT) -> Any:
+        """GET `url` once (no retries, a short timeout) and read its JSON; None on any failure
+        or when the reply is not JSON. For asking a server about itself, never for a call."""
+        try:
+            response = await self.endpoint.client().get(
+                url, headers=self._headers({}), timeout=timeout
+            )
+        except httpx.HTTPError:
+            return None
+        if not response.is_success or len(response.content) > MAX_PROBE_BYTES:
+            return None
+        return _json_or_none(response)
 
     async def _attempts(
         self,
@@ -390,6 +405,8 @@ class Endpoint:
         self.base_url = base_url
         self.stream_refused: set[str] = set()
         """Shapes of request this endpoint answered with an empty stream; sent whole from then."""
+        self.windows: dict[str, int | None] = {}
+        """The context window the server said each of its models has (None: it did not say)."""
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )

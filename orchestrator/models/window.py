@@ -7,7 +7,11 @@ from, in order:
    8192}`, `--model-option context_window=8192`, or `context_window=` in Python; a model
    object of one's own may carry a `context_window` attribute);
 2. the table below of models whose window their provider publishes (`KNOWN_WINDOWS`);
-3. a provider's refusal of a request that was too long (`context_refusal`): most name the
+3. the server, where it says so: a local server (`openai-compatible:`) is asked once per
+   model, before an agent's first request: vLLM's `/v1/models` (`max_model_len`), llama.cpp's
+   `/props` (`n_ctx`) (`OpenAIChatModel.server_window`). Ollama is not asked: the window it
+   reports is the model's, not the smaller one it runs with;
+4. a provider's refusal of a request that was too long (`context_refusal`): most name the
    window in their error text, and the loop learns it from there.
 
 Unknown means unknown: no window is guessed, and an agent then sends what it sends until a
@@ -53,7 +57,8 @@ _PROMPT_PATTERNS = (
 
 @dataclass(frozen=True)
 class KnownWindow:
-    """A context window and where it was learned: `setting`, `known model`, or `refusal`."""
+    """A context window and where it was learned: `setting`, `known model`, `server` or
+    `refusal`."""
 
     tokens: int
     source: str
@@ -83,6 +88,26 @@ def known_window(name: str) -> int | None:
     prefixes = KNOWN_WINDOWS.get(provider, {})
     matches = [prefix for prefix in prefixes if model.startswith(prefix)]
     return prefixes[max(matches, key=len)] if matches else None
+
+
+def models_window(listing: Any, model: str) -> int | None:
+    """vLLM's `/v1/models`: the `max_model_len` of the entry for `model` (or of the only
+    entry, when the server serves one model under another name)."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return None
+    entries = [e for e in data if isinstance(e, dict)]
+    named = [e for e in entries if e.get("id") == model] or (entries if len(entries) == 1 else [])
+    return _positive(named[0].get("max_model_len")) if named else None
+
+
+def props_window(props: Any) -> int | None:
+    """llama.cpp's `/props`: `default_generation_settings.n_ctx` (or `n_ctx` at the top)."""
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    found = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return _positive(found) or _positive(props.get("n_ctx"))
 
 
 @dataclass(frozen=True)
