@@ -113,12 +113,12 @@ class Connection:
                 provider=self.provider,
             ) from None
 
-    async def get_json(self, url: str, timeout: float = PROBE_TIMEOUT) -> Any:
+    async def get_json(self, url: str) -> Any:
         """GET `url` once (no retries, a short timeout) and read its JSON; None on any failure
         or when the reply is not JSON. For asking a server about itself, never for a call."""
         try:
             response = await self.endpoint.client().get(
-                url, headers=self._headers({}), timeout=timeout
+                url, headers=self._headers({}), timeout=PROBE_TIMEOUT
             )
         except httpx.HTTPError:
             return None
