@@ -395,9 +395,11 @@ class AgentLoop:
                 "`context_window` in the model's settings (and a smaller `max_output_tokens`), "
                 "or give the job less to read"
             )
+        window = state.fit.describe()
+        where = "" if window in str(exc) else f" ({window} of {self.model.name})"
         return (
-            f"{exc}; use a model with a larger window (`context_window` in its settings), a "
-            "smaller `max_output_tokens`, or give the job less to read"
+            f"{exc}{where}; use a model with a larger window (`context_window` in its "
+            "settings), a smaller `max_output_tokens`, or give the job less to read"
         )
 
     async def run_tools(
