@@ -131,6 +131,8 @@ async def test_the_budget_reserves_only_the_output_that_fits(tmp_path: Path) -> 
     # (1,500 less the prompt) does, and that is all the request asks for.
     model = ScriptedModel({"*": [{"content": "short"}]}, context_window=1500)
     agent = Agent(model, max_output_tokens=4096, budget=TokenBudget(1500))
+    # A fork's budget check before a task starts counts the same.
+    assert agent.first_call_tokens("Say something short.") == 1500
     result = await agent.run("Say something short.")
     assert result.status == "completed"
     (request,) = model.requests

@@ -457,11 +457,18 @@ class AgentLoop:
         self._finish(state, "cancelled", _last_answer(state.transcript))
 
     def first_call_tokens(self, task: str) -> int:
-        """What the first model call of a run of `task` would reserve: input plus output."""
+        """What the first model call of a run of `task` would reserve: input plus output (no
+        more output than the model's window leaves, when it is known)."""
         messages = [Message.system(self.system)] if self.system else []
         messages.append(Message.user(task))
         specs = [t.spec for t in self.tools]
-        return self.counter.count_request(messages, specs) + self.max_output_tokens
+        if self.window is not None:
+            specs.append(READ_COMPACTED.spec)
+        counted = self.counter.count_request(messages, specs)
+        output = self.max_output_tokens
+        if self.window is not None:
+            output = max(0, min(output, self.window.tokens - counted))
+        return counted + output
 
     def _start(self, task: str, trace: Trace | None) -> RunState:
         budget = self._run_budget()
