@@ -328,9 +328,10 @@ async def test_a_parents_compaction_never_touches_a_childs_conversation(tmp_path
     assert all("read_compacted" in [s.name for s in r.tools] for r in child_requests)
 
 
-def too_long(window: int, scale: float) -> Any:
+def too_long(window: int, scale: float, *, counts: bool = True) -> Any:
     """A server's refusal of a request that does not fit `window`, counting the prompt as a
-    tokenizer that makes `scale` tokens of each of ours would, in vLLM's words."""
+    tokenizer that makes `scale` tokens of each of ours would, in vLLM's words (without its
+    counts, unless `counts`)."""
 
     def refuse(body: Mapping[str, Any]) -> Any:
         messages = [Message.model_validate(_from_wire(m)) for m in body["messages"]]
@@ -343,6 +344,8 @@ def too_long(window: int, scale: float) -> Any:
             f"{prompt + asked} tokens ({prompt} in the messages, {asked} in the completion). "
             "Please reduce the length of the messages or completion."
         )
+        if not counts:
+            message = f"This model's maximum context length is {window} tokens."
         return {"error": {"message": message, "type": "BadRequestError", "code": 400}}
 
     return refuse
@@ -380,6 +383,31 @@ async def test_a_refusal_that_names_the_window_teaches_it_and_the_run_goes_on(
     done = compactions(events)
     assert done and all(e["window"] == 3000 and e["window_source"] == "refusal" for e in done)
     assert done[-1]["scale"] >= 1.3
+    check_pairing(result.messages)
+
+
+async def test_a_window_that_counts_more_than_we_do_is_learned_from_its_refusals(
+    tmp_path: Path,
+) -> None:
+    # The window is set, but the server's tokenizer counts 30% more than ours and its
+    # refusals give no count: each refusal makes later requests count 15% more, compacted.
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    with ProviderServer(script, refuse=too_long(3000, scale=1.3, counts=False)) as server:
+        model = resolve_model(
+            "openai-compatible:small", base_url=server.openai_url, context_window=3000
+        )
+        path = tmp_path / "t.jsonl"
+        agent = Agent(model, [reader(tmp_path / "notes")], max_output_tokens=1024, trace=path)
+        result = await agent.run("Read every note.")
+        bodies = server.bodies()
+
+    assert result.status == "completed"
+    events = read_trace(path)
+    refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
+    assert 1 <= refused <= 3
+    scales = [e.get("scale", 1.0) for e in compactions(events)]
+    assert scales == sorted(scales) and scales[-1] >= 1.15
     check_pairing(result.messages)
 
 

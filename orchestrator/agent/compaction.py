@@ -27,7 +27,9 @@ threshold down to half of it) keeps those misses to one in a long stretch of cal
 
 A provider's own counts may differ from ours (another tokenizer, a chat template). When a
 provider refuses a request we thought fitted, and its refusal names its count of the prompt,
-`scale` (its tokens per counted token) makes later fitting use its measure.
+`scale` (its tokens per counted token) makes later fitting use its measure; a refusal that
+names no count raises `scale` by at least 15%. Either way the request is compacted and sent
+again, up to `MAX_REFUSALS` times.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from .tools import Tool, ToolContext
 DEFAULT_COMPACT_AT = 0.8
 MIN_ANSWER_TOKENS = 128
 SCALE_MARGIN = 1.05
+UNCOUNTED_MARGIN = 1.15
+MAX_REFUSALS = 3
 PART_CHARS = 8_000
 STUB_MARK = "[compacted]"
 STUB = STUB_MARK + " {tool} result, {tokens:,} tokens: read_compacted(message={index})"
@@ -94,9 +98,10 @@ class ContextFit:
         limit = (self.window - MIN_ANSWER_TOKENS) / self.scale
         return max(0, math.ceil(counted - limit))
 
-    def learn(self, refusal: ContextWindowExceeded, counted: int) -> bool:
-        """Take what a provider's refusal says of the window and of its counts; True when it
-        taught something new, worth compacting and trying once more."""
+    def learn(self, refusal: ContextWindowExceeded, counted: int, asked: int) -> bool:
+        """Take what a provider's refusal of a prompt of `counted` tokens (ours) with `asked`
+        output tokens says of the window and of its counts; True when it taught something
+        new, worth compacting and trying again."""
         learned = False
         if refusal.window is not None and refusal.window != self.window:
             self.window, self.source, learned = refusal.window, "refusal", True
@@ -104,10 +109,16 @@ class ContextFit:
             scale = refusal.prompt_tokens / counted * SCALE_MARGIN
             if scale > self.scale:
                 self.scale, learned = scale, True
+        if not learned and self.window is not None and counted > 0:
+            # Refused within a window we knew, without the provider's count: ours fell short,
+            # and the prompt it counted was more than the window less what we asked.
+            least = (self.window - asked) / counted * SCALE_MARGIN
+            self.scale, learned = max(self.scale * UNCOUNTED_MARGIN, least), True
         return learned and self.window is not None
 
     def describe(self) -> str:
-        """The window as errors name it: `the context window of 8,192 tokens (its setting)`."""
+        """The window as errors name it: `the context window of 8,192 tokens (from its
+        setting)`."""
         where = {
             "setting": "its setting",
             "known model": "the table of known models",

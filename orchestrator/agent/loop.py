@@ -37,6 +37,7 @@ from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
 from .compaction import (
     DEFAULT_COMPACT_AT,
+    MAX_REFUSALS,
     MIN_ANSWER_TOKENS,
     READ_COMPACTED,
     CompactedResults,
@@ -288,10 +289,11 @@ class AgentLoop:
     ) -> ModelResponse | None:
         """One model call (model_call.py), fitted to the context window and added to the run's
         spend; None when the budget cannot cover it. A provider that refuses the request as too
-        long, and says something new of its window, gets it once more, compacted."""
+        long teaches the window (or its own counts): the request is compacted and sent again,
+        up to `MAX_REFUSALS` times."""
         wanted = max_output_tokens or self.max_output_tokens
-        for attempt in (1, 2):
-            output, counted = self._fit(state, wanted)
+        for refusals in range(MAX_REFUSALS + 1):
+            output, counted = self._fit(state, wanted, refused=refusals > 0)
             try:
                 # Tools stay in the request even when disabled: the prompt prefix stays the
                 # same (and provider caches warm), and Anthropic rejects tool blocks in a
@@ -311,7 +313,7 @@ class AgentLoop:
                 )
                 break
             except ContextWindowExceeded as refusal:
-                if attempt == 2 or not state.fit.learn(refusal, counted):
+                if refusals == MAX_REFUSALS or not state.fit.learn(refusal, counted, output):
                     raise
         if call is None:
             return None
@@ -333,13 +335,14 @@ class AgentLoop:
             state.fit.window, state.fit.source = window, "server"
             state.context.toolset.add(READ_COMPACTED)  # before the first request: advertised
 
-    def _fit(self, state: RunState, wanted: int) -> tuple[int, int]:
+    def _fit(self, state: RunState, wanted: int, *, refused: bool = False) -> tuple[int, int]:
         """The output to ask for, within the window, compacting first when the conversation
-        has grown past the threshold; and the request's counted tokens. Raises
-        ContextWindowExceeded when not even a minimal answer fits."""
+        has grown past the threshold (or the provider has just `refused` it); and the
+        request's counted tokens. Raises ContextWindowExceeded when not even a minimal answer
+        fits."""
         counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         fit = state.fit
-        if fit.needs_compaction(counted):
+        if refused or fit.needs_compaction(counted):
             self._compact(state, counted)
             counted = self.counter.count_request(
                 state.transcript.view(), state.context.toolset.specs
