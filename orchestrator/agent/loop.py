@@ -292,8 +292,8 @@ class AgentLoop:
         long teaches the window (or its own counts): the request is compacted and sent again,
         up to `MAX_REFUSALS` times."""
         wanted = max_output_tokens or self.max_output_tokens
-        for refusals in range(MAX_REFUSALS + 1):
-            output, counted = self._fit(state, wanted, refused=refusals > 0)
+        for tries in range(MAX_REFUSALS + 1):
+            output, counted = self._fit(state, wanted, refused=tries > 0)
             try:
                 # Tools stay in the request even when disabled: the prompt prefix stays the
                 # same (and provider caches warm), and Anthropic rejects tool blocks in a
@@ -313,7 +313,7 @@ class AgentLoop:
                 )
                 break
             except ContextWindowExceeded as refusal:
-                if refusals == MAX_REFUSALS or not state.fit.learn(refusal, counted, output):
+                if tries == MAX_REFUSALS or not state.fit.learn(refusal, counted, output):
                     raise
         if call is None:
             return None
