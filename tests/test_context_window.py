@@ -20,6 +20,7 @@ from orchestrator.agent.compaction import STUB_MARK
 from orchestrator.cli.progress import PlainProgress
 from orchestrator.jobs import fast_forward
 from orchestrator.models import (
+    KnownWindow,
     ModelSettings,
     ScriptedModel,
     context_refusal,
@@ -555,3 +556,33 @@ async def test_a_local_server_is_asked_for_its_window(
     else:
         assert refused == 0 and done and done[0]["window_source"] == "server"
         assert "read_compacted" in [t["function"]["name"] for t in bodies[0]["tools"]]
+
+
+async def test_anthropics_refusal_teaches_a_window_below_the_tables(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 4)
+    script = {"*": [*reads(4), {"content": "read them all"}]}
+    refusals: list[int] = []
+
+    def refuse(body: Mapping[str, Any]) -> Any:
+        if len(body["messages"]) < 8 or refusals:
+            return None
+        refusals.append(len(body["messages"]))
+        message = "prompt is too long: 5200 tokens > 3000 maximum"
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+    with ProviderServer(script, refuse=refuse) as server:
+        model = resolve_model(
+            "anthropic:claude-sonnet-4-5", base_url=server.url, api_key="sk-test-000000000"
+        )
+        assert context_window(model) == KnownWindow(200_000, "known model")
+        path = tmp_path / "t.jsonl"
+        result = await Agent(model, [reader(tmp_path / "notes")], trace=path).run("Read.")
+        bodies = server.bodies()
+
+    assert result.status == "completed" and refusals
+    (done,) = compactions(read_trace(path))
+    assert (done["window"], done["window_source"]) == (3000, "refusal")
+    # Sent again compacted, asking no more than the window leaves in the provider's measure.
+    again = bodies[bodies.index(next(b for b in bodies if len(b["messages"]) == refusals[0])) + 1]
+    assert again["max_tokens"] <= 3000 - 5200 * done["tokens_after"] / done["tokens_before"]
+    check_pairing(result.messages)
