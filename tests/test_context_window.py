@@ -586,3 +586,45 @@ async def test_anthropics_refusal_teaches_a_window_below_the_tables(tmp_path: Pa
     again = bodies[bodies.index(next(b for b in bodies if len(b["messages"]) == refusals[0])) + 1]
     assert again["max_tokens"] <= 3000 - 5200 * done["tokens_after"] / done["tokens_before"]
     check_pairing(result.messages)
+
+
+async def test_the_model_keeps_notes_on_what_is_cut_one_set_at_a_time(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", 16)
+    script = {
+        "agent": [*reads(16), {"content": "read them all"}],
+        "*": [{"content": f"notes {n}: note{n} says w{n}x0"} for n in range(1, 20)],
+    }
+    model = ScriptedModel(script, context_window=WINDOW)
+    path = tmp_path / "t.jsonl"
+    budget = TokenBudget(1_000_000)
+    agent = Agent(model, [reader(tmp_path / "notes")], trace=path, summarize=True, budget=budget)
+    result = await agent.run("Read every note.")
+
+    assert result.status == "completed"
+    assert max(requested(r) for r in model.requests) <= WINDOW
+    events = read_trace(path)
+    done = compactions(events)
+    assert len(done) >= 3
+    writers = [r for r in model.requests if r.agent != "agent"]
+    assert [e["summary_agent"] for e in done] == [r.agent for r in writers]
+    assert all(e["summary_agent"].startswith("agent/summary-") for e in done)
+    # The writer read the results being cut, and the notes kept so far.
+    first_cut = done[0]["replaced"][0]["index"]
+    assert notes[(first_cut - 2) // 2].read_text() in writers[0].messages[-1].content
+    assert "notes 1: note1" in writers[1].messages[-1].content
+    # One set of notes at a time, in the newest stub; the ones before are plain stubs again.
+    kept = [m for m in result.messages if "[notes on the results" in (m.content or "")]
+    assert len(kept) == 1 and kept[0].content.endswith(
+        f"notes {len(done)}: note{len(done)} says w{len(done)}x0"
+    )
+    check_pairing(result.messages)
+    assert rebuild_conversations(path)["agent"] == result.messages
+    # The notes were charged to the budget like any call, and count in the run's usage.
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert budget.used == sum(e["usage"]["total_tokens"] for e in calls)
+    assert result.total_usage.total_tokens == budget.used
+    # What a resumed run could read back of a stub that once carried notes is the result it
+    # replaced, not the notes.
+    carried = done[0]["replaced"][-1]["index"]
+    record = load_checkpoint(path).agents["agent"]
+    assert record.compacted[carried] == notes[(carried - 2) // 2].read_text()

@@ -14,6 +14,11 @@ provider's refusal), every request is fitted to it before it is sent (`ContextFi
   in the model's order, and nothing is removed.
 - **Retrievable.** What a stub replaced stays in the trace and in the run:
   `read_compacted(message=N)` reads it back, part by part (`CompactedResults`).
+- **Notes (optional, `summarize=True`).** The model also writes notes on what is cut: one
+  more call, charged to the budget like any, made by a one-step agent of its own
+  (`<agent>/summary-<step>` in the trace). The notes ride in the newest stub, and replace the
+  previous notes (there is one set at a time, each taking the last into account), so they
+  never pile up.
 - **The record.** Each compaction is a `compact` trace event: the window, the prompt's tokens
   before and after, and each result replaced (its message index, call id, tool, tokens and
   stub). A resumed run, `rebuild_conversations` and the report read it from there.
@@ -52,6 +57,16 @@ MAX_REFUSALS = 3
 PART_CHARS = 8_000
 STUB_MARK = "[compacted]"
 STUB = STUB_MARK + " {tool} result, {tokens:,} tokens: read_compacted(message={index})"
+SUMMARY_MARK = "\n[notes on the results compacted so far]\n"
+SUMMARY_TOKENS = 512
+SUMMARY_SYSTEM = (
+    "You keep notes for an agent whose conversation is being shortened to fit its context "
+    "window. You are given its task, the notes kept so far, and tool results that are about "
+    "to be cut from its conversation. Write the notes the agent needs from now on: facts, "
+    "figures, names, file paths, decisions and open questions, each with the message number "
+    "it came from. Keep every point of the earlier notes that still matters. Plain text, at "
+    "most 300 words, no preamble."
+)
 
 
 @dataclass
@@ -190,6 +205,51 @@ def compact(
             Replaced(index, message.tool_call_id or "", message.name or "", tokens, stub)
         )
     return Compaction(kept, replaced, originals)
+
+
+def summary_of(messages: Sequence[Message]) -> tuple[int, str] | None:
+    """Where the conversation's summary is (a stub that carries one), and its text."""
+    for index, message in enumerate(messages):
+        content = message.content or ""
+        if message.role == "tool" and is_stub(message) and SUMMARY_MARK in content:
+            return index, content.split(SUMMARY_MARK, 1)[1]
+    return None
+
+
+def summary_task(
+    messages: Sequence[Message], done: Compaction, counter: TokenCounter, limit: int
+) -> str:
+    """What the summarizer reads: the agent's task, the summary so far, and the results this
+    compaction cuts, at most `limit` tokens of it."""
+    task = next((m.content or "" for m in messages if m.role == "user"), "")
+    earlier = summary_of(messages)
+    parts = [
+        f"The agent's task:\n{task}",
+        f"The notes kept so far:\n{earlier[1] if earlier else '(none)'}",
+        "The tool results being cut:",
+        *(f"--- {r.tool} (message {r.index})\n{done.originals[r.index]}" for r in done.replaced),
+    ]
+    text, _ = counter.truncate("\n\n".join(parts), limit)
+    return text
+
+
+def with_summary(done: Compaction, summary: str, counter: TokenCounter) -> Compaction:
+    """`done` with `summary` in its newest stub, and the summary before it (there is one at a
+    time) back to its plain stub."""
+    messages = list(done.messages)
+    replaced = list(done.replaced)
+    newest = replaced[-1]
+    stub = f"{newest.stub}{SUMMARY_MARK}{summary}"
+    messages[newest.index] = messages[newest.index].model_copy(update={"content": stub})
+    replaced[-1] = Replaced(newest.index, newest.call_id, newest.tool, newest.tokens, stub)
+    earlier = summary_of(done.messages)
+    if earlier is not None:
+        index, old = earlier[0], messages[earlier[0]]
+        plain = (old.content or "").split(SUMMARY_MARK, 1)[0]
+        messages[index] = old.model_copy(update={"content": plain})
+        tokens = counter.count_message(old)
+        replaced.append(Replaced(index, old.tool_call_id or "", old.name or "", tokens, plain))
+    return Compaction(messages, sorted(replaced, key=lambda r: r.index), done.originals)
 
 
 def is_stub(message: Message) -> bool:

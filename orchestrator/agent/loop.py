@@ -40,14 +40,19 @@ from .compaction import (
     MAX_REFUSALS,
     MIN_ANSWER_TOKENS,
     READ_COMPACTED,
+    SUMMARY_SYSTEM,
+    SUMMARY_TOKENS,
     CompactedResults,
+    Compaction,
     ContextFit,
     compact,
+    summary_task,
+    with_summary,
 )
 from .extension import Extension, assemble, guards_of, scopes_of, start_records
 from .model_call import call_model
 from .restart import CutTurn, restart_from
-from .run_results import RunResult, Status, refusals
+from .run_results import RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
@@ -149,6 +154,8 @@ class AgentLoop:
         compact_at: The share of the model's context window past which the conversation is
             compacted (agent/compaction.py; by default the model's `compact_at` setting, else
             0.8); used only when the window is known.
+        summarize: At each compaction, the model also writes notes on what is cut (one more
+            call, on the budget), kept in the conversation in place of the previous notes.
 
     `last_result` is the latest run's result, kept also when the run was cancelled (and `run`
     re-raised).
@@ -175,6 +182,7 @@ class AgentLoop:
         time_limit: float | None = None,
         approve: Approver | None = None,
         compact_at: float | None = None,
+        summarize: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -197,6 +205,7 @@ class AgentLoop:
         self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
         ContextFit(None, compact_at=self.compact_at)  # checks it
         self.window = context_window(self.model)
+        self.summarize = summarize
         self.last_result: RunResult | None = None
 
     def run_sync(self, task: str) -> RunResult:
@@ -293,7 +302,7 @@ class AgentLoop:
         up to `MAX_REFUSALS` times."""
         wanted = max_output_tokens or self.max_output_tokens
         for tries in range(MAX_REFUSALS + 1):
-            output, counted = self._fit(state, wanted, refused=tries > 0)
+            output, counted = await self._fit(state, wanted, refused=tries > 0)
             try:
                 # Tools stay in the request even when disabled: the prompt prefix stays the
                 # same (and provider caches warm), and Anthropic rejects tool blocks in a
@@ -335,7 +344,7 @@ class AgentLoop:
             state.fit.window, state.fit.source = window, "server"
             state.context.toolset.add(READ_COMPACTED)  # before the first request: advertised
 
-    def _fit(self, state: RunState, wanted: int, *, refused: bool = False) -> tuple[int, int]:
+    async def _fit(self, state: RunState, wanted: int, *, refused: bool = False) -> tuple[int, int]:
         """The output to ask for, within the window, compacting first when the conversation
         has grown past the threshold (or the provider has just `refused` it); and the
         request's counted tokens. Raises ContextWindowExceeded when not even a minimal answer
@@ -343,7 +352,7 @@ class AgentLoop:
         counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         fit = state.fit
         if refused or fit.needs_compaction(counted):
-            self._compact(state, counted)
+            await self._compact(state, counted)
             counted = self.counter.count_request(
                 state.transcript.view(), state.context.toolset.specs
             )
@@ -361,15 +370,21 @@ class AgentLoop:
             )
         return min(wanted, room), counted
 
-    def _compact(self, state: RunState, counted: int) -> None:
-        """Replace older tool results with stubs (compaction.py), recorded as a `compact`
-        event; the conversation goes on in a new transcript."""
+    async def _compact(self, state: RunState, counted: int) -> None:
+        """Replace older tool results with stubs (compaction.py), with the model's notes on
+        them when `summarize`, recorded as a `compact` event; the conversation goes on in a
+        new transcript."""
         fit = state.fit
         done = compact(
             state.transcript, self.counter, excess=fit.excess(counted), needed=fit.needed(counted)
         )
         if not done.replaced:
             return
+        notes: dict[str, object] = {}
+        if self.summarize:
+            summary, notes = await self._summarize(state, done)
+            if summary:
+                done = with_summary(done, summary, self.counter)
         state.transcript = Transcript(done.messages)
         state.context.state_of(CompactedResults).originals.update(done.originals)
         state.context.toolset.add(READ_COMPACTED, advertise=False)  # no-op when advertised
@@ -387,7 +402,45 @@ class AgentLoop:
                 tokens_after=after,
                 **({"scale": round(fit.scale, 4)} if fit.scale != 1.0 else {}),
                 replaced=[r.record() for r in done.replaced],
+                **notes,
             )
+
+    async def _summarize(self, state: RunState, done: Compaction) -> tuple[str, dict[str, object]]:
+        """The model's notes on what `done` cuts, written by a one-step agent of its own on the
+        run's budget and trace; its text ("" when it wrote none) and what the event says."""
+        fit = state.fit
+        assert fit.window is not None
+        limit = int(fit.compact_at * fit.window / 2 / fit.scale)
+        writer = AgentLoop(
+            self.model,
+            system=SUMMARY_SYSTEM,
+            name=f"{self.name}/summary-{state.steps + 1}",
+            max_steps=1,
+            budget=state.budget,
+            trace=state.context.trace,
+            max_output_tokens=SUMMARY_TOKENS,
+            counter=self.counter,
+            depth=self.depth + 1,
+        )
+        result = await writer.run(summary_task(state.transcript, done, self.counter, limit))
+        state.context.children.append(
+            TaskResult(
+                id=writer.name.rpartition("/")[2],
+                agent="summary",
+                path=writer.name,
+                status=result.status,
+                output=result.output,
+                usage=result.total_usage,
+                cost=result.total_cost,
+                steps=result.steps,
+                run=result,
+            )
+        )
+        summary = result.output.strip() if result.status == "completed" else ""
+        event: dict[str, object] = {"summary_agent": writer.name}
+        if not summary:
+            event["summary_error"] = result.error or f"no notes ({result.status})"
+        return summary, event
 
     def _teach(self, state: RunState, exc: ContextWindowExceeded) -> str:
         """What a run that no longer fits its window says: the window when known, and what

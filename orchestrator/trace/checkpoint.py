@@ -343,8 +343,8 @@ def _message(c: Checkpoint, event: Event) -> None:
 
 def _compact(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
-    originals = apply_compaction(record.messages, event)
-    record.compacted.update(originals)
+    for index, text in apply_compaction(record.messages, event).items():
+        record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
     record.compactions += 1
 
 
