@@ -6,6 +6,8 @@ same seeded sizes every run), then answers. The same scripted decisions run twic
 - `16k window`: the model declares a 16,384-token window (`context_window`); the agent asks
   for at most the room left, and compacts its conversation past 80% of the window
   (agent/compaction.py);
+- `16k window, with notes`: the same, with `summarize=True`: at each compaction the model
+  writes notes on what is cut (about 250 tokens here), one more call each time;
 - `unlimited`: no window is known: the conversation grows with every result (what a model
   with a window of a million tokens would be sent).
 
@@ -65,7 +67,9 @@ def write_notes(folder: Path, count: int, seed: int = 30) -> list[str]:
     return names
 
 
-def run_agent(folder: Path, names: Sequence[str], window: int | None) -> dict[str, Any]:
+def run_agent(
+    folder: Path, names: Sequence[str], window: int | None, *, summarize: bool = False
+) -> dict[str, Any]:
     @tool
     def read_note(name: str) -> str:
         """Read one note.
@@ -79,8 +83,10 @@ def run_agent(folder: Path, names: Sequence[str], window: int | None) -> dict[st
         {"tool_calls": [{"name": "read_note", "arguments": {"name": name}}]} for name in names
     ]
     turns.append({"content": "The open questions, and who raised each: ..."})
-    model = ScriptedModel({"*": turns}, context_window=window)
-    trace = folder.parent / f"trace-{window or 'unlimited'}.jsonl"
+    # The notes' writers (`agent/summary-N`) answer with about 250 tokens each.
+    notes = {"content": " ".join(f"{WORDS[i % len(WORDS)]}{i}" for i in range(125))}
+    model = ScriptedModel({"agent": turns, "*": [notes] * len(names)}, context_window=window)
+    trace = folder.parent / f"trace-{window or 'unlimited'}-{summarize}.jsonl"
     agent = Agent(
         model,
         [read_note],
@@ -88,25 +94,34 @@ def run_agent(folder: Path, names: Sequence[str], window: int | None) -> dict[st
         max_steps=len(names) + 5,
         max_output_tokens=2048,
         trace=trace,
+        summarize=summarize,
     )
     result = agent.run_sync("Read every note in the folder and list the open questions.")
     events = read_trace(trace)
-    cache = openai_cache(model.requests)
+    own = [r for r in model.requests if r.agent == "agent"]
+    cache = openai_cache(own)
     counter = default_counter()
     sizes = [counter.count_request(r.messages, r.tools) for r in model.requests]
     asked = [s + r.max_output_tokens for s, r in zip(sizes, model.requests, strict=True)]
+    writers = [r for r in model.requests if r.agent != "agent"]
+    written = openai_cache(writers)
     return {
         "window": window,
+        "notes": summarize,
         "status": result.status,
         "calls": len(model.requests),
         "input_tokens": sum(sizes),
         "largest_request": max(sizes),
         "largest_asked": max(asked),
         "compactions": sum(1 for e in events if e["type"] == "compact"),
-        "results_compacted": sum(len(e["replaced"]) for e in events if e["type"] == "compact"),
-        "cache_read_share": cache["read_share"],
-        "effective_input_tokens": cache["effective"],
-        "wire_input_tokens": cache["input"],
+        "results_compacted": len(
+            {r["index"] for e in events if e["type"] == "compact" for r in e["replaced"]}
+        ),
+        "cache_read_share": round(
+            (cache["read"] + written["read"]) / (cache["input"] + written["input"]), 4
+        ),
+        "effective_input_tokens": cache["effective"] + written["effective"],
+        "wire_input_tokens": cache["input"] + written["input"],
     }
 
 
@@ -143,6 +158,7 @@ def openai_cache(requests: Sequence[ModelRequest]) -> dict[str, Any]:
         previous = tokens
     return {
         "input": total,
+        "read": read,
         "read_share": round(read / total, 4) if total else 0.0,
         "effective": round(total - read + READ_PRICE * read),
     }
@@ -164,7 +180,11 @@ def measure(steps: int = 200, window: int = 16_384) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="context-bench-") as folder:
         notes = Path(folder) / "notes"
         names = write_notes(notes, steps)
-        return [run_agent(notes, names, window), run_agent(notes, names, None)]
+        return [
+            run_agent(notes, names, window),
+            run_agent(notes, names, window, summarize=True),
+            run_agent(notes, names, None),
+        ]
 
 
 def report(rows: list[dict[str, Any]]) -> str:
@@ -175,6 +195,7 @@ def report(rows: list[dict[str, Any]]) -> str:
     ]
     for row in rows:
         window = f"{row['window']:,}" if row["window"] else "unlimited"
+        window += ", with notes" if row["notes"] else ""
         lines.append(
             f"| {window} | {row['status']} | {row['calls']} | {row['compactions']} "
             f"({row['results_compacted']}) | {row['largest_asked']:,} | "
