@@ -29,7 +29,7 @@ from orchestrator.models import (
     resolve_model,
 )
 from orchestrator.report.collect import collect
-from orchestrator.tasks import ForkExtension, SubagentRegistry
+from orchestrator.tasks import ForkExtension, SubagentDef, SubagentRegistry
 from orchestrator.tokens import default_counter
 from orchestrator.trace import Event, load_checkpoint
 
@@ -628,3 +628,40 @@ async def test_the_model_keeps_notes_on_what_is_cut_one_set_at_a_time(tmp_path: 
     carried = done[0]["replaced"][-1]["index"]
     record = load_checkpoint(path).agents["agent"]
     assert record.compacted[carried] == notes[(carried - 2) // 2].read_text()
+
+
+async def test_a_child_fits_the_window_of_its_own_model(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 10)
+    fork = {"name": "fork", "arguments": {"tasks": [{"id": "a", "agent": "reader", "task": "x"}]}}
+    parent = ScriptedModel(
+        {"planner": [{"tool_calls": [fork]}, *reads(10), {"content": "done"}]},
+        context_window=WINDOW,
+    )
+    child = ScriptedModel(
+        {"planner/a": [*reads(10), {"content": "child done"}]},
+        context_window=2048,
+        name="scripted:small",
+    )
+    definition = SubagentDef(name="reader", description="Reads notes.", model="small-model")
+    extension = ForkExtension(
+        SubagentRegistry([definition]),
+        tools=[reader(tmp_path / "notes")],
+        resolve=lambda settings: child,
+    )
+    path = tmp_path / "t.jsonl"
+    planner = Agent(
+        parent,
+        [reader(tmp_path / "notes")],
+        name="planner",
+        extensions=[extension],
+        max_steps=30,
+        trace=path,
+    )
+    result = await planner.run("Fork a reader, then read.")
+
+    assert result.status == "completed" and result.children[0].status == "completed"
+    assert child.requests and max(requested(r) for r in child.requests) <= 2048
+    assert max(requested(r) for r in parent.requests) <= WINDOW
+    events = read_trace(path)
+    assert {e["window"] for e in compactions(events, "planner/a")} == {2048}
+    assert {e["window"] for e in compactions(events, "planner")} == {WINDOW}
