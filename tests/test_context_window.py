@@ -665,3 +665,25 @@ async def test_a_child_fits_the_window_of_its_own_model(tmp_path: Path) -> None:
     events = read_trace(path)
     assert {e["window"] for e in compactions(events, "planner/a")} == {2048}
     assert {e["window"] for e in compactions(events, "planner")} == {WINDOW}
+
+
+async def test_a_compacted_run_replays_from_its_trace(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    recorded = tmp_path / "recorded.jsonl"
+    first = await Agent(
+        ScriptedModel(script, context_window=WINDOW),
+        [reader(tmp_path / "notes")],
+        trace=recorded,
+        compact_at=0.7,
+    ).run("Read every note.")
+    assert len(compactions(read_trace(recorded))) >= 2
+
+    replay = resolve_model(f"replay:{recorded}")
+    assert (context_window(replay), Agent(replay).compact_at) == (
+        KnownWindow(WINDOW, "setting"),
+        0.7,
+    )
+    again = await Agent(replay, [reader(tmp_path / "notes")]).run("Read every note.")
+    # Every request matched the recording, stubs and all (a departure fails the run).
+    assert again.status == "completed" and again.messages == first.messages

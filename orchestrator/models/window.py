@@ -77,9 +77,14 @@ def context_window(model: object) -> KnownWindow | None:
 
 
 def compaction_threshold(model: object) -> float | None:
-    """The `compact_at` a model was configured with, if any."""
-    value = getattr(getattr(model, "options", None), "compact_at", None)
-    return value if isinstance(value, float | int) and not isinstance(value, bool) else None
+    """The `compact_at` a model was configured with (or carries), if any."""
+    for value in (
+        getattr(getattr(model, "options", None), "compact_at", None),
+        getattr(model, "compact_at", None),
+    ):
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def known_window(name: str) -> int | None:
