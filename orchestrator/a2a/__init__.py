@@ -7,7 +7,8 @@
   its tasks through `run_remote_task`, loaded by name only when a definition is remote.
 """
 
-from .server import agent_card, build_app, serve
+from .client import run_remote_task
 from .served import JobAgent
+from .server import agent_card, build_app, serve
 
-__all__ = ["JobAgent", "agent_card", "build_app", "serve"]
+__all__ = ["JobAgent", "agent_card", "build_app", "run_remote_task", "serve"]

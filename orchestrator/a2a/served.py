@@ -22,7 +22,7 @@ from typing import Any
 
 from a2a.helpers import get_message_text
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events.event_queue_v2 import EventQueue
+from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict
@@ -358,8 +358,7 @@ async def _send_file(updater: TaskUpdater, path: Path) -> None:
     """One file the run wrote, as an artifact named by its file name (its bytes when it is
     small enough, else only its name and size)."""
     try:
-        size = path.stat().st_size
-        data = path.read_bytes() if size <= MAX_ARTIFACT_BYTES else None
+        size, data = await asyncio.to_thread(_read_small, path)
     except OSError as exc:
         await updater.add_artifact([Part(text=f"cannot be read: {exc.strerror}")], name=path.name)
         return
@@ -374,3 +373,8 @@ async def _send_file(updater: TaskUpdater, path: Path) -> None:
         part = Part(raw=data, media_type=media, filename=path.name)
     await updater.add_artifact([part], name=path.name)
 
+
+def _read_small(path: Path) -> tuple[int, bytes | None]:
+    """A file's size, and its bytes when it is within the artifact limit."""
+    size = path.stat().st_size
+    return size, path.read_bytes() if size <= MAX_ARTIFACT_BYTES else None

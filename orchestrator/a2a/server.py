@@ -10,7 +10,6 @@ an address other than loopback without a token is refused.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import ipaddress
 import socket
@@ -112,7 +111,8 @@ class JobRequestHandler(DefaultRequestHandler):
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
         try:
-            return await super().on_cancel_task(params, context)
+            task: Task | None = await super().on_cancel_task(params, context)
+            return task
         finally:
             await self.agent.stop(params.id)
 
@@ -258,4 +258,3 @@ async def serve(
     finally:
         await agent.close()
         sock.close()
-
