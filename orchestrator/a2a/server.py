@@ -141,26 +141,44 @@ class Guard:
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
             await _refuse(send, 413, f"request over {self.max_bytes} bytes")
             return
-        await self.app(scope, self._bounded(receive, send), send)
-
-    def _bounded(self, receive: Receive, send: Send) -> Receive:
-        """`receive` that stops a chunked body at the limit (no Content-Length to check)."""
-        seen = 0
-
-        async def bounded() -> MutableMapping[str, Any]:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise RequestTooLarge(f"request over {self.max_bytes} bytes")
-            return message
-
-        return bounded
+        body = await _read_body(receive, self.max_bytes)
+        if body is None:
+            await _refuse(send, 413, f"request over {self.max_bytes} bytes")
+            return
+        await self.app(scope, _replay(body, receive), send)
 
 
-class RequestTooLarge(Exception):
-    """A chunked request body grew past the limit."""
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request's whole body, or None once it grows past `limit` (a chunked body has no
+    Content-Length to check first)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` that gives the body read already, then what the connection says next (a
+    disconnect, which a streamed response waits for)."""
+    sent = False
+
+    async def replay() -> MutableMapping[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _refuse(send: Send, status: int, reason: str) -> None:
