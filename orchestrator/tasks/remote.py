@@ -77,7 +77,7 @@ class RemoteAgentsExecutor:
                 status="error",
                 reason=f"remote agent {request.agent!r} cannot be reached: {EXTRA}",
             )
-        result = await runtime.run_remote_task(request, remote, self.context.trace)
+        result = await runtime.run_remote_task(request, remote, self.context)
         return cast(TaskResult, result)
 
 

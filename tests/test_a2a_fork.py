@@ -1,0 +1,192 @@
+"""Remote A2A agents as sub-agents: our client against an agent built with the Python SDK,
+and against servers that misbehave. Real specs, scripted planners, servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
+
+from a2a_helpers import call, write_job
+from a2a_servers import EchoAgent, Misbehaviour, hostile_agent, sdk_agent
+
+from orchestrator import read_trace
+from orchestrator.jobs import load_job
+from orchestrator.planner import run_job
+from orchestrator.tasks import SubagentRegistry
+
+SPEC = """\
+name: remote
+model: scripted:SCRIPT
+budget: {max_tokens: 100000}
+agents:
+  echo: {a2a: "URL", time_limit: LIMIT, description: Echoes what it is sent.}
+goal: Use the echo agent.
+"""
+
+
+def fork_script(tasks: list[dict[str, Any]], **agents: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"goal": [call("fork", tasks=tasks), {"content": "done"}], **agents}
+
+
+def remote_job(tmp_path: Path, url: str, script: dict[str, Any], limit: float = 10) -> Path:
+    spec = SPEC.replace("URL", url).replace("LIMIT", str(limit))
+    return write_job(tmp_path, spec, script, "remote")
+
+
+def fork_observation(trace: Path) -> str:
+    for event in read_trace(trace):
+        message = event.get("message") or {}
+        content = str(message.get("content", ""))
+        if message.get("role") == "tool" and content.startswith("Fork finished"):
+            return content
+    raise AssertionError("no fork observation in the trace")
+
+
+def events_of(trace: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in read_trace(trace) if e["type"] == kind]
+
+
+async def test_a_remote_sdk_agent_is_forked_like_any_other(tmp_path: Path) -> None:
+    agent = EchoAgent()
+    script = fork_script(
+        [
+            {"id": "far", "agent": "echo", "task": "repeat after me"},
+            {"id": "near", "task": "Use what came back.", "depends_on": ["far"]},
+        ],
+        **{"goal/near": [{"content": "near done"}]},
+    )
+    async with sdk_agent(agent) as url:
+        job = load_job(remote_job(tmp_path, url, script))
+        result = await run_job(job, trace=tmp_path / "run.jsonl")
+    trace = tmp_path / "run.jsonl"
+    assert result.status == "completed"
+    assert agent.received == ["repeat after me"]
+    observation = fork_observation(trace)
+    assert "### far [completed] agent=echo tokens=12" in observation
+    assert "[untrusted: the answer of the remote agent at" in observation
+    assert "echo: repeat after me" in observation
+    assert '<artifact name="echo.txt">\nartifact of: repeat after me' in observation
+    # The dependent local task was given the remote one's result.
+    near_prompt = next(
+        e["message"]["content"] for e in read_trace(trace)
+        if e["type"] == "message" and e["agent"] == "goal/near" and e["message"]["role"] == "user"
+    )  # fmt: skip
+    assert "echo: repeat after me" in near_prompt
+    [start] = [e for e in events_of(trace, "task_start") if e["agent"] == "goal/far"]
+    assert (start["executor"], start["worker"]) == ("a2a", url)
+    [tied] = events_of(trace, "a2a_task")
+    assert tied["agent"] == "goal/far" and tied["task_id"]
+    states = [e["state"] for e in events_of(trace, "a2a_status")]
+    assert states == ["submitted", "working", "completed"]
+    # What the remote reported is charged on the run's one budget.
+    assert result.usage.total_tokens >= 12
+
+
+async def test_the_card_url_works_as_well_as_the_base_url(tmp_path: Path) -> None:
+    agent = EchoAgent()
+    script = fork_script([{"id": "far", "agent": "echo", "task": "hello"}])
+    async with sdk_agent(agent) as url:
+        job = load_job(remote_job(tmp_path, url + ".well-known/agent-card.json", script))
+        result = await run_job(job, trace=tmp_path / "run.jsonl")
+    assert result.status == "completed"
+    assert "echo: hello" in fork_observation(tmp_path / "run.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("how", "reason"),
+    [
+        ("silent", "time limit of 1 s reached"),
+        ("drop", "its stream ended before the task did"),
+        ("malformed", "remote agent 'echo': "),
+        ("elsewhere", "its agent card sends tasks to http://127.0.0.2:9/"),
+    ],
+)
+async def test_a_misbehaving_server_gives_an_error_observation(
+    tmp_path: Path, how: Misbehaviour, reason: str
+) -> None:
+    script = fork_script([{"id": "far", "agent": "echo", "task": "anything"}])
+    async with hostile_agent(how) as (url, called):
+        job = load_job(remote_job(tmp_path, url, script, limit=1))
+        result = await asyncio.wait_for(run_job(job, trace=tmp_path / "run.jsonl"), 30)
+    assert result.status == "completed"  # the planner went on; the fork's task failed
+    observation = fork_observation(tmp_path / "run.jsonl")
+    assert "### far [error] agent=echo" in observation
+    assert reason in observation
+    if how == "elsewhere":
+        assert called == []  # nothing was sent to the other host, nor here
+    if how in ("silent", "drop", "malformed"):
+        assert called[0] == "SendStreamingMessage"
+
+
+async def test_cancelling_our_run_cancels_the_remote_task(tmp_path: Path) -> None:
+    agent = EchoAgent(hang=True)
+    script = fork_script([{"id": "far", "agent": "echo", "task": "wait"}])
+    trace = tmp_path / "run.jsonl"
+    async with sdk_agent(agent) as url:
+        job = load_job(remote_job(tmp_path, url, script))
+        running = asyncio.create_task(run_job(job, trace=trace))
+        for _ in range(500):
+            if trace.exists() and events_of(trace, "a2a_task"):
+                break
+            await asyncio.sleep(0.02)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    [tied] = events_of(trace, "a2a_task")
+    assert agent.cancelled == [tied["task_id"]]
+    [cancel] = events_of(trace, "a2a_cancel")
+    assert cancel["ok"] is True
+    assert events_of(trace, "job_end")[0]["status"] == "cancelled"
+
+
+async def test_max_calls_caps_the_tasks_one_run_sends(tmp_path: Path) -> None:
+    agent = EchoAgent()
+    script = fork_script(
+        [
+            {"id": "one", "agent": "echo", "task": "first"},
+            {"id": "two", "agent": "echo", "task": "second", "depends_on": ["one"]},
+        ]
+    )
+    async with sdk_agent(agent) as url:
+        path = remote_job(tmp_path, url, script)
+        path.write_text(path.read_text().replace("time_limit: 10", "time_limit: 10, max_calls: 1"))
+        result = await run_job(load_job(path), trace=tmp_path / "run.jsonl")
+    assert result.status == "completed"
+    assert agent.received == ["first"]
+    observation = fork_observation(tmp_path / "run.jsonl")
+    assert "its cap for one run (max_calls)" in observation
+
+
+def test_a_definition_file_with_a2a_is_a_remote_agent(tmp_path: Path) -> None:
+    (tmp_path / "far.md").write_text(
+        "---\nname: far\ndescription: Lives elsewhere.\na2a: http://127.0.0.1:9/\n"
+        "token_env: FAR_TOKEN\ntime_limit: 30\n---\n"
+    )
+    far = SubagentRegistry(folders=[tmp_path]).get("far")
+    assert far is not None and far.remote is not None
+    assert (far.remote.url, far.remote.token_env, far.remote.time_limit) == (
+        "http://127.0.0.1:9/",
+        "FAR_TOKEN",
+        30.0,
+    )
+
+
+async def test_a_missing_token_is_an_error_before_anything_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ECHO_TOKEN", raising=False)
+    agent = EchoAgent()
+    script = fork_script([{"id": "far", "agent": "echo", "task": "secret work"}])
+    async with sdk_agent(agent) as url:
+        path = remote_job(tmp_path, url, script)
+        path.write_text(
+            path.read_text().replace("time_limit: 10", "time_limit: 10, token_env: ECHO_TOKEN")
+        )
+        await run_job(load_job(path), trace=tmp_path / "run.jsonl")
+    assert agent.received == []
+    assert "ECHO_TOKEN (token_env) is not set" in fork_observation(tmp_path / "run.jsonl")
