@@ -4,6 +4,7 @@ and against servers that misbehave. Real specs, scripted planners, servers on 12
 from __future__ import annotations
 
 import asyncio
+import io
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ from a2a_helpers import call, write_job
 from a2a_servers import EchoAgent, Misbehaviour, hostile_agent, sdk_agent
 
 from orchestrator import read_trace
+from orchestrator.cli.progress import PlainProgress
 from orchestrator.jobs import load_job
 from orchestrator.planner import run_job
 from orchestrator.tasks import SubagentRegistry
+from orchestrator.trace import Trace
 
 SPEC = """\
 name: remote
@@ -60,12 +63,18 @@ async def test_a_remote_sdk_agent_is_forked_like_any_other(tmp_path: Path) -> No
         ],
         **{"goal/near": [{"content": "near done"}]},
     )
+    shown = io.StringIO()
+    trace = tmp_path / "run.jsonl"
     async with sdk_agent(agent) as url:
         job = load_job(remote_job(tmp_path, url, script))
-        result = await run_job(job, trace=tmp_path / "run.jsonl")
-    trace = tmp_path / "run.jsonl"
+        with Trace(trace, listeners=[PlainProgress(shown)]) as written:
+            result = await run_job(job, trace=written)
     assert result.status == "completed"
     assert agent.received == ["repeat after me"]
+    # The live view's plain twin shows the remote task as it streams, then its end.
+    lines = [line.split("] ", 1)[1] for line in shown.getvalue().splitlines()]
+    assert "goal/far: remote task working: thinking" in lines
+    assert any(line.startswith("goal/far: completed") for line in lines)
     observation = fork_observation(trace)
     assert "### far [completed] agent=echo tokens=12" in observation
     assert "[untrusted: the answer of the remote agent at" in observation
