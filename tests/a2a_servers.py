@@ -41,12 +41,15 @@ from starlette.routing import Route
 
 class EchoAgent(AgentExecutor):
     """Echoes the task's text, with an artifact and the usage it reports; with `hang`, waits
-    until cancelled instead. `cancelled` lists the task ids it was asked to cancel."""
+    until `release` is set (or it is cancelled) first. `cancelled` lists the task ids it was
+    asked to cancel."""
 
     def __init__(self, hang: bool = False) -> None:
         self.hang = hang
+        self.release = asyncio.Event()  # set: a hanging task goes on to its end
         self.cancelled: list[str] = []
         self.received: list[str] = []
+        self.finished: list[str] = []
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = context.task_id or "", context.context_id or ""
@@ -64,13 +67,14 @@ class EchoAgent(AgentExecutor):
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work(updater.new_agent_message([Part(text="thinking")]))
         if self.hang:
-            await asyncio.Event().wait()
+            await self.release.wait()
         await updater.add_artifact([Part(text=f"artifact of: {text[:40]}")], name="echo.txt")
         await updater.update_status(
             TaskState.TASK_STATE_COMPLETED,
             updater.new_agent_message([Part(text=f"echo: {text[:60]}")]),
             metadata={"usage": {"input_tokens": 7, "output_tokens": 5}},
         )
+        self.finished.append(task_id)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         self.cancelled.append(context.task_id or "")

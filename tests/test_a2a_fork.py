@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,51 @@ async def test_a_missing_token_is_an_error_before_anything_is_sent(
         await run_job(load_job(path), trace=tmp_path / "run.jsonl")
     assert agent.received == []
     assert "ECHO_TOKEN (token_env) is not set" in fork_observation(tmp_path / "run.jsonl")
+
+
+async def test_resume_looks_up_the_remote_task_before_sending_again(tmp_path: Path) -> None:
+    """A run killed while its remote task ran: on resume the task is fetched by its id, and
+    its result (it ended meanwhile) is kept; nothing is sent twice."""
+    agent = EchoAgent(hang=True)
+    script = fork_script([{"id": "far", "agent": "echo", "task": "long work"}])
+    trace = tmp_path / "run.jsonl"
+    async with sdk_agent(agent) as url:
+        remote_job(tmp_path, url, script)
+        command = [sys.executable, "-m", "orchestrator"]
+        killed = await asyncio.create_subprocess_exec(
+            *command, "run", "remote.yaml", "--trace", str(trace), "-q", cwd=tmp_path,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(1500):
+            if trace.exists() and events_of(trace, "a2a_task"):
+                break
+            await asyncio.sleep(0.02)
+        killed.kill()
+        await killed.wait()
+        [tied] = events_of(trace, "a2a_task")
+        agent.release.set()
+        for _ in range(500):
+            if agent.finished:
+                break
+            await asyncio.sleep(0.02)
+        resumed = await asyncio.create_subprocess_exec(
+            *command, "resume", str(trace), "-q", cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(resumed.communicate(), 60)
+    assert resumed.returncode == 0, err.decode()
+    assert agent.received == ["long work"]
+    assert agent.finished == [tied["task_id"]]
+    again = events_of(trace, "a2a_task")[-1]
+    assert again["task_id"] == tied["task_id"] and again["resumed"] is True
+    assert events_of(trace, "a2a_send") and len(events_of(trace, "a2a_send")) == 1
+    assert "echo: long work" in fork_observation_last(trace)
+
+
+def fork_observation_last(trace: Path) -> str:
+    found = [
+        str(e["message"]["content"]) for e in read_trace(trace)
+        if e["type"] == "message" and e["message"].get("role") == "tool"
+        and str(e["message"].get("content", "")).startswith("Fork finished")
+    ]  # fmt: skip
+    return found[-1]

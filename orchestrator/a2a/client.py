@@ -13,7 +13,7 @@ that fails, a malformed event, a stream that ends before a final state, a task p
 agent's `time_limit`. Cancelling the task (our run cancelled) cancels the remote task too.
 On `resume`, a task whose remote id the trace holds is looked up by that id first: a remote
 task that ended keeps its result, one still running is followed, and only a task the remote
-does not know is sent again.
+does not know (or that our interrupted attempt had cancelled) is sent again.
 """
 
 from __future__ import annotations
@@ -149,6 +149,10 @@ class RemoteTask:
             task = await client.get_task(GetTaskRequest(id=task_id))
         except A2AClientError:
             self.emit("a2a_status", state="unknown", text=f"remote task {task_id} not found")
+            return False
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            # Our earlier attempt cancelled it (interrupted): it never finished, send anew.
+            self.emit("a2a_status", state="canceled", text=f"remote task {task_id} was cancelled")
             return False
         self.task_id = task_id
         self.emit("a2a_task", task_id=task_id, context_id=task.context_id, resumed=True)
