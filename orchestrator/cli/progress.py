@@ -107,6 +107,15 @@ class ProgressState:
         state.note = text if isinstance(text, str) and text else state.note
         return state
 
+    def _on_a2a_end(self, event: Event) -> AgentState:
+        """A remote task's end: the tokens the remote reported, if it did."""
+        state = self.agent(event["agent"])
+        state.tool = None
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+            state.tokens += usage["total_tokens"]
+        return state
+
     def _on_task_end(self, event: Event) -> AgentState | None:
         state = self.agent(event["agent"])
         if event.get("restored"):  # ended in an earlier attempt of a resumed run
