@@ -169,7 +169,7 @@ class SpecAgent(BaseModel):
     description: Text | None = None
     """What it is good at, for the planner; default: the URL."""
     token_env: Name | None = None
-    """The environment variable (or `.env` entry) holding its bearer token."""
+    """The environment variable holding its bearer token."""
     skill: Text | None = None
     """Which of its skills to ask, when it has several (sent as the message's `skill`)."""
     time_limit: Annotated[float, Field(gt=0)] = 600.0
