@@ -250,3 +250,27 @@ def fork_observation_last(trace: Path) -> str:
         and str(e["message"].get("content", "")).startswith("Fork finished")
     ]  # fmt: skip
     return found[-1]
+
+
+async def test_a_job_step_may_be_a_remote_agent(tmp_path: Path) -> None:
+    agent = EchoAgent()
+    spec = """\
+name: stepped
+model: scripted:SCRIPT
+agents:
+  echo: {a2a: "URL"}
+steps:
+  - {id: far, agent: echo, task: "from a step"}
+  - {id: near, depends_on: [far], task: "Summarize: {steps.far.output}"}
+"""
+    async with sdk_agent(agent) as url:
+        path = write_job(tmp_path, spec.replace("URL", url), {"near": [{"content": "ok"}]})
+        result = await run_job(load_job(path), trace=tmp_path / "run.jsonl")
+    assert result.status == "completed"
+    assert agent.received == ["from a step"]
+    assert "echo: from a step" in result.step("far").output
+    near_prompt = next(
+        e["message"]["content"] for e in read_trace(tmp_path / "run.jsonl")
+        if e["type"] == "message" and e["agent"] == "near" and e["message"]["role"] == "user"
+    )  # fmt: skip
+    assert "echo: from a step" in near_prompt
