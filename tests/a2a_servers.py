@@ -123,8 +123,9 @@ async def _serving(app: Any, sock: socket.socket) -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def sdk_agent(agent: EchoAgent) -> AsyncIterator[str]:
-    """Serve `agent` with the SDK's routes and handler; yields its base URL."""
+async def sdk_agent(agent: EchoAgent, token: str | None = None) -> AsyncIterator[str]:
+    """Serve `agent` with the SDK's routes and handler (with `token`, its JSON-RPC route
+    wants `Authorization: Bearer TOKEN`); yields its base URL."""
     sock = _socket()
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     the_card = card(url)
@@ -134,7 +135,20 @@ async def sdk_agent(agent: EchoAgent) -> AsyncIterator[str]:
     app = Starlette(
         routes=[*create_agent_card_routes(the_card), *create_jsonrpc_routes(handler, "/")]
     )
-    async with _serving(app, sock):
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        wanted = f"Bearer {token}".encode()
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and headers.get(b"authorization") != wanted
+        ):
+            await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    async with _serving(guarded if token is not None else app, sock):
         yield url
 
 

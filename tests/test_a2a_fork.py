@@ -274,3 +274,19 @@ steps:
         if e["type"] == "message" and e["agent"] == "near" and e["message"]["role"] == "user"
     )  # fmt: skip
     assert "echo: from a step" in near_prompt
+
+
+async def test_the_bearer_token_is_sent_and_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ECHO_TOKEN", "tok-7f3a9c1e5b")
+    agent = EchoAgent()
+    script = fork_script([{"id": "far", "agent": "echo", "task": "guarded work"}])
+    async with sdk_agent(agent, token="tok-7f3a9c1e5b") as url:
+        path = remote_job(tmp_path, url, script)
+        spec = path.read_text().replace("time_limit: 10", "time_limit: 10, token_env: ECHO_TOKEN")
+        path.write_text(spec)
+        result = await run_job(load_job(path), trace=tmp_path / "run.jsonl")
+    assert result.status == "completed"
+    assert agent.received == ["guarded work"]
+    assert "tok-7f3a9c1e5b" not in (tmp_path / "run.jsonl").read_text()
