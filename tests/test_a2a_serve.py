@@ -338,3 +338,38 @@ steps:
     job = load_served(write_job(tmp_path, spec, {"s": [{"content": "ok"}]}, "two"))
     with pytest.raises(ServeError, match="exactly one required input"):
         message_input(job)
+
+
+async def test_a_link_the_run_made_to_a_file_elsewhere_is_not_sent(tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("the secret outside the workspace\n")
+    spec = """\
+name: linker
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: true}
+goal: Overwritten.
+"""
+    script = {
+        "goal": [
+            call("load_skill", name="shell"),
+            call("shell__run", command=f"ln -s {secret} leak.txt && echo fine > ok.txt"),
+            {"content": "linked"},
+        ]
+    }
+    (tmp_path / "work").mkdir()
+    job = load_served(write_job(tmp_path, spec, script, "linker"))
+    async with served([job], tmp_path / "runs") as url:
+        client = await client_for(url)
+        responses = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Link it"))))  # fmt: skip
+        await client.close()
+    assert states(responses)[-1] == "TASK_STATE_COMPLETED"
+    artifacts = {
+        r.artifact_update.artifact.name: r.artifact_update.artifact.parts[0].text
+        for r in responses
+        if r.HasField("artifact_update")
+    }
+    assert artifacts.get("ok.txt") == "fine\n"
+    assert all("the secret" not in text for text in artifacts.values())
+    assert artifacts["leak.txt"] == "cannot be read: a link; not sent"  # named, not followed

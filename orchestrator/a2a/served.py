@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import mimetypes
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,8 +305,9 @@ class JobAgent(AgentExecutor):
         result = update.result
         data: dict[str, Any] = {"trace": str(run.trace.path), "run": run.trace.run_id}
         if result is not None:
+            root = run.orchestrator.permissions.workspace_root()
             for path in result.files:
-                await _send_file(updater, Path(path))
+                await _send_file(updater, Path(path), root)
             usage = result.usage
             data["usage"] = {
                 "input_tokens": usage.input_tokens,
@@ -354,11 +358,12 @@ def _agent_message(
     return updater.new_agent_message(parts)
 
 
-async def _send_file(updater: TaskUpdater, path: Path) -> None:
+async def _send_file(updater: TaskUpdater, path: Path, root: Path) -> None:
     """One file the run wrote, as an artifact named by its file name (its bytes when it is
-    small enough, else only its name and size)."""
+    small enough, else only its name and size). Only a regular file inside the workspace is
+    read: a link the model made to a file elsewhere is named, never followed."""
     try:
-        size, data = await asyncio.to_thread(_read_small, path)
+        size, data = await asyncio.to_thread(_read_small, path, root)
     except OSError as exc:
         await updater.add_artifact([Part(text=f"cannot be read: {exc.strerror}")], name=path.name)
         return
@@ -374,7 +379,20 @@ async def _send_file(updater: TaskUpdater, path: Path) -> None:
     await updater.add_artifact([part], name=path.name)
 
 
-def _read_small(path: Path) -> tuple[int, bytes | None]:
-    """A file's size, and its bytes when it is within the artifact limit."""
-    size = path.stat().st_size
-    return size, path.read_bytes() if size <= MAX_ARTIFACT_BYTES else None
+def _read_small(path: Path, root: Path) -> tuple[int, bytes | None]:
+    """A file's size, and its bytes when it is within the artifact limit; OSError for a
+    link, a file that is not regular, or one outside `root`."""
+    if not path.parent.resolve().is_relative_to(root):
+        raise OSError(errno.EACCES, "outside the workspace; not sent")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.EACCES, "a link; not sent") from None
+        raise
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EACCES, "not a regular file; not sent")
+        size = info.st_size
+        return size, file.read(MAX_ARTIFACT_BYTES + 1) if size <= MAX_ARTIFACT_BYTES else None
