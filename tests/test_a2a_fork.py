@@ -18,7 +18,7 @@ from a2a_servers import EchoAgent, Misbehaviour, hostile_agent, sdk_agent
 
 from orchestrator import read_trace
 from orchestrator.cli.progress import PlainProgress
-from orchestrator.jobs import load_job
+from orchestrator.jobs import SpecError, load_job
 from orchestrator.planner import run_job
 from orchestrator.tasks import SubagentRegistry
 from orchestrator.trace import Trace
@@ -290,3 +290,19 @@ async def test_the_bearer_token_is_sent_and_never_written(
     assert result.status == "completed"
     assert agent.received == ["guarded work"]
     assert "tok-7f3a9c1e5b" not in (tmp_path / "run.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("agents", "message"),
+    [
+        ("{general: {a2a: 'http://127.0.0.1:9/'}}", "the name of a built-in agent"),
+        ("{Far: {a2a: 'http://127.0.0.1:9/'}}", "lowercase letters"),
+        ("{far: {a2a: 'ftp://127.0.0.1/'}}", "agents.far.a2a"),
+        ("{far: {a2a: 'http://127.0.0.1:9/', colour: red}}", "agents.far.colour"),
+    ],
+)
+def test_the_spec_checks_its_remote_agents(tmp_path: Path, agents: str, message: str) -> None:
+    spec = f"name: bad\nmodel: scripted:SCRIPT\nagents: {agents}\ngoal: Go.\n"
+    path = write_job(tmp_path, spec, {"goal": [{"content": "ok"}]})
+    with pytest.raises(SpecError, match=message):
+        load_job(path)

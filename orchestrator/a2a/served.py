@@ -101,8 +101,13 @@ class ServedRun:
         self._answer: asyncio.Future[bool] | None = None
         self._approving = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
-        self.trace = Trace(trace_path, listeners=[self._listen], run_id=new_run_id())
         self.orchestrator = Orchestrator.from_job(job, user_skills=user_skills, approve=self.ask)
+        self.trace = Trace(
+            trace_path,
+            listeners=[self._listen],
+            run_id=new_run_id(),
+            secrets=self.orchestrator.secrets(),  # the environment's and the .env files'
+        )
         self.job = job
         self.task: asyncio.Task[None] | None = None
 

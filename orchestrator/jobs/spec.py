@@ -409,6 +409,11 @@ def check_job(
         for name in job.agents
         if not AGENT_NAME.match(name)
     ]
+    problems += [
+        Problem(f"agents.{name}", f"{name!r} is the name of a built-in agent; choose another")
+        for name in job.agents
+        if name in (GENERAL, "planner")
+    ]
     if known_agents is not None:
         problems += _agents(job.steps, {*known_agents, GENERAL, *job.agents})
     graph, graph_problems = _graph(job.steps)
