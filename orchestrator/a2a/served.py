@@ -254,9 +254,13 @@ class JobAgent(AgentExecutor):
             await updater.start_work(_agent_message(updater, f"call {verdict}"))
             await self._relay(run, updater)
             return
+        if run is not None:  # a message on a task whose run goes on: noted, the run unchanged
+            note = "this task's run is going on; it takes a message only when it asks for one"
+            await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(updater, note))
+            return
         if context.current_task is None and context.message is not None:
             await event_queue.enqueue_event(_new_task(task_id, context_id, context.message))
-        refusal = self._refusal(context, run)
+        refusal = self._refusal(context)
         if refusal is not None:
             await updater.reject(_agent_message(updater, refusal))
             return
@@ -275,9 +279,7 @@ class JobAgent(AgentExecutor):
         await updater.start_work(_agent_message(updater, f"job {job.name} started"))
         await self._relay(run, updater)
 
-    def _refusal(self, context: RequestContext, run: ServedRun | None) -> str | None:
-        if run is not None:
-            return "this task already ran; send a new message without its task id"
+    def _refusal(self, context: RequestContext) -> str | None:
         if context.message is None or not get_message_text(context.message).strip():
             return "the message has no text"
         if self._job_name(context) not in self.jobs:
@@ -304,6 +306,7 @@ class JobAgent(AgentExecutor):
                 await updater.requires_input(_agent_message(updater, update.text, update.data))
                 return
             await self._finish(run, updater, update)
+            self.runs.pop(run.task_id, None)  # ended: the SDK's task store keeps the task
             return
 
     async def _finish(self, run: ServedRun, updater: TaskUpdater, update: Update) -> None:
@@ -334,7 +337,7 @@ class JobAgent(AgentExecutor):
 
     async def stop(self, task_id: str) -> None:
         """Stop the run of a task (cancelled while it waited for input: no relay runs)."""
-        run = self.runs.get(task_id)
+        run = self.runs.pop(task_id, None)
         if run is not None:
             await run.stop()
 
