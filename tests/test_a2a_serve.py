@@ -373,3 +373,38 @@ goal: Overwritten.
     assert artifacts.get("ok.txt") == "fine\n"
     assert all("the secret" not in text for text in artifacts.values())
     assert artifacts["leak.txt"] == "cannot be read: a link; not sent"  # named, not followed
+
+
+async def test_a_fork_to_a_served_job_that_asks_for_input_ends_in_error(tmp_path: Path) -> None:
+    """Our client against our server: the remote task waits for an approval a fork cannot
+    give, so the fork's task ends `error` and the remote task is cancelled, its run too."""
+    from orchestrator.jobs import load_job
+    from orchestrator.planner import run_job
+
+    job = load_served(write_job(tmp_path / "server", ASK, ASK_SCRIPT, "asker"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        spec = f"name: caller\nmodel: scripted:SCRIPT\nagents:\n  asker: {{a2a: '{url}'}}\n"
+        spec += "goal: Ask.\n"
+        fork = call("fork", tasks=[{"id": "far", "agent": "asker", "task": "Make the file"}])
+        caller = write_job(tmp_path / "client", spec, {"goal": [fork, {"content": "ok"}]})
+        result = await run_job(load_job(caller), trace=tmp_path / "caller.jsonl")
+    assert result.status == "completed"
+    events = list(read_trace(tmp_path / "caller.jsonl"))
+    [far] = [e for e in events if e["type"] == "task_end" and e["agent"] == "goal/far"]
+    assert far["status"] == "error"
+    assert "asked for input or authentication" in far["reason"]
+    assert [e["ok"] for e in events if e["type"] == "a2a_cancel"] == [True]
+    [served_events] = traces(runs)
+    assert served_events[-1]["type"] == "job_end"
+    assert served_events[-1]["status"] == "cancelled"
+    assert not (tmp_path / "server" / "work" / "approved.txt").exists()
+
+
+def test_two_jobs_of_one_name_are_refused(tmp_path: Path) -> None:
+    from orchestrator.a2a.served import JobAgent, ServeError
+
+    one = load_served(write_job(tmp_path / "a", WRITER, WRITER_SCRIPT, "writer"))
+    two = load_served(write_job(tmp_path / "b", WRITER, WRITER_SCRIPT, "writer"))
+    with pytest.raises(ServeError, match="two jobs are named writer"):
+        JobAgent([one, two])

@@ -232,6 +232,10 @@ class JobAgent(AgentExecutor):
     ) -> None:
         for job in jobs:
             message_input(job)  # refused now rather than on the first message
+        names = [job.name for job in jobs]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ServeError(f"two jobs are named {', '.join(twice)}: each job is a skill, by name")
         self.jobs = {job.name: job for job in jobs}
         self.default = jobs[0].name
         self.max_tasks = max_tasks
