@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast, overload
 
-from .agent import AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
+from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
 from .jobs import (
     Job,
     JobResult,
@@ -87,7 +87,7 @@ class Orchestrator:
         max_tokens: int | None = None,
         max_cost: float | None = None,
         prices: Mapping[str, Price] | None = None,
-        max_steps: int = 30,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_parallel: int = 4,
         max_depth: int = 2,
         output_cap_tokens: int = 1_000,
@@ -402,11 +402,14 @@ class Orchestrator:
         model_options: Mapping[str, Any] | None = None,
         force: bool = False,
         user_skills: bool = False,
+        retry_failed: bool = False,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
     ) -> JobResult:
         """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
+        `retry_failed`: run again the steps and forked tasks that ended failed, and what
+        depends on them, a finished run's included.
 
         Steps and forked tasks that had ended keep their results; those that were running
         restart from their last complete turn; the budget goes on from what was spent. A run
@@ -417,7 +420,12 @@ class Orchestrator:
         `stream` are those of `from_job`, `Orchestrator` and `run_job`.
         """
         resumption = prepare_resume(
-            trace, model=model, model_options=model_options, force=force, user_skills=user_skills
+            trace,
+            model=model,
+            model_options=model_options,
+            force=force,
+            user_skills=user_skills,
+            retry_failed=retry_failed,
         )
         if resumption.finished is not None:
             return resumption.finished
@@ -439,6 +447,7 @@ class Orchestrator:
         model_options: Mapping[str, Any] | None = None,
         force: bool = False,
         user_skills: bool = False,
+        retry_failed: bool = False,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
@@ -451,6 +460,7 @@ class Orchestrator:
                 model_options=model_options,
                 force=force,
                 user_skills=user_skills,
+                retry_failed=retry_failed,
                 listeners=listeners,
                 approve=approve,
                 stream=stream,

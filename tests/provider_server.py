@@ -45,7 +45,7 @@ class Fault:
     """What goes wrong with one request.
 
     `status`: answer with `status`, `headers` and `payload`, or an error body in the
-    provider's format.
+    provider's format (after `delay` seconds).
     `json`: answer 200 with `payload` as a JSON body, whatever was asked for.
     `slow`: wait `delay` seconds before answering. `drop`: close the connection after `after`
     events. `cut`: end the stream cleanly after `after` events, without its final event.
@@ -100,6 +100,7 @@ class ProviderServer:
         self.api_key = api_key
         self.latency = latency
         self.faults: list[Fault] = []
+        self.agent_faults: dict[str, list[Fault]] = {}
         self.requests: list[Recorded] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -124,9 +125,13 @@ class ProviderServer:
         settings = {"api_key": api_key, "backoff_base": 0.01, "backoff_cap": 0.05, **options}
         return resolve_model(f"{provider}:test-model", base_url=base_url, **settings)
 
-    def fail(self, *faults: Fault) -> None:
-        """Make the next requests fail, one fault per request, in order."""
-        self.faults.extend(faults)
+    def fail(self, *faults: Fault, agent: str | None = None) -> None:
+        """Make the next requests fail, one fault per request, in order; with `agent`, the
+        next requests that `route` gives to that agent."""
+        if agent is None:
+            self.faults.extend(faults)
+        else:
+            self.agent_faults.setdefault(agent, []).extend(faults)
 
     def bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests]
@@ -146,6 +151,8 @@ class ProviderServer:
             self.requests.append(Recorded(path, dict(headers), body, time.monotonic()))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.route is not None and (mine := self.agent_faults.get(self.route(body))):
+                return self.requests[-1], mine.pop(0)
             return self.requests[-1], (self.faults.pop(0) if self.faults else None)
 
     def _end(self, recorded: Recorded) -> None:
@@ -224,6 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(401, error_body(wire, 401, message))
             return
         if fault is not None and fault.kind == "status":
+            time.sleep(fault.delay)
             payload = fault.payload or error_body(wire, fault.status, fault.message)
             self._json(fault.status, payload, fault.headers)
             return

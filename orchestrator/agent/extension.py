@@ -9,7 +9,9 @@ live in the layers above the loop, which sees only this protocol. An extension m
   per-run state when a run resumes from its trace (agent/restart.py);
 - a `run_scope()` method returning an async context manager, which the run enters before its
   first step and leaves after its last, errors and cancellation included: what the extension
-  holds for the run (the skills' MCP servers) lives that long.
+  holds for the run (the skills' MCP servers) lives that long;
+- a `start_record()` method returning fields for the run's `run_start` event (the skills an
+  agent starts with loaded).
 """
 
 from __future__ import annotations
@@ -70,6 +72,16 @@ def assemble(
 def guards_of(extensions: Sequence[Extension]) -> list[Guard]:
     """The `guard` methods of the extensions that have one, in order."""
     return [guard for e in extensions if callable(guard := getattr(e, "guard", None))]
+
+
+def start_records(extensions: Iterable[object]) -> dict[str, object]:
+    """The fields the extensions add to a run's `run_start` event."""
+    fields: dict[str, object] = {}
+    for extension in extensions:
+        record = getattr(extension, "start_record", None)
+        if callable(record):
+            fields.update(record())
+    return fields
 
 
 def scopes_of(

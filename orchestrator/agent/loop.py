@@ -33,7 +33,7 @@ from ..models.resolve import resolve_model
 from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
-from .extension import Extension, assemble, guards_of, scopes_of
+from .extension import Extension, assemble, guards_of, scopes_of, start_records
 from .model_call import call_model
 from .restart import CutTurn, restart_from
 from .run_results import RunResult, Status, refusals
@@ -41,6 +41,9 @@ from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
+DEFAULT_MAX_STEPS = 20
+"""The most model calls an agent makes unless told otherwise: the same for `Agent`,
+`Orchestrator`, a job's budget and a forked task."""
 MIN_WRAP_UP_OUTPUT = 64
 WRAP_UP_NOTE = (
     "[orchestrator] The token budget is nearly spent. Give your best final answer now from "
@@ -143,7 +146,7 @@ class AgentLoop:
         *,
         system: str | None = None,
         name: str = "agent",
-        max_steps: int = 20,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_tokens: int | None = None,
         budget: TokenBudget | None = None,
         trace: Trace | str | Path | None = None,
@@ -388,6 +391,7 @@ class AgentLoop:
                 max_tokens=self.max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
+                **start_records(self.extensions),
                 **(restart.started() if restart is not None else {}),
             )
         if not state.transcript:  # a new run (or one cut off before it had begun)
@@ -433,6 +437,7 @@ class AgentLoop:
                 **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
                 error=error,
                 **({"refused": state.result.refused} if state.result.refused else {}),
+                **({"empty_answer": True} if state.result.empty_answer else {}),
             )
 
     def __repr__(self) -> str:

@@ -80,14 +80,19 @@ def _chosen(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_chosen(argv))
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return 2
-    return _dispatch(handler, args)
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(_chosen(argv))
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return _dispatch(handler, args)
+    except KeyboardInterrupt:
+        # Ctrl-C before a run began (a run that began says where its trace is itself).
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:

@@ -110,12 +110,29 @@ def load_spec(
     try:
         job = Job.model_validate(data, context=context)
     except ValidationError as error:
-        raise SpecError(path, problems + problems_from(error, Job)) from None
+        problems += problems_from(error, Job)
     except SpecError as error:
-        raise SpecError(path, problems + error.problems) from None
-    if problems:
-        raise SpecError(path, problems)
-    return job
+        problems += error.problems
+    else:
+        if not problems:
+            return job
+    raise SpecError(path, _blame_flags(problems, model, model_options or {}))
+
+
+def _blame_flags(
+    problems: list[Problem], model: str | None, options: Mapping[str, Any]
+) -> list[Problem]:
+    """Problems with the job's model that the command line's --model or --model-option
+    caused, named by the flag rather than by the spec's `model:` field."""
+    blamed = []
+    for problem in problems:
+        field, _, option = problem.path.partition(".")
+        if field == "model" and option in options:
+            problem = Problem(f"--model-option {option}", problem.message)
+        elif field == "model" and not option and model is not None:
+            problem = Problem(f"--model {model}", problem.message)
+        blamed.append(problem)
+    return blamed
 
 
 def parse_model_options(options: Sequence[str]) -> dict[str, Any]:

@@ -187,6 +187,7 @@ class JobRunner:
             max_parallel=self.job.budget.max_parallel,
             trace=self.trace,
             on_result=self._step_ended,
+            output_users=self.job.output_users(),
         )
         try:
             # One MCP server pool for every step of the job; `${VAR}` from the job's environment.

@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..agent import DEFAULT_MAX_STEPS
 from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
@@ -188,7 +189,7 @@ class Budget(BaseModel):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None
     """US dollars for every model call of the job together, priced with `prices`; every model
     the job uses must then have a price. None: no cap."""
-    max_steps: Positive = 20
+    max_steps: Positive = DEFAULT_MAX_STEPS
     """The most model calls any one agent of the job may make; a sub-agent definition's
     own `max_steps` may lower it, never raise it."""
     max_parallel: Positive = 4
@@ -368,6 +369,15 @@ class Job(BaseModel):
     def output_step(self) -> str:
         """Id of the step whose output is the job's output."""
         return self.output or self.plan[-1].id
+
+    def output_users(self) -> dict[str, list[str]]:
+        """For each step, the later steps whose task uses its output (`{steps.ID.output}`)."""
+        users: dict[str, list[str]] = {}
+        for step in self.plan:
+            for ref in Template.parse(step.task).references:
+                if ref.kind == "steps" and step.id not in users.setdefault(ref.name, []):
+                    users[ref.name].append(step.id)
+        return users
 
     def step(self, step_id: str) -> Step:
         for step in self.plan:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from ..errors import ScriptExhausted
 from .base import (
     ChatModel,
     ForcedTool,
@@ -99,6 +100,7 @@ __all__ = [
     "ReplayModel",
     "ResolvedModels",
     "RetryPolicy",
+    "ScriptExhausted",
     "ScriptedModel",
     "TextSink",
     "TextTap",

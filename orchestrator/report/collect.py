@@ -168,6 +168,18 @@ def _model_call(c: Collector, event: Event) -> None:
     agent.bars.append(Bar("model", label, start, end, tokens=used_in + used_out))
 
 
+def _model_error(c: Collector, event: Event) -> None:
+    """A model call that failed or was cancelled: a bar as long as it waited, marked."""
+    agent = c.run(event)
+    if agent is None:
+        return
+    end = event["ts"]
+    start = end - float(_number(event.get("duration_ms")) or 0) / 1000
+    what = "cancelled" if event.get("cancelled") else "failed"
+    label = f"model call {agent.steps + 1} ({what})"
+    agent.bars.append(Bar("model", label, start, end, error=str(event.get("error") or what)))
+
+
 def _tool_start(c: Collector, event: Event) -> None:
     agent = c.run(event)
     if agent is not None:
@@ -226,6 +238,7 @@ HANDLERS: dict[str, Handler] = {
     "run_start": _run_start,
     "run_end": _run_end,
     "model_call": _model_call,
+    "model_error": _model_error,
     "tool_start": _tool_start,
     "tool_end": _tool_end,
     "message": _message,

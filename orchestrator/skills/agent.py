@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..agent import AgentLoop, Approver, Extension, ModelLike, TokenBudget, Tool
+from ..agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, Extension, ModelLike, TokenBudget, Tool
 from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
@@ -52,7 +52,7 @@ class Agent(AgentLoop):
         skills: SkillsLike | None = None,
         system: str | None = None,
         name: str = "agent",
-        max_steps: int = 20,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_tokens: int | None = None,
         budget: TokenBudget | None = None,
         trace: Trace | str | Path | None = None,

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..agent import Approver, TaskResult, Tool, ToolContext
+from ..agent import DEFAULT_MAX_STEPS, Approver, TaskResult, Tool, ToolContext
 from ..errors import ConfigError, ToolError
 from ..messages import Message
 from ..models import ChatModel, ModelSettings, output_cap, resolve_model
@@ -76,7 +76,7 @@ class ForkSettings:
     max_depth: int = 2
     output_cap_tokens: int = 1_000
     dependency_cap_tokens: int = 2_000
-    default_max_steps: int = 20
+    default_max_steps: int = DEFAULT_MAX_STEPS
     max_output_tokens: int = 4_096
 
 

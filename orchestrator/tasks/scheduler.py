@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -59,8 +59,11 @@ class GraphRun:
         max_parallel: int = 4,
         trace: Trace | None = None,
         on_result: Callable[[TaskResult], None] | None = None,
+        output_users: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.specs = list(specs)
+        # Which tasks use each task's answer: by default, those that depend on it.
+        self.output_users = output_users if output_users is not None else _dependents(specs)
         self.executor = executor
         self.parent = parent
         self.depth = depth
@@ -124,7 +127,7 @@ class GraphRun:
                 return self._skipped(spec, refusal)
             where = placement(self.executor, request)
             self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on, **where)
-            result = await self.executor.run_task(request)
+            result = self._unless_empty(await self.executor.run_task(request))
         except asyncio.CancelledError:
             result = self._failed(request, "cancelled", "the run was cancelled")
         except Exception as exc:
@@ -147,6 +150,15 @@ class GraphRun:
         if self.on_result is not None:
             self.on_result(result)
         return result
+
+    def _unless_empty(self, result: TaskResult) -> TaskResult:
+        """A task that completed with an empty answer fails when a later task uses it."""
+        users = self.output_users.get(result.id, ())
+        if not (result.empty_answer and users):
+            return result
+        names = ", ".join(repr(user) for user in users)
+        reason = f"its answer was empty, and {names} {'uses' if len(users) == 1 else 'use'} it"
+        return result.model_copy(update={"status": "error", "reason": reason})
 
     def _path(self, spec: TaskSpec) -> str:
         return f"{self.parent}/{spec.id}" if self.parent else spec.id
@@ -181,6 +193,14 @@ class GraphRun:
     def _emit(self, type: str, agent: str, **fields: object) -> None:
         if self.trace is not None:
             self.trace.emit(type, agent, **fields)
+
+
+def _dependents(specs: Sequence[TaskSpec]) -> dict[str, list[str]]:
+    users: dict[str, list[str]] = {}
+    for spec in specs:
+        for dependency in spec.depends_on:
+            users.setdefault(dependency, []).append(spec.id)
+    return users
 
 
 # --- Slots: how many agents of the tree work at once ---------------------------------------

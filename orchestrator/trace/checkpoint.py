@@ -19,6 +19,8 @@ from .reader import TraceReader
 
 ENDED_TASK = ("completed", "error", "max_steps", "budget_exhausted", "loop_detected")
 """Task statuses that stand on resume: the task ran to an end and is not run again."""
+RETRIED_TASK = ("error",)
+"""Task statuses that `resume --retry-failed` runs again."""
 
 
 @dataclass
@@ -102,6 +104,11 @@ class Checkpoint:
     """Lines of the file that were not events."""
     size: int | None = None
     """The file's size when it was read: a resume refuses a file that has grown since."""
+    reopened: list[str] = field(default_factory=list)
+    """Failed tasks made to run again (`retry` events, `resume --retry-failed`)."""
+    retrying: list[str] = field(default_factory=list)
+    """The failed tasks the coming attempt runs again: its trace records them first (a
+    `retry` event), so that the checkpoint of a later resume is this one."""
     _claimed: set[str] = field(default_factory=set)
 
     @property
@@ -142,6 +149,90 @@ class Checkpoint:
 
     def forks_of(self, caller: str) -> list[ForkRecord]:
         return [f for f in self.forks if f.caller == caller]
+
+    def failed_tasks(self) -> list[str]:
+        """The paths of the tasks (steps and forked tasks, at any depth) that ended failed."""
+        return [path for path, task in self.tasks.items() if task.status in RETRIED_TASK]
+
+    def reopen(self, paths: Iterable[str]) -> None:
+        """Make the failed tasks at `paths` run again, and only what depends on them.
+
+        A failed task's agent goes on from its last complete turn. Its siblings that used its
+        result run again from the start. The agent that forked it goes on from that fork
+        call, which is made again (its other tasks keep their results), and so on up to the
+        job's step; job steps that used a reopened step's output run again from the start.
+        Everything else keeps its result, and every call's spend stays counted.
+        """
+        for path in dict.fromkeys(paths):
+            if path in self.tasks:
+                self.reopened.append(path)
+                self._reopen(path, resume_agent=True)
+                self.job_end = None
+
+    def _reopen(self, path: str, *, resume_agent: bool) -> None:
+        task = self.tasks[path]
+        task.status = task.reason = task.ended_at = None
+        record = self.agents.get(path)
+        if resume_agent and record is not None:
+            record.status = None  # it goes on from its last complete turn
+        for other in list(self.tasks.values()):
+            if other.caller == task.caller and task.id in other.depends_on:
+                self._forget(other.path)
+        if task.caller != "job":
+            self._reopen_fork_call(task)
+
+    def _reopen_fork_call(self, task: TaskRecord) -> None:
+        """The agent that forked `task` loses the fork call's result and every later turn."""
+        caller = self.agents.get(task.caller)
+        fork = next((f for f in self.forks if task.path in f.paths), None)
+        if caller is None or fork is None or fork.call_id is None:
+            return
+        messages = caller.messages
+        at = next(
+            (i for i, m in enumerate(messages) if m.tool_call_id == fork.call_id),
+            len(messages),
+        )
+        later = next(
+            (i for i in range(at, len(messages)) if messages[i].role == "assistant"),
+            len(messages),
+        )
+        dropped = [m for m in messages[later:] if m.role == "assistant"]
+        del messages[later:]
+        if at < len(messages):
+            del messages[at]
+        caller.ended_calls.discard(fork.call_id)
+        caller.status = None
+        later_calls = {call.id for m in dropped for call in m.tool_calls}
+        for other in [f for f in self.forks if f.caller == task.caller]:
+            if other.call_id in later_calls:
+                for path in other.paths:
+                    self._forget(path)
+                    self.tasks.pop(path, None)
+                self.forks.remove(other)
+        if task.caller in self.tasks:
+            self._reopen(task.caller, resume_agent=True)
+
+    def _forget(self, path: str) -> None:
+        """The task at `path` runs again from the start, with all it forked, and so does
+        every task that used its result."""
+        task = self.tasks.get(path)
+        if task is None or (task.status is None and not self.agents.get(path)):
+            return
+        task.status = task.reason = task.ended_at = None
+        prefix = f"{path}/"
+        for agent_path, record in list(self.agents.items()):
+            if agent_path == path or agent_path.startswith(prefix):
+                self.agents[agent_path] = AgentRecord(
+                    agent_path, calls=record.calls, usage=record.usage, cost=record.cost
+                )
+        for task_path in [p for p in self.tasks if p.startswith(prefix)]:
+            del self.tasks[task_path]
+        self.forks = [
+            f for f in self.forks if not (f.caller == path or f.caller.startswith(prefix))
+        ]
+        for other in list(self.tasks.values()):
+            if other.caller == task.caller and task.id in other.depends_on:
+                self._forget(other.path)
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
@@ -253,6 +344,10 @@ def _tool_end(c: Checkpoint, event: Event) -> None:
         record.open_call = None
 
 
+def _retry(c: Checkpoint, event: Event) -> None:
+    c.reopen(str(path) for path in event.get("paths") or [])
+
+
 def _skill_loaded(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     if event.get("skill") not in record.skills:
@@ -287,4 +382,5 @@ _HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
     "tool_start": _tool_start,
     "tool_end": _tool_end,
     "skill_loaded": _skill_loaded,
+    "retry": _retry,
 }

@@ -50,6 +50,8 @@ class AgentSummary:
     started: float | None = None
     ended: float | None = None
     skills: list[str] = field(default_factory=list)
+    preloaded: list[str] = field(default_factory=list)
+    """The skills the agent started with loaded (its task or definition named them)."""
     restored: bool = False
 
     @property
@@ -111,6 +113,7 @@ class RunSummary:
                 "seconds": a.seconds,
                 "depends_on": a.depends_on,
                 "skills": a.skills,
+                "preloaded": a.preloaded,
                 "reason": a.reason,
             }
             for a in self.tree()
@@ -183,6 +186,9 @@ def _run_start(summary: RunSummary, event: Event) -> None:
     agent.status = "running"
     if not event.get("resumed") or agent.started is None:
         agent.started = event["ts"]
+    preloaded = event.get("preloaded")
+    if isinstance(preloaded, list):
+        agent.preloaded = [str(name) for name in preloaded]
 
 
 def _model_call(summary: RunSummary, event: Event) -> None:
@@ -291,6 +297,8 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
         line += f"  {agent.seconds:.2f}s"
     if agent.depends_on:
         line += f"  after {', '.join(agent.depends_on)}"
+    if agent.preloaded:
+        line += f"  preloaded: {', '.join(agent.preloaded)}"
     if agent.skills:
         line += f"  skills: {', '.join(agent.skills)}"
     if agent.restored:
