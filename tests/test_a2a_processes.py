@@ -150,3 +150,18 @@ def test_one_process_forks_a_sub_agent_the_other_serves(tmp_path: Path) -> None:
         if e["type"] == "message" and e["message"]["role"] == "tool"
     )  # fmt: skip
     assert "helped with it" in observation and "[completed]" in observation
+
+
+def test_the_overhead_benchmark_runs() -> None:
+    """bench/a2a_overhead.py at a tiny size, so that it cannot rot (its figures are in the
+    docs, never asserted here)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import a2a_overhead
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    found = a2a_overhead.measure(2)
+    assert found["repeats"] == 2
+    assert len(found["local_ms"]) == len(found["remote_ms"]) == 2
+    difference = found["remote_fork_ms_median"] - found["local_fork_ms_median"]
+    assert abs(found["remote_overhead_ms_median"] - difference) <= 0.011  # two roundings
