@@ -22,6 +22,7 @@ from orchestrator.jobs import SpecError, load_job
 from orchestrator.planner import run_job
 from orchestrator.tasks import SubagentRegistry
 from orchestrator.trace import Trace
+from orchestrator.trace.summary import summarize
 
 SPEC = """\
 name: remote
@@ -97,6 +98,8 @@ async def test_a_remote_sdk_agent_is_forked_like_any_other(tmp_path: Path) -> No
     here = sum(e["usage"]["total_tokens"] for e in events_of(trace, "model_call"))
     assert result.usage.total_tokens == here + 12
     assert events_of(trace, "a2a_end")[0]["usage"]["total_tokens"] == 12
+    shown = summarize(read_trace(trace))
+    assert shown.agents["goal/far"].tokens == 12
 
 
 async def test_the_card_url_works_as_well_as_the_base_url(tmp_path: Path) -> None:
