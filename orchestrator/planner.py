@@ -175,7 +175,10 @@ class Orchestrator:
             "aliases": ModelAliases.standard(job.models),
             "environ": job.environment(),
             "skills": folders.skills,
-            "subagents": folders.subagents,
+            # The spec's remote agents first, then the folders' definitions.
+            "subagents": SubagentRegistry(
+                job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
+            ),
             "max_tokens": job.budget.max_tokens,
             "max_cost": job.budget.max_cost_usd,
             "prices": job.price_overrides(),
@@ -486,6 +489,7 @@ class Orchestrator:
             remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
             user_skills=self.user_skills,
             workspace=workspace,
+            subagents=self.subagents,
         )
 
     def step_context(self, budget: TokenBudget, trace: Trace | None) -> ToolContext:

@@ -97,6 +97,25 @@ class ProgressState:
         state.note = event.get("error")
         return state
 
+    def _on_a2a_status(self, event: Event) -> AgentState:
+        """A remote (A2A) agent's task: its state as it streams (it has no run here)."""
+        state = self.agent(event["agent"])
+        if state.status == "waiting":
+            state.status, state.started = "running", event["ts"]
+        state.tool = f"remote task {event.get('state')}"
+        text = event.get("text")
+        state.note = text if isinstance(text, str) and text else state.note
+        return state
+
+    def _on_a2a_end(self, event: Event) -> AgentState:
+        """A remote task's end: the tokens the remote reported, if it did."""
+        state = self.agent(event["agent"])
+        state.tool = None
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+            state.tokens += usage["total_tokens"]
+        return state
+
     def _on_task_end(self, event: Event) -> AgentState | None:
         state = self.agent(event["agent"])
         if event.get("restored"):  # ended in an earlier attempt of a resumed run
@@ -126,11 +145,14 @@ class PlainProgress:
 
     def __call__(self, event: Event) -> None:
         changed = self.state.update(event)
-        if changed is None or event["type"] not in ("run_start", "run_end", "task_end"):
+        shown = ("run_start", "run_end", "task_end", "a2a_status")
+        if changed is None or event["type"] not in shown:
             return
         row = row_of(changed, event["ts"])
         line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"
-        if event["type"] == "run_start":
+        if event["type"] == "a2a_status":
+            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {changed.tool}"
+        elif event["type"] == "run_start":
             line += f" ({row.definition})" if row.definition else ""
         else:
             took = f", {row.seconds:.1f}s" if row.seconds is not None else ""

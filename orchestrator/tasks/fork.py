@@ -43,6 +43,7 @@ from ..trace import AgentRecord
 from ..trace.summary import plural
 from .executor import LocalExecutor, RemoteForks
 from .graph import GraphError, suggest
+from .remote import with_remote_agents
 from .restore import restore_forks
 from .scheduler import GraphRun, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
@@ -177,6 +178,7 @@ class ForkExtension:
             lambda request: self.build_agent(request, ctx, running=running), ctx.budget
         )
         executor = local if self.remote is None else self.remote(ctx, running, local.build)
+        executor = with_remote_agents(executor, self.subagents, ctx)
         run = GraphRun(
             tasks,
             executor,

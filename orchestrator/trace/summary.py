@@ -203,6 +203,13 @@ def _model_call(summary: RunSummary, event: Event) -> None:
         agent.cost = (agent.cost or 0.0) + cost
 
 
+def _a2a_end(summary: RunSummary, event: Event) -> None:
+    """A remote (A2A) task's end: the tokens its agent reported, when it did."""
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        summary.agent(event["agent"]).tokens += _count(usage.get("total_tokens"))
+
+
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -243,6 +250,7 @@ _HANDLERS: dict[str, Callable[[RunSummary, Event], None]] = {
     "fork": _fork,
     "run_start": _run_start,
     "model_call": _model_call,
+    "a2a_end": _a2a_end,
     "task_end": _task_end,
     "skill_loaded": _skill_loaded,
     "message": _message,
