@@ -54,7 +54,9 @@ class ProgressState:
 
     def _on_fork(self, event: Event) -> AgentState | None:
         for task in event["tasks"]:
-            self.agent(task["path"]).definition = task.get("agent")
+            state = self.agent(task["path"])
+            state.definition = task.get("agent")
+            state.background = state.background or bool(event.get("background"))
         return None
 
     def _on_run_start(self, event: Event) -> AgentState:
@@ -124,8 +126,9 @@ class ProgressState:
             state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
             state.note = "kept from an earlier attempt"
             return state
+        state.overlap = number(event.get("overlap_s"))
         if event["status"] != "skipped" and state.status not in ("waiting", "running"):
-            return None
+            return state if state.overlap is not None else None
         state.status, state.ended, state.tool = event["status"], event["ts"], None
         state.note = event.get("reason")
         return state
@@ -150,6 +153,10 @@ class PlainProgress:
             return
         row = row_of(changed, event["ts"])
         line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"
+        if event["type"] == "task_end" and row.overlap is not None:
+            line += f" (background, overlapped its parent's work {row.overlap:.1f}s)"
+            print(line, file=self.stream, flush=True)
+            return
         if event["type"] == "a2a_status":
             line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {changed.tool}"
         elif event["type"] == "run_start":
