@@ -16,7 +16,7 @@ import importlib
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
 from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
 from .jobs import (
@@ -75,6 +75,9 @@ class Orchestrator:
     `tools` are the planner's own (functions marked `@tool`), beside its skills and `fork`.
     `approve` decides calls the permissions mark `ask`; without it they are denied.
     `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
+    `on_background_answer`: what becomes of background tasks (`fork(..., wait=false)`) still
+    running when their agent answers: `wait` for them and let it answer again with their
+    results, or `cancel` them (docs/background.md).
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class Orchestrator:
         environ: Mapping[str, str] | None = None,
         approve: Approver | None = None,
         executor: RemoteExecutor | None = None,
+        on_background_answer: Literal["wait", "cancel"] = "wait",
     ) -> None:
         given = {
             "tools": tools,
@@ -119,6 +123,7 @@ class Orchestrator:
             "environ": environ,
             "approve": approve,
             "executor": executor,
+            "on_background_answer": on_background_answer,
         }
         self.remake: Remake = (Orchestrator, (model,), given)
         """What this orchestrator was made from, for an executor that makes it again in
@@ -157,6 +162,7 @@ class Orchestrator:
                 max_depth=max_depth,
                 output_cap_tokens=output_cap_tokens,
                 default_max_steps=max_steps,
+                on_answer=on_background_answer,
             ),
             resolve=self.resolve,
             approve=approve,
@@ -175,7 +181,10 @@ class Orchestrator:
             "aliases": ModelAliases.standard(job.models),
             "environ": job.environment(),
             "skills": folders.skills,
-            "subagents": folders.subagents,
+            # The spec's remote agents first, then the folders' definitions.
+            "subagents": SubagentRegistry(
+                job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
+            ),
             "max_tokens": job.budget.max_tokens,
             "max_cost": job.budget.max_cost_usd,
             "prices": job.price_overrides(),
@@ -486,6 +495,7 @@ class Orchestrator:
             remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
             user_skills=self.user_skills,
             workspace=workspace,
+            subagents=self.subagents,
         )
 
     def step_context(self, budget: TokenBudget, trace: Trace | None) -> ToolContext:

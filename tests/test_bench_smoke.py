@@ -134,6 +134,15 @@ def test_write_cost_measures_every_kind_of_write(tmp_path: Path) -> None:
     assert (tmp_path / "sub" / "file.bin").stat().st_size == 100
 
 
+def test_background_fork_measures_both_forks_once() -> None:
+    from bench import background_fork
+
+    (row,) = background_fork.measure(runs=1, step=0.01, ratios=[1.0])
+    assert len(row["background_s"]) == len(row["blocking_s"]) == 1
+    assert row["ideal_background_s"] < row["ideal_blocking_s"]
+    assert "| 0.04 s / 0.04 s |" in background_fork.table([row])
+
+
 def test_the_context_window_workload_runs_at_a_tiny_size() -> None:
     from bench import context_window
 

@@ -144,3 +144,50 @@ def test_the_readmes_sample_run_looks_like_a_real_one(tmp_path: Path) -> None:
     assert re.fullmatch(
         r"\.orchestrator/runs/\d{8}-\d{6}-[0-9a-f]{6}-quickstart\.jsonl", shown_trace
     )
+
+
+def test_the_embed_recipe_runs_as_the_readme_shows_it(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    folder = ROOT / "examples" / "embed"
+    script = (folder / "embed.py").read_text(encoding="utf-8")
+    skill = (folder / "skills" / "greeting" / "SKILL.md").read_text(encoding="utf-8")
+    assert f"```python\n{script}```" in README
+    assert f"```markdown\n{skill}```" in README
+
+    shutil.copytree(folder, tmp_path / "embed")
+    done = subprocess.run(
+        [sys.executable, "embed.py"],
+        cwd=tmp_path / "embed",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "Ada is on the pro plan; her welcome note is ready.",
+        "welcome: Welcome aboard, Ada! Your pro plan is ready for you!",
+    ]
+    assert done.stderr == ""
+
+
+def test_the_embed_recipes_sub_agent_really_loads_the_skill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runpy
+    import shutil
+
+    shutil.copytree(ROOT / "examples" / "embed", tmp_path / "embed")
+    monkeypatch.chdir(tmp_path / "embed")
+    result = runpy.run_path("embed.py")["result"]
+
+    (welcome,) = result.children
+    loaded = [m for m in welcome.run.messages if m.role == "tool" and m.name == "load_skill"]
+    assert len(loaded) == 1 and not loaded[0].is_error
+    assert "Never promise a discount." in (loaded[0].content or "")
+    (plan,) = [m for m in result.messages if m.role == "tool" and m.name == "customer_plan"]
+    assert plan.content == "pro"
+    assert not result.refused_by_agent()

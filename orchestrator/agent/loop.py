@@ -49,7 +49,7 @@ from .compaction import (
     summary_task,
     with_summary,
 )
-from .extension import Extension, assemble, guards_of, scopes_of, start_records
+from .extension import Extension, WorkAside, assemble, guards_of, scopes_of, start_records
 from .model_call import call_model
 from .restart import CutTurn, restart_from
 from .run_results import RunResult, Status, TaskResult, refusals
@@ -188,6 +188,7 @@ class AgentLoop:
             raise ValueError("max_steps must be at least 1")
         self.model = resolve_model(model)
         self.extensions = list(extensions)
+        self._aside = [e for e in self.extensions if isinstance(e, WorkAside)]
         self.tools, self.system = assemble(tools, system, self.extensions)
         self.name = name
         self.max_steps = max_steps
@@ -249,23 +250,32 @@ class AgentLoop:
             while state.result is None:
                 await self.step(state)
         except ContextWindowExceeded as exc:
+            await self._settle(state, answered=False)
             text = _last_answer(state.transcript)
             self._finish(state, "context_full", text, error=self._teach(state, exc))
         except ModelError as exc:
+            await self._settle(state, answered=False)
             self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
         except Exception as exc:
             # A model adapter (or extension) of the user's own failed in a way it should not:
             # the run still ends with a result and a complete record.
             error = f"{type(exc).__name__}: {exc}"
+            await self._settle(state, answered=False)
             self._finish(state, "error", _last_answer(state.transcript), error=error)
         except asyncio.CancelledError:
-            self._record_cancelled(state)
+            try:
+                await self._settle(state, answered=False)
+            finally:
+                self._record_cancelled(state)
             raise
         assert state.result is not None  # every way out of the loop above sets it
         return state.result
 
     async def step(self, state: RunState) -> None:
         """One model call and the tool calls it asked for; sets `state.result` when done."""
+        for extension in self._aside:  # work beside the run that ended: after the last turn
+            for arrival in extension.arrived(state.context):
+                self._append(state, arrival)
         last_step = state.steps + 1 >= self.max_steps
         forced = last_step and self.max_steps > 1  # a one-step agent just answers
         if forced:
@@ -277,12 +287,16 @@ class AgentLoop:
         message = response.message
         self._append(state, message)
         if not message.tool_calls:
+            if await self._settle(state, answered=True):
+                return  # results of work beside the run came in: the agent answers again
             self._finish(state, "max_steps" if forced else "completed", message.content or "")
         elif last_step:
             self._refuse_calls(state, message.tool_calls, "the step limit was reached")
+            await self._settle(state, answered=False)
             self._finish(state, "max_steps", message.content or "")
         elif state.repeats.too_often(message.tool_calls):
             self._refuse_calls(state, message.tool_calls, "the same call was repeated again")
+            await self._settle(state, answered=False)
             self._finish(state, "loop_detected", message.content or "")
         else:
             await self.run_tools(state, message.tool_calls)
@@ -474,12 +488,24 @@ class AgentLoop:
         await state.batch.run()
         state.batch = None
 
+    async def _settle(self, state: RunState, *, answered: bool) -> bool:
+        """Before the run ends, extensions settle the work going on beside it. True when what
+        came in went to the agent (after an answer, with a step left), which answers again."""
+        arrived = [m for e in self._aside for m in await e.settle(state.context, answered=answered)]
+        if not (answered and arrived and state.steps < self.max_steps):
+            return False
+        for message in arrived:
+            self._append(state, message)
+        return True
+
     async def _finish_turn(self, state: RunState) -> None:
         """A resumed run: give the cut turn its missing results (or end with its answer)."""
         cut, state.resume = state.resume, None
         if cut is not None and cut.calls:
             await self.run_tools(state, cut.calls, cut.known)
         if cut is not None and cut.final is not None:
+            if await self._settle(state, answered=True):
+                return
             self._finish(state, "completed", cut.final.content or "")
 
     async def _wrap_up(self, state: RunState) -> None:
@@ -497,6 +523,7 @@ class AgentLoop:
                 self._append(state, response.message)
                 self._refuse_calls(state, response.message.tool_calls, "the budget is spent")
                 text = response.message.content or ""
+        await self._settle(state, answered=False)
         self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
 
     def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:

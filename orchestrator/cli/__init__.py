@@ -42,6 +42,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "resume", "go on with a killed or interrupted job run, from its trace"),
     Command("trace", "trace", "list runs and summarize one from its trace"),
     Command("report", "report", "write a run's HTML report"),
+    Command("serve", "serve", "serve jobs as an A2A agent"),
     Command("skills", "skills", "list, show and check skills"),
     Command("subagents", "subagents", "list, show and check sub-agent definitions"),
     Command("completion", "completion", "print a shell completion script (bash or zsh)"),

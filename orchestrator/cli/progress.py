@@ -54,7 +54,9 @@ class ProgressState:
 
     def _on_fork(self, event: Event) -> AgentState | None:
         for task in event["tasks"]:
-            self.agent(task["path"]).definition = task.get("agent")
+            state = self.agent(task["path"])
+            state.definition = task.get("agent")
+            state.background = state.background or bool(event.get("background"))
         return None
 
     def _on_run_start(self, event: Event) -> AgentState:
@@ -103,6 +105,25 @@ class ProgressState:
         state.note = event.get("error")
         return state
 
+    def _on_a2a_status(self, event: Event) -> AgentState:
+        """A remote (A2A) agent's task: its state as it streams (it has no run here)."""
+        state = self.agent(event["agent"])
+        if state.status == "waiting":
+            state.status, state.started = "running", event["ts"]
+        state.tool = f"remote task {event.get('state')}"
+        text = event.get("text")
+        state.note = text if isinstance(text, str) and text else state.note
+        return state
+
+    def _on_a2a_end(self, event: Event) -> AgentState:
+        """A remote task's end: the tokens the remote reported, if it did."""
+        state = self.agent(event["agent"])
+        state.tool = None
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+            state.tokens += usage["total_tokens"]
+        return state
+
     def _on_task_end(self, event: Event) -> AgentState | None:
         state = self.agent(event["agent"])
         if event.get("restored"):  # ended in an earlier attempt of a resumed run
@@ -111,8 +132,9 @@ class ProgressState:
             state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
             state.note = "kept from an earlier attempt"
             return state
+        state.overlap = number(event.get("overlap_s"))
         if event["status"] != "skipped" and state.status not in ("waiting", "running"):
-            return None
+            return state if state.overlap is not None else None
         state.status, state.ended, state.tool = event["status"], event["ts"], None
         state.note = event.get("reason")
         return state
@@ -145,7 +167,8 @@ class PlainProgress:
 
     def __call__(self, event: Event) -> None:
         changed = self.state.update(event)
-        if changed is None or event["type"] not in ("run_start", "run_end", "task_end", "compact"):
+        shown = ("run_start", "run_end", "task_end", "a2a_status", "compact")
+        if changed is None or event["type"] not in shown:
             return
         if event["type"] == "compact":
             line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {compaction_note(event)}"
@@ -153,7 +176,13 @@ class PlainProgress:
             return
         row = row_of(changed, event["ts"])
         line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"
-        if event["type"] == "run_start":
+        if event["type"] == "task_end" and row.overlap is not None:
+            line += f" (background, overlapped its parent's work {row.overlap:.1f}s)"
+            print(line, file=self.stream, flush=True)
+            return
+        if event["type"] == "a2a_status":
+            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {changed.tool}"
+        elif event["type"] == "run_start":
             line += f" ({row.definition})" if row.definition else ""
         else:
             took = f", {row.seconds:.1f}s" if row.seconds is not None else ""

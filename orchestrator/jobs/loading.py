@@ -35,12 +35,15 @@ def load_job(
     builtin: bool = True,
     user_skills: bool = False,
     text: str | None = None,
+    open_inputs: bool = False,
 ) -> Job:
     """Read and validate a job spec, checking its agents against the sub-agents it can see
     (its own folders, or those of its folder; the user's too with `user_skills`).
 
     With `text`, that is the spec and `path` only names it (`<stdin>`): its paths resolve
     against the working folder, as if the spec were a file there.
+    With `open_inputs`, a required input may stay without a value (`orchestrator serve`:
+    each message gives it).
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
     # The agents a step may name are known before the spec is validated, so that one pass
@@ -57,6 +60,7 @@ def load_job(
         inputs=inputs,
         trace=trace,
         text=text,
+        open_inputs=open_inputs,
     )
 
 
@@ -82,6 +86,7 @@ def load_spec(
     trace: str | Path | None = None,
     text: str | None = None,
     data: dict[str, Any] | None = None,
+    open_inputs: bool = False,
 ) -> Job:
     """Read, override and validate the job spec at `path` (or `text`, or `data`: the spec
     read already, which is changed in place), or raise one SpecError.
@@ -100,6 +105,7 @@ def load_spec(
         "known_agents": None if known_agents is None else set(known_agents),
         "source": path,
         "dotenv": job_dotenv(path),
+        "open_inputs": open_inputs,
     }
     try:
         job = Job.model_validate(data, context=context)

@@ -95,6 +95,8 @@ def _fork(c: Collector, event: Event) -> None:
             depends_on=[f"{prefix}{d}" for d in task.get("depends_on") or []],
             status=known.status if known else None,
             reason=known.reason if known else None,
+            background=bool(event.get("background")),
+            overlap=known.overlap if known else None,
         )
 
 
@@ -103,6 +105,8 @@ def _task_end(c: Collector, event: Event) -> None:
     if task is None:
         return
     task.status, task.reason = event.get("status"), event.get("reason")
+    overlap = _number(event.get("overlap_s"))
+    task.overlap = overlap if overlap is not None else task.overlap
     ran = c.run(event)
     if event.get("status") == "error" and (ran is None or ran.status != "error"):
         _error(c, event, "task", "could not start", event.get("reason") or "")

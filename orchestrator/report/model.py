@@ -68,6 +68,8 @@ class Task:
     depends_on: list[str] = field(default_factory=list)  # paths
     status: str | None = None  # from `task_end`, for a task that never ran (skipped)
     reason: str | None = None
+    background: bool = False  # started by `fork(..., wait=false)`, beside its caller
+    overlap: float | None = None  # seconds it ran while its caller did its own work
 
 
 @dataclass

@@ -52,6 +52,8 @@ class AgentRecord:
     started_at: float | None = None
     ended_at: float | None = None
     open_call: str | None = None
+    delivered: set[str] = field(default_factory=set)
+    """Ids of background tasks whose results reached this agent."""
     compacted: dict[int, str] = field(default_factory=dict)
     """What compactions cut from the conversation, by message index: the original text."""
     compactions: int = 0
@@ -85,6 +87,8 @@ class ForkRecord:
     caller: str
     call_id: str | None
     paths: list[str]
+    background: bool = False
+    """Started by `fork(..., wait=false)`: it ran beside its caller."""
 
 
 @dataclass
@@ -293,7 +297,10 @@ def _fork(c: Checkpoint, event: Event) -> None:
             record.started_at, record.ended_at = known.started_at, known.ended_at
         c.tasks[path] = record
     call = c.agents[caller].open_call if caller in c.agents else None
-    c.forks.append(ForkRecord(caller, call, paths))
+    background = bool(event.get("background"))
+    again = any(f.caller == caller and f.paths == paths and f.background for f in c.forks)
+    if not (background and again):  # a background fork started again on resume is the same
+        c.forks.append(ForkRecord(caller, call, paths, background))
 
 
 def _task_start(c: Checkpoint, event: Event) -> None:
@@ -371,6 +378,12 @@ def _skill_loaded(c: Checkpoint, event: Event) -> None:
         record.skills.append(str(event.get("skill")))
 
 
+def _background_delivered(c: Checkpoint, event: Event) -> None:
+    ids = event.get("ids")
+    if isinstance(ids, list):
+        c.agent(event["agent"]).delivered.update(str(i) for i in ids)
+
+
 def _usage(value: object) -> Usage:
     data = value if isinstance(value, dict) else {}
     return Usage(
@@ -400,5 +413,6 @@ _HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
     "tool_end": _tool_end,
     "skill_loaded": _skill_loaded,
     "retry": _retry,
+    "background_delivered": _background_delivered,
     "compact": _compact,
 }

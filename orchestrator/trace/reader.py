@@ -35,9 +35,19 @@ _COMMON: dict[str, type | tuple[type, ...]] = {"ts": _NUMBER, "run": str, "attem
 _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "job_start": {"name": str, "steps": int, "inputs": dict},
     "job_end": {"status": str, "usage": dict, "cost": _NUMBER, "error": str},
-    "fork": {"tasks": list},
+    "fork": {"tasks": list, "background": bool},
     "task_start": {"id": str, "depends_on": list},
-    "task_end": {"id": str, "status": str, "reason": str, "restored": bool},
+    "task_end": {
+        "id": str,
+        "status": str,
+        "reason": str,
+        "restored": bool,
+        "background": bool,
+        "overlap_s": _NUMBER,
+    },
+    "background_settle": {"choice": str, "ids": list, "reason": str},
+    "background_cancel": {"ids": list},
+    "background_delivered": {"ids": list, "via": str},
     "run_start": {"resumed": bool, "kept": int, "model": str, "task": str, "preloaded": list},
     "run_end": {"status": str, "usage": dict, "steps": int, "cost": _NUMBER, "error": str},
     "model_call": {
@@ -65,6 +75,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "tool_end": ("ts",),
     "message": ("message", "ts"),
     "skill_loaded": ("skill",),
+    "background_settle": ("choice", "ids"),
+    "background_delivered": ("ids",),
 }
 _MESSAGE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "role": str,
@@ -164,7 +176,9 @@ def _nested_problem(kind: str, event: Event) -> str | None:
     counted = isinstance(usage, dict) and all(isinstance(usage.get(n), int) for n in _TOKEN_COUNTS)
     if kind == "model_call" and not counted:
         return f"a {kind} event whose usage lacks a token count"
-    tasks, tools = event.get("tasks"), event.get("tools")
+    tasks, tools, ids = event.get("tasks"), event.get("tools"), event.get("ids")
+    if isinstance(ids, list) and not all(isinstance(i, str) for i in ids):
+        return f"a {kind} event whose 'ids' are not all task ids"
     if isinstance(tasks, list) and not all(_task_is_sound(task) for task in tasks):
         return f"a {kind} event with a task that is not an object with a path, id and depends_on"
     if isinstance(tools, list) and not all(isinstance(tool, str) for tool in tools):
