@@ -303,7 +303,7 @@ async def test_a_parents_compaction_never_touches_a_childs_conversation(tmp_path
             *reads(12),
             {"content": "planner done"},
         ],
-        "planner/a": [*reads(2), {"content": "child done"}],
+        "planner/a": [*reads(1), {"content": "child done"}],
     }
     model = ScriptedModel(script, context_window=WINDOW)
     fork = ForkExtension(SubagentRegistry(), tools=[reader(tmp_path / "notes")])
