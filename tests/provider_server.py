@@ -82,7 +82,10 @@ class ProviderServer:
     `usage` is the (input, output) token count reported with every reply, or None to report
     none. `api_key`, when set, is the only key accepted. `latency` delays every reply.
     `route`, when given, names the script's agent a request body is for (the wire carries no
-    agent name): several agents of one run then follow their own turns.
+    agent name): several agents of one run then follow their own turns. `refuse`, when given,
+    reads each request body and returns an error payload to answer it with (HTTP 400), or
+    None to answer it as usual: a server with a context window of its own. `pages` are
+    answered to GET requests by path (`/v1/models`, `/props`), as JSON; other paths get 404.
     """
 
     def __init__(
@@ -93,8 +96,13 @@ class ProviderServer:
         api_key: str | None = None,
         latency: float = 0.0,
         route: Callable[[Mapping[str, Any]], str] | None = None,
+        refuse: Callable[[Mapping[str, Any]], Any] | None = None,
+        pages: Mapping[str, Any] | None = None,
     ) -> None:
+        self.pages = dict(pages or {})
+        self.gets: list[str] = []
         self.route = route
+        self.refuse = refuse
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
         self.usage = usage
         self.api_key = api_key
@@ -200,6 +208,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        provider = self.server.provider
+        provider.gets.append(self.path)
+        if self.path in provider.pages:
+            self._json(200, provider.pages[self.path])
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
     def do_POST(self) -> None:
         wire = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(self.path)
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
@@ -229,6 +245,10 @@ class _Handler(BaseHTTPRequestHandler):
         if provider.api_key and presented.removeprefix("Bearer ") != provider.api_key:
             message = f"Incorrect API key provided: {presented.removeprefix('Bearer ')}"
             self._json(401, error_body(wire, 401, message))
+            return
+        refusal = provider.refuse(body) if provider.refuse is not None else None
+        if refusal is not None:
+            self._json(400, refusal)
             return
         if fault is not None and fault.kind == "status":
             time.sleep(fault.delay)

@@ -15,7 +15,13 @@ from pydantic import BaseModel, Field, computed_field
 from ..messages import Message, Usage
 
 Status = Literal[
-    "completed", "max_steps", "budget_exhausted", "loop_detected", "cancelled", "error"
+    "completed",
+    "max_steps",
+    "budget_exhausted",
+    "loop_detected",
+    "context_full",
+    "cancelled",
+    "error",
 ]
 TaskStatus = Status | Literal["skipped"]
 

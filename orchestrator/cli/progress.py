@@ -83,6 +83,12 @@ class ProgressState:
             self.budget_remaining = event["budget_remaining"]
         return state
 
+    def _on_compact(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.compactions += 1
+        state.note = compaction_note(event)
+        return state
+
     def _on_tool_start(self, event: Event) -> AgentState:
         state = self.agent(event["agent"])
         state.tool = event["name"]
@@ -138,6 +144,19 @@ class ProgressState:
         return sum(a.tokens for a in self.agents.values())
 
 
+def compaction_note(event: Event) -> str:
+    """A `compact` event in words: `compacted 12 tool results, 13,100 -> 6,200 tokens of a
+    16,384-token window`."""
+    replaced = event.get("replaced")
+    count = len(replaced) if isinstance(replaced, list) else 0
+    window = event.get("window")
+    of = f" of a {window:,}-token window" if isinstance(window, int) else ""
+    before, after = event.get("tokens_before"), event.get("tokens_after")
+    sized = isinstance(before, int) and isinstance(after, int)
+    sizes = f", {before:,} -> {after:,} tokens" if sized else ""
+    return f"compacted {count} tool result{'s' if count != 1 else ''}{sizes}{of}"
+
+
 class PlainProgress:
     """One line per agent start and end, and per skipped task, on a stream (stderr)."""
 
@@ -148,8 +167,12 @@ class PlainProgress:
 
     def __call__(self, event: Event) -> None:
         changed = self.state.update(event)
-        shown = ("run_start", "run_end", "task_end", "a2a_status")
+        shown = ("run_start", "run_end", "task_end", "a2a_status", "compact")
         if changed is None or event["type"] not in shown:
+            return
+        if event["type"] == "compact":
+            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {compaction_note(event)}"
+            print(line, file=self.stream, flush=True)
             return
         row = row_of(changed, event["ts"])
         line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"

@@ -24,6 +24,7 @@ STYLES = {
     "max_steps": "magenta",
     "budget_exhausted": "magenta",
     "loop_detected": "magenta",
+    "context_full": "magenta",
     "cancelled": "red",
     "error": "red",
 }
@@ -45,6 +46,8 @@ class AgentState:
     """US dollars, when the agent's model has a price."""
     tool: str | None = None
     note: str | None = None
+    compactions: int = 0
+    """How many times the agent's conversation was compacted to fit its model's window."""
     started: float | None = None
     ended: float | None = None
     last: float | None = None

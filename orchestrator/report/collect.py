@@ -184,6 +184,20 @@ def _model_error(c: Collector, event: Event) -> None:
     agent.bars.append(Bar("model", label, start, end, error=str(event.get("error") or what)))
 
 
+def _compact(c: Collector, event: Event) -> None:
+    agent = c.run(event)
+    if agent is None:
+        return
+    agent.compactions += 1
+    replaced = event.get("replaced")
+    count = len(replaced) if isinstance(replaced, list) else 0
+    before, after = _number(event.get("tokens_before")), _number(event.get("tokens_after"))
+    label = f"compaction: {count} tool results cut"
+    if before is not None and after is not None:
+        label += f", {before:,.0f} -> {after:,.0f} tokens"
+    agent.bars.append(Bar("compact", label, event["ts"], event["ts"]))
+
+
 def _tool_start(c: Collector, event: Event) -> None:
     agent = c.run(event)
     if agent is not None:
@@ -247,4 +261,5 @@ HANDLERS: dict[str, Handler] = {
     "tool_end": _tool_end,
     "message": _message,
     "skill_loaded": _skill_loaded,
+    "compact": _compact,
 }

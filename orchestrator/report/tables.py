@@ -93,6 +93,14 @@ def _aside(report: RunReport, agent: AgentRun) -> str:
     return f' <span class="chip" data-background>background{esc(overlap)}</span>'
 
 
+def _compacted(count: int) -> str:
+    if not count:
+        return ""
+    times = "once" if count == 1 else f"{count} times"
+    why = "its conversation was compacted to fit the context window"
+    return f' <span class="sub" title="{why}">compacted {times}</span>'
+
+
 def _agent_row(
     agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, bool], aside: str = ""
 ) -> str:
@@ -107,7 +115,7 @@ def _agent_row(
         f'<td class="tree" style="padding-left:{agent.depth * 18 + 8}px">'
         f'<a href="#{anchor}" title="{esc(agent.key)}">{esc(name)}</a>'
         f"{_sub(agent.subagent)}{aside}</td>",
-        f"<td>{pill(agent.status)}</td>",
+        f"<td>{pill(agent.status)}{_compacted(agent.compactions)}</td>",
         f'<td class="n">{agent.steps:,}</td>',
         f'<td class="n">{tokens(agent.input_tokens)}</td>',
         f'<td class="n">{tokens(agent.output_tokens)}</td>',

@@ -41,7 +41,7 @@ class Agent(AgentLoop):
     Every other argument is `AgentLoop`'s, with the same meaning and default: `model`,
     `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
     `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
-    `counter`, `depth`, `time_limit`, `approve`.
+    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `summarize`.
     """
 
     def __init__(
@@ -65,6 +65,8 @@ class Agent(AgentLoop):
         depth: int = 0,
         time_limit: float | None = None,
         approve: Approver | None = None,
+        compact_at: float | None = None,
+        summarize: bool = False,
     ) -> None:
         extensions = list(extensions)
         parsed = Permissions.coerce(permissions)
@@ -93,4 +95,6 @@ class Agent(AgentLoop):
             depth=depth,
             time_limit=time_limit,
             approve=approve,
+            compact_at=compact_at,
+            summarize=summarize,
         )

@@ -15,9 +15,16 @@ from pathlib import Path
 
 from ..messages import Message, Usage
 from .events import Event
-from .reader import TraceReader
+from .reader import TraceReader, apply_compaction
 
-ENDED_TASK = ("completed", "error", "max_steps", "budget_exhausted", "loop_detected")
+ENDED_TASK = (
+    "completed",
+    "error",
+    "max_steps",
+    "budget_exhausted",
+    "loop_detected",
+    "context_full",
+)
 """Task statuses that stand on resume: the task ran to an end and is not run again."""
 RETRIED_TASK = ("error",)
 """Task statuses that `resume --retry-failed` runs again."""
@@ -47,6 +54,9 @@ class AgentRecord:
     open_call: str | None = None
     delivered: set[str] = field(default_factory=set)
     """Ids of background tasks whose results reached this agent."""
+    compacted: dict[int, str] = field(default_factory=dict)
+    """What compactions cut from the conversation, by message index: the original text."""
+    compactions: int = 0
 
     @property
     def resumable(self) -> bool:
@@ -338,6 +348,13 @@ def _message(c: Checkpoint, event: Event) -> None:
     c.agent(event["agent"]).messages.append(Message.model_validate(event["message"]))
 
 
+def _compact(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    for index, text in apply_compaction(record.messages, event).items():
+        record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
+    record.compactions += 1
+
+
 def _tool_start(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     record.started_calls.add(str(event.get("call_id")))
@@ -397,4 +414,5 @@ _HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
     "skill_loaded": _skill_loaded,
     "retry": _retry,
     "background_delivered": _background_delivered,
+    "compact": _compact,
 }

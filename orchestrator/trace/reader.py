@@ -236,13 +236,33 @@ def _parse(raw: bytes) -> Event | None:
     return value if is_event(value) else None
 
 
+def apply_compaction(messages: list[Message], event: Event) -> dict[int, str]:
+    """Replace, in `messages`, the tool results a `compact` event names by their stubs; the
+    texts replaced, by index. An entry that does not name a tool result of that call is
+    skipped: the event and the conversation disagree."""
+    originals: dict[int, str] = {}
+    for entry in event.get("replaced") or []:
+        if not isinstance(entry, dict):
+            continue
+        index, stub = entry.get("index"), entry.get("stub")
+        if not (isinstance(index, int) and isinstance(stub, str) and 0 <= index < len(messages)):
+            continue
+        message = messages[index]
+        if message.role != "tool" or message.tool_call_id != entry.get("call_id"):
+            continue
+        originals[index] = message.content or ""
+        messages[index] = message.model_copy(update={"content": stub})
+    return originals
+
+
 def rebuild_conversations(source: str | Path | Iterable[Event]) -> dict[str, list[Message]]:
     """Every agent's conversation, rebuilt from the trace alone.
 
     Keys are agent paths; when one path ran more than once in the trace, later runs are keyed
     `path#2`, `path#3`, and so on. A run resumed from an earlier attempt (its `run_start` has
     `resumed`) goes on in the same conversation: the first `kept` messages of it stay, and
-    what the resumed attempt appends follows them.
+    what the resumed attempt appends follows them. A `compact` event replaces the tool results
+    it names with their stubs, as the agent's later requests had them.
     """
     events = iter_trace(source) if isinstance(source, str | Path) else source
     conversations: dict[str, list[Message]] = {}
@@ -268,4 +288,6 @@ def rebuild_conversations(source: str | Path | Iterable[Event]) -> dict[str, lis
                 continue  # a message no model could have sent: not part of the conversation
             key = current.setdefault(agent, agent)
             conversations.setdefault(key, []).append(message)
+        elif event["type"] == "compact" and agent in current:
+            apply_compaction(conversations[current[agent]], event)
     return conversations
