@@ -92,6 +92,7 @@ def test_one_default_for_max_steps_everywhere() -> None:
         "Agent": inspect.signature(Agent).parameters["max_steps"].default,
         "AgentLoop": inspect.signature(AgentLoop).parameters["max_steps"].default,
         "a job's budget": Budget().max_steps,
+        "orchestrator ask": build_parser("ask").parse_args(["ask", "x"]).max_steps,
     }
     assert set(defaults.values()) == {DEFAULT_MAX_STEPS}, defaults
     assert f"max_steps={DEFAULT_MAX_STEPS}," in README

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..agent import RunResult
+from ..agent import DEFAULT_MAX_STEPS, RunResult
 from ..errors import ConfigError
 from ..jobs import parse_model_options, read_dotenv
 from ..models import DEFAULT_ALIAS, ModelAliases, ModelSettings, user_alias_file
@@ -82,7 +82,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_model_arguments(ask, "the model; default: the alias 'default' of your alias file")
     ask.add_argument("--max-tokens", type=int, metavar="N", help="the budget of the whole run")
-    ask.add_argument("--max-steps", type=int, default=30, metavar="N", help="steps per agent")
+    ask.add_argument(
+        "--max-steps",
+        type=int,
+        default=DEFAULT_MAX_STEPS,
+        metavar="N",
+        help=f"model calls per agent (default {DEFAULT_MAX_STEPS})",
+    )
     ask.add_argument("--trace", type=Path, help="where to write the JSONL trace")
     ask.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     ask.set_defaults(handler=ask_command)

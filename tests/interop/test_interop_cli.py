@@ -217,3 +217,33 @@ def test_the_quickstart_with_default_settings_in_a_small_window(
     # Each model call was answered once (a stream the server could not serve, twice).
     answered = of_type(events, "model_call") + of_type(events, "model_stream_fallback")
     assert statuses.count(200) == len(answered)
+
+
+def test_the_readmes_local_model_recipe_as_written(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    """README's local-model recipe, its `orchestrator` command run as written; only the port
+    is the test server's. The server's window is the recipe's (8,192 tokens)."""
+    import re
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- local-model-recipe -->", 1)[1].split("```", 2)[1]
+    (command,) = [line for line in block.splitlines() if line.startswith("orchestrator ")]
+    args = shlex.split(command.replace("http://127.0.0.1:8080/v1", llama_server.base_url))
+    assert re.search(r"--model-option context_window=8192\b", command)
+    offset = llama_server.log_size()
+
+    done = orchestrator(*args[1:], "--trace", "t.jsonl", cwd=tmp_path)
+
+    # The tiny model may answer well, answer nothing, or run out of steps: each is a defined
+    # end. What must hold: no request refused, every call answered, an answer or a reason.
+    assert done.returncode in (0, 3), done.stderr
+    check_statuses(llama_server.statuses_since(offset))
+    events = check_trace(tmp_path / "t.jsonl")
+    (end,) = of_type(events, "run_end", "planner")
+    assert f"ask: {end['status']} in " in done.stderr
+    if done.returncode == 0:
+        assert done.stdout.strip() and done.stdout.rstrip("\n").endswith(end["output"].rstrip())
+    elif end["status"] == "completed":  # exit 3 for a completed run: its answer was empty
+        assert "final answer was empty" in done.stderr
