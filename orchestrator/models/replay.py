@@ -6,7 +6,8 @@ A run against a real provider records, for every agent, each request's conversat
 (the request's turn is the number of assistant messages already in its conversation, so a
 resumed replay picks up where it was). A request that departs from the recording (another
 agent, a turn past the recorded ones, a conversation that differs from what was recorded up to
-that turn) raises `ReplayMismatch`, which names the agent, the turn and the first difference.
+that turn, or a tools array that differs from the one recorded: another tool, or a changed
+schema) raises `ReplayMismatch`, which names the agent, the turn and the first difference.
 The recorded usage is reported as the provider's, so budgets and fork observations come out
 the same as in the recorded run. An answer's text goes to the request's `on_text` whole, as the
 scripted model does, so a streamed run (`run --stream`) shows it.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ModelError
-from ..messages import Message, Usage
+from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
 from .base import ModelRequest, ModelResponse
 
@@ -40,6 +41,9 @@ class RecordedTurn:
     usage: Usage | None = None
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    tools: list[str] | None = None
+    """The names in the request's tools array, when the recording kept them."""
+    tools_digest: str | None = None
 
 
 @dataclass
@@ -90,9 +94,10 @@ class ReplayModel:
                 f"replay: agent {request.agent!r} asked for turn {turn + 1}, but the recording "
                 f"{self.path} has {len(agent.turns)}"
             )
+        recorded = agent.turns[turn]
         if self.check:
             self._compare(request, agent.prefix(turn), turn)
-        recorded = agent.turns[turn]
+            self._compare_tools(request, recorded, turn)
         if not recorded.message.tool_calls:  # an answer: shown as it is "written" (--stream)
             request.text(recorded.message.content)
         return ModelResponse(
@@ -114,6 +119,31 @@ class ReplayModel:
             raise ReplayMismatch(
                 f"replay: agent {request.agent!r}, turn {turn + 1}: the request has "
                 f"{len(sent)} messages, the recording {len(recorded)}"
+            )
+
+    def _compare_tools(self, request: ModelRequest, recorded: RecordedTurn, turn: int) -> None:
+        if recorded.tools is None:
+            return  # recorded before traces kept the tools array
+        sent = [spec.name for spec in request.tools]
+        where = f"replay: agent {request.agent!r}, turn {turn + 1}: the tools array"
+        if sent != recorded.tools:
+            added = [n for n in sent if n not in recorded.tools]
+            gone = [n for n in recorded.tools if n not in sent]
+            change = "; ".join(
+                part
+                for part in (
+                    f"sent now but not recorded: {', '.join(added)}" if added else "",
+                    f"recorded but not sent now: {', '.join(gone)}" if gone else "",
+                )
+                if part
+            )
+            raise ReplayMismatch(f"{where} differs from the recording ({change or 'reordered'})")
+        if (
+            recorded.tools_digest is not None
+            and tools_digest(request.tools) != recorded.tools_digest
+        ):
+            raise ReplayMismatch(
+                f"{where} has the recorded tools, but a description or parameter schema changed"
             )
 
     def _masked(self, message: Message) -> Message:
@@ -162,6 +192,8 @@ def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
         usage=Usage.model_validate(usage) if isinstance(usage, dict) else None,
         finish_reason=call.get("finish_reason"),
         extra={"model": call.get("response_model"), "id": call.get("response_id")},
+        tools=[str(n) for n in tools] if isinstance(tools := call.get("tools"), list) else None,
+        tools_digest=digest if isinstance(digest := call.get("tools_digest"), str) else None,
     )
 
 

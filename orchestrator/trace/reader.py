@@ -47,6 +47,8 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "duration_ms": _NUMBER,
         "model": str,
         "finish_reason": str,
+        "tools": list,
+        "tools_digest": str,
     },
     "tool_start": {"call_id": str, "name": str, "args": dict},
     "tool_end": {"call_id": str, "name": str, "error_type": str},
