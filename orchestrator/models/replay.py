@@ -12,6 +12,10 @@ The recorded usage is reported as the provider's, so budgets and fork observatio
 the same as in the recorded run. An answer's text goes to the request's `on_text` whole, as the
 scripted model does, so a streamed run (`run --stream`) shows it.
 
+A recording made in another folder replays here with `paths`, the recorded folders and where
+they are now: each is replaced in the recorded messages (texts and tool-call arguments) before
+they are compared and answered.
+
 The recording is read here, with a reader of its own: models sit beside the trace package,
 not above it (docs/architecture.md).
 """
@@ -19,6 +23,7 @@ not above it (docs/architecture.md).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,11 +74,19 @@ class ReplayModel:
     """Answers every agent with the responses recorded in a trace (see the module doc).
 
     `check=False` matches by agent path and turn alone, without comparing conversations.
+    `paths` maps folders named in the recording to the folders that stand for them now.
     """
 
-    def __init__(self, trace: str | Path, *, check: bool = True, name: str | None = None) -> None:
+    def __init__(
+        self,
+        trace: str | Path,
+        *,
+        check: bool = True,
+        name: str | None = None,
+        paths: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = Path(trace)
-        self.agents = load_recording(self.path)
+        self.agents = load_recording(self.path, paths)
         self.check = check
         self.name = name or f"replay:{self.path}"
         self.requests: list[ModelRequest] = []
@@ -153,23 +166,28 @@ class ReplayModel:
         return message.model_copy(update={"content": self._mask(message.content)})
 
 
-def load_recording(path: Path) -> dict[str, RecordedAgent]:
-    """Every agent's conversation and responses in a trace file."""
+def load_recording(path: Path, paths: Mapping[str, str] | None = None) -> dict[str, RecordedAgent]:
+    """Every agent's conversation and responses in a trace file (`paths`: recorded folders
+    and where they are now)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the recording {path}: {exc.strerror}") from None
     agents: dict[str, RecordedAgent] = {}
+    # The longest first: a folder inside another moves with its own entry.
+    moves = sorted(
+        ((k, v) for k, v in (paths or {}).items() if k and k != v), key=lambda p: -len(p[0])
+    )
     for line in raw.splitlines():
         event = _event(line)
         if event is not None:
-            _fold(agents.setdefault(event["agent"], RecordedAgent()), event)
+            _fold(agents.setdefault(event["agent"], RecordedAgent()), event, moves)
     if not any(a.turns for a in agents.values()):
         raise ConfigError(f"the recording {path} has no model responses to replay")
     return agents
 
 
-def _fold(agent: RecordedAgent, event: dict[str, Any]) -> None:
+def _fold(agent: RecordedAgent, event: dict[str, Any], moves: list[tuple[str, str]]) -> None:
     kind = event["type"]
     if kind == "run_start" and event.get("resumed"):
         kept = event.get("kept")
@@ -178,11 +196,26 @@ def _fold(agent: RecordedAgent, event: dict[str, Any]) -> None:
     elif kind == "model_call":
         agent.pending = event
     elif kind == "message":
-        message = Message.model_validate(event["message"])
+        message = _moved(Message.model_validate(event["message"]), moves)
         agent.conversation.append(message)
         if message.role == "assistant":
             agent.turns.append(_turn(message, agent.pending or {}))
             agent.pending = None
+
+
+def _moved(message: Message, moves: list[tuple[str, str]]) -> Message:
+    """`message` with each recorded folder in its texts replaced by where it is now."""
+    if not moves:
+        return message
+
+    def move(text: str) -> str:
+        for old, new in moves:
+            text = text.replace(old, new)
+        return text
+
+    calls = tuple(c.model_copy(update={"arguments": move(c.arguments)}) for c in message.tool_calls)
+    content = move(message.content) if message.content else message.content
+    return message.model_copy(update={"content": content, "tool_calls": calls})
 
 
 def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
