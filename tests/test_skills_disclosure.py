@@ -14,9 +14,9 @@ from skill_factory import write_skill
 from orchestrator import Orchestrator, load_job
 from orchestrator.errors import ConfigError
 from orchestrator.models import ScriptedModel
+from orchestrator.security import Permissions
 from orchestrator.skills import SkillCatalog, SkillsExtension
 from orchestrator.skills.disclosure import plan_disclosure
-from orchestrator.security import Permissions
 
 COUNTER_TOOLS = '''
 from orchestrator import tool

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -132,7 +132,7 @@ ScorerKind = Literal[
     "python",
     "judge",
 ]
-KINDS: tuple[str, ...] = ScorerKind.__args__  # type: ignore[attr-defined]
+KINDS: tuple[str, ...] = get_args(ScorerKind)
 
 
 class Scorer(BaseModel):

@@ -126,7 +126,7 @@ class ReplayModel:
             if got != want:
                 raise ReplayMismatch(
                     f"replay: agent {request.agent!r}, turn {turn + 1}: message {index + 1} "
-                    f"departs from the recording: recorded {_show(want)}, got {_show(got)}"
+                    f"({want.role}) departs from the recording: {difference(want, got)}"
                 )
         if len(sent) != len(recorded):
             raise ReplayMismatch(
@@ -238,6 +238,36 @@ def _event(line: bytes) -> dict[str, Any] | None:
     if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
         return None
     return value if value.get("type") in ("run_start", "model_call", "message") else None
+
+
+def difference(recorded: Message, sent: Message) -> str:
+    """How `sent` differs from `recorded`, first difference first: the role, the calls, or
+    the text around the first character that differs."""
+    if recorded.role != sent.role:
+        return f"recorded a {recorded.role} message, got a {sent.role} message"
+    if recorded.tool_calls != sent.tool_calls:
+        return f"recorded the calls {_calls(recorded)}, got {_calls(sent)}"
+    want, got = recorded.content or "", sent.content or ""
+    if want != got:
+        at = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), None)
+        at = min(len(want), len(got)) if at is None else at
+        start = max(0, at - 30)
+        line = want.count("\n", 0, at) + 1
+        return (
+            f"its text differs from character {at + 1} (line {line}): recorded "
+            f"{_excerpt(want, start)}, got {_excerpt(got, start)}"
+        )
+    return f"recorded {_show(recorded)}, got {_show(sent)}"
+
+
+def _excerpt(text: str, start: int, width: int = 80) -> str:
+    part = text[start : start + width]
+    shown = json.dumps(part, ensure_ascii=False)
+    return f"...{shown}" if start else shown
+
+
+def _calls(message: Message) -> str:
+    return ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls) or "none"
 
 
 def _show(message: Message) -> str:
