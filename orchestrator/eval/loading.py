@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import itertools
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -175,8 +176,8 @@ def _variants(spec: EvalSpec, context: dict[str, Any], problems: list[Problem]) 
                 chosen = dict(zip(keys, values, strict=True))
                 data = {**variant.model_dump(exclude_defaults=True), **chosen}
                 if variant.name:
-                    shown = ",".join(f"{k}={_short(v)}" for k, v in chosen.items())
-                    data["name"] = f"{variant.name}-{shown}"[:64]
+                    shown = "-".join(_short(v) for v in chosen.values())
+                    data["name"] = re.sub(r"[^A-Za-z0-9_-]", "-", f"{variant.name}-{shown}")[:64]
                 try:
                     found.append(Variant.model_validate(data, context=context))
                 except ValidationError as error:

@@ -65,7 +65,7 @@ class RunRecord:
                 self.skills_loaded.append(event["skill"])
             elif kind == "tool_start" and isinstance(event.get("name"), str):
                 self.tools_called.append(event["name"])
-            elif kind == "fork":
+            elif kind == "fork" and event.get("agent") != "job":  # the job's steps are no fork
                 self.forks += 1
             elif kind == "model_call":
                 self.steps += 1

@@ -105,7 +105,7 @@ class JudgeSpec(BaseModel):
 
     rubric: Text
     """What a good answer does, for the judge to grade against."""
-    model: str | None = None
+    model: VariantModel | None = None
     """The judge's model (a model string or an alias); default: the job's model."""
     pass_score: Fraction = 0.5
     """The least score (0 to 1) that passes."""
@@ -195,7 +195,9 @@ class Scorer(BaseModel):
         if self.name:
             return self.name
         value = getattr(self, self.kind)
-        if isinstance(value, BaseModel):
+        if isinstance(value, Range):
+            shown = str(value)
+        elif isinstance(value, BaseModel):
             shown = getattr(value, "path", None) or "rubric"
         elif isinstance(value, list):
             shown = ", ".join(map(str, value))
