@@ -43,7 +43,8 @@ def test_every_kind_of_check_on_a_real_run(tmp_path: Path) -> None:
         "def half(run):\n"
         "    return 0.25\n"
         "def named(run):\n"
-        "    return Score(name='x', passed=run.forks == 1, score=1.0, reason=f'{run.forks} forks')\n"
+        "    forks = run.forks\n"
+        "    return Score(name='x', passed=forks == 1, score=1.0, reason=f'{forks} forks')\n"
     )
     path = write_eval(
         root,
@@ -328,7 +329,9 @@ def test_cases_from_csv_and_jsonl(tmp_path: Path) -> None:
         + "\n"
     )
     for name in ("cases.csv", "cases.jsonl"):
-        path = write_eval(root, {"cases": name, "variants": [{"name": "guess", "model": "scripted:job/guess.script.yaml"}], "scorers": [{"json_path": {"path": "$.words", "equals": "{expected.words}"}}]})  # fmt: skip
+        guess = {"name": "guess", "model": "scripted:job/guess.script.yaml"}
+        words = {"json_path": {"path": "$.words", "equals": "{expected.words}"}}
+        path = write_eval(root, {"cases": name, "variants": [guess], "scorers": [words]})
         result = run(path, tmp_path / f"out-{name}", fresh=True)
         passed = {line["case"]: line["passed"] for line in result.lines}
         assert passed == (
@@ -476,7 +479,8 @@ def test_the_command_exits_1_under_min_pass_and_2_on_a_bad_file(tmp_path: Path) 
 
 def test_the_html_page_links_every_run_to_its_report(tmp_path: Path) -> None:
     root = eval_folder(tmp_path)
-    write_eval(root, {"cases": [twelve("a"), twelve("b", 3)], "scorers": [{"file": {"path": "out/count.txt", "equals": "12"}}]})  # fmt: skip
+    check = {"file": {"path": "out/count.txt", "equals": "12"}}
+    write_eval(root, {"cases": [twelve("a"), twelve("b", 3)], "scorers": [check]})
     done = orchestrator("eval", "test.eval.yaml", "--html", "page/eval.html", "-q", cwd=root)
     assert done.returncode == 0, done.stderr
     page = (root / "page" / "eval.html").read_text()
