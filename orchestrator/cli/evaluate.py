@@ -45,6 +45,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="run only this variant (repeatable)",
     )
     command.add_argument(
+        "--case",
+        dest="cases",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this case (repeatable)",
+    )
+    command.add_argument(
         "--min-pass",
         type=float,
         metavar="RATE",
@@ -98,6 +106,7 @@ def eval_command(args: argparse.Namespace) -> int:
             repeat=args.repeat,
             concurrency=args.concurrency,
             variants=args.variants,
+            cases=args.cases,
             model=args.model,
             max_tokens=args.max_tokens,
             max_cost_usd=args.max_cost_usd,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .loading import LoadedEval, load_eval
+from .recorded import EvalCase, eval_cases
 from .runner import EvalOptions, EvalProgress, EvalRunner, read_lines
 from .scoring import RunRecord, Score
 from .spec import Case, EvalError, EvalSpec, Scorer, Variant
@@ -27,6 +28,7 @@ from .summary import EvalSummary, VariantRow, render_table, summarize, wilson
 
 __all__ = [
     "Case",
+    "EvalCase",
     "EvalError",
     "EvalOptions",
     "EvalResult",
@@ -38,6 +40,7 @@ __all__ = [
     "Scorer",
     "Variant",
     "VariantRow",
+    "eval_cases",
     "load_eval",
     "render_table",
     "run_eval",

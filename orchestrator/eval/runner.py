@@ -59,6 +59,8 @@ class EvalOptions:
     concurrency: int | None = None
     variants: Sequence[str] = ()
     """Only the variants so named (all when empty)."""
+    cases: Sequence[str] = ()
+    """Only the cases with these ids (all when empty)."""
     model: str | None = None
     """Every variant's model (as `--model`), e.g. to run the eval against another endpoint."""
     max_tokens: int | None = None
@@ -121,6 +123,15 @@ class EvalRunner:
         cost = options.max_cost_usd or spec.budget.max_cost_usd
         self.budget = TokenBudget(tokens, max_cost=cost) if tokens or cost else None
         self.variants = self._chosen(loaded.variants, options.variants)
+        self.cases = loaded.cases
+        if options.cases:
+            ids = [str(case.id) for case in loaded.cases]
+            unknown = [c for c in options.cases if c not in ids]
+            if unknown:
+                raise ConfigError(
+                    f"--case {', '.join(unknown)}: no such case; cases: {', '.join(ids)}"
+                )
+            self.cases = [case for case in loaded.cases if case.id in options.cases]
         self.mask = SecretMask(secrets_from_environment(dict(os.environ)))
         self._judges: dict[str, Judge] = {}
         self._write_lock = asyncio.Lock()
@@ -141,7 +152,7 @@ class EvalRunner:
         return [
             Planned(variant, case, number)
             for variant in self.variants
-            for case in self.loaded.cases
+            for case in self.cases
             for number in range(1, self.repeat + 1)
         ]
 
@@ -226,7 +237,7 @@ class EvalRunner:
         record.read_trajectory()
         scores, verdicts = await self._scores(planned, record, job, sidecar)
         if self.options.record is not None:
-            self._write_sidecar(planned, workspace, verdicts)
+            self._write_sidecar(planned, workspace, job, verdicts)
         passed = divergence is None and all(s.passed for s in scores)
         line: Line = {
             "status": status,
@@ -326,29 +337,30 @@ class EvalRunner:
         if not recording.is_file():
             raise ConfigError(f"no recording of run {planned.key} at {recording}")
         recorded = sidecar.get("paths") or {}
-        now = self._paths(workspace.resolve())
+        job = self.loaded.job_for(planned.variant, planned.case)
+        now = self._paths(workspace.resolve(), job)
         paths = {str(recorded[k]): v for k, v in now.items() if recorded.get(k)}
         return WatchedReplay(ReplayModel(recording, paths=paths))
 
-    def _paths(self, workspace: Path) -> dict[str, str]:
+    def _paths(self, workspace: Path, job: Job) -> dict[str, str]:
         """The folders a run's messages may name that differ from one machine to another."""
         builtin = builtin_skills_folder()
         return {
             "workspace": str(workspace),
             "eval": str(self.loaded.folder),
+            "job": str(job.source.resolve().parent) if job.source is not None else "",
             "builtin_skills": str(builtin.resolve()) if builtin else "",
-            "cwd": str(Path.cwd().resolve()),
         }
 
     def _write_sidecar(
-        self, planned: Planned, workspace: Path, verdicts: dict[str, Verdict]
+        self, planned: Planned, workspace: Path, job: Job, verdicts: dict[str, Verdict]
     ) -> None:
         if self.options.record is None:
             return
         path = self.options.record / planned.slug.with_suffix(".json")
         value = {
             "run": planned.key,
-            "paths": self._paths(workspace),
+            "paths": self._paths(workspace, job),
             "judge": {
                 name: {"score": v.score, "reason": v.reason, "usage": v.usage.model_dump()}
                 for name, v in verdicts.items()

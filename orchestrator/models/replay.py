@@ -23,6 +23,7 @@ not above it (docs/architecture.md).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,9 +109,9 @@ class ReplayModel:
                 f"{self.path} has {len(agent.turns)}"
             )
         recorded = agent.turns[turn]
-        if self.check:
-            self._compare(request, agent.prefix(turn), turn)
+        if self.check:  # in the order providers read a request: tools, then messages
             self._compare_tools(request, recorded, turn)
+            self._compare(request, agent.prefix(turn), turn)
         if not recorded.message.tool_calls:  # an answer: shown as it is "written" (--stream)
             request.text(recorded.message.content)
         return ModelResponse(
@@ -174,10 +175,7 @@ def load_recording(path: Path, paths: Mapping[str, str] | None = None) -> dict[s
     except OSError as exc:
         raise ConfigError(f"cannot read the recording {path}: {exc.strerror}") from None
     agents: dict[str, RecordedAgent] = {}
-    # The longest first: a folder inside another moves with its own entry.
-    moves = sorted(
-        ((k, v) for k, v in (paths or {}).items() if k and k != v), key=lambda p: -len(p[0])
-    )
+    moves = {old: new for old, new in (paths or {}).items() if old}
     for line in raw.splitlines():
         event = _event(line)
         if event is not None:
@@ -187,7 +185,7 @@ def load_recording(path: Path, paths: Mapping[str, str] | None = None) -> dict[s
     return agents
 
 
-def _fold(agent: RecordedAgent, event: dict[str, Any], moves: list[tuple[str, str]]) -> None:
+def _fold(agent: RecordedAgent, event: dict[str, Any], moves: Mapping[str, str]) -> None:
     kind = event["type"]
     if kind == "run_start" and event.get("resumed"):
         kept = event.get("kept")
@@ -203,15 +201,15 @@ def _fold(agent: RecordedAgent, event: dict[str, Any], moves: list[tuple[str, st
             agent.pending = None
 
 
-def _moved(message: Message, moves: list[tuple[str, str]]) -> Message:
-    """`message` with each recorded folder in its texts replaced by where it is now."""
-    if not moves:
+def _moved(message: Message, moves: Mapping[str, str]) -> Message:
+    """`message` with each recorded folder in its texts replaced by where it is now, in one
+    pass, the longest first (a folder inside another moves with its own entry)."""
+    if all(old == new for old, new in moves.items()):
         return message
+    pattern = re.compile("|".join(re.escape(old) for old in sorted(moves, key=len, reverse=True)))
 
     def move(text: str) -> str:
-        for old, new in moves:
-            text = text.replace(old, new)
-        return text
+        return pattern.sub(lambda match: moves[match[0]], text)
 
     calls = tuple(c.model_copy(update={"arguments": move(c.arguments)}) for c in message.tool_calls)
     content = move(message.content) if message.content else message.content
