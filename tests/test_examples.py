@@ -156,9 +156,10 @@ EVALS = {
 def test_every_example_eval_runs_offline(tmp_path: Path, name: str) -> None:
     found = [p.name.removesuffix(".eval.yaml") for p in (EXAMPLES / "evals").glob("*.eval.yaml")]
     assert sorted(found) == sorted(EVALS)
+    path = EXAMPLES / "evals" / f"{name}.eval.yaml"
     done = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "eval", str(EXAMPLES / "evals" / f"{name}.eval.yaml")]
-        + ["--out", str(tmp_path / "out"), "-q"],
+        [sys.executable, "-m", "orchestrator", "eval", str(path), "--out", str(tmp_path / "out")]
+        + ["-q"],
         capture_output=True,
         text=True,
         timeout=120,
