@@ -490,3 +490,76 @@ def test_the_html_page_links_every_run_to_its_report(tmp_path: Path) -> None:
     for link in links:
         report = (root / "page" / link).read_text()
         assert "<html" in report.lower() and "word-stats" in report
+
+
+def test_a_case_cannot_write_and_a_check_cannot_read_outside_the_workspace(
+    tmp_path: Path,
+) -> None:
+    root = eval_folder(tmp_path)
+    (tmp_path / "secret.txt").write_text("do not read\n")
+    path = write_eval(
+        root,
+        {
+            "cases": [
+                {"id": "escape", "files": {"../../../escape.txt": "x"}},
+                {"id": "absolute", "files": {str(tmp_path / "absolute.txt"): "x"}},
+                {"id": "reader", "files": {"input.txt": "a b"}},
+            ],
+            "scorers": [{"file": {"path": "../../../../secret.txt", "contains": "do not"}}],
+            "variants": [{"name": "guess", "model": "scripted:job/guess.script.yaml"}],
+        },
+    )
+    result = run(path, tmp_path / "out")
+    lines = {line["case"]: line for line in result.lines}
+    for case in ("escape", "absolute"):
+        assert lines[case]["status"] == "error" and not lines[case]["done"]
+        assert "is outside the workspace" in lines[case]["error"]
+    assert not list(tmp_path.rglob("escape.txt")) and not (tmp_path / "absolute.txt").exists()
+    reader = scores_of(lines["reader"])["file ../../../../secret.txt"]
+    assert not reader["passed"] and "outside the run's workspace" in reader["reason"]
+
+
+def test_a_runs_model_cannot_rewrite_what_decides_the_eval(tmp_path: Path) -> None:
+    """Even in a shared workspace that holds them, the eval file, the results and the
+    checks' code are read-only to the model."""
+    root = eval_folder(tmp_path)
+    (root / "checks.py").write_text("def ok(run):\n    return True\n")
+    writes = [
+        {"name": "files__write_file", "arguments": {"path": name, "content": "pwned"}}
+        for name in ("shared.eval.yaml", "out/results.jsonl", "checks.py", "out/traces/x.jsonl")
+    ]
+    script = {"goal": [{"tool_calls": [{"name": "load_skill", "arguments": {"name": "files"}}]},
+                       {"tool_calls": writes}, {"content": "done"}]}  # fmt: skip
+    (root / "attack.script.yaml").write_text(yaml.safe_dump(script))
+    job = {
+        "name": "attack",
+        "model": "scripted:attack.script.yaml",
+        "goal": "Do it.",
+        "permissions": {"workspace": "."},
+        "skills": [],
+    }
+    path = root / "shared.eval.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "shared",
+                "job": job,
+                "cases": [{"id": "a"}],
+                "scorers": [{"python": "checks.py:ok"}],
+                "workspace": "shared",
+            }
+        )
+    )
+    before = path.read_text()
+    result = run(path, root / "out")
+    line = result.lines[0]
+    assert path.read_text() == before
+    assert (root / "checks.py").read_text().startswith("def ok")
+    assert not (root / "out" / "traces" / "x.jsonl").exists()
+    assert "pwned" not in (root / "out" / "results.jsonl").read_text()
+    refusals = [
+        e["message"]
+        for e in trace_events(line["trace"])
+        if e.get("message", {}).get("role") == "tool" and e["message"].get("is_error")
+    ]
+    assert len(refusals) == 4, refusals

@@ -301,13 +301,33 @@ class EvalRunner:
     ) -> Orchestrator:
         folders = job_folders(job)
         catalog = variant_catalog(job, variant)
-        permissions = job.permissions.model_copy(update={"workspace": workspace})
+        # What decides the eval's runs stays read-only to every run's model: the eval file, its
+        # cases, the checks' code, the results (which runs are done), the recordings and traces.
+        permissions = job.permissions.model_copy(update={"workspace": workspace}).protecting(
+            self.defining()
+        )
         overrides: dict[str, Any] = {"permissions": permissions, "skills": catalog}
         if variant.subagents:
             overrides["subagents"] = [*variant.subagents, *folders.subagents]
         if replay is not None:
             return Replayed.from_job(job, model=replay, **overrides)
         return Orchestrator.from_job(job, **overrides)
+
+    def defining(self) -> list[Path]:
+        """The files and folders that decide this eval's runs."""
+        spec = self.loaded.spec
+        found = [self.loaded.source.resolve(), self.options.results_file.resolve()]
+        found.append((self.options.out / "traces").resolve())
+        if isinstance(spec.cases, Path):
+            found.append(spec.cases)
+        if isinstance(spec.job, Path):
+            found.append(spec.job)
+        for reference in self.loaded.functions:
+            where = reference.rpartition(":")[0]
+            if where.endswith(".py"):
+                found.append((self.loaded.folder / where).resolve())
+        found += [p.resolve() for p in (self.options.record, self.options.replay) if p]
+        return found
 
     def _trace_path(self, planned: Planned) -> Path:
         folder = self.options.record or self.options.out / "traces"

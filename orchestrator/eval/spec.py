@@ -142,9 +142,7 @@ class Scorer(BaseModel):
 
     name: Text | None = None
     """How the check shows in results; default: its kind and argument."""
-    status: (
-        Literal["completed", "max_steps", "budget_exhausted", "loop_detected", "error"] | None
-    ) = None
+    status: Literal["completed", "failed", "budget_exhausted", "cancelled"] | None = None
     """How the job must end (without any `status` scorer: `completed`)."""
     equals: str | None = None
     """The output, leading and trailing white space aside."""
