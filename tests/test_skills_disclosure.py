@@ -13,6 +13,7 @@ from skill_factory import write_skill
 
 from orchestrator import Orchestrator, load_job
 from orchestrator.errors import ConfigError
+from orchestrator.jobs import prepare_resume
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions
 from orchestrator.skills import SkillCatalog, SkillsExtension
@@ -213,3 +214,27 @@ def test_the_flag_overrides_the_spec(tmp_path: Path) -> None:
     )
     assert eager.returncode == 0, eager.stderr
     assert tool_errors(tmp_path / "eager.jsonl") == {"counter__count": False}
+
+
+def test_a_resumed_run_keeps_the_mode_it_ran_with(tmp_path: Path) -> None:
+    folder = skills_folder(tmp_path)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "job.script.yaml").write_text(
+        "goal:\n"
+        "  - tool_calls: [{name: counter__count, arguments: {text: 'a b'}}]\n"
+        "  - content: done\n"
+    )
+    spec = tmp_path / "job.yaml"
+    spec.write_text(
+        f"name: j\nmodel: scripted:job.script.yaml\ngoal: count\nskills: [{folder}]\n"
+        "permissions: {workspace: work}\n"
+    )
+    trace = tmp_path / "run.jsonl"
+    done = orchestrator("run", spec, "-q", "--disclosure", "eager", "--trace", trace, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Cut the run before its end, as a crash would: the job must resume as it ran, eager.
+    lines = trace.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"type": "tool_end"' in line)
+    trace.write_text("".join(lines[:cut]))
+    resumption = prepare_resume(trace)
+    assert resumption.job is not None and resumption.job.disclosure == "eager"
