@@ -12,6 +12,7 @@ import pytest
 import yaml
 from cli_process import orchestrator
 from eval_factory import eval_folder, twelve, write_eval
+from provider_server import ProviderServer
 
 from orchestrator.eval import (
     EvalError,
@@ -234,6 +235,31 @@ def test_a_variants_model_settings_reach_its_job(tmp_path: Path) -> None:
     with pytest.raises(EvalError) as error:
         load_eval(path)
     assert "variants[0]" in str(error.value) and "model.x" in str(error.value)
+
+
+def test_model_settings_of_each_variant_reach_the_wire(tmp_path: Path) -> None:
+    root = eval_folder(tmp_path)
+    answer = {"content": '{"words": 12, "summary": "counted"}'}
+    with ProviderServer({"*": [answer, answer]}) as server:
+        wire = {"stream": False, "base_url": server.openai_url}
+        model = "openai-compatible:tiny"
+        path = write_eval(
+            root,
+            {
+                "cases": [twelve()],
+                "scorers": [{"json_path": {"path": "$.words", "equals": "{expected.words}"}}],
+                "variants": [
+                    {"name": "cold", "model": model, "model_options": {**wire, "temperature": 0}},
+                    {"name": "warm", "model": model, "model_options": {**wire, "temperature": 0.7}},
+                ],
+                "concurrency": 1,
+            },
+        )
+        for variant in ("cold", "warm"):  # one after the other: the bodies' order is known
+            result = run(path, tmp_path / "out", variants=[variant])
+            assert result.lines[-1]["passed"], result.lines
+        temperatures = [body.get("temperature") for body in server.bodies()]
+    assert temperatures == [0, 0.7]
 
 
 def trace_events(path: str) -> list[dict[str, Any]]:
