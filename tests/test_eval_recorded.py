@@ -4,6 +4,7 @@ interrupted eval resumes, and `eval_cases` turns an eval into test cases."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -206,5 +207,38 @@ def test_the_recorded_example_replays_in_the_test_suite(tmp_path: Path) -> None:
     assert "diverged" not in done.stdout
     lines = results(tmp_path / "out" / "results.jsonl")
     assert all(line["done"] for line in lines) and len(lines) == 8
+    # The folders a recording names are those its messages name, so that they move: the
+    # built-in `files` skill the guessing model loads, and the eval's own skill.
+    recordings = example / "recordings" / "skill-ab"
+    for variant, skill in (("without-skill", "files"), ("with-skill", "word-stats")):
+        paths = json.loads((recordings / variant / "seven-1.json").read_text())["paths"]
+        recorded = (recordings / variant / "seven-1.jsonl").read_text()
+        key = "builtin_skills" if skill == "files" else "job"
+        assert f"Folder: {paths[key]}/" in recorded
     # Every model call was answered from the committed recording.
     assert '"model": "replay:' in Path(lines[0]["trace"]).read_text()
+
+
+def test_a_recording_made_on_another_machine_replays_here(tmp_path: Path) -> None:
+    """The example's recordings, as if made in another checkout: every folder they name (the
+    eval's, the job's, the built-in skills', the workspaces) moved to where it is there."""
+    example = REPO / "examples" / "evals"
+    source = example / "recordings" / "skill-ab"
+    moved = tmp_path / "recordings"
+    elsewhere = "/home/someone/src/orchestrator"
+    for path in source.rglob("*.json*"):
+        text = path.read_text()
+        sidecar = json.loads((path.with_suffix(".json")).read_text())["paths"]
+        for folder in sorted(sidecar.values(), key=len, reverse=True):
+            if folder:
+                text = text.replace(folder, folder.replace(str(REPO), elsewhere, 1))
+        target = moved / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    assert str(REPO) not in "".join(p.read_text() for p in moved.rglob("*.jsonl"))
+    done = orchestrator(
+        "eval", example / "skill-ab.eval.yaml", "--replay", moved, "--out", tmp_path / "out",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "diverged" not in done.stdout and "4/4 100%" in done.stdout

@@ -369,7 +369,8 @@ class EvalRunner:
             "workspace": str(workspace),
             "eval": str(self.loaded.folder),
             "job": str(job.source.resolve().parent) if job.source is not None else "",
-            "builtin_skills": str(builtin.resolve()) if builtin else "",
+            # As the catalog shows it (not resolved: it may be a link into a checkout).
+            "builtin_skills": str(builtin.absolute()) if builtin else "",
         }
 
     def _write_sidecar(
