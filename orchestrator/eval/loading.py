@@ -29,7 +29,7 @@ from ..jobs import Job, SpecError, load_job
 from ..jobs.loading import read_yaml
 from ..jobs.problems import Problem, problems_from
 from ..tasks import suggest
-from .spec import TEMPLATE, Case, EvalError, EvalSpec, Scorer, Variant, _short
+from .spec import TEMPLATE, Case, EvalError, EvalSpec, Scorer, Variant, shown_value
 
 ScoreFunction = Callable[..., Any]
 
@@ -176,7 +176,7 @@ def _variants(spec: EvalSpec, context: dict[str, Any], problems: list[Problem]) 
                 chosen = dict(zip(keys, values, strict=True))
                 data = {**variant.model_dump(exclude_defaults=True), **chosen}
                 if variant.name:
-                    shown = "-".join(_short(v) for v in chosen.values())
+                    shown = "-".join(shown_value(v) for v in chosen.values())
                     data["name"] = re.sub(r"[^A-Za-z0-9_-]", "-", f"{variant.name}-{shown}")[:64]
                 try:
                     found.append(Variant.model_validate(data, context=context))

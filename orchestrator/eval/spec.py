@@ -265,11 +265,11 @@ class Variant(BaseModel):
         changed = self.model_dump(exclude_defaults=True, exclude={"name"})
         if not changed:
             return "baseline"
-        parts = [f"{key}={_short(value)}" for key, value in changed.items()]
+        parts = [f"{key}={shown_value(value)}" for key, value in changed.items()]
         return ",".join(parts)
 
 
-def _short(value: Any) -> str:
+def shown_value(value: Any) -> str:
     if isinstance(value, list):
         return "+".join(Path(v).name if isinstance(v, Path) else str(v) for v in value)
     if isinstance(value, dict):
