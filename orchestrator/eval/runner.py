@@ -178,14 +178,6 @@ class EvalRunner:
                 group.create_task(one(planned))
         return progress
 
-    def judge_usage(self) -> tuple[Usage, float | None]:
-        usage, cost = Usage(), None
-        for judge in self._judges.values():
-            usage = usage + judge.usage
-            if judge.cost is not None:
-                cost = (cost or 0.0) + judge.cost
-        return usage, cost
-
     # --- One run ------------------------------------------------------------------------
 
     async def run_one(self, planned: Planned) -> Line:
@@ -257,13 +249,11 @@ class EvalRunner:
         }
         if divergence:
             line["divergence"] = divergence
-        judge = [v for v in verdicts.values()]
-        if judge:
+        if verdicts:  # the judge's spend, apart from the job's
+            costs = [v.cost for v in verdicts.values() if v.cost is not None]
             line["judge"] = {
-                "usage": sum((v.usage for v in judge), Usage()).model_dump(),
-                "cost": sum(v.cost for v in judge if v.cost is not None)
-                if any(v.cost is not None for v in judge)
-                else None,
+                "usage": sum((v.usage for v in verdicts.values()), Usage()).model_dump(),
+                "cost": sum(costs) if costs else None,
             }
         return line
 
