@@ -151,6 +151,15 @@ def test_eval_cases_are_test_cases(tmp_path: Path) -> None:
     assert "full/seven/1 diverged from its recording" in str(diverged.value)
 
 
+def wait_for_lines(path: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not reach {count} lines")
+
+
 def test_an_interrupted_eval_resumes_without_running_done_runs_again(tmp_path: Path) -> None:
     root = eval_folder(tmp_path)
     slow = {"goal": [{"content": '{"words": 12}', "latency": 0.4}]}
@@ -165,21 +174,31 @@ def test_an_interrupted_eval_resumes_without_running_done_runs_again(tmp_path: P
     )
     out = tmp_path / "out"
     command = [sys.executable, "-m", "orchestrator", "eval", str(path), "--out", str(out), "-q"]
+    results_file = out / "results.jsonl"
+    # Ctrl-C first: the eval stops, says so, and keeps what ended.
+    interrupted = subprocess.Popen(
+        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for_lines(results_file, 1)
+        interrupted.send_signal(signal.SIGINT)
+        _, stderr = interrupted.communicate(timeout=30)
+    finally:
+        if interrupted.poll() is None:
+            interrupted.kill()
+    assert interrupted.returncode == 130
+    assert b"eval interrupted: the runs that ended are in" in stderr
+    # Then a kill, with nothing to say.
     process = subprocess.Popen(
         command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    results_file = out / "results.jsonl"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if results_file.is_file() and len(results_file.read_text().splitlines()) >= 2:
-                break
-            time.sleep(0.05)
+        wait_for_lines(results_file, len(results(results_file)) + 1)
         os.kill(process.pid, signal.SIGKILL)
     finally:
         process.wait(timeout=30)
     before = results(results_file)
-    assert 2 <= len(before) < 6  # killed part-way
+    assert 2 <= len(before) < 6  # stopped part-way, twice
     again = orchestrator("eval", path, "--out", out, "-q", cwd=root)
     assert again.returncode == 0, again.stderr
     assert f"{6 - len(before)} runs; {len(before)} done earlier, skipped" in again.stderr

@@ -6,7 +6,8 @@ variants, and the runs that diverged from their recording or could not run. One 
 run goes to the results file (default `.orchestrator/evals/NAME/results.jsonl`); running the
 same command again skips the runs already done (`--fresh` starts over). Exit codes: 0, 1 when
 a variant's pass rate is under `--min-pass` (or the file's `min_pass`) or a replayed run
-diverged, 2 when the eval file or a flag is invalid (nothing ran).
+diverged, 2 when the eval file or a flag is invalid (nothing ran), 130 when interrupted
+(Ctrl-C: the runs that ended keep their lines).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..errors import ConfigError
 from ..eval import EvalOptions, load_eval, render_table, run_eval_sync
 from ..eval.page import write_page
 from ..trace.summary import plural
-from .jobs import EXIT_OK, EXIT_SPEC_ERROR, config_error
+from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
 
 EXIT_BELOW_MIN_PASS = 1
 DEFAULT_EVAL_DIR = Path(".orchestrator") / "evals"
@@ -119,6 +120,13 @@ def eval_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
+    except KeyboardInterrupt:
+        print(
+            f"eval interrupted: the runs that ended are in {options.results_file}; the same "
+            "command goes on with the others",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     summary = result.summary
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
