@@ -6,6 +6,7 @@
     │   └── SpecError            an invalid job spec, every problem by field path (spec_errors.py)
     ├── ModelError               a model call failed (adapters map httpx errors to these)
     │   ├── RetryableModelError  429, 5xx, overloaded, dropped stream: worth another attempt
+    │   ├── ContextWindowExceeded  the conversation does not fit the model's context window
     │   ├── ScriptExhausted      the scripted model has no turn left for an agent
     │   └── UntrustedUsage       a provider reported usage too far off to believe
     └── ToolError                raised by a tool: its message goes back to the model as is
@@ -51,6 +52,25 @@ class RetryableModelError(ModelError):
     ) -> None:
         super().__init__(message, provider=provider, status=status)
         self.retry_after = retry_after
+
+
+class ContextWindowExceeded(ModelError):
+    """The request does not fit the model's context window: the provider refused it, or the
+    loop saw that even a minimal answer would not fit. `window` and `prompt_tokens` are set
+    when known (a provider's refusal often names both)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        window: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
 
 
 class ScriptExhausted(ModelError):

@@ -16,9 +16,9 @@ import importlib
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
-from .agent import AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
+from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
 from .jobs import (
     Job,
     JobResult,
@@ -79,6 +79,9 @@ class Orchestrator:
     `disclosure` is how every agent's skills' tools reach the model: `progressive` (loaded on
     demand), `eager` (all in the tools array from the first request) or `auto` (eager while
     their schemas fit in `eager_tokens`); see docs/skills.md.
+    `on_background_answer`: what becomes of background tasks (`fork(..., wait=false)`) still
+    running when their agent answers: `wait` for them and let it answer again with their
+    results, or `cancel` them (docs/background.md).
     """
 
     def __init__(
@@ -91,7 +94,7 @@ class Orchestrator:
         max_tokens: int | None = None,
         max_cost: float | None = None,
         prices: Mapping[str, Price] | None = None,
-        max_steps: int = 30,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_parallel: int = 4,
         max_depth: int = 2,
         output_cap_tokens: int = 1_000,
@@ -105,6 +108,7 @@ class Orchestrator:
         executor: RemoteExecutor | None = None,
         disclosure: Disclosure = DEFAULT_DISCLOSURE,
         eager_tokens: int = DEFAULT_EAGER_TOKENS,
+        on_background_answer: Literal["wait", "cancel"] = "wait",
     ) -> None:
         given = {
             "tools": tools,
@@ -127,6 +131,7 @@ class Orchestrator:
             "executor": executor,
             "disclosure": disclosure,
             "eager_tokens": eager_tokens,
+            "on_background_answer": on_background_answer,
         }
         self.remake: Remake = (Orchestrator, (model,), given)
         """What this orchestrator was made from, for an executor that makes it again in
@@ -169,6 +174,7 @@ class Orchestrator:
                 default_max_steps=max_steps,
                 disclosure=disclosure,
                 eager_tokens=eager_tokens,
+                on_answer=on_background_answer,
             ),
             resolve=self.resolve,
             approve=approve,
@@ -187,7 +193,10 @@ class Orchestrator:
             "aliases": ModelAliases.standard(job.models),
             "environ": job.environment(),
             "skills": folders.skills,
-            "subagents": folders.subagents,
+            # The spec's remote agents first, then the folders' definitions.
+            "subagents": SubagentRegistry(
+                job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
+            ),
             "max_tokens": job.budget.max_tokens,
             "max_cost": job.budget.max_cost_usd,
             "prices": job.price_overrides(),
@@ -414,11 +423,14 @@ class Orchestrator:
         model_options: Mapping[str, Any] | None = None,
         force: bool = False,
         user_skills: bool = False,
+        retry_failed: bool = False,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
     ) -> JobResult:
         """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
+        `retry_failed`: run again the steps and forked tasks that ended failed, and what
+        depends on them, a finished run's included.
 
         Steps and forked tasks that had ended keep their results; those that were running
         restart from their last complete turn; the budget goes on from what was spent. A run
@@ -429,7 +441,12 @@ class Orchestrator:
         `stream` are those of `from_job`, `Orchestrator` and `run_job`.
         """
         resumption = prepare_resume(
-            trace, model=model, model_options=model_options, force=force, user_skills=user_skills
+            trace,
+            model=model,
+            model_options=model_options,
+            force=force,
+            user_skills=user_skills,
+            retry_failed=retry_failed,
         )
         if resumption.finished is not None:
             return resumption.finished
@@ -451,6 +468,7 @@ class Orchestrator:
         model_options: Mapping[str, Any] | None = None,
         force: bool = False,
         user_skills: bool = False,
+        retry_failed: bool = False,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
@@ -463,6 +481,7 @@ class Orchestrator:
                 model_options=model_options,
                 force=force,
                 user_skills=user_skills,
+                retry_failed=retry_failed,
                 listeners=listeners,
                 approve=approve,
                 stream=stream,
@@ -491,6 +510,7 @@ class Orchestrator:
             remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
             user_skills=self.user_skills,
             workspace=workspace,
+            subagents=self.subagents,
         )
 
     def step_context(self, budget: TokenBudget, trace: Trace | None) -> ToolContext:

@@ -45,7 +45,7 @@ class Fault:
     """What goes wrong with one request.
 
     `status`: answer with `status`, `headers` and `payload`, or an error body in the
-    provider's format.
+    provider's format (after `delay` seconds).
     `json`: answer 200 with `payload` as a JSON body, whatever was asked for.
     `slow`: wait `delay` seconds before answering. `drop`: close the connection after `after`
     events. `cut`: end the stream cleanly after `after` events, without its final event.
@@ -82,7 +82,10 @@ class ProviderServer:
     `usage` is the (input, output) token count reported with every reply, or None to report
     none. `api_key`, when set, is the only key accepted. `latency` delays every reply.
     `route`, when given, names the script's agent a request body is for (the wire carries no
-    agent name): several agents of one run then follow their own turns.
+    agent name): several agents of one run then follow their own turns. `refuse`, when given,
+    reads each request body and returns an error payload to answer it with (HTTP 400), or
+    None to answer it as usual: a server with a context window of its own. `pages` are
+    answered to GET requests by path (`/v1/models`, `/props`), as JSON; other paths get 404.
     """
 
     def __init__(
@@ -93,13 +96,19 @@ class ProviderServer:
         api_key: str | None = None,
         latency: float = 0.0,
         route: Callable[[Mapping[str, Any]], str] | None = None,
+        refuse: Callable[[Mapping[str, Any]], Any] | None = None,
+        pages: Mapping[str, Any] | None = None,
     ) -> None:
+        self.pages = dict(pages or {})
+        self.gets: list[str] = []
         self.route = route
+        self.refuse = refuse
         self.model = script if isinstance(script, ScriptedModel) else ScriptedModel(script)
         self.usage = usage
         self.api_key = api_key
         self.latency = latency
         self.faults: list[Fault] = []
+        self.agent_faults: dict[str, list[Fault]] = {}
         self.requests: list[Recorded] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -124,9 +133,13 @@ class ProviderServer:
         settings = {"api_key": api_key, "backoff_base": 0.01, "backoff_cap": 0.05, **options}
         return resolve_model(f"{provider}:test-model", base_url=base_url, **settings)
 
-    def fail(self, *faults: Fault) -> None:
-        """Make the next requests fail, one fault per request, in order."""
-        self.faults.extend(faults)
+    def fail(self, *faults: Fault, agent: str | None = None) -> None:
+        """Make the next requests fail, one fault per request, in order; with `agent`, the
+        next requests that `route` gives to that agent."""
+        if agent is None:
+            self.faults.extend(faults)
+        else:
+            self.agent_faults.setdefault(agent, []).extend(faults)
 
     def bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests]
@@ -146,6 +159,8 @@ class ProviderServer:
             self.requests.append(Recorded(path, dict(headers), body, time.monotonic()))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.route is not None and (mine := self.agent_faults.get(self.route(body))):
+                return self.requests[-1], mine.pop(0)
             return self.requests[-1], (self.faults.pop(0) if self.faults else None)
 
     def _end(self, recorded: Recorded) -> None:
@@ -193,6 +208,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        provider = self.server.provider
+        provider.gets.append(self.path)
+        if self.path in provider.pages:
+            self._json(200, provider.pages[self.path])
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
     def do_POST(self) -> None:
         wire = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(self.path)
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
@@ -223,7 +246,12 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"Incorrect API key provided: {presented.removeprefix('Bearer ')}"
             self._json(401, error_body(wire, 401, message))
             return
+        refusal = provider.refuse(body) if provider.refuse is not None else None
+        if refusal is not None:
+            self._json(400, refusal)
+            return
         if fault is not None and fault.kind == "status":
+            time.sleep(fault.delay)
             payload = fault.payload or error_body(wire, fault.status, fault.message)
             self._json(fault.status, payload, fault.headers)
             return

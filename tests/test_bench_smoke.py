@@ -132,3 +132,23 @@ def test_write_cost_measures_every_kind_of_write(tmp_path: Path) -> None:
     figures = write_cost.measure(tmp_path, 100, calls=3)
     assert len(figures) == 4 and all(len(spent) == 3 for spent in figures.values())
     assert (tmp_path / "sub" / "file.bin").stat().st_size == 100
+
+
+def test_background_fork_measures_both_forks_once() -> None:
+    from bench import background_fork
+
+    (row,) = background_fork.measure(runs=1, step=0.01, ratios=[1.0])
+    assert len(row["background_s"]) == len(row["blocking_s"]) == 1
+    assert row["ideal_background_s"] < row["ideal_blocking_s"]
+    assert "| 0.04 s / 0.04 s |" in background_fork.table([row])
+
+
+def test_the_context_window_workload_runs_at_a_tiny_size() -> None:
+    from bench import context_window
+
+    windowed, noted, unlimited = context_window.measure(steps=12, window=4096)
+    assert windowed["status"] == noted["status"] == unlimited["status"] == "completed"
+    assert noted["calls"] == windowed["calls"] + noted["compactions"]
+    assert windowed["compactions"] >= 1 and unlimited["compactions"] == 0
+    assert windowed["largest_asked"] <= 4096 < unlimited["largest_request"]
+    assert 0 < windowed["cache_read_share"] < unlimited["cache_read_share"] <= 1

@@ -66,7 +66,7 @@ def test_trace_list_and_show_last(tmp_path: Path) -> None:
 
     assert listed.returncode == 0, listed.stderr
     header, newest, oldest = listed.stdout.splitlines()
-    assert header.split() == ["RUN", "JOB", "STATUS", "TOKENS", "COST", "STARTED", "TRACE"]
+    assert header.split() == ["RUN", "NAME", "STATUS", "TOKENS", "COST", "STARTED", "TRACE"]
     assert newest.split()[1:3] == ["bad", "failed"] and oldest.split()[1:3] == ["good", "completed"]
     runs = [
         json.loads(line)

@@ -71,6 +71,12 @@ def test_the_import_contract_holds() -> None:
             "from ..eval import spec",
             "orchestrator.report.page -> orchestrator.eval",
         ),
+        # The core reaching an optional part other than by name: the fork importing A2A.
+        (
+            "tasks/fork.py",
+            "from .. import a2a",
+            "orchestrator.tasks.fork -> orchestrator.a2a",
+        ),
         # Two siblings importing each other.
         ("tasks/graph.py", "from . import fork", "No cycles are allowed in orchestrator.tasks"),
     ],

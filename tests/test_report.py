@@ -239,3 +239,27 @@ def test_run_says_how_to_make_its_report(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == f"report: orchestrator report {tmp_path / 't.jsonl'}"
+
+
+async def test_a_model_call_that_waited_then_failed_is_a_bar_as_long_as_its_wait(
+    tmp_path: Path,
+) -> None:
+    from provider_server import Fault, ProviderServer
+
+    from orchestrator import Agent
+    from orchestrator.report import collect
+    from orchestrator.trace import Trace
+
+    with ProviderServer({"*": [{"content": "never"}]}) as server:
+        server.fail(Fault("status", status=400, delay=0.6))
+        trace = Trace(tmp_path / "t.jsonl")
+        result = await Agent(server.adapter("openai", "sk-test"), trace=trace).run("Go.")
+        trace.close()
+
+    assert result.status == "error"
+    (failed,) = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "model_error"]
+    assert failed["duration_ms"] >= 600 and not failed["cancelled"]
+    (agent,) = collect(read_trace(tmp_path / "t.jsonl")).tree()
+    (bar,) = agent.bars
+    assert bar.kind == "model" and bar.error and "400" in bar.error
+    assert bar.end is not None and bar.end - bar.start >= 0.6

@@ -57,11 +57,12 @@ def good_job(folder: Path) -> Path:
 
 
 def error_of(path: Path, **overrides: Any) -> str:
-    """The message of the SpecError that loading `path` raises; it always names the file."""
+    """The message of the SpecError that loading `path` raises; it names the file, or the
+    command-line flag at fault."""
     with pytest.raises(SpecError) as caught:
         load_job(path, **overrides)
     message = str(caught.value)
-    assert message.startswith(f"{path}: ")
+    assert message.startswith((f"{path}: ", "--"))
     return message
 
 
@@ -349,7 +350,7 @@ def test_missing_required_field(tmp_path: Path) -> None:
 def test_bad_model_string(tmp_path: Path) -> None:
     path = write(tmp_path, "name: t\nmodel: gpt-4o\ngoal: g\n")
 
-    assert "model: unknown model 'gpt-4o': give 'provider:model'" in error_of(path)
+    assert "model: unknown model 'gpt-4o' (did you mean 'openai:gpt-4o'?)" in error_of(path)
 
 
 def test_missing_skill_folder(tmp_path: Path) -> None:
@@ -606,8 +607,46 @@ def test_validate_bad_spec_exits_2_with_error_on_stderr(tmp_path: Path) -> None:
     # One pass: the flags' problems, the spec's, and the agent no definition gives.
     assert result.stderr.startswith("error: job.yaml: 3 problems\n")
     assert "--set regoin:" in result.stderr
-    assert "model: unknown model 'x': give 'provider:model'" in result.stderr
+    assert "  - --model x: unknown model 'x': give 'provider:model'" in result.stderr
     assert "steps[0].agent: unknown agent 'analyst'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "meant"),
+    [
+        ("gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("openai/gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+    ],
+)
+def test_a_model_flag_spelled_another_way_is_blamed_on_the_flag(
+    tmp_path: Path, flag: str, meant: str
+) -> None:
+    good_job(tmp_path)
+
+    result = run_cli("validate", "job.yaml", "--set", "region=APAC", "-m", flag, cwd=tmp_path)
+
+    assert result.returncode == 2
+    assert f"- --model {flag}: unknown model {flag!r} (did you mean {meant!r}?)" in result.stderr
+    assert "- model:" not in result.stderr
+
+
+def test_a_bad_model_option_is_blamed_on_the_flag(tmp_path: Path) -> None:
+    good_job(tmp_path)
+
+    result = run_cli(
+        "validate",
+        "job.yaml",
+        "--set",
+        "region=APAC",
+        "--model-option",
+        "max_output_tokens=0",
+        cwd=tmp_path,
+    )
+
+    assert result.returncode == 2
+    assert "--model-option max_output_tokens: expected a number" in result.stderr
+    assert "model.max_output_tokens" not in result.stderr
 
 
 def test_validate_malformed_set_option(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_model_overrides_replace_the_name_and_settings(tmp_path: Path) -> None:
     )
     other = load_job(path, model="ollama:qwen3:8b")
     assert other.model.name == "ollama:qwen3:8b" and other.model.base_url is None
-    assert "model.stremm: unknown field" in problems(path, model_options={"stremm": 1})
+    assert "--model-option stremm: unknown field" in problems(path, model_options={"stremm": 1})
 
 
 def test_model_option_values_read_as_yaml() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -123,3 +124,47 @@ def test_model_option_with_an_alias_bomb_stays_text() -> None:
     start = time.perf_counter()
     assert parse_model_options([f"extra={bomb}"]) == {"extra": bomb}
     assert time.perf_counter() - start < 1.0
+
+
+# -- the usual slips, named in words, at the line really at fault ---------------------------
+
+
+@pytest.mark.parametrize("loader", ["C", "pure"])
+@pytest.mark.parametrize(
+    ("text", "line", "hint"),
+    [
+        (
+            "name: x\nmodel scripted:s.yaml\nsteps: []\n",
+            2,
+            "line 2 (model scripted:s.yaml) has no ':' after its key; a likely missing colon",
+        ),
+        (
+            "name: x\nsteps:\n  - id: a\n    task: b\n   depends_on: [c]\n",
+            5,
+            "line 5 (depends_on: [c]) is indented differently from the lines above it; a "
+            "likely indentation slip",
+        ),
+        (
+            "name: x\ngoal: hi: there\n",
+            2,
+            "line 2 (goal: hi: there) holds a second ': ' inside a value; put the value in quotes",
+        ),
+        ('name: x\ngoal: "hi\nmodel: m\n', 2, "the quote opened on line 2 is never closed"),
+        ("name: x\n\tgoal: hi\n", 2, "line 2 (goal: hi) is indented with a tab"),
+    ],
+)
+def test_a_yaml_slip_gets_a_hint_in_words_and_the_right_line(
+    text: str, line: int, hint: str, loader: str
+) -> None:
+    # libyaml and PyYAML's pure-Python parser word the same slip differently.
+    if loader == "C" and not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML was built without libyaml")
+    with pytest.raises(yaml.MarkedYAMLError) as parsed:
+        yaml.load(text, yaml.CSafeLoader if loader == "C" else yaml.SafeLoader)  # noqa: S506
+    error = yaml_input._marked(parsed.value, "job.yaml", text)
+
+    assert error.line == line, str(error)
+    assert hint in str(error)
+    if loader == "C":  # what the package's own loader raises
+        with pytest.raises(YamlInputError, match=re.escape(hint)):
+            load_yaml(text, "job.yaml")

@@ -5,7 +5,7 @@ Nothing here knows of skills, forks or jobs; they extend the loop from the layer
 """
 
 from .extension import Extension, Restorable
-from .loop import AgentLoop, ModelLike, RunState
+from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState
 from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
 from .tools import (
@@ -23,6 +23,7 @@ from .tools import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
     "AgentLoop",
     "ApprovalRequest",
     "Approver",

@@ -6,7 +6,8 @@ is the final answer. The invariants (DESIGN.md) are kept here and in `batch.py`:
 every call in model order, failures as observations, a hard step cap with a forced last answer,
 a repeat detector, a budget wrap-up, and a consistent record on cancellation. The model call
 and what it is charged are `model_call.py`; a turn's tool calls, `turn_calls.py`; a run that
-goes on from its trace, `restart.py`.
+goes on from its trace, `restart.py`; keeping the conversation inside the model's context
+window, `compaction.py`.
 
 Repeat detection: a turn repeats the one before when it makes the same calls with the same
 arguments, in the same order. At `REPEAT_WARN_AT` repeats in a row the agent gets a note; one
@@ -26,21 +27,39 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ..errors import ModelError, UntrustedUsage
+from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, ModelResponse, ToolChoice
 from ..models.resolve import resolve_model
+from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, open_trace
-from .extension import Extension, assemble, guards_of, scopes_of
+from .compaction import (
+    DEFAULT_COMPACT_AT,
+    MAX_REFUSALS,
+    MIN_ANSWER_TOKENS,
+    READ_COMPACTED,
+    SUMMARY_SYSTEM,
+    SUMMARY_TOKENS,
+    CompactedResults,
+    Compaction,
+    ContextFit,
+    compact,
+    summary_task,
+    with_summary,
+)
+from .extension import Extension, WorkAside, assemble, guards_of, scopes_of, start_records
 from .model_call import call_model
 from .restart import CutTurn, restart_from
-from .run_results import RunResult, Status, refusals
+from .run_results import RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
+DEFAULT_MAX_STEPS = 20
+"""The most model calls an agent makes unless told otherwise: the same for `Agent`,
+`Orchestrator`, a job's budget and a forked task."""
 MIN_WRAP_UP_OUTPUT = 64
 WRAP_UP_NOTE = (
     "[orchestrator] The token budget is nearly spent. Give your best final answer now from "
@@ -105,6 +124,7 @@ class RunState:
     result: RunResult | None = None
     on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
+    fit: ContextFit = field(default_factory=lambda: ContextFit(None))
 
 
 class AgentLoop:
@@ -131,6 +151,11 @@ class AgentLoop:
         depth: How deep in the fork tree this agent runs (0: the top).
         time_limit: Seconds after which a run ends as `cancelled`, its record complete.
         approve: Asked before calls the permissions mark `ask` (agent/turn_calls.py).
+        compact_at: The share of the model's context window past which the conversation is
+            compacted (agent/compaction.py; by default the model's `compact_at` setting, else
+            0.8); used only when the window is known.
+        summarize: At each compaction, the model also writes notes on what is cut (one more
+            call, on the budget), kept in the conversation in place of the previous notes.
 
     `last_result` is the latest run's result, kept also when the run was cancelled (and `run`
     re-raised).
@@ -143,7 +168,7 @@ class AgentLoop:
         *,
         system: str | None = None,
         name: str = "agent",
-        max_steps: int = 20,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_tokens: int | None = None,
         budget: TokenBudget | None = None,
         trace: Trace | str | Path | None = None,
@@ -156,11 +181,14 @@ class AgentLoop:
         depth: int = 0,
         time_limit: float | None = None,
         approve: Approver | None = None,
+        compact_at: float | None = None,
+        summarize: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = resolve_model(model)
         self.extensions = list(extensions)
+        self._aside = [e for e in self.extensions if isinstance(e, WorkAside)]
         self.tools, self.system = assemble(tools, system, self.extensions)
         self.name = name
         self.max_steps = max_steps
@@ -175,6 +203,10 @@ class AgentLoop:
         self.depth = depth
         self.time_limit = time_limit
         self.approve = approve
+        self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
+        ContextFit(None, compact_at=self.compact_at)  # checks it
+        self.window = context_window(self.model)
+        self.summarize = summarize
         self.last_result: RunResult | None = None
 
     def run_sync(self, task: str) -> RunResult:
@@ -212,25 +244,38 @@ class AgentLoop:
 
     async def _loop(self, state: RunState) -> RunResult:
         try:
+            await self._ask_window(state)
             if state.resume is not None:
                 await self._finish_turn(state)
             while state.result is None:
                 await self.step(state)
+        except ContextWindowExceeded as exc:
+            await self._settle(state, answered=False)
+            text = _last_answer(state.transcript)
+            self._finish(state, "context_full", text, error=self._teach(state, exc))
         except ModelError as exc:
+            await self._settle(state, answered=False)
             self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
         except Exception as exc:
             # A model adapter (or extension) of the user's own failed in a way it should not:
             # the run still ends with a result and a complete record.
             error = f"{type(exc).__name__}: {exc}"
+            await self._settle(state, answered=False)
             self._finish(state, "error", _last_answer(state.transcript), error=error)
         except asyncio.CancelledError:
-            self._record_cancelled(state)
+            try:
+                await self._settle(state, answered=False)
+            finally:
+                self._record_cancelled(state)
             raise
         assert state.result is not None  # every way out of the loop above sets it
         return state.result
 
     async def step(self, state: RunState) -> None:
         """One model call and the tool calls it asked for; sets `state.result` when done."""
+        for extension in self._aside:  # work beside the run that ended: after the last turn
+            for arrival in extension.arrived(state.context):
+                self._append(state, arrival)
         last_step = state.steps + 1 >= self.max_steps
         forced = last_step and self.max_steps > 1  # a one-step agent just answers
         if forced:
@@ -242,12 +287,16 @@ class AgentLoop:
         message = response.message
         self._append(state, message)
         if not message.tool_calls:
+            if await self._settle(state, answered=True):
+                return  # results of work beside the run came in: the agent answers again
             self._finish(state, "max_steps" if forced else "completed", message.content or "")
         elif last_step:
             self._refuse_calls(state, message.tool_calls, "the step limit was reached")
+            await self._settle(state, answered=False)
             self._finish(state, "max_steps", message.content or "")
         elif state.repeats.too_often(message.tool_calls):
             self._refuse_calls(state, message.tool_calls, "the same call was repeated again")
+            await self._settle(state, answered=False)
             self._finish(state, "loop_detected", message.content or "")
         else:
             await self.run_tools(state, message.tool_calls)
@@ -261,23 +310,34 @@ class AgentLoop:
         *,
         max_output_tokens: int | None = None,
     ) -> ModelResponse | None:
-        """One model call (model_call.py), added to the run's spend; None when the budget
-        cannot cover it."""
-        # Tools stay in the request even when disabled: the prompt prefix stays the same (and
-        # provider caches warm), and Anthropic rejects tool blocks in a request without tools.
-        call = await call_model(
-            self.model,
-            state.transcript.view(),
-            state.context.toolset.specs,
-            counter=self.counter,
-            budget=state.budget,
-            tool_choice=tool_choice,
-            max_output_tokens=max_output_tokens or self.max_output_tokens,
-            agent=self.name,
-            step=state.steps + 1,
-            trace=state.context.trace,
-            on_event=state.on_event,
-        )
+        """One model call (model_call.py), fitted to the context window and added to the run's
+        spend; None when the budget cannot cover it. A provider that refuses the request as too
+        long teaches the window (or its own counts): the request is compacted and sent again,
+        up to `MAX_REFUSALS` times."""
+        wanted = max_output_tokens or self.max_output_tokens
+        for tries in range(MAX_REFUSALS + 1):
+            output, counted = await self._fit(state, wanted, refused=tries > 0)
+            try:
+                # Tools stay in the request even when disabled: the prompt prefix stays the
+                # same (and provider caches warm), and Anthropic rejects tool blocks in a
+                # request without tools.
+                call = await call_model(
+                    self.model,
+                    state.transcript.view(),
+                    state.context.toolset.specs,
+                    counter=self.counter,
+                    budget=state.budget,
+                    tool_choice=tool_choice,
+                    max_output_tokens=output,
+                    agent=self.name,
+                    step=state.steps + 1,
+                    trace=state.context.trace,
+                    on_event=state.on_event,
+                )
+                break
+            except ContextWindowExceeded as refusal:
+                if tries == MAX_REFUSALS or not state.fit.learn(refusal, counted, output):
+                    raise
         if call is None:
             return None
         state.steps += 1
@@ -287,6 +347,130 @@ class AgentLoop:
         if call.untrusted is not None:
             raise UntrustedUsage(call.untrusted, provider=self.model.name)
         return call.response
+
+    async def _ask_window(self, state: RunState) -> None:
+        """A window neither the settings nor the table know: ask the server, if it says."""
+        ask = getattr(self.model, "server_window", None)
+        if state.fit.window is not None or ask is None:
+            return
+        window = await ask()
+        if isinstance(window, int) and window > 0:
+            state.fit.window, state.fit.source = window, "server"
+            state.context.toolset.add(READ_COMPACTED)  # before the first request: advertised
+
+    async def _fit(self, state: RunState, wanted: int, *, refused: bool = False) -> tuple[int, int]:
+        """The output to ask for, within the window, compacting first when the conversation
+        has grown past the threshold (or the provider has just `refused` it); and the
+        request's counted tokens. Raises ContextWindowExceeded when not even a minimal answer
+        fits."""
+        counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
+        fit = state.fit
+        if refused or fit.needs_compaction(counted):
+            await self._compact(state, counted)
+            counted = self.counter.count_request(
+                state.transcript.view(), state.context.toolset.specs
+            )
+        room = fit.room(counted)
+        if room is None:
+            return wanted, counted
+        if room < MIN_ANSWER_TOKENS:
+            raise ContextWindowExceeded(
+                f"the conversation needs about {fit.provider_tokens(counted):,} tokens of "
+                f"{fit.describe()} of {self.model.name}, which leaves no room for an answer "
+                f"(at least {MIN_ANSWER_TOKENS} tokens), even with every tool result compacted",
+                provider=self.model.name,
+                window=fit.window,
+                prompt_tokens=fit.provider_tokens(counted),
+            )
+        return min(wanted, room), counted
+
+    async def _compact(self, state: RunState, counted: int) -> None:
+        """Replace older tool results with stubs (compaction.py), with the model's notes on
+        them when `summarize`, recorded as a `compact` event; the conversation goes on in a
+        new transcript."""
+        fit = state.fit
+        done = compact(
+            state.transcript, self.counter, excess=fit.excess(counted), needed=fit.needed(counted)
+        )
+        if not done.replaced:
+            return
+        notes: dict[str, object] = {}
+        if self.summarize:
+            summary, notes = await self._summarize(state, done)
+            if summary:
+                done = with_summary(done, summary, self.counter)
+        state.transcript = Transcript(done.messages)
+        state.context.state_of(CompactedResults).originals.update(done.originals)
+        state.context.toolset.add(READ_COMPACTED, advertise=False)  # no-op when advertised
+        fit.compactions += 1
+        after = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
+        if state.context.trace is not None:
+            state.context.trace.emit(
+                "compact",
+                self.name,
+                step=state.steps + 1,
+                window=fit.window,
+                window_source=fit.source,
+                compact_at=fit.compact_at,
+                tokens_before=counted,
+                tokens_after=after,
+                **({"scale": round(fit.scale, 4)} if fit.scale != 1.0 else {}),
+                replaced=[r.record() for r in done.replaced],
+                **notes,
+            )
+
+    async def _summarize(self, state: RunState, done: Compaction) -> tuple[str, dict[str, object]]:
+        """The model's notes on what `done` cuts, written by a one-step agent of its own on the
+        run's budget and trace; its text ("" when it wrote none) and what the event says."""
+        fit = state.fit
+        assert fit.window is not None
+        limit = int(fit.compact_at * fit.window / 2 / fit.scale)
+        writer = AgentLoop(
+            self.model,
+            system=SUMMARY_SYSTEM,
+            name=f"{self.name}/summary-{state.steps + 1}",
+            max_steps=1,
+            budget=state.budget,
+            trace=state.context.trace,
+            max_output_tokens=SUMMARY_TOKENS,
+            counter=self.counter,
+            depth=self.depth + 1,
+        )
+        result = await writer.run(summary_task(state.transcript, done, self.counter, limit))
+        state.context.children.append(
+            TaskResult(
+                id=writer.name.rpartition("/")[2],
+                agent="summary",
+                path=writer.name,
+                status=result.status,
+                output=result.output,
+                usage=result.total_usage,
+                cost=result.total_cost,
+                steps=result.steps,
+                run=result,
+            )
+        )
+        summary = result.output.strip() if result.status == "completed" else ""
+        event: dict[str, object] = {"summary_agent": writer.name}
+        if not summary:
+            event["summary_error"] = result.error or f"no notes ({result.status})"
+        return summary, event
+
+    def _teach(self, state: RunState, exc: ContextWindowExceeded) -> str:
+        """What a run that no longer fits its window says: the window when known, and what
+        to change."""
+        if state.fit.window is None:
+            return (
+                f"{exc}; the context window of {self.model.name} is not known here: set "
+                "`context_window` in the model's settings (and a smaller `max_output_tokens`), "
+                "or give the job less to read"
+            )
+        window = state.fit.describe()
+        where = "" if window in str(exc) else f" ({window} of {self.model.name})"
+        return (
+            f"{exc}{where}; use a model with a larger window (`context_window` in its "
+            "settings), a smaller `max_output_tokens`, or give the job less to read"
+        )
 
     async def run_tools(
         self, state: RunState, calls: Sequence[ToolCall], known: Sequence[Message | None] = ()
@@ -304,12 +488,24 @@ class AgentLoop:
         await state.batch.run()
         state.batch = None
 
+    async def _settle(self, state: RunState, *, answered: bool) -> bool:
+        """Before the run ends, extensions settle the work going on beside it. True when what
+        came in went to the agent (after an answer, with a step left), which answers again."""
+        arrived = [m for e in self._aside for m in await e.settle(state.context, answered=answered)]
+        if not (answered and arrived and state.steps < self.max_steps):
+            return False
+        for message in arrived:
+            self._append(state, message)
+        return True
+
     async def _finish_turn(self, state: RunState) -> None:
         """A resumed run: give the cut turn its missing results (or end with its answer)."""
         cut, state.resume = state.resume, None
         if cut is not None and cut.calls:
             await self.run_tools(state, cut.calls, cut.known)
         if cut is not None and cut.final is not None:
+            if await self._settle(state, answered=True):
+                return
             self._finish(state, "completed", cut.final.content or "")
 
     async def _wrap_up(self, state: RunState) -> None:
@@ -327,6 +523,7 @@ class AgentLoop:
                 self._append(state, response.message)
                 self._refuse_calls(state, response.message.tool_calls, "the budget is spent")
                 text = response.message.content or ""
+        await self._settle(state, answered=False)
         self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
 
     def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:
@@ -343,11 +540,18 @@ class AgentLoop:
         self._finish(state, "cancelled", _last_answer(state.transcript))
 
     def first_call_tokens(self, task: str) -> int:
-        """What the first model call of a run of `task` would reserve: input plus output."""
+        """What the first model call of a run of `task` would reserve: input plus output (no
+        more output than the model's window leaves, when it is known)."""
         messages = [Message.system(self.system)] if self.system else []
         messages.append(Message.user(task))
         specs = [t.spec for t in self.tools]
-        return self.counter.count_request(messages, specs) + self.max_output_tokens
+        if self.window is not None:
+            specs.append(READ_COMPACTED.spec)
+        counted = self.counter.count_request(messages, specs)
+        output = self.max_output_tokens
+        if self.window is not None:
+            output = max(0, min(output, self.window.tokens - counted))
+        return counted + output
 
     def _start(self, task: str, trace: Trace | None) -> RunState:
         budget = self._run_budget()
@@ -363,6 +567,16 @@ class AgentLoop:
             approve=self.approve,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
+        window = self.window
+        state.fit = ContextFit(
+            window.tokens if window else None,
+            window.source if window else None,
+            compact_at=self.compact_at,
+        )
+        # Read back what a compaction cut: in the tools array from the first request when the
+        # window is known (the array never changes), else callable by name once one happens.
+        if window is not None:
+            context.toolset.add(READ_COMPACTED)
         restart = restart_from(
             trace,
             context,
@@ -374,6 +588,9 @@ class AgentLoop:
             state.transcript.extend(restart.messages)
             state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost
             state.resume = restart.cut
+            context.state_of(CompactedResults).originals.update(restart.compacted)
+            if restart.compacted:
+                context.toolset.add(READ_COMPACTED, advertise=False)
             for message in restart.messages:
                 if message.role == "assistant" and message.tool_calls:
                     state.repeats.too_often(message.tool_calls)
@@ -388,6 +605,7 @@ class AgentLoop:
                 max_tokens=self.max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
+                **start_records(self.extensions),
                 **(restart.started() if restart is not None else {}),
             )
         if not state.transcript:  # a new run (or one cut off before it had begun)
@@ -433,6 +651,7 @@ class AgentLoop:
                 **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
                 error=error,
                 **({"refused": state.result.refused} if state.result.refused else {}),
+                **({"empty_answer": True} if state.result.empty_answer else {}),
             )
 
     def __repr__(self) -> str:

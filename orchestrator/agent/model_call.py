@@ -98,7 +98,20 @@ async def call_model(
         on_event=on_event,
     )
     began = time.perf_counter()
-    response = await _complete(model, request, budget, reservation)
+    try:
+        response = await _complete(model, request, budget, reservation)
+    except BaseException as exc:
+        if trace is not None:  # a failed or cancelled call still took its time: say how long
+            trace.emit(
+                "model_error",
+                agent,
+                step=step,
+                model=model.name,
+                error=str(exc) or type(exc).__name__,
+                cancelled=isinstance(exc, asyncio.CancelledError),
+                duration_ms=round((time.perf_counter() - began) * 1000, 3),
+            )
+        raise
     charged = charge(
         response.usage,
         response.raw_usage,

@@ -13,6 +13,9 @@ the turn that was cut gets the results it is missing:
   repeated: the model sees that and decides), even if it ended and only its result was lost;
 - a call that never started gets `skipped`.
 
+A conversation that was compacted comes back compacted (the checkpoint applies the trace's
+`compact` events), and what the stubs replaced can still be read back.
+
 Orchestrator notes the loop adds again by itself (the last-step and budget notes) are dropped
 from the end of the rebuilt conversation; `run_start` says how many messages were kept.
 """
@@ -64,6 +67,8 @@ class Restart:
     usage: Usage
     cost: float | None
     cut: CutTurn | None
+    compacted: dict[int, str] = field(default_factory=dict)
+    """What the earlier attempts' compactions cut, by message index (agent/compaction.py)."""
 
     def started(self) -> dict[str, object]:
         """What the run's `run_start` event adds."""
@@ -101,7 +106,8 @@ def restart_from(
     if not shared_budget and context.budget is not None:
         spent = checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path)
         context.budget.record_spent(*spent)
-    return Restart(messages, record.steps, record.usage, record.cost, cut)
+    compacted = {i: text for i, text in record.compacted.items() if i < len(messages)}
+    return Restart(messages, record.steps, record.usage, record.cost, cut, compacted)
 
 
 def cut_turn(

@@ -10,12 +10,18 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from ..messages import Message, Usage
 
 Status = Literal[
-    "completed", "max_steps", "budget_exhausted", "loop_detected", "cancelled", "error"
+    "completed",
+    "max_steps",
+    "budget_exhausted",
+    "loop_detected",
+    "context_full",
+    "cancelled",
+    "error",
 ]
 TaskStatus = Status | Literal["skipped"]
 
@@ -40,6 +46,13 @@ class RunResult(BaseModel):
         "name (or `load_skill:NAME` for a skill), with the reason last given. A run can "
         "complete with entries here: the work they stood for was not done.",
     )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def empty_answer(self) -> bool:
+        """Completed with a final answer that is empty or only whitespace: the run ended
+        cleanly and said nothing, which is rarely what was wanted."""
+        return self.status == "completed" and not self.output.strip()
 
     def refused_by_agent(self) -> dict[str, dict[str, str]]:
         """`refused` of this agent and of every descendant that has any, by agent path."""
@@ -104,6 +117,12 @@ class TaskResult(BaseModel):
     started_at: float | None = None
     ended_at: float | None = None
     run: RunResult | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def empty_answer(self) -> bool:
+        """Completed with an empty (or whitespace-only) answer."""
+        return self.status == "completed" and not self.output.strip()
 
     def usage_by_agent(self) -> dict[str, Usage]:
         return self.run.usage_by_agent() if self.run else {}

@@ -43,6 +43,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "resume", "go on with a killed or interrupted job run, from its trace"),
     Command("trace", "trace", "list runs and summarize one from its trace"),
     Command("report", "report", "write a run's HTML report"),
+    Command("serve", "serve", "serve jobs as an A2A agent"),
     Command("skills", "skills", "list, show and check skills"),
     Command("subagents", "subagents", "list, show and check sub-agent definitions"),
     Command("completion", "completion", "print a shell completion script (bash or zsh)"),
@@ -80,14 +81,19 @@ def _chosen(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_chosen(argv))
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
-        return 2
-    return _dispatch(handler, args)
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(_chosen(argv))
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return _dispatch(handler, args)
+    except KeyboardInterrupt:
+        # Ctrl-C before a run began (a run that began says where its trace is itself).
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ from .output import AnswerStream, masked_output
 from .progress import PlainProgress
 from .run import default_trace_path, refusal_lines
 
+EMPTY_ANSWER = "the run completed, but the model's final answer was empty"
 EXIT_CODES = {"completed": EXIT_OK, "budget_exhausted": EXIT_BUDGET, "cancelled": EXIT_INTERRUPTED}
 
 
@@ -132,6 +133,9 @@ def ask_command(args: argparse.Namespace) -> int:
             _summary(result, time.time() - began, trace_path)
         for line in refusal_lines(result.refused_by_agent()):
             print(line, file=sys.stderr)
+    if result.empty_answer:  # with --quiet too: nothing on stdout must not read as success
+        print(f"error: {EMPTY_ANSWER}; the trace is in {trace_path}", file=sys.stderr)
+        return EXIT_FAILED_STEP
     return EXIT_CODES.get(result.status, EXIT_FAILED_STEP)
 
 

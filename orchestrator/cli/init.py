@@ -14,6 +14,7 @@ exists already, nothing is written and the command says which.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -149,7 +150,7 @@ def scaffold(folder: Path) -> dict[Path, str]:
     spec = folder / "job.yaml"
     name = "".join(c if c.isalnum() or c in "-_" else "-" for c in folder.resolve().name)
     return {
-        spec: JOB.format(spec=spec, name=name.strip("-_") or "my-job"),
+        spec: JOB.format(spec=shlex.quote(str(spec)), name=name.strip("-_") or "my-job"),
         folder / "job.script.yaml": SCRIPT,
         folder / "skills" / "word-count" / "SKILL.md": SKILL,
         folder / "skills" / "word-count" / "tools.py": TOOLS,
@@ -174,7 +175,7 @@ def init_command(args: argparse.Namespace) -> int:
             handle.write(text)
     for path in files:
         print(f"created {path}")
-    spec = next(iter(files))
+    spec = shlex.quote(str(next(iter(files))))
     print(f"\nrun it (offline, scripted model): orchestrator run {spec}")
     print(f"against a real model: orchestrator run {spec} --model openai:gpt-4o-mini")
     return EXIT_OK

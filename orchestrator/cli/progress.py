@@ -54,7 +54,9 @@ class ProgressState:
 
     def _on_fork(self, event: Event) -> AgentState | None:
         for task in event["tasks"]:
-            self.agent(task["path"]).definition = task.get("agent")
+            state = self.agent(task["path"])
+            state.definition = task.get("agent")
+            state.background = state.background or bool(event.get("background"))
         return None
 
     def _on_run_start(self, event: Event) -> AgentState:
@@ -81,6 +83,12 @@ class ProgressState:
             self.budget_remaining = event["budget_remaining"]
         return state
 
+    def _on_compact(self, event: Event) -> AgentState:
+        state = self.agent(event["agent"])
+        state.compactions += 1
+        state.note = compaction_note(event)
+        return state
+
     def _on_tool_start(self, event: Event) -> AgentState:
         state = self.agent(event["agent"])
         state.tool = event["name"]
@@ -97,6 +105,25 @@ class ProgressState:
         state.note = event.get("error")
         return state
 
+    def _on_a2a_status(self, event: Event) -> AgentState:
+        """A remote (A2A) agent's task: its state as it streams (it has no run here)."""
+        state = self.agent(event["agent"])
+        if state.status == "waiting":
+            state.status, state.started = "running", event["ts"]
+        state.tool = f"remote task {event.get('state')}"
+        text = event.get("text")
+        state.note = text if isinstance(text, str) and text else state.note
+        return state
+
+    def _on_a2a_end(self, event: Event) -> AgentState:
+        """A remote task's end: the tokens the remote reported, if it did."""
+        state = self.agent(event["agent"])
+        state.tool = None
+        usage = event.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
+            state.tokens += usage["total_tokens"]
+        return state
+
     def _on_task_end(self, event: Event) -> AgentState | None:
         state = self.agent(event["agent"])
         if event.get("restored"):  # ended in an earlier attempt of a resumed run
@@ -105,8 +132,9 @@ class ProgressState:
             state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
             state.note = "kept from an earlier attempt"
             return state
+        state.overlap = number(event.get("overlap_s"))
         if event["status"] != "skipped" and state.status not in ("waiting", "running"):
-            return None
+            return state if state.overlap is not None else None
         state.status, state.ended, state.tool = event["status"], event["ts"], None
         state.note = event.get("reason")
         return state
@@ -114,6 +142,19 @@ class ProgressState:
     @property
     def used(self) -> int:
         return sum(a.tokens for a in self.agents.values())
+
+
+def compaction_note(event: Event) -> str:
+    """A `compact` event in words: `compacted 12 tool results, 13,100 -> 6,200 tokens of a
+    16,384-token window`."""
+    replaced = event.get("replaced")
+    count = len(replaced) if isinstance(replaced, list) else 0
+    window = event.get("window")
+    of = f" of a {window:,}-token window" if isinstance(window, int) else ""
+    before, after = event.get("tokens_before"), event.get("tokens_after")
+    sized = isinstance(before, int) and isinstance(after, int)
+    sizes = f", {before:,} -> {after:,} tokens" if sized else ""
+    return f"compacted {count} tool result{'s' if count != 1 else ''}{sizes}{of}"
 
 
 class PlainProgress:
@@ -126,11 +167,22 @@ class PlainProgress:
 
     def __call__(self, event: Event) -> None:
         changed = self.state.update(event)
-        if changed is None or event["type"] not in ("run_start", "run_end", "task_end"):
+        shown = ("run_start", "run_end", "task_end", "a2a_status", "compact")
+        if changed is None or event["type"] not in shown:
+            return
+        if event["type"] == "compact":
+            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {compaction_note(event)}"
+            print(line, file=self.stream, flush=True)
             return
         row = row_of(changed, event["ts"])
         line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"
-        if event["type"] == "run_start":
+        if event["type"] == "task_end" and row.overlap is not None:
+            line += f" (background, overlapped its parent's work {row.overlap:.1f}s)"
+            print(line, file=self.stream, flush=True)
+            return
+        if event["type"] == "a2a_status":
+            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {changed.tool}"
+        elif event["type"] == "run_start":
             line += f" ({row.definition})" if row.definition else ""
         else:
             took = f", {row.seconds:.1f}s" if row.seconds is not None else ""

@@ -1,4 +1,4 @@
-"""`orchestrator report TRACE [-o report.html]`: a run's trace as one self-contained HTML page."""
+"""`orchestrator report TRACE|last [-o FILE]`: a run's trace as one self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 from ..report import write_report
 from ..trace.reader import TraceReader
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
+from .resume import no_runs, trace_argument
+from .run import DEFAULT_TRACE_DIR
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +20,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Write a run's report as one HTML file that needs nothing but a browser: "
         "the task graph, a timeline, tokens per agent, skills, errors and every conversation.",
     )
-    report.add_argument("path", type=Path, metavar="TRACE", help="the run's JSONL trace")
+    report.add_argument(
+        "path", metavar="TRACE", help="the run's JSONL trace, or `last` (the newest run)"
+    )
+    report.add_argument("--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks")
     report.add_argument(
         "-o",
         "--output",
@@ -30,13 +35,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def report_command(args: argparse.Namespace) -> int:
-    if not args.path.is_file():
-        print(f"error: no trace at {args.path}", file=sys.stderr)
+    path = trace_argument(args.path, args.dir)
+    if path is None:
+        print(f"error: {no_runs(args.dir)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
-    reader = TraceReader(args.path)
-    target = write_report(args.path, args.output, reader=reader)
+    if not path.is_file():
+        print(f"error: no trace at {path}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    reader = TraceReader(path)
+    target = write_report(path, args.output, reader=reader)
     for problem in reader.problems:
-        print(f"note: {args.path}: skipped {problem}", file=sys.stderr)
+        print(f"note: {path}: skipped {problem}", file=sys.stderr)
     size = target.stat().st_size
     print(f"wrote {target} ({size / 1024:,.0f} KB); open it in a browser")
     return EXIT_OK

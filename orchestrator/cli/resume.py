@@ -36,6 +36,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--force", action="store_true", help="resume even if the job spec changed since the run"
     )
     resume.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the steps and sub-agents that ended failed (error), and only what "
+        "depends on them; everything that completed keeps its result and its spend",
+    )
+    resume.add_argument(
         "--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks for runs"
     )
     resume.add_argument(
@@ -60,6 +66,7 @@ def resume_command(args: argparse.Namespace) -> int:
             model_options=parse_model_options(args.model_options),
             force=args.force,
             user_skills=args.user_skills,
+            retry_failed=args.retry_failed,
         )
         if (finished := resumption.finished) is not None:
             return _finished(args, resumption, finished)
@@ -70,6 +77,8 @@ def resume_command(args: argparse.Namespace) -> int:
         return EXIT_SPEC_ERROR
     if not args.quiet:
         print(_resuming(resumption), file=sys.stderr)
+        if resumption.checkpoint.retrying:
+            print(f"retrying: {', '.join(resumption.checkpoint.retrying)}", file=sys.stderr)
     return execute(args, job, orchestrator, path, approver=approver, resume=resumption.checkpoint)
 
 

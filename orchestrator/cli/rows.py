@@ -24,6 +24,7 @@ STYLES = {
     "max_steps": "magenta",
     "budget_exhausted": "magenta",
     "loop_detected": "magenta",
+    "context_full": "magenta",
     "cancelled": "red",
     "error": "red",
 }
@@ -45,10 +46,16 @@ class AgentState:
     """US dollars, when the agent's model has a price."""
     tool: str | None = None
     note: str | None = None
+    compactions: int = 0
+    """How many times the agent's conversation was compacted to fit its model's window."""
     started: float | None = None
     ended: float | None = None
     last: float | None = None
     """When an event of this agent was last seen (a model's answer, a tool's end...)."""
+    background: bool = False
+    """A task of a background fork: it runs beside the agent that started it."""
+    overlap: float | None = None
+    """Once it ended: seconds it ran while that agent did its own work."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,8 @@ class Row:
     silent: float | None = None
     """Seconds the agent's model has been silent, once past the threshold."""
     note: str | None = None
+    background: bool = False
+    overlap: float | None = None
 
     @property
     def started(self) -> bool:
@@ -86,6 +95,9 @@ class Row:
         if self.definition:
             cells.append(Cell(f"({self.definition})", "dim"))
         cells.append(Cell(self.status, STYLES.get(self.status, "")))
+        if self.background:
+            overlap = f", overlapped {self.overlap:.1f}s" if self.overlap else ""
+            cells.append(Cell(f"background{overlap}", "blue"))
         if self.started:
             cells.append(Cell(f"steps {self.steps}", "dim"))
             cells.append(Cell(f"tokens {self.tokens:,}", "dim"))
@@ -123,6 +135,8 @@ def row_of(agent: AgentState, now: float, silence_after: float = SILENCE_AFTER) 
         tool=agent.tool,
         silent=quiet if waiting else None,
         note=agent.note,
+        background=agent.background,
+        overlap=agent.overlap,
     )
 
 

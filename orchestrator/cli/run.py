@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -134,8 +135,8 @@ def execute(
                 result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
         except KeyboardInterrupt:
             print(f"interrupted; the trace is in {path}", file=sys.stderr)
-            print(f"report: orchestrator report {path}", file=sys.stderr)
-            print(f"resume: orchestrator resume {path}", file=sys.stderr)
+            print(f"report: orchestrator report {shlex.quote(str(path))}", file=sys.stderr)
+            print(f"resume: orchestrator resume {shlex.quote(str(path))}", file=sys.stderr)
             return EXIT_INTERRUPTED
         except ConfigError as exc:
             print(f"error: {config_error(exc)}", file=sys.stderr)
@@ -194,7 +195,7 @@ def report(
         for file in result.files:
             print(f"wrote {shown_path(file)}", file=sys.stderr)
         print(f"trace: {result.trace}", file=sys.stderr)
-        print(f"report: orchestrator report {result.trace}", file=sys.stderr)
+        print(f"report: orchestrator report {shlex.quote(str(result.trace))}", file=sys.stderr)
     for line in failure_lines(result):  # with --quiet too: a failure must say why
         print(line, file=sys.stderr)
     for line in refusal_lines(result.refused_by_agent()):  # and so must a refusal
@@ -234,9 +235,14 @@ def shown_path(path: str | Path) -> str:
 
 
 def failure_lines(result: JobResult) -> list[str]:
-    """Why each step that did not complete ended as it did (skips for a dependency aside)."""
+    """Why each step that did not complete ended as it did (skips for a dependency aside),
+    and a warning for each that completed with an empty answer."""
     lines = []
     for step in result.steps:
+        if step.empty_answer:
+            role = " (the job's output)" if step.id == result.output_step else ""
+            lines.append(f"warning: step {step.id}{role} completed with an empty answer")
+            continue
         if step.status == "completed" or (step.reason or "").startswith("dependency "):
             continue
         lines.append(

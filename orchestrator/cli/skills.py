@@ -139,7 +139,7 @@ def show_command(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     info = catalog.get(args.name)
     if info is None:
-        close = catalog.suggest(args.name)
+        close = catalog.suggest(args.name, by_search=False)  # a person asked: spelling only
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         print(f"Unknown skill {args.name!r}.{hint} (`skills list` shows all)", file=sys.stderr)
         return 1

@@ -80,7 +80,8 @@ def list_command(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs in {args.dir}", file=sys.stderr)
         return EXIT_OK
-    rows: list[tuple[str, ...]] = [("RUN", "JOB", "STATUS", "TOKENS", "COST", "STARTED", "TRACE")]
+    header = ("RUN", "NAME", "STATUS", "TOKENS", "COST", "STARTED", "TRACE")
+    rows: list[tuple[str, ...]] = [header]
     rows.extend(_row(run) for run in runs)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
@@ -94,7 +95,7 @@ def _row(run: RunInfo) -> tuple[str, ...]:
     cost = f"{run.cost:.4f}" if run.cost is not None else "-"
     return (
         run.run_id or "-",
-        run.job or "-",
+        run.name or "-",
         status,
         f"{run.tokens:,}",
         cost,
@@ -107,6 +108,7 @@ def _as_json(run: RunInfo) -> dict[str, object]:
     return {
         "run": run.run_id,
         "job": run.job,
+        "goal": None if run.job is not None else run.goal,
         "status": run.status,
         "attempts": run.attempts,
         "tokens": run.tokens,

@@ -237,7 +237,10 @@ def _jobs(
         except SpecError as error:
             where = "job" if not spec.variants and not spec.matrix else f"variants[{index}]"
             for problem in error.problems:
-                if error.source != source:  # a problem in the job's own file
+                option = problem.path.removeprefix("--model-option ")
+                if option != problem.path:  # the variant's own setting, as the eval names it
+                    item = Problem(f"{where}.model_options.{option}", problem.message)
+                elif error.source != source:  # a problem in the job's own file
                     item = Problem(where, f"{error.source}: {problem}")
                 else:
                     item = problem if where == "job" else Problem(where, str(problem))

@@ -35,12 +35,15 @@ def load_job(
     builtin: bool = True,
     user_skills: bool = False,
     text: str | None = None,
+    open_inputs: bool = False,
 ) -> Job:
     """Read and validate a job spec, checking its agents against the sub-agents it can see
     (its own folders, or those of its folder; the user's too with `user_skills`).
 
     With `text`, that is the spec and `path` only names it (`<stdin>`): its paths resolve
     against the working folder, as if the spec were a file there.
+    With `open_inputs`, a required input may stay without a value (`orchestrator serve`:
+    each message gives it).
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
     # The agents a step may name are known before the spec is validated, so that one pass
@@ -57,6 +60,7 @@ def load_job(
         inputs=inputs,
         trace=trace,
         text=text,
+        open_inputs=open_inputs,
     )
 
 
@@ -82,6 +86,7 @@ def load_spec(
     trace: str | Path | None = None,
     text: str | None = None,
     data: dict[str, Any] | None = None,
+    open_inputs: bool = False,
 ) -> Job:
     """Read, override and validate the job spec at `path` (or `text`, or `data`: the spec
     read already, which is changed in place), or raise one SpecError.
@@ -100,16 +105,34 @@ def load_spec(
         "known_agents": None if known_agents is None else set(known_agents),
         "source": path,
         "dotenv": job_dotenv(path),
+        "open_inputs": open_inputs,
     }
     try:
         job = Job.model_validate(data, context=context)
     except ValidationError as error:
-        raise SpecError(path, problems + problems_from(error, Job)) from None
+        problems += problems_from(error, Job)
     except SpecError as error:
-        raise SpecError(path, problems + error.problems) from None
-    if problems:
-        raise SpecError(path, problems)
-    return job
+        problems += error.problems
+    else:
+        if not problems:
+            return job
+    raise SpecError(path, _blame_flags(problems, model, model_options or {}))
+
+
+def _blame_flags(
+    problems: list[Problem], model: str | None, options: Mapping[str, Any]
+) -> list[Problem]:
+    """Problems with the job's model that the command line's --model or --model-option
+    caused, named by the flag rather than by the spec's `model:` field."""
+    blamed = []
+    for problem in problems:
+        field, _, option = problem.path.partition(".")
+        if field == "model" and option in options:
+            problem = Problem(f"--model-option {option}", problem.message)
+        elif field == "model" and not option and model is not None:
+            problem = Problem(f"--model {model}", problem.message)
+        blamed.append(problem)
+    return blamed
 
 
 def parse_model_options(options: Sequence[str]) -> dict[str, Any]:

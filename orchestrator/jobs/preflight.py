@@ -87,7 +87,9 @@ def preflight_job(job: Job, *, user_skills: bool = False) -> Preflight:
     """`preflight` with the skills, sub-agents and aliases the job's spec points at; no
     model is built, so no key is needed."""
     folders = job_folders(job, user=user_skills)
-    registry = SubagentRegistry(folders=[*folders.subagents, *builtin_subagent_folders()])
+    registry = SubagentRegistry(
+        job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
+    )
     catalog = SkillCatalog(folders.skills)
     return preflight(job, registry, catalog.names, ModelAliases.standard(job.models))
 

@@ -42,7 +42,9 @@ class SpecError(ConfigError):
     def _render(self) -> str:
         where = f"{self.source}" if self.source is not None else "job spec"
         if len(self.problems) == 1:
-            return f"{where}: {self.problems[0]}"
+            problem = self.problems[0]
+            # A flag's problem is the command line's, not the file's.
+            return str(problem) if problem.path.startswith("-") else f"{where}: {problem}"
         lines = [f"{where}: {len(self.problems)} problems"]
         lines.extend(f"  - {problem}" for problem in self.problems)
         return "\n".join(lines)

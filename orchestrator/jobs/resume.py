@@ -55,8 +55,11 @@ def prepare_resume(
     model_options: Mapping[str, Any] | None = None,
     force: bool = False,
     user_skills: bool = False,
+    retry_failed: bool = False,
 ) -> Resumption:
     """Read the trace of a job's run and load its job, ready to resume; see the module doc.
+    With `retry_failed`, the steps and forked tasks that ended failed run again, with what
+    depends on them, a finished run's included (`Checkpoint.reopen`).
 
     Raises ResumeError (a ConfigError) when it cannot be resumed.
     """
@@ -77,6 +80,15 @@ def prepare_resume(
         raise ResumeError(
             f"trace {path} holds no job run (no job_start): only runs of a job spec resume"
         )
+    if retry_failed:
+        failed = checkpoint.failed_tasks()
+        if not failed and checkpoint.finished:
+            raise ResumeError(
+                f"run {checkpoint.run_id} in {path} has no failed step or sub-agent to retry "
+                f"(it ended {checkpoint.job_end.get('status') if checkpoint.job_end else '?'})"
+            )
+        checkpoint.reopen(failed)
+        checkpoint.retrying = failed
     if checkpoint.finished:
         return Resumption(path, checkpoint, finished=recorded_result(checkpoint, path))
     spec = _spec(path, record, force)

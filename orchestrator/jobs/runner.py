@@ -33,8 +33,17 @@ from pydantic import BaseModel, Field
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..messages import Usage
 from ..skills.servers import server_scope
-from ..tasks import GraphRun, LocalExecutor, RemoteSession, TaskOrigin, TaskRequest, TaskSpec
+from ..tasks import (
+    GraphRun,
+    LocalExecutor,
+    RemoteSession,
+    SubagentRegistry,
+    TaskOrigin,
+    TaskRequest,
+    TaskSpec,
+)
 from ..tasks.executor import GatedExecutor
+from ..tasks.remote import with_remote_agents
 from ..trace import Trace
 from .outputs import WorkspaceRecord
 from .spec import Job
@@ -117,8 +126,10 @@ class JobRunner:
         remote: Callable[[TokenBudget], RemoteSession] | None = None,
         user_skills: bool = False,
         workspace: WorkspaceRecord | None = None,
+        subagents: SubagentRegistry | None = None,
     ) -> None:
         self.job = job
+        self.subagents = subagents
         self.trace = trace
         self.build = build
         self.make_context = context
@@ -135,7 +146,13 @@ class JobRunner:
 
     def _use(self, budget: TokenBudget) -> None:
         self.context = self.make_context(budget)
-        self.executor: GatedExecutor = LocalExecutor(self._build, budget)
+        self.executor: GatedExecutor = self._routed(LocalExecutor(self._build, budget))
+
+    def _routed(self, executor: GatedExecutor) -> GatedExecutor:
+        """`executor`, with the steps whose agent is remote (A2A) sent there."""
+        if self.subagents is None:
+            return executor
+        return with_remote_agents(executor, self.subagents, self.context)
 
     async def run(self) -> JobResult:
         """Run the job's steps here, or on the cluster `remote` opens."""
@@ -143,7 +160,7 @@ class JobRunner:
             return await self._run()
         async with self.remote(self.budget) as session:
             self._use(session.budget)
-            self.executor = session.executor(TaskOrigin(kind="step"), self._build)
+            self.executor = self._routed(session.executor(TaskOrigin(kind="step"), self._build))
             return await self._run()
 
     async def _run(self) -> JobResult:
@@ -170,6 +187,7 @@ class JobRunner:
             max_parallel=self.job.budget.max_parallel,
             trace=self.trace,
             on_result=self._step_ended,
+            output_users=self.job.output_users(),
         )
         try:
             # One MCP server pool for every step of the job; `${VAR}` from the job's environment.

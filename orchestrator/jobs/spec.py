@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..agent import DEFAULT_MAX_STEPS
 from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
@@ -40,7 +41,8 @@ from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE
 from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
 from ..skills.servers import ServerConfig
-from ..tasks import GENERAL, GraphError, build_graph, suggest
+from ..tasks import GENERAL, GraphError, RemoteAgent, SubagentDef, build_graph, suggest
+from ..tasks.subagent_files import NAME as AGENT_NAME
 from .problems import Problem, SpecError, describe
 from .templating import NAME, Template, TemplateError
 
@@ -159,6 +161,25 @@ class SpecServer(ServerConfig):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class SpecAgent(BaseModel):
+    """One remote sub-agent of `agents:`: an A2A agent elsewhere (docs/a2a.md)."""
+
+    model_config = _CONFIG
+
+    a2a: Annotated[str, StringConstraints(pattern=r"^https?://")]
+    """The agent's base URL, or its card's URL (`.../.well-known/agent-card.json`)."""
+    description: Text | None = None
+    """What it is good at, for the planner; default: the URL."""
+    token_env: Name | None = None
+    """The environment variable holding its bearer token."""
+    skill: Text | None = None
+    """Which of its skills to ask, when it has several (sent as the message's `skill`)."""
+    time_limit: Annotated[float, Field(gt=0)] = 600.0
+    """Seconds one of its tasks may take; past that the task is cancelled there too."""
+    max_calls: Positive | None = None
+    """How many tasks one run may send it; none: no cap."""
+
+
 class Budget(BaseModel):
     """Limits for the whole job."""
 
@@ -169,7 +190,7 @@ class Budget(BaseModel):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None
     """US dollars for every model call of the job together, priced with `prices`; every model
     the job uses must then have a price. None: no cap."""
-    max_steps: Positive = 20
+    max_steps: Positive = DEFAULT_MAX_STEPS
     """The most model calls any one agent of the job may make; a sub-agent definition's
     own `max_steps` may lower it, never raise it."""
     max_parallel: Positive = 4
@@ -248,6 +269,9 @@ class Job(BaseModel):
     """Skill catalog folders (each holds one folder per skill)."""
     subagents: list[Folder] = Field(default_factory=list)
     """Folders of sub-agent definitions (one `.md` file each)."""
+    agents: dict[Name, SpecAgent] = Field(default_factory=dict)
+    """Remote sub-agents by name: A2A agents elsewhere (`{a2a: URL, token_env: NAME}`),
+    forked like any other; they come before the folders' definitions of the same name."""
     permissions: SpecPermissions = Field(default_factory=dict, validate_default=True)
     """What tools may do: workspace folder, shell, python, network hosts."""
     inputs: dict[Name, InputValue] = Field(default_factory=dict)
@@ -278,12 +302,31 @@ class Job(BaseModel):
     def _check(self, info: ValidationInfo) -> Job:
         context = info.context or {}
         problems = expand_models(self, context.get("environ"))
-        problems += check_job(self, context.get("known_agents"))
+        problems += check_job(
+            self, context.get("known_agents"), open_inputs=bool(context.get("open_inputs"))
+        )
         if problems:
             raise SpecError(context.get("source"), problems)
         self._source = context.get("source")
         self._dotenv = dict(context.get("dotenv") or {})
         return self
+
+    def remote_agents(self) -> list[SubagentDef]:
+        """The sub-agent definitions of `agents:`."""
+        return [
+            SubagentDef(
+                name=name,
+                description=agent.description or f"A remote A2A agent at {agent.a2a}.",
+                remote=RemoteAgent(
+                    url=agent.a2a,
+                    token_env=agent.token_env,
+                    skill=agent.skill,
+                    time_limit=agent.time_limit,
+                    max_calls=agent.max_calls,
+                ),
+            )
+            for name, agent in self.agents.items()
+        ]
 
     def named_files(self) -> list[Path]:
         """The files this spec names that decide its run: the spec itself, a scripted model's
@@ -332,6 +375,15 @@ class Job(BaseModel):
         """Id of the step whose output is the job's output."""
         return self.output or self.plan[-1].id
 
+    def output_users(self) -> dict[str, list[str]]:
+        """For each step, the later steps whose task uses its output (`{steps.ID.output}`)."""
+        users: dict[str, list[str]] = {}
+        for step in self.plan:
+            for ref in Template.parse(step.task).references:
+                if ref.kind == "steps" and step.id not in users.setdefault(ref.name, []):
+                    users[ref.name].append(step.id)
+        return users
+
     def step(self, step_id: str) -> Step:
         for step in self.plan:
             if step.id == step_id:
@@ -357,15 +409,33 @@ class Job(BaseModel):
 # --- Checks across fields: the job seen whole --------------------------------------------
 
 
-def check_job(job: Job, known_agents: Iterable[str] | None) -> list[Problem]:
-    """Every cross-field problem of `job`; empty when it is valid."""
+def check_job(
+    job: Job, known_agents: Iterable[str] | None, *, open_inputs: bool = False
+) -> list[Problem]:
+    """Every cross-field problem of `job`; empty when it is valid. With `open_inputs`, a
+    required input may stay without a value (a served job's message gives it)."""
     problems = _shape(job)
+    problems += [
+        Problem(
+            f"agents.{name}",
+            "a sub-agent's name is lowercase letters, digits and single "
+            "inner hyphens or underscores",
+        )
+        for name in job.agents
+        if not AGENT_NAME.match(name)
+    ]
+    problems += [
+        Problem(f"agents.{name}", f"{name!r} is the name of a built-in agent; choose another")
+        for name in job.agents
+        if name in (GENERAL, "planner")
+    ]
     if known_agents is not None:
-        problems += _agents(job.steps, {*known_agents, GENERAL})
+        problems += _agents(job.steps, {*known_agents, GENERAL, *job.agents})
     graph, graph_problems = _graph(job.steps)
     problems += graph_problems
     problems += _templates(job, graph)
-    problems += _required_inputs(job)
+    if not open_inputs:
+        problems += _required_inputs(job)
     return problems
 
 

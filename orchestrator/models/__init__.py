@@ -2,7 +2,8 @@
 
 The room, by concept: `base.py` the interface (and `TextTap`); `settings.py` what a model is
 resolved with; `resolve.py` aliases, providers and `resolve_model`; `scripted.py` and
-`replay.py` the offline models; `prices.py` what calls cost; the HTTP adapters: `adapter.py`
+`replay.py` the offline models; `prices.py` what calls cost; `window.py` a model's context
+window; the HTTP adapters: `adapter.py`
 (streamed or whole, and the fallback), the wire formats `openai.py` and `anthropic.py`, and the
 connection `http.py`. The HTTP names below are loaded on first use, so importing this package
 and running a scripted model never loads httpx.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from ..errors import ScriptExhausted
 from .base import (
     ChatModel,
     ForcedTool,
@@ -48,6 +50,7 @@ from .settings import (
     RetryPolicy,
     WireOptions,
 )
+from .window import KnownWindow, context_refusal, context_window, known_window
 
 if TYPE_CHECKING:
     from .adapter import UnusableStreamError
@@ -87,6 +90,7 @@ __all__ = [
     "Connection",
     "ConnectionSettings",
     "ForcedTool",
+    "KnownWindow",
     "MissingSettingError",
     "ModelAliases",
     "ModelRef",
@@ -99,6 +103,7 @@ __all__ = [
     "ReplayModel",
     "ResolvedModels",
     "RetryPolicy",
+    "ScriptExhausted",
     "ScriptedModel",
     "TextSink",
     "TextTap",
@@ -108,6 +113,9 @@ __all__ = [
     "close_connections",
     "output_cap",
     "check_model",
+    "context_refusal",
+    "context_window",
+    "known_window",
     "resolve_model",
     "user_alias_file",
 ]

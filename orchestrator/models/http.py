@@ -20,7 +20,8 @@ lines, Anthropic names each event with an `event:` line. The decoder is fed one 
 time so a recorded body and a live response go through the same code.
 
 This module is the one boundary where httpx errors and HTTP error statuses become
-`ModelError` / `RetryableModelError`, each naming the provider, the status and the server's
+`ModelError` / `RetryableModelError` (and `ContextWindowExceeded`, a refusal of a request too
+long for the model's window, window.py), each naming the provider, the status and the server's
 own message. The API key never appears in an error, an event or a log line.
 """
 
@@ -39,10 +40,11 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 
-from ..errors import ModelError, RetryableModelError
+from ..errors import ContextWindowExceeded, ModelError, RetryableModelError
 from ..security.secrets import MASK, mask_url_credentials
 from .base import ModelRequest
 from .settings import ConnectionSettings
+from .window import context_refusal
 
 T = TypeVar("T")
 Reader = Callable[[httpx.Response], Awaitable[T]]
@@ -50,6 +52,8 @@ AuthStyle = Literal["bearer", "x-api-key"]
 
 MIN_MASKED_KEY = 8  # shorter "keys" are placeholders (vLLM's "EMPTY"); masking them mangles text
 MAX_ERROR_TEXT = 1000
+PROBE_TIMEOUT = 5.0
+MAX_PROBE_BYTES = 1_000_000
 NO_RETRY_CODES = frozenset({"insufficient_quota"})
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -108,6 +112,19 @@ class Connection:
                 ),
                 provider=self.provider,
             ) from None
+
+    async def get_json(self, url: str) -> Any:
+        """GET `url` once (no retries, a short timeout) and read its JSON; None on any failure
+        or when the reply is not JSON. For asking a server about itself, never for a call."""
+        try:
+            response = await self.endpoint.client().get(
+                url, headers=self._headers({}), timeout=PROBE_TIMEOUT
+            )
+        except httpx.HTTPError:
+            return None
+        if not response.is_success or len(response.content) > MAX_PROBE_BYTES:
+            return None
+        return _json_or_none(response)
 
     async def _attempts(
         self,
@@ -217,6 +234,15 @@ class Connection:
         status = response.status_code
         message, code = server_message(response)
         text = f"{self.provider}: HTTP {status} from {response.request.url}: {message}"
+        refusal = context_refusal(message, code, _json_or_none(response)) if status < 500 else None
+        if refusal is not None:
+            return ContextWindowExceeded(
+                text,
+                provider=self.provider,
+                status=status,
+                window=refusal.window,
+                prompt_tokens=refusal.prompt_tokens,
+            )
         if code not in NO_RETRY_CODES and should_retry(status, response.headers):
             return RetryableModelError(
                 text,
@@ -287,6 +313,13 @@ def server_message(response: httpx.Response) -> tuple[str, str | None]:
                 return str(data[key])[:MAX_ERROR_TEXT], None
     text = response.text.strip()[:MAX_ERROR_TEXT]
     return text or response.reason_phrase or "no message", None
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def stream_error(provider: str, message: str, status: int | None) -> ModelError:
@@ -372,6 +405,8 @@ class Endpoint:
         self.base_url = base_url
         self.stream_refused: set[str] = set()
         """Shapes of request this endpoint answered with an empty stream; sent whole from then."""
+        self.windows: dict[str, int | None] = {}
+        """The context window the server said each of its models has (None: it did not say)."""
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )

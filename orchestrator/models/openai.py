@@ -20,6 +20,7 @@ from .adapter import HTTPChatModel, cut_short
 from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
 from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
 from .settings import OpenAIOptions
+from .window import models_window, props_window
 
 PATH = "/chat/completions"
 
@@ -250,6 +251,24 @@ class OpenAIChatModel(HTTPChatModel[OpenAIOptions]):
 
     def assembler(self, request: ModelRequest) -> ChunkAssembler:
         return ChunkAssembler(self.provider, request.text)
+
+    async def server_window(self) -> int | None:
+        """The context window the server says this model has, asked once per endpoint and
+        model (window.py); None when it does not say. Only local servers are asked
+        (`openai-compatible:`): vLLM's `/v1/models` (`max_model_len`), llama.cpp's `/props`
+        (`n_ctx`)."""
+        if self.provider != "openai-compatible":
+            return None
+        windows = self.connection.endpoint.windows
+        if self.model not in windows:
+            base = self.connection.base_url
+            listing = await self.connection.get_json(f"{base}/models")
+            window = models_window(listing, self.model)
+            if window is None:
+                root = base.removesuffix("/v1")
+                window = props_window(await self.connection.get_json(f"{root}/props"))
+            windows[self.model] = window
+        return windows[self.model]
 
 
 def _response(

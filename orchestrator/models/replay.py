@@ -16,6 +16,12 @@ A recording made in another folder replays here with `paths`, the recorded folde
 they are now: each is replaced in the recorded messages (texts and tool-call arguments) before
 they are compared and answered.
 
+A recording of agents that compacted their conversations (docs/context-window.md) replays
+with the window and threshold of its first `compact` event (`context_window`, `compact_at`),
+and each turn is compared with the conversation as that request had it, stubs and all. A
+window learned from a provider's refusal is not replayed (the replay refuses nothing), nor
+are several windows in one recording: such runs depart from it at their first compaction.
+
 The recording is read here, with a reader of its own: models sit beside the trace package,
 not above it (docs/architecture.md).
 """
@@ -59,9 +65,14 @@ class RecordedAgent:
     conversation: list[Message] = field(default_factory=list)
     turns: list[RecordedTurn] = field(default_factory=list)
     pending: dict[str, Any] | None = None  # the last model_call, until its message comes
+    sent: list[list[Message]] = field(default_factory=list)
+    """The conversation each turn's request had, kept from the first compaction on."""
+    compacted: bool = False
 
     def prefix(self, turn: int) -> list[Message]:
         """The conversation a request at `turn` (0-based) was sent."""
+        if turn < len(self.sent):
+            return self.sent[turn]
         seen = 0
         for index, message in enumerate(self.conversation):
             if message.role == "assistant":
@@ -87,7 +98,10 @@ class ReplayModel:
         paths: Mapping[str, str] | None = None,
     ) -> None:
         self.path = Path(trace)
-        self.agents = load_recording(self.path, paths)
+        self.agents, first_compaction = load_recording(self.path, paths)
+        window, compact_at = first_compaction.get("window"), first_compaction.get("compact_at")
+        self.context_window = window if isinstance(window, int) else None
+        self.compact_at = compact_at if isinstance(compact_at, float | int) else None
         self.check = check
         self.name = name or f"replay:{self.path}"
         self.requests: list[ModelRequest] = []
@@ -167,22 +181,27 @@ class ReplayModel:
         return message.model_copy(update={"content": self._mask(message.content)})
 
 
-def load_recording(path: Path, paths: Mapping[str, str] | None = None) -> dict[str, RecordedAgent]:
-    """Every agent's conversation and responses in a trace file (`paths`: recorded folders
-    and where they are now)."""
+def load_recording(
+    path: Path, paths: Mapping[str, str] | None = None
+) -> tuple[dict[str, RecordedAgent], dict[str, Any]]:
+    """Every agent's conversation and responses in a trace file, and its first `compact`
+    event ({} when there is none); `paths`: recorded folders and where they are now."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the recording {path}: {exc.strerror}") from None
     agents: dict[str, RecordedAgent] = {}
     moves = {old: new for old, new in (paths or {}).items() if old}
+    first: dict[str, Any] = {}
     for line in raw.splitlines():
         event = _event(line)
         if event is not None:
             _fold(agents.setdefault(event["agent"], RecordedAgent()), event, moves)
+            if event["type"] == "compact" and not first:
+                first = event
     if not any(a.turns for a in agents.values()):
         raise ConfigError(f"the recording {path} has no model responses to replay")
-    return agents
+    return agents, first
 
 
 def _fold(agent: RecordedAgent, event: dict[str, Any], moves: Mapping[str, str]) -> None:
@@ -195,10 +214,32 @@ def _fold(agent: RecordedAgent, event: dict[str, Any], moves: Mapping[str, str])
         agent.pending = event
     elif kind == "message":
         message = _moved(Message.model_validate(event["message"]), moves)
+        if message.role == "assistant" and agent.compacted:
+            agent.sent.append(list(agent.conversation))
         agent.conversation.append(message)
         if message.role == "assistant":
             agent.turns.append(_turn(message, agent.pending or {}))
             agent.pending = None
+    elif kind == "compact":
+        _compact(agent, event)
+
+
+def _compact(agent: RecordedAgent, event: dict[str, Any]) -> None:
+    """Put a `compact` event's stubs in the conversation (as trace/reader.py does), keeping
+    from the first one on the conversation each turn was sent."""
+    if not agent.compacted:
+        agent.sent = [agent.prefix(turn) for turn in range(len(agent.turns))]
+        agent.compacted = True
+    for entry in event.get("replaced") or []:
+        if not isinstance(entry, dict):
+            continue
+        index, stub = entry.get("index"), entry.get("stub")
+        if not (isinstance(index, int) and isinstance(stub, str)):
+            continue
+        if 0 <= index < len(agent.conversation):
+            message = agent.conversation[index]
+            if message.role == "tool" and message.tool_call_id == entry.get("call_id"):
+                agent.conversation[index] = message.model_copy(update={"content": stub})
 
 
 def _moved(message: Message, moves: Mapping[str, str]) -> Message:
@@ -235,7 +276,8 @@ def _event(line: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
         return None
-    return value if value.get("type") in ("run_start", "model_call", "message") else None
+    kinds = ("run_start", "model_call", "message", "compact")
+    return value if value.get("type") in kinds else None
 
 
 def difference(recorded: Message, sent: Message) -> str:

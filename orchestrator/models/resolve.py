@@ -33,6 +33,7 @@ from ..errors import ConfigError
 from ..security.inventory import user_config_folder
 from ..security.yaml_input import YamlInputError, load_yaml
 from .base import ChatModel
+from .prices import DEFAULT_PRICES
 from .replay import ReplayModel
 from .scripted import ScriptedModel
 from .settings import (
@@ -146,12 +147,39 @@ class ModelAliases:
         """Why `name` is not a model, with the close matches."""
         if name == INHERIT:
             return "'inherit' (the parent's model) is only meaningful in a sub-agent definition"
-        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.6)
+        meant = _spelled_as_a_model(name)
+        close = [meant] if meant else difflib.get_close_matches(name, self.names, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         return (
             f"unknown model {name!r}{hint}: give 'provider:model' (e.g. 'openai:gpt-4o-mini') "
             f"or an alias; aliases: {', '.join(self.names) or 'none'}"
         )
+
+
+# Model names whose provider is plain from their first letters.
+MODEL_FAMILIES = {
+    "gpt-": "openai",
+    "o1": "openai",
+    "o3": "openai",
+    "o4": "openai",
+    "claude-": "anthropic",
+    "deepseek-": "deepseek",
+}
+
+
+def _spelled_as_a_model(name: str) -> str | None:
+    """`provider:model` for a name that is one written another way: `openai/gpt-4o-mini`
+    (the slash other tools use), or `gpt-4o-mini` without its provider."""
+    provider, slash, rest = name.partition("/")
+    if slash and rest and provider in PROVIDERS:
+        return f"{provider}:{rest}"
+    if ":" in name or "/" in name:
+        return None
+    known = next((m for m in DEFAULT_PRICES if m.partition(":")[2] == name), None)
+    if known is not None:
+        return known
+    family = next((p for prefix, p in MODEL_FAMILIES.items() if name.startswith(prefix)), None)
+    return f"{family}:{name}" if family else None
 
 
 def _scripted(target: str, **options: Any) -> ChatModel:

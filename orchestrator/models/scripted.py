@@ -32,7 +32,8 @@ class ScriptedModel:
     "arguments": {...} or a raw string}]}`. When a request disables tools, a turn with both
     answers with its content alone (as a real model would); one with calls only is a script
     error. A turn's `latency` (seconds) makes that one call slow, on top of the model's
-    `latency`. Every request is kept in `requests`.
+    `latency`. Every request is kept in `requests`. `context_window` plays a model with that
+    window (models/window.py): agents keep their requests within it.
     """
 
     def __init__(
@@ -41,6 +42,7 @@ class ScriptedModel:
         *,
         latency: float = 0.0,
         name: str = "scripted",
+        context_window: int | None = None,
     ) -> None:
         if isinstance(script, str | Path):
             script = load_script(script)
@@ -50,6 +52,7 @@ class ScriptedModel:
         }
         self.latency = latency
         self.name = name
+        self.context_window = context_window
         self.requests: list[ModelRequest] = []
         self._position: dict[str, int] = dict.fromkeys(self.script, 0)
         self._call_ids = itertools.count(1)

@@ -64,6 +64,13 @@ class WireOptions(BaseModel):
     """The most tokens one reply may have. The agents of a job or a planner reserve this much
     of the budget per call (4096 by default); a request never asks for more than its agent
     reserved."""
+    context_window: int | None = Field(None, ge=1)
+    """The model's context window in tokens (prompt and reply together), when the table of
+    known models does not have it (window.py). When known, no request asks for more output
+    than fits, and an agent's conversation is compacted before it fills the window."""
+    compact_at: float | None = Field(None, gt=0, le=1)
+    """The share of the context window past which an agent's conversation is compacted
+    (0.8 when not given)."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Fields added to every request body as they are: `seed`, `top_p`, `metadata`, ..."""
 

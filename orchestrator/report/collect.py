@@ -95,6 +95,8 @@ def _fork(c: Collector, event: Event) -> None:
             depends_on=[f"{prefix}{d}" for d in task.get("depends_on") or []],
             status=known.status if known else None,
             reason=known.reason if known else None,
+            background=bool(event.get("background")),
+            overlap=known.overlap if known else None,
         )
 
 
@@ -103,6 +105,8 @@ def _task_end(c: Collector, event: Event) -> None:
     if task is None:
         return
     task.status, task.reason = event.get("status"), event.get("reason")
+    overlap = _number(event.get("overlap_s"))
+    task.overlap = overlap if overlap is not None else task.overlap
     ran = c.run(event)
     if event.get("status") == "error" and (ran is None or ran.status != "error"):
         _error(c, event, "task", "could not start", event.get("reason") or "")
@@ -168,6 +172,32 @@ def _model_call(c: Collector, event: Event) -> None:
     agent.bars.append(Bar("model", label, start, end, tokens=used_in + used_out))
 
 
+def _model_error(c: Collector, event: Event) -> None:
+    """A model call that failed or was cancelled: a bar as long as it waited, marked."""
+    agent = c.run(event)
+    if agent is None:
+        return
+    end = event["ts"]
+    start = end - float(_number(event.get("duration_ms")) or 0) / 1000
+    what = "cancelled" if event.get("cancelled") else "failed"
+    label = f"model call {agent.steps + 1} ({what})"
+    agent.bars.append(Bar("model", label, start, end, error=str(event.get("error") or what)))
+
+
+def _compact(c: Collector, event: Event) -> None:
+    agent = c.run(event)
+    if agent is None:
+        return
+    agent.compactions += 1
+    replaced = event.get("replaced")
+    count = len(replaced) if isinstance(replaced, list) else 0
+    before, after = _number(event.get("tokens_before")), _number(event.get("tokens_after"))
+    label = f"compaction: {count} tool results cut"
+    if before is not None and after is not None:
+        label += f", {before:,.0f} -> {after:,.0f} tokens"
+    agent.bars.append(Bar("compact", label, event["ts"], event["ts"]))
+
+
 def _tool_start(c: Collector, event: Event) -> None:
     agent = c.run(event)
     if agent is not None:
@@ -226,8 +256,10 @@ HANDLERS: dict[str, Handler] = {
     "run_start": _run_start,
     "run_end": _run_end,
     "model_call": _model_call,
+    "model_error": _model_error,
     "tool_start": _tool_start,
     "tool_end": _tool_end,
     "message": _message,
     "skill_loaded": _skill_loaded,
+    "compact": _compact,
 }

@@ -76,6 +76,8 @@ def _node(report: RunReport, path: str, run: AgentRun | None, anchors: dict[str,
         parts.append(f"{tokens(run.total_tokens)} tok")
     if runs > 1:
         parts.append(f"{runs} runs")
+    if task is not None and task.background:
+        parts.append("background")
     detail = " · ".join(p for p in parts if p)
     return Node(
         path=path,

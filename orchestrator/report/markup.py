@@ -18,6 +18,7 @@ STATUS_CLASSES = {
     "max_steps": "limit",
     "budget_exhausted": "limit",
     "loop_detected": "limit",
+    "context_full": "limit",
     "skipped": "skip",
     "running": "run",
     "unfinished": "run",

@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 @dataclass
 class Bar:
-    """One model call or tool call on the timeline."""
+    """One model call, tool call or compaction on the timeline."""
 
-    kind: Literal["model", "tool"]
+    kind: Literal["model", "tool", "compact"]
     label: str
     start: float
     end: float | None = None
@@ -38,6 +38,8 @@ class AgentRun:
     cache_read_tokens: int | None = None
     cost: float | None = None
     skills: list[str] = field(default_factory=list)
+    compactions: int = 0
+    """How many times its conversation was compacted to fit its model's context window."""
     bars: list[Bar] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
 
@@ -66,6 +68,8 @@ class Task:
     depends_on: list[str] = field(default_factory=list)  # paths
     status: str | None = None  # from `task_end`, for a task that never ran (skipped)
     reason: str | None = None
+    background: bool = False  # started by `fork(..., wait=false)`, beside its caller
+    overlap: float | None = None  # seconds it ran while its caller did its own work
 
 
 @dataclass

@@ -63,7 +63,10 @@ def render_agents(report: RunReport, anchors: dict[str, str]) -> str:
     head += ["cost"] if with_cost else []
     head += ["time", "skills"]
     columns = (nested, with_cost)
-    rows = [_agent_row(a, anchors.get(a.key, ""), subtree[a.key], columns) for a in agents]
+    rows = [
+        _agent_row(a, anchors.get(a.key, ""), subtree[a.key], columns, _aside(report, a))
+        for a in agents
+    ]
     totals = [
         "<td><b>total</b></td><td></td>",
         f'<td class="n">{sum(a.steps for a in agents):,}</td>',
@@ -81,7 +84,26 @@ def render_agents(report: RunReport, anchors: dict[str, str]) -> str:
     )
 
 
-def _agent_row(agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, bool]) -> str:
+def _aside(report: RunReport, agent: AgentRun) -> str:
+    """What the row says of a background task: that it was one, and its overlap."""
+    task = report.tasks.get(agent.path)
+    if task is None or not task.background:
+        return ""
+    overlap = f", overlapped its parent's work {seconds(task.overlap)}" if task.overlap else ""
+    return f' <span class="chip" data-background>background{esc(overlap)}</span>'
+
+
+def _compacted(count: int) -> str:
+    if not count:
+        return ""
+    times = "once" if count == 1 else f"{count} times"
+    why = "its conversation was compacted to fit the context window"
+    return f' <span class="sub" title="{why}">compacted {times}</span>'
+
+
+def _agent_row(
+    agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, bool], aside: str = ""
+) -> str:
     nested, with_cost = columns
     took = (
         seconds(agent.ended - agent.started)
@@ -92,8 +114,8 @@ def _agent_row(agent: AgentRun, anchor: str, subtree: int, columns: tuple[bool, 
     cells = [
         f'<td class="tree" style="padding-left:{agent.depth * 18 + 8}px">'
         f'<a href="#{anchor}" title="{esc(agent.key)}">{esc(name)}</a>'
-        f"{_sub(agent.subagent)}</td>",
-        f"<td>{pill(agent.status)}</td>",
+        f"{_sub(agent.subagent)}{aside}</td>",
+        f"<td>{pill(agent.status)}{_compacted(agent.compactions)}</td>",
         f'<td class="n">{agent.steps:,}</td>',
         f'<td class="n">{tokens(agent.input_tokens)}</td>',
         f'<td class="n">{tokens(agent.output_tokens)}</td>',

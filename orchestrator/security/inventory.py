@@ -195,6 +195,8 @@ OTHER_READS: Mapping[str, str] = {
     "orchestrator.report.page:asset": "the report's own CSS and script, in the package",
     "orchestrator.eval.scoring:_file": "a file check reads a file of the run's own workspace, "
     "confined to it, after the run",
+    "orchestrator.a2a.served:_read_small": "a file a served run wrote in its workspace, sent "
+    "back as an artifact once the run ended (no link followed, nothing outside the workspace)",
     "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",
     "orchestrator.cli.__init__:_dispatch": "opens the null device to silence output",
 }

@@ -42,6 +42,7 @@ class YamlInputError(ValueError):
         column: int | None = None,
         context: str | None = None,
         context_line: int | None = None,
+        hint: str | None = None,
     ) -> None:
         self.source = source
         self.problem = problem
@@ -49,12 +50,15 @@ class YamlInputError(ValueError):
         self.column = column
         self.context = context
         self.context_line = context_line
+        self.hint = hint
         super().__init__(f"{source}: {self.detail}")
 
     @property
     def where(self) -> str:
         """`line 3, column 1: `, or nothing when the place is unknown."""
-        return f"line {self.line}, column {self.column}: " if self.line is not None else ""
+        if self.line is None:
+            return ""
+        return f"line {self.line}, column {self.column}: " if self.column else f"line {self.line}: "
 
     @property
     def detail(self) -> str:
@@ -62,6 +66,8 @@ class YamlInputError(ValueError):
         text = f"{self.where}{self.problem}"
         if self.context and self.context_line is not None:
             text += f" ({self.context} on line {self.context_line})"
+        if self.hint:
+            text += f"; {self.hint}"
         return text
 
 
@@ -99,7 +105,7 @@ def load_yaml(text: str, source: str, *, unique_keys: bool = True) -> Any:
     """The Python value of one YAML document (None for an empty one), read safely."""
     loader = _SafeLoader(text)
     try:
-        node = _compose(loader, source)
+        node = _compose(loader, source, text)
         if node is None:
             return None
         if not unique_keys:
@@ -107,7 +113,7 @@ def load_yaml(text: str, source: str, *, unique_keys: bool = True) -> Any:
                 **loader.yaml_constructors,
                 yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG: type(loader).construct_yaml_map,
             }
-        return _construct(loader, node, source)
+        return _construct(loader, node, source, text)
     finally:
         loader.dispose()
 
@@ -117,48 +123,92 @@ def compose_yaml(text: str, source: str) -> yaml.Node | None:
     are not resolved), for a reader that turns nodes into values itself."""
     loader = _StringLoader(text)
     try:
-        return _compose(loader, source)
+        return _compose(loader, source, text)
     finally:
         loader.dispose()
 
 
-def _compose(loader: Any, source: str) -> yaml.Node | None:
-    with _errors_named(source):
+def _compose(loader: Any, source: str, text: str) -> yaml.Node | None:
+    with _errors_named(source, text):
         node: yaml.Node | None = loader.get_single_node()
     if node is not None:
         _check_expansion(node, source)
     return node
 
 
-def _construct(loader: Any, node: yaml.Node, source: str) -> Any:
-    with _errors_named(source):
+def _construct(loader: Any, node: yaml.Node, source: str, text: str) -> Any:
+    with _errors_named(source, text):
         return loader.construct_document(node)
 
 
 @contextlib.contextmanager
-def _errors_named(source: str) -> Iterator[None]:
+def _errors_named(source: str, text: str) -> Iterator[None]:
     """PyYAML's errors (and a nesting too deep for Python) as ours, naming the file."""
     try:
         yield
     except yaml.MarkedYAMLError as error:
-        raise _marked(error, source) from None
+        raise _marked(error, source, text) from None
     except yaml.YAMLError as error:
         raise YamlInputError(source, f"invalid YAML: {' '.join(str(error).split())}") from None
     except RecursionError:
         raise YamlTooLarge(source, "the YAML is nested too deeply") from None
 
 
-def _marked(error: yaml.MarkedYAMLError, source: str) -> YamlInputError:
+def _marked(error: yaml.MarkedYAMLError, source: str, text: str) -> YamlInputError:
     mark = error.problem_mark or error.context_mark
     context_mark = error.context_mark if error.problem else None
+    line = mark.line + 1 if mark else None
+    context_line = context_mark.line + 1 if context_mark else None
+    problem = error.problem or error.context or ""
+    context = error.context or ""
+    hint, line_at_fault = _hint(problem, context, text.splitlines(), line, context_line)
     return YamlInputError(
         source,
-        f"invalid YAML: {error.problem or error.context}",
-        line=mark.line + 1 if mark else None,
-        column=mark.column + 1 if mark else None,
+        f"invalid YAML: {problem}",
+        line=line_at_fault or line,
+        column=mark.column + 1 if mark and not line_at_fault else None,
         context=error.context if error.problem else None,
-        context_line=context_mark.line + 1 if context_mark else None,
+        context_line=context_line,
+        hint=hint,
     )
+
+
+def _hint(
+    problem: str, context: str, lines: list[str], line: int | None, context_line: int | None
+) -> tuple[str | None, int | None]:
+    """PyYAML's message for the usual slips in words, and the line really at fault when it
+    is not the one PyYAML names (None: PyYAML's line is right)."""
+
+    def shown(number: int | None) -> str:
+        if number is None or not 0 < number <= len(lines):
+            return ""
+        return f" ({lines[number - 1].strip()[:60]})"
+
+    if "tab character" in problem or "'\\t'" in problem:
+        return f"line {line}{shown(line)} is indented with a tab; YAML indents with spaces", None
+    if "could not find expected ':'" in problem and context_line is not None:
+        return (
+            f"line {context_line}{shown(context_line)} has no ':' after its key; a likely "
+            "missing colon (write key: value)",
+            context_line,
+        )
+    if "mapping values are not allowed" in problem:
+        return (
+            f"line {line}{shown(line)} holds a second ': ' inside a value; put the value in quotes",
+            None,
+        )
+    if "end of stream" in problem and "quoted scalar" in context and context_line is not None:
+        return f"the quote opened on line {context_line} is never closed", context_line
+    if any(
+        slip in problem
+        for slip in ("expected '-' indicator", "expected <block end>", "did not find expected key")
+    ):
+        return (
+            f"line {line}{shown(line)} is indented differently from the lines above it; a "
+            "likely indentation slip",
+            None,
+        )
+    return None, None
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

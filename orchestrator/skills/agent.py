@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..agent import AgentLoop, Approver, Extension, ModelLike, TokenBudget, Tool
+from ..agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, Extension, ModelLike, TokenBudget, Tool
 from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
@@ -41,7 +41,7 @@ class Agent(AgentLoop):
     Every other argument is `AgentLoop`'s, with the same meaning and default: `model`,
     `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
     `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
-    `counter`, `depth`, `time_limit`, `approve`.
+    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `summarize`.
     """
 
     def __init__(
@@ -52,7 +52,7 @@ class Agent(AgentLoop):
         skills: SkillsLike | None = None,
         system: str | None = None,
         name: str = "agent",
-        max_steps: int = 20,
+        max_steps: int = DEFAULT_MAX_STEPS,
         max_tokens: int | None = None,
         budget: TokenBudget | None = None,
         trace: Trace | str | Path | None = None,
@@ -65,6 +65,8 @@ class Agent(AgentLoop):
         depth: int = 0,
         time_limit: float | None = None,
         approve: Approver | None = None,
+        compact_at: float | None = None,
+        summarize: bool = False,
     ) -> None:
         extensions = list(extensions)
         parsed = Permissions.coerce(permissions)
@@ -93,4 +95,6 @@ class Agent(AgentLoop):
             depth=depth,
             time_limit=time_limit,
             approve=approve,
+            compact_at=compact_at,
+            summarize=summarize,
         )

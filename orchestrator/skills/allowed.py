@@ -13,8 +13,9 @@ to our skills' tools:
 Names of another client's tools (`WebSearch`, `TodoWrite`, `mcp__...`) name nothing here: a
 list naming only those limits nothing. A `ToolRule` allows the tools it names, those of the
 skills it names, and always the meta-tools that only read (`load_skill`, `read_skill_file`,
-`search_skills`, `read_task_output`). `ToolLimit` is an agent extension that refuses every
-other call (agent/turn_calls.py runs its guard before each call).
+`search_skills`, `read_task_output`, `task_status`, `wait_tasks`) and `cancel_tasks`, which
+can only stop tasks the agent started with a `fork` it was allowed. `ToolLimit` is an agent
+extension that refuses every other call (agent/turn_calls.py runs its guard before each call).
 """
 
 from __future__ import annotations
@@ -41,7 +42,17 @@ CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "Task": ("fork",),
     "Agent": ("fork",),
 }
-ALWAYS_ALLOWED = frozenset({"load_skill", "read_skill_file", "search_skills", "read_task_output"})
+ALWAYS_ALLOWED = frozenset(
+    {
+        "load_skill",
+        "read_skill_file",
+        "search_skills",
+        "read_task_output",
+        "task_status",
+        "wait_tasks",
+        "cancel_tasks",
+    }
+)
 OUR_META_TOOLS = frozenset({*ALWAYS_ALLOWED, "fork"})
 _TOKEN = re.compile(r"[^\s,()\[\]\"']+(?:\([^)]*\))?")
 _SKILL_NAME = re.compile(r"^[^\W_A-Z](?:[^\W_A-Z]|-)*$")

@@ -115,10 +115,10 @@ class SkillCatalog:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         return f"Unknown skill {name!r}.{hint} search_skills(query) finds skills by topic."
 
-    def suggest(self, name: str, limit: int = 3) -> list[str]:
-        """Names close to `name`: by spelling first, then by search rank."""
+    def suggest(self, name: str, limit: int = 3, *, by_search: bool = True) -> list[str]:
+        """Names close to `name`: by spelling first, then (`by_search`) by search rank."""
         close = difflib.get_close_matches(name.strip().lower(), self.names, n=limit, cutoff=0.6)
-        for info in self.search(name, limit=limit):
+        for info in self.search(name, limit=limit) if by_search else ():
             if info.name not in close:
                 close.append(info.name)
         return close[:limit]

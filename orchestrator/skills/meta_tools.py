@@ -169,6 +169,11 @@ class SkillsExtension:
         cancellation included)."""
         return server_scope()
 
+    def start_record(self) -> dict[str, object]:
+        """`preloaded`: the skills this agent starts with loaded, for its `run_start`."""
+        names = [item.info.name for item in self.preloaded if item.info.name != self.running]
+        return {"preloaded": names} if names else {}
+
     def tools(self) -> Sequence[Tool]:
         # load_skill runs alone: skills loaded in one turn add their tools in the model's order.
         # All three only read: a resumed run calls them again where it was cut off in them

@@ -17,6 +17,7 @@ from .scheduler import GraphRun, task_graph
 from .subagents import (
     GENERAL,
     GENERAL_AGENT,
+    RemoteAgent,
     SubagentDef,
     SubagentError,
     SubagentProblem,
@@ -38,6 +39,7 @@ __all__ = [
     "LocalExecutor",
     "RemoteForks",
     "RemoteSession",
+    "RemoteAgent",
     "SubagentDef",
     "SubagentError",
     "SubagentProblem",

@@ -15,24 +15,36 @@ A `context: fork` skill runs through the same machinery (`fork_skill`): one task
 the skill's `agent` (or `general`), its prompt the skill's instructions, the skill active in
 it (its tools, if its agent may use the skill, and its `allowed-tools` limit).
 
+`fork(tasks, wait=false)` starts the tasks in the background and returns at once (background.py):
+the agent goes on with its own turns, and each task's result reaches it at its first turn after
+the task ends, as a message after the last turn (never inserted before it) with the same blocks
+as a fork's observation. `wait_tasks` waits for some or all of them, `task_status` shows how
+they go and what they spent, `cancel_tasks` ends them. When the agent answers while some still
+run, the run waits for them and the agent answers again with their results
+(`ForkSettings.on_answer`: `wait`), or ends them (`cancel`); a run cut short (a time limit,
+Ctrl-C, an error) ends them. Either way a `background_settle` event says which. Background
+tasks draw from the run's budget and take the tree's `max_parallel` slots like any other.
+
 Each task's result joins the caller's children as soon as the task ends, so a fork cut short
 (a time limit, Ctrl-C) still accounts for every sub-agent's usage. `fork` is resumable: when a
 run is resumed in the middle of a fork, the caller calls it again with the same tasks, and the
 tasks that had ended keep their results (docs/resume.md); `restore` brings back the caller's
-earlier forks (ids used, outputs, children).
+earlier forks (ids used, outputs, children), and starts its background forks again: the tasks
+that had ended keep their results, the ones in flight go on from their last complete turn.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..agent import Approver, TaskResult, Tool, ToolContext
+from ..agent import DEFAULT_MAX_STEPS, Approver, TaskResult, TokenBudget, Tool, ToolContext
 from ..errors import ConfigError, ToolError
 from ..messages import Message
 from ..models import ChatModel, ModelSettings, output_cap, resolve_model
@@ -42,10 +54,12 @@ from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclo
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
 from ..trace.summary import plural
+from .background import Background
 from .executor import LocalExecutor, RemoteForks
 from .graph import GraphError, suggest
-from .restore import restore_forks
-from .scheduler import GraphRun, lend, task_graph
+from .remote import with_remote_agents
+from .restore import background_forks, restore_forks
+from .scheduler import GraphRun, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
 
@@ -55,7 +69,8 @@ When the work splits into parts, delegate them with `fork(tasks=[...])`. Each ta
 own agent with a fresh conversation: write each `task` as a complete brief. Tasks run
 concurrently unless one lists another in `depends_on`; a dependent task receives the results of
 its dependencies. The fork returns every task's status and output (long outputs are cut; call
-`read_task_output(id)` for the whole text). Agents you can assign (`agent`):
+`read_task_output(id)` for the whole text). With `wait: false` they run in the background while
+you go on, and each result comes to you after its task ends. Agents you can assign (`agent`):
 {agents}"""
 
 
@@ -66,6 +81,7 @@ class ForkState:
 
     ids: set[str] = field(default_factory=set)
     outputs: dict[str, str] = field(default_factory=dict)
+    background: Background = field(default_factory=Background)
 
 
 @dataclass
@@ -76,11 +92,16 @@ class ForkSettings:
     max_depth: int = 2
     output_cap_tokens: int = 1_000
     dependency_cap_tokens: int = 2_000
-    default_max_steps: int = 20
+    default_max_steps: int = DEFAULT_MAX_STEPS
     max_output_tokens: int = 4_096
     disclosure: Disclosure = DEFAULT_DISCLOSURE
     """How sub-agents' skills' tools reach their model (skills/disclosure.py)."""
     eager_tokens: int = DEFAULT_EAGER_TOKENS
+    on_answer: Literal["wait", "cancel"] = "wait"
+    """Background tasks still running when the agent answers: wait for them (and let the
+    agent answer again with their results), or cancel them."""
+    wait_timeout: float = 600.0
+    """The most seconds one `wait_tasks` call waits."""
 
 
 class ForkExtension:
@@ -115,10 +136,16 @@ class ForkExtension:
         self._all_skills = skills
         # While a run sends its tasks elsewhere (a Ray session), what makes their executor.
         self.remote: RemoteForks | None = None
-        self._tools = [
+        self._tools = self._make_tools()
+
+    def _make_tools(self) -> list[Tool]:
+        return [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
             Tool(self.fork, name="fork", exclusive=True, resumable=True),
             Tool(self.read_task_output, name="read_task_output", resumable=True),
+            Tool(self.wait_tasks, name="wait_tasks", resumable=True),
+            Tool(self.task_status, name="task_status", resumable=True),
+            Tool(self.cancel_tasks, name="cancel_tasks"),
         ]
 
     def within(self, skills: SkillCatalog | None) -> ForkExtension:
@@ -127,10 +154,7 @@ class ForkExtension:
         view = copy.copy(self)
         view.skills = skills
         view.remote = None  # a sub-agent's own forks run where it runs
-        view._tools = [
-            self._tools[0].rebound(view.fork),
-            self._tools[1].rebound(view.read_task_output),
-        ]
+        view._tools = view._make_tools()
         return view
 
     def system_prompt(self) -> str:
@@ -140,16 +164,22 @@ class ForkExtension:
         return self._tools
 
     async def fork(
-        self, tasks: Annotated[list[TaskSpec], Field(min_length=1)], ctx: ToolContext
+        self,
+        tasks: Annotated[list[TaskSpec], Field(min_length=1)],
+        ctx: ToolContext,
+        wait: bool = True,
     ) -> str:
         """Run tasks as sub-agents, concurrently where their dependencies allow.
 
         Args:
             tasks: the tasks; each needs an `id` and a `task`, and may name an `agent`,
                 the ids it `depends_on`, and the `skills` it may use.
+            wait: false: run them in the background and go on at once.
         """
+        if not wait:
+            return self._start_background(tasks, ctx)
         results = await self._run(tasks, ctx)
-        return self._observation(results, ctx)
+        return self._report("Fork finished", results, ctx)
 
     async def fork_skill(self, skill: SkillInfo, task: str, ctx: ToolContext) -> str:
         """Run a `context: fork` skill as one sub-agent task; its answer is the observation."""
@@ -181,6 +211,7 @@ class ForkExtension:
             lambda request: self.build_agent(request, ctx, running=running), ctx.budget
         )
         executor = local if self.remote is None else self.remote(ctx, running, local.build)
+        executor = with_remote_agents(executor, self.subagents, ctx)
         run = GraphRun(
             tasks,
             executor,
@@ -189,26 +220,237 @@ class ForkExtension:
             agent_of=lambda spec: spec.agent or GENERAL,
             prompt_for=self._prompt,
             gate=executor.budget_refusal,
-            max_parallel=self.settings.max_parallel,
             trace=ctx.trace,
             on_result=ctx.children.append,
+            slots=self._slots(ctx),
         )
-        first = len(ctx.children)
         async with lend():  # this agent only waits now: its slot is its tasks'
             results = await run.run()
-        ctx.children[first:] = results  # the whole fork done: in the order the tasks were given
+        # The whole fork done: its results in the order the tasks were given (after those of
+        # background tasks that ended meanwhile).
+        mine = {id(r) for r in results}
+        ctx.children[:] = [c for c in ctx.children if id(c) not in mine] + results
         outputs = ctx.state_of(ForkState).outputs
         outputs.update({r.id: r.output for r in results})
         return results
+
+    def _slots(self, ctx: ToolContext) -> Slots:
+        """The slots this run's forks take: the tree's pool, one for all its forks."""
+        background = ctx.state_of(ForkState).background
+        if background.slots is None:
+            background.slots = Slots.for_graph(self.settings.max_parallel)
+        return background.slots
+
+    # --- Background forks ---------------------------------------------------------------
+
+    def _start_background(
+        self,
+        tasks: Sequence[TaskSpec],
+        ctx: ToolContext,
+        *,
+        resumed: bool = False,
+        delivered: Collection[str] = (),
+    ) -> str:
+        """Start `tasks` beside the agent. A fork `resumed` from the trace is not validated
+        again (its ids are in use already); `delivered` are its tasks the agent had seen."""
+        state = ctx.state_of(ForkState)
+        if not resumed:
+            self._validate(tasks, state.ids)
+        background = state.background
+        meters: dict[str, TokenBudget] = {}
+
+        def build(request: TaskRequest) -> Agent:
+            return self.build_agent(request, ctx, budget=meters[request.spec.id])
+
+        def started(spec: TaskSpec) -> None:
+            background.tasks[spec.id].started_at = time.time()
+
+        def ended(result: TaskResult) -> None:
+            ctx.children.append(result)
+            state.outputs[result.id] = result.output
+            background.ended(result)
+
+        def end_fields(result: TaskResult) -> dict[str, object]:
+            overlap = background.overlap(result)
+            return {"background": True, "overlap_s": None if overlap is None else round(overlap, 3)}
+
+        local = LocalExecutor(build, ctx.budget)
+        executor = local if self.remote is None else self.remote(ctx, None, local.build)
+        executor = with_remote_agents(executor, self.subagents, ctx)
+        graph = GraphRun(
+            tasks,
+            executor,
+            parent=ctx.agent,
+            depth=ctx.depth + 1,
+            agent_of=lambda spec: spec.agent or GENERAL,
+            prompt_for=self._prompt,
+            gate=executor.budget_refusal,
+            trace=ctx.trace,
+            on_result=ended,
+            slots=self._slots(ctx),
+            background=True,
+            end_fields=end_fields,
+            on_start=started,
+        )
+        for spec in tasks:
+            meters[spec.id] = ctx.budget.scoped(None) if ctx.budget else TokenBudget()
+            background.add(graph, spec, meters[spec.id])
+            background.tasks[spec.id].delivered = spec.id in delivered
+        background.start(graph)
+        ids = ", ".join(spec.id for spec in tasks)
+        return (
+            f"Started {plural(len(tasks), 'task')} in the background: {ids}. Go on with your "
+            "own work: each result comes to you at your next turn after its task ends. "
+            "wait_tasks waits for them, task_status shows their progress and spend, "
+            "cancel_tasks stops them."
+        )
+
+    def arrived(self, context: ToolContext) -> list[Message]:
+        """Results of background tasks that ended since the agent's last model call."""
+        return self._deliver(context, "turn")
+
+    async def settle(self, context: ToolContext, *, answered: bool) -> list[Message]:
+        """The run is ending: wait for its background tasks (after an answer, by default) and
+        hand the agent their results, or cancel them."""
+        background = context.state_of(ForkState).background
+        if not background.tasks:
+            return []
+        running = background.unfinished()
+        if answered and self.settings.on_answer == "wait":
+            if running:
+                self._emit(context, "background_settle", choice="wait", ids=running)
+                async with lend():
+                    await background.wait(running, None)
+            await background.close()
+            return self._deliver(context, "answer")
+        if running:
+            reason = (
+                "cancelled: the agent gave its final answer (on_answer: cancel)"
+                if answered
+                else "cancelled: the run of the agent that started it ended first"
+            )
+            self._emit(context, "background_settle", choice="cancel", ids=running, reason=reason)
+            await background.cancel(running, reason)
+        await background.close()
+        return []
+
+    def _deliver(self, context: ToolContext, via: str) -> list[Message]:
+        background = context.state_of(ForkState).background
+        results = background.undelivered()
+        if not results:
+            return []
+        background.mark_delivered(results)
+        self._emit(context, "background_delivered", ids=[r.id for r in results], via=via)
+        text = self._report("Background tasks ended", results, context)
+        return [Message.user(f"[orchestrator] {text}{self._still_running(background)}")]
+
+    def _still_running(self, background: Background) -> str:
+        running = background.unfinished()
+        return f"\nStill running: {', '.join(running)}." if running else ""
+
+    async def wait_tasks(
+        self,
+        ctx: ToolContext,
+        ids: Sequence[str] = (),
+        timeout_seconds: Annotated[float, Field(gt=0)] = 120.0,
+    ) -> str:
+        """Wait for background tasks (default all) to end; returns their new results."""
+        background = ctx.state_of(ForkState).background
+        chosen = self._background_ids(background, ids)
+        limit = min(timeout_seconds, self.settings.wait_timeout)
+        async with lend():
+            await background.wait(chosen, limit)
+        results = [r for i in chosen if (r := background.tasks[i].result) is not None]
+        fresh = [r for r in results if not background.tasks[r.id].delivered]
+        background.mark_delivered(fresh)
+        if fresh:
+            self._emit(ctx, "background_delivered", ids=[r.id for r in fresh], via="wait_tasks")
+        lines = []
+        if fresh:
+            lines.append(self._report("Background tasks ended", fresh, ctx))
+        earlier = [r.id for r in results if r not in fresh]
+        if earlier:
+            lines.append(
+                f"Given to you earlier: {', '.join(earlier)} (read_task_output returns them)."
+            )
+        waiting = background.unfinished(chosen)
+        if waiting:
+            lines.append(
+                f"Still running after {limit:g} s: {', '.join(waiting)} "
+                "(task_status shows their progress)."
+            )
+        return "\n".join(lines)
+
+    def task_status(self, ctx: ToolContext, ids: Sequence[str] = ()) -> str:
+        """State, tokens spent and time of background tasks (default all)."""
+        background = ctx.state_of(ForkState).background
+        chosen = self._background_ids(background, ids)
+        remaining = ctx.budget.remaining if ctx.budget else None
+        left = "unlimited" if remaining is None else f"{remaining:,} tokens"
+        lines = [f"Background tasks: {len(chosen)}. Budget remaining: {left}."]
+        now = time.time()
+        for task_id in chosen:
+            task = background.tasks[task_id]
+            result = task.result
+            spent = result.usage.total_tokens if result is not None else task.meter.used
+            line = f"- {task_id} [{task.state}] tokens={spent:,}"
+            if result is None and task.meter.reserved:
+                line += f" (+{task.meter.reserved:,} reserved for a call in flight)"
+            if result is None and task.started_at is not None:
+                line += f" running for {now - task.started_at:.1f} s"
+            elif result is not None:
+                given = task.delivered
+                line += " (result given to you)" if given else " (result at your next turn)"
+            lines.append(line)
+        return "\n".join(lines)
+
+    async def cancel_tasks(self, ctx: ToolContext, ids: Sequence[str] = ()) -> str:
+        """Stop background tasks (default all) and the tasks that depend on them."""
+        background = ctx.state_of(ForkState).background
+        chosen = self._background_ids(background, ids)
+        running = background.unfinished(background.with_dependents(chosen))
+        if not running:
+            return f"Nothing to cancel: {', '.join(chosen)} had ended already."
+        reason = "cancelled by cancel_tasks"
+        self._emit(ctx, "background_cancel", ids=running)
+        results = await background.cancel(running, reason)
+        stopped = [r for r in results if r.id in running and not background.tasks[r.id].delivered]
+        background.mark_delivered(stopped)
+        self._emit(ctx, "background_delivered", ids=[r.id for r in stopped], via="cancel_tasks")
+        return self._report("Cancelled", stopped, ctx)
+
+    def _background_ids(self, background: Background, ids: Sequence[str]) -> list[str]:
+        """The tasks named, or all background tasks when none is."""
+        if not background.tasks:
+            raise ToolError("No background tasks in this run: fork(..., wait=false) starts some.")
+        if not ids:
+            return list(background.tasks)
+        unknown = [i for i in ids if i not in background.tasks]
+        if unknown:
+            known = ", ".join(background.tasks)
+            raise ToolError(
+                f"No background task {unknown[0]!r}{suggest(unknown[0], background.tasks)}. "
+                f"Background tasks: {known}."
+            )
+        return list(dict.fromkeys(ids))
+
+    def _emit(self, ctx: ToolContext, type: str, **fields: object) -> None:
+        if ctx.trace is not None:
+            ctx.trace.emit(type, ctx.agent, **fields)
 
     def restore(
         self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
     ) -> None:
         """A resumed run: the forks it made and got results for count again (their ids are
         used, their outputs readable, their results among its children). A fork still
-        without a result is not restored: the resumed run calls it again."""
+        without a result is not restored: the resumed run calls it again. A background fork
+        starts again: its tasks that had ended keep their results (and are not given to the
+        agent twice), the ones in flight go on."""
         state = context.state_of(ForkState)
         restore_forks(context, record, messages, state.ids, state.outputs)
+        for specs, delivered in background_forks(context, record, messages):
+            state.ids.update(spec.id for spec in specs)
+            self._start_background(specs, context, resumed=True, delivered=delivered)
 
     def read_task_output(self, id: str, ctx: ToolContext) -> str:
         """Return the whole output of a task from an earlier fork.
@@ -283,11 +525,13 @@ class ForkExtension:
         ctx: ToolContext,
         model: ChatModel | None = None,
         running: SkillInfo | None = None,
+        budget: TokenBudget | None = None,
     ) -> Agent:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
         `model` (a job step's own) goes before the definition's; `running` is the
-        `context: fork` skill the task runs, if any."""
+        `context: fork` skill the task runs, if any; `budget` (a meter within the run's
+        budget) replaces the run's."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         skills = self._skills_for(definition, request.spec)
         cap = self.settings.default_max_steps
@@ -306,7 +550,7 @@ class ForkExtension:
             # A definition may ask for fewer steps than the run allows, never for more.
             max_steps=min(definition.max_steps or cap, cap),
             max_tokens=definition.max_tokens,
-            budget=ctx.budget,
+            budget=budget or ctx.budget,
             trace=ctx.trace,
             permissions=ctx.permissions,
             extensions=extensions,
@@ -373,7 +617,7 @@ class ForkExtension:
             self._models[key] = self.resolve(definition.model)
         return self._models[key]
 
-    def _observation(self, results: Sequence[TaskResult], ctx: ToolContext) -> str:
+    def _report(self, title: str, results: Sequence[TaskResult], ctx: ToolContext) -> str:
         counts: dict[str, int] = {}
         for result in results:
             counts[result.status] = counts.get(result.status, 0) + 1
@@ -382,7 +626,7 @@ class ForkExtension:
         remaining = ctx.budget.remaining if ctx.budget else None
         left = "unlimited" if remaining is None else f"{remaining:,} tokens"
         lines = [
-            f"Fork finished: {plural(len(results), 'task')} ({summary}). Tokens used: {spent:,}. "
+            f"{title}: {plural(len(results), 'task')} ({summary}). Tokens used: {spent:,}. "
             f"Budget remaining: {left}."
         ]
         for result in results:

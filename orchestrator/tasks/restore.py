@@ -5,16 +5,22 @@ that end: its output, status, steps and spend (its whole subtree's, every attemp
 the trace, and so does its agent's result, with the results of the tasks it forked. Tasks that
 were cancelled, skipped, cut off or never started are not restored: the scheduler decides
 about them again. `restore_forks` gives a resumed agent back the forks it had got results for
-(`ForkExtension.restore`).
+(`ForkExtension.restore`), and `background_forks` the background forks it had started, to start
+again.
 """
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Sequence
+
+from pydantic import ValidationError
 
 from ..agent import RunResult, TaskResult, ToolContext
 from ..messages import Message
 from ..trace import ENDED_TASK, AgentRecord, Checkpoint, ForkRecord, Trace
+from .task import TaskSpec
 
 
 def restored_task(
@@ -42,12 +48,51 @@ def restore_forks(
         return
     answered = {m.tool_call_id for m in messages if m.role == "tool"}
     for fork in checkpoint.forks_of(record.path):
-        if fork.call_id not in answered:
+        if fork.call_id not in answered or fork.background:
             continue
         children = restored_children(checkpoint, fork)
         used.update(checkpoint.tasks[p].id for p in fork.paths if p in checkpoint.tasks)
         outputs.update({c.id: c.output for c in children})
         context.children.extend(children)
+
+
+def background_forks(
+    context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+) -> list[tuple[list[TaskSpec], set[str]]]:
+    """The background forks a resumed agent had started (the call that started each was
+    answered): each one's tasks as the model wrote them, and the ids of those whose results
+    had reached the agent."""
+    checkpoint = context.trace.checkpoint if context.trace is not None else None
+    if checkpoint is None:
+        return []
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    calls = {c.id: c for m in messages for c in m.tool_calls}
+    found = []
+    for fork in checkpoint.forks_of(record.path):
+        call = calls.get(fork.call_id) if fork.call_id is not None else None
+        if not fork.background or call is None or call.id not in answered:
+            continue
+        try:
+            tasks = json.loads(call.arguments)["tasks"]
+            specs = [TaskSpec.model_validate(task) for task in tasks]
+        except (ValueError, KeyError, TypeError, ValidationError):
+            warnings.warn(
+                f"a background fork of {record.path} cannot start again on resume: the "
+                f"arguments of its call {call.id} are not its tasks",
+                stacklevel=2,
+            )
+            continue
+        found.append((specs, {s.id for s in specs if _given(s.id, record, messages)}))
+    return found
+
+
+def _given(task_id: str, record: AgentRecord, messages: Sequence[Message]) -> bool:
+    """The task's result reached the agent: recorded so, and its block is in the
+    conversation (a run killed between the two had not given it)."""
+    block = f"### {task_id} ["
+    return task_id in record.delivered and any(
+        block in (m.content or "") for m in messages if m.role in ("user", "tool")
+    )
 
 
 def restored_children(checkpoint: Checkpoint, fork: ForkRecord) -> list[TaskResult]:

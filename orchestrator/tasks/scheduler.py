@@ -6,7 +6,10 @@ behind the small `TaskExecutor` interface (executor.py), so tasks could run else
 
 Every task gets a `task_end`, also when the graph is cancelled (Ctrl-C, a time limit): a task
 that was running ends `cancelled` with what it had done, one that had not started is skipped.
-Each result is handed to `on_result` as soon as its task ends. When the trace resumes a run,
+Each result is handed to `on_result` as soon as its task ends. `cancel(ids, reason)` ends some
+tasks of a running graph (a running one `cancelled`, a waiting one skipped) and lets the rest
+go on; a `background` graph says so in its `fork` event, and `on_start` and `end_fields` let
+its owner follow each task (when it starts; what its `task_end` adds). When the trace resumes a run,
 a task that ran to an end in an earlier attempt is not run again: its recorded result stands
 (restore.py), and its `task_end` says `restored`.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -59,8 +62,15 @@ class GraphRun:
         max_parallel: int = 4,
         trace: Trace | None = None,
         on_result: Callable[[TaskResult], None] | None = None,
+        output_users: Mapping[str, Sequence[str]] | None = None,
+        slots: Slots | None = None,
+        background: bool = False,
+        end_fields: Callable[[TaskResult], dict[str, object]] | None = None,
+        on_start: Callable[[TaskSpec], None] | None = None,
     ) -> None:
         self.specs = list(specs)
+        # Which tasks use each task's answer: by default, those that depend on it.
+        self.output_users = output_users if output_users is not None else _dependents(specs)
         self.executor = executor
         self.parent = parent
         self.depth = depth
@@ -69,37 +79,61 @@ class GraphRun:
         self.gate = gate
         self.trace = trace
         self.on_result = on_result
-        self._slots = Slots.for_graph(max_parallel)
+        self.background = background
+        self.end_fields = end_fields
+        self.on_start = on_start
+        self._slots = slots or Slots.for_graph(max_parallel)
         self._tasks: dict[str, asyncio.Task[TaskResult]] = {}
+        self._cancelled: dict[str, str] = {}
+        self._announced = False
 
-    async def run(self) -> list[TaskResult]:
-        """Run every task; results come back in the order the tasks were given."""
+    def announce(self) -> None:
+        """Record the graph (its `fork` event), once; `run` does it if no one did before."""
+        if self._announced:
+            return
+        self._announced = True
         if self.trace is not None:
             self.trace.emit(
                 "fork",
                 self.parent or "job",
+                **({"background": True} if self.background else {}),
                 tasks=[
                     {
                         "id": s.id,
-                        "path": self._path(s),
+                        "path": self.path_of(s),
                         "agent": self.agent_of(s),
                         "depends_on": s.depends_on,
                     }
                     for s in self.specs
                 ],
             )
+
+    async def run(self) -> list[TaskResult]:
+        """Run every task; results come back in the order the tasks were given."""
+        self.announce()
         async with asyncio.TaskGroup() as group:
             for spec in self.specs:
                 self._tasks[spec.id] = group.create_task(self._run_node(spec))
         return [self._tasks[s.id].result() for s in self.specs]
 
+    def cancel(self, ids: Sequence[str], reason: str) -> None:
+        """End the tasks `ids` that have not ended, giving `reason`; the others go on."""
+        for task_id in ids:
+            self._cancelled.setdefault(task_id, reason)
+            task = self._tasks.get(task_id)
+            if task is not None and not task.done():
+                task.cancel()
+
     async def _run_node(self, spec: TaskSpec) -> TaskResult:
-        path = self._path(spec)
+        path = self.path_of(spec)
         restored = restored_task(self.trace, path, spec.id, self.agent_of(spec), spec.depends_on)
         if restored is not None:
             return self._ended(restored, restored=True)
         try:
-            dependencies = [await self._tasks[d] for d in spec.depends_on]
+            if spec.id in self._cancelled:
+                return self._skipped(spec, self._cancelled[spec.id])
+            # Shielded: cancelling this task alone (`cancel`) must not cancel what it waits for.
+            dependencies = [await asyncio.shield(self._tasks[d]) for d in spec.depends_on]
             failed = next((d for d in dependencies if d.status != "completed"), None)
             if failed is not None:
                 return self._skipped(spec, f"dependency {failed.id!r} ended {failed.status}")
@@ -108,13 +142,13 @@ class GraphRun:
         except asyncio.CancelledError:
             # The graph is being cancelled: the task ends on the record, then the graph
             # re-raises the cancellation (the TaskGroup does) once every task has ended.
-            return self._skipped(spec, NOT_STARTED)
+            return self._skipped(spec, self._cancelled.get(spec.id, NOT_STARTED))
 
     async def _start(self, spec: TaskSpec, dependencies: Sequence[TaskResult]) -> TaskResult:
         request = TaskRequest(
             spec=spec,
             agent=self.agent_of(spec),
-            path=self._path(spec),
+            path=self.path_of(spec),
             prompt=self.prompt_for(spec, dependencies),
             depth=self.depth,
         )
@@ -124,9 +158,14 @@ class GraphRun:
                 return self._skipped(spec, refusal)
             where = placement(self.executor, request)
             self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on, **where)
-            result = await self.executor.run_task(request)
+            if self.on_start is not None:
+                self.on_start(spec)
+            result = self._unless_empty(await self.executor.run_task(request))
+            if result.status == "cancelled" and spec.id in self._cancelled:
+                result = result.model_copy(update={"reason": self._cancelled[spec.id]})
         except asyncio.CancelledError:
-            result = self._failed(request, "cancelled", "the run was cancelled")
+            reason = self._cancelled.get(spec.id, "the run was cancelled")
+            result = self._failed(request, "cancelled", reason)
         except Exception as exc:
             # One task's failure must not cancel its siblings: it becomes its result.
             result = self._failed(request, "error", f"{type(exc).__name__}: {exc}")
@@ -134,7 +173,9 @@ class GraphRun:
 
     def _ended(self, result: TaskResult, *, restored: bool = False) -> TaskResult:
         """Record a task's end and hand its result on."""
-        fields = {"restored": True, "steps": result.steps} if restored else {}
+        fields: dict[str, object] = {"restored": True, "steps": result.steps} if restored else {}
+        if self.end_fields is not None and not restored:
+            fields.update(self.end_fields(result))
         self._emit(
             "task_end",
             result.path,
@@ -148,7 +189,16 @@ class GraphRun:
             self.on_result(result)
         return result
 
-    def _path(self, spec: TaskSpec) -> str:
+    def _unless_empty(self, result: TaskResult) -> TaskResult:
+        """A task that completed with an empty answer fails when a later task uses it."""
+        users = self.output_users.get(result.id, ())
+        if not (result.empty_answer and users):
+            return result
+        names = ", ".join(repr(user) for user in users)
+        reason = f"its answer was empty, and {names} {'uses' if len(users) == 1 else 'use'} it"
+        return result.model_copy(update={"status": "error", "reason": reason})
+
+    def path_of(self, spec: TaskSpec) -> str:
         return f"{self.parent}/{spec.id}" if self.parent else spec.id
 
     def _failed(self, request: TaskRequest, status: TaskStatus, reason: str) -> TaskResult:
@@ -163,8 +213,7 @@ class GraphRun:
         )
 
     def _skipped(self, spec: TaskSpec, reason: str) -> TaskResult:
-        path = self._path(spec)
-        self._emit("task_end", path, id=spec.id, status="skipped", reason=reason)
+        path = self.path_of(spec)
         result = TaskResult(
             id=spec.id,
             agent=self.agent_of(spec),
@@ -174,6 +223,8 @@ class GraphRun:
             depends_on=spec.depends_on,
             ended_at=time.time(),
         )
+        fields = self.end_fields(result) if self.end_fields is not None else {}
+        self._emit("task_end", path, id=spec.id, status="skipped", reason=reason, **fields)
         if self.on_result is not None:
             self.on_result(result)
         return result
@@ -181,6 +232,14 @@ class GraphRun:
     def _emit(self, type: str, agent: str, **fields: object) -> None:
         if self.trace is not None:
             self.trace.emit(type, agent, **fields)
+
+
+def _dependents(specs: Sequence[TaskSpec]) -> dict[str, list[str]]:
+    users: dict[str, list[str]] = {}
+    for spec in specs:
+        for dependency in spec.depends_on:
+            users.setdefault(dependency, []).append(spec.id)
+    return users
 
 
 # --- Slots: how many agents of the tree work at once ---------------------------------------

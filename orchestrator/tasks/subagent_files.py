@@ -1,7 +1,9 @@
 """Reading sub-agent definition files: ours, Claude Code's and OpenAI Codex's, unchanged.
 
 - **Ours** (`*.md`): frontmatter `name`, `description`, `skills` (the skills it may use, or
-  `"*"`), `model`, `max_steps`, `max_tokens`; the body is the system prompt.
+  `"*"`), `model`, `max_steps`, `max_tokens`; the body is the system prompt. With `a2a:
+  URL` (and optionally `token_env`, `skill`, `time_limit`, `max_calls`), the agent is a remote
+  A2A agent (`RemoteAgent`) and the body is not used.
 - **Claude Code's** (`*.md`, e.g. `.claude/agents/code-reviewer.md`): recognised by a field
   only Claude Code uses (`tools`, `maxTurns`, `color`, ...) or by its folder. `tools` (a
   comma list or a YAML list) maps to our skills (`Read`/`Grep`/`Glob`/`LS`/`Write`/`Edit`/
@@ -36,6 +38,8 @@ from ..skills.skill_md import (
 
 NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 OUR_FIELDS = ("name", "description", "skills", "model", "max_steps", "max_tokens")
+REMOTE_FIELDS = ("a2a", "token_env", "skill", "time_limit", "max_calls")
+"""A remote (A2A) agent's fields: `a2a` is its URL, the others `RemoteAgent`'s."""
 CLAUDE_ONLY = (
     "tools",
     "disallowedTools",
@@ -96,7 +100,8 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
         frontmatter, body, _ = split_skill_text(text)
         if frontmatter is None:
             raise DefinitionError("no YAML frontmatter (the file must start with a '---' line)")
-        meta, problems = parse_forgiving(frontmatter, (*OUR_FIELDS, *CLAUDE_ONLY, "skills"))
+        known = (*OUR_FIELDS, *REMOTE_FIELDS, *CLAUDE_ONLY, "skills")
+        meta, problems = parse_forgiving(frontmatter, known)
     except FrontmatterError as exc:
         raise DefinitionError(_reason(exc)) from None
     notes = [p.message for p in problems if p.rule != "yaml-duplicate-key"]
@@ -113,11 +118,19 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
         fields.update(_claude(meta, notes))
     else:
         fields["skills"] = _skill_names(meta["skills"]) if "skills" in meta else "*"
-    used = (*OUR_FIELDS, *CLAUDE_MAPPED)
+    if meta.get("a2a") is not None:
+        fields["remote"] = remote_fields(meta)
+    used = (*OUR_FIELDS, *CLAUDE_MAPPED, *REMOTE_FIELDS)
     unused = {k: v for k, v in meta.items() if k not in used}
     notes.extend(_dropped(unused))
     fields["metadata"] = _metadata(unused)
     return fields, notes
+
+
+def remote_fields(meta: dict[str, Any]) -> dict[str, Any]:
+    """`RemoteAgent`'s fields from a definition's (or a spec entry's): `a2a` is the URL."""
+    remote = {k: meta[k] for k in REMOTE_FIELDS[1:] if meta.get(k) is not None}
+    return {"url": str(meta["a2a"]).strip(), **remote}
 
 
 def _dropped(unused: dict[str, Any]) -> list[str]:

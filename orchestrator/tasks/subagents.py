@@ -42,6 +42,34 @@ GENERAL_PROMPT = (
 )
 
 
+class RemoteAgent(BaseModel):
+    """Where a sub-agent that runs elsewhere is reached: an A2A agent (docs/a2a.md), run by
+    the optional `orchestrator.a2a`. What it returns is untrusted input, like a tool result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="The agent's base URL, or its card's URL.")
+    token_env: str | None = Field(
+        default=None, description="The environment variable holding its bearer token."
+    )
+    skill: str | None = Field(
+        default=None, description="The skill of the agent to ask (sent as metadata `skill`)."
+    )
+    time_limit: float = Field(
+        default=600.0, gt=0, description="Seconds one task may take; then it is cancelled."
+    )
+    max_calls: int | None = Field(
+        default=None, ge=1, description="How many tasks one run may send it; None: no cap."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"{url!r} is not an http:// or https:// URL")
+        return url
+
+
 class SubagentDef(BaseModel):
     """One sub-agent definition."""
 
@@ -78,6 +106,9 @@ class SubagentDef(BaseModel):
     )
     format: Literal["orchestrator", "claude", "codex"] = Field(
         default="orchestrator", description="The file format it was read from."
+    )
+    remote: RemoteAgent | None = Field(
+        default=None, description="An A2A agent elsewhere that runs its tasks (`a2a: URL`)."
     )
 
     @field_validator("model", mode="before")

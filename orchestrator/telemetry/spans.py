@@ -9,6 +9,9 @@ The spans nest as the run does, with the times the events recorded:
           execute_tool {tool}    tool_start .. tool_end (a call that never ran: a point)
             fork {caller}        a `fork` call's task graph
               invoke_agent {step/task}
+          fork {caller}          a background fork (`wait: false`): under its caller's agent,
+            invoke_agent {task}  each task with `orchestrator.task.overlap_s`, the seconds it
+                                 ran while its caller did its own work
 
 Message content (prompts, replies, tool arguments and results) goes on the spans only when
 `capture_content` is set; it is masked like trace lines are. Needs the `otel` extra.
@@ -60,6 +63,18 @@ class _Fork:
 
     span: Span
     waiting: set[str]
+    background: bool = False
+
+
+@dataclass
+class _Ended:
+    """A background task's agent span, ended by its `run_end` but closed at its `task_end`
+    (which brings the overlap)."""
+
+    span: Span
+    end: int
+    error: str | None
+    error_type: str | None
 
 
 class SpanSink:
@@ -87,6 +102,7 @@ class SpanSink:
         self._forks: dict[str, _Fork] = {}  # task path -> the fork it belongs to
         self._subagents: dict[str, str | None] = {}  # task path -> sub-agent definition
         self._ran: set[str] = set()  # paths that had a run_start
+        self._ending: dict[str, _Ended] = {}  # background task path -> its agent span
         self._chats: dict[str, _Pending] = {}  # agent -> its chat span awaiting the reply
         self._tools: dict[tuple[str, str | None], _Pending] = {}  # (agent, call id) -> tool span
         self._handlers: dict[str, Callable[[Event], None]] = {
@@ -120,6 +136,9 @@ class SpanSink:
                 self._end(pending.span, pending.end or self._last, error, error_type=pending.error)
             for agent in self._agents.values():
                 self._end(agent.span, self._last, why)
+            for ended in self._ending.values():
+                self._end(ended.span, ended.end, ended.error, error_type=ended.error_type)
+            self._ending = {}
             for fork in {id(f): f for f in self._forks.values() if f.waiting}.values():
                 self._end(fork.span, self._last, why)
             if self._job is not None:
@@ -167,12 +186,17 @@ class SpanSink:
     def _fork(self, event: Event) -> None:
         caller = event["agent"]
         tasks = event.get("tasks") or []
+        background = bool(event.get("background"))
         attributes = {
             "orchestrator.agent.path": caller,
             "orchestrator.fork.tasks": [t["id"] for t in tasks],
+            "orchestrator.fork.background": background,
         }
-        span = self._start(f"fork {caller}", self._fork_parent(caller), event, attributes)
-        fork = _Fork(span, {t["path"] for t in tasks})
+        # A background fork outlives the call that started it: it sits under its caller.
+        above = self._agents.get(caller)
+        parent = above.span if background and above else self._fork_parent(caller)
+        span = self._start(f"fork {caller}", parent, event, attributes)
+        fork = _Fork(span, {t["path"] for t in tasks}, background)
         for task in tasks:
             self._forks[task["path"]] = fork
             self._subagents[task["path"]] = task.get("agent")
@@ -205,6 +229,15 @@ class SpanSink:
                 ),
                 event,
             )
+        ended = self._ending.pop(event["agent"], None)
+        if ended is not None:
+            overlap = number(event.get("overlap_s"))
+            ended.span.set_attributes(
+                genai.clean(
+                    {"orchestrator.task.background": True, "orchestrator.task.overlap_s": overlap}
+                )
+            )
+            self._end(ended.span, ended.end, ended.error, error_type=ended.error_type)
         fork.waiting.discard(event["agent"])
         if not fork.waiting:
             self._end(fork.span, _ns(event["ts"]), None)
@@ -241,6 +274,11 @@ class SpanSink:
         )
         failed = status != "completed"
         error = (event.get("error") or status) if failed else None
+        fork = self._forks.get(event["agent"])
+        if fork is not None and fork.background:  # closed by its task_end, with the overlap
+            ended = _Ended(agent.span, _ns(event["ts"]), error, status if failed else None)
+            self._ending[event["agent"]] = ended
+            return
         self._end(agent.span, _ns(event["ts"]), error, error_type=status if failed else None)
 
     def _model_call(self, event: Event) -> None:

@@ -15,10 +15,19 @@ from pathlib import Path
 
 from ..messages import Message, Usage
 from .events import Event
-from .reader import TraceReader
+from .reader import TraceReader, apply_compaction
 
-ENDED_TASK = ("completed", "error", "max_steps", "budget_exhausted", "loop_detected")
+ENDED_TASK = (
+    "completed",
+    "error",
+    "max_steps",
+    "budget_exhausted",
+    "loop_detected",
+    "context_full",
+)
 """Task statuses that stand on resume: the task ran to an end and is not run again."""
+RETRIED_TASK = ("error",)
+"""Task statuses that `resume --retry-failed` runs again."""
 
 
 @dataclass
@@ -43,6 +52,11 @@ class AgentRecord:
     started_at: float | None = None
     ended_at: float | None = None
     open_call: str | None = None
+    delivered: set[str] = field(default_factory=set)
+    """Ids of background tasks whose results reached this agent."""
+    compacted: dict[int, str] = field(default_factory=dict)
+    """What compactions cut from the conversation, by message index: the original text."""
+    compactions: int = 0
 
     @property
     def resumable(self) -> bool:
@@ -73,6 +87,8 @@ class ForkRecord:
     caller: str
     call_id: str | None
     paths: list[str]
+    background: bool = False
+    """Started by `fork(..., wait=false)`: it ran beside its caller."""
 
 
 @dataclass
@@ -102,6 +118,11 @@ class Checkpoint:
     """Lines of the file that were not events."""
     size: int | None = None
     """The file's size when it was read: a resume refuses a file that has grown since."""
+    reopened: list[str] = field(default_factory=list)
+    """Failed tasks made to run again (`retry` events, `resume --retry-failed`)."""
+    retrying: list[str] = field(default_factory=list)
+    """The failed tasks the coming attempt runs again: its trace records them first (a
+    `retry` event), so that the checkpoint of a later resume is this one."""
     _claimed: set[str] = field(default_factory=set)
 
     @property
@@ -142,6 +163,90 @@ class Checkpoint:
 
     def forks_of(self, caller: str) -> list[ForkRecord]:
         return [f for f in self.forks if f.caller == caller]
+
+    def failed_tasks(self) -> list[str]:
+        """The paths of the tasks (steps and forked tasks, at any depth) that ended failed."""
+        return [path for path, task in self.tasks.items() if task.status in RETRIED_TASK]
+
+    def reopen(self, paths: Iterable[str]) -> None:
+        """Make the failed tasks at `paths` run again, and only what depends on them.
+
+        A failed task's agent goes on from its last complete turn. Its siblings that used its
+        result run again from the start. The agent that forked it goes on from that fork
+        call, which is made again (its other tasks keep their results), and so on up to the
+        job's step; job steps that used a reopened step's output run again from the start.
+        Everything else keeps its result, and every call's spend stays counted.
+        """
+        for path in dict.fromkeys(paths):
+            if path in self.tasks:
+                self.reopened.append(path)
+                self._reopen(path, resume_agent=True)
+                self.job_end = None
+
+    def _reopen(self, path: str, *, resume_agent: bool) -> None:
+        task = self.tasks[path]
+        task.status = task.reason = task.ended_at = None
+        record = self.agents.get(path)
+        if resume_agent and record is not None:
+            record.status = None  # it goes on from its last complete turn
+        for other in list(self.tasks.values()):
+            if other.caller == task.caller and task.id in other.depends_on:
+                self._forget(other.path)
+        if task.caller != "job":
+            self._reopen_fork_call(task)
+
+    def _reopen_fork_call(self, task: TaskRecord) -> None:
+        """The agent that forked `task` loses the fork call's result and every later turn."""
+        caller = self.agents.get(task.caller)
+        fork = next((f for f in self.forks if task.path in f.paths), None)
+        if caller is None or fork is None or fork.call_id is None:
+            return
+        messages = caller.messages
+        at = next(
+            (i for i, m in enumerate(messages) if m.tool_call_id == fork.call_id),
+            len(messages),
+        )
+        later = next(
+            (i for i in range(at, len(messages)) if messages[i].role == "assistant"),
+            len(messages),
+        )
+        dropped = [m for m in messages[later:] if m.role == "assistant"]
+        del messages[later:]
+        if at < len(messages):
+            del messages[at]
+        caller.ended_calls.discard(fork.call_id)
+        caller.status = None
+        later_calls = {call.id for m in dropped for call in m.tool_calls}
+        for other in [f for f in self.forks if f.caller == task.caller]:
+            if other.call_id in later_calls:
+                for path in other.paths:
+                    self._forget(path)
+                    self.tasks.pop(path, None)
+                self.forks.remove(other)
+        if task.caller in self.tasks:
+            self._reopen(task.caller, resume_agent=True)
+
+    def _forget(self, path: str) -> None:
+        """The task at `path` runs again from the start, with all it forked, and so does
+        every task that used its result."""
+        task = self.tasks.get(path)
+        if task is None or (task.status is None and not self.agents.get(path)):
+            return
+        task.status = task.reason = task.ended_at = None
+        prefix = f"{path}/"
+        for agent_path, record in list(self.agents.items()):
+            if agent_path == path or agent_path.startswith(prefix):
+                self.agents[agent_path] = AgentRecord(
+                    agent_path, calls=record.calls, usage=record.usage, cost=record.cost
+                )
+        for task_path in [p for p in self.tasks if p.startswith(prefix)]:
+            del self.tasks[task_path]
+        self.forks = [
+            f for f in self.forks if not (f.caller == path or f.caller.startswith(prefix))
+        ]
+        for other in list(self.tasks.values()):
+            if other.caller == task.caller and task.id in other.depends_on:
+                self._forget(other.path)
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
@@ -192,7 +297,10 @@ def _fork(c: Checkpoint, event: Event) -> None:
             record.started_at, record.ended_at = known.started_at, known.ended_at
         c.tasks[path] = record
     call = c.agents[caller].open_call if caller in c.agents else None
-    c.forks.append(ForkRecord(caller, call, paths))
+    background = bool(event.get("background"))
+    again = any(f.caller == caller and f.paths == paths and f.background for f in c.forks)
+    if not (background and again):  # a background fork started again on resume is the same
+        c.forks.append(ForkRecord(caller, call, paths, background))
 
 
 def _task_start(c: Checkpoint, event: Event) -> None:
@@ -240,6 +348,13 @@ def _message(c: Checkpoint, event: Event) -> None:
     c.agent(event["agent"]).messages.append(Message.model_validate(event["message"]))
 
 
+def _compact(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    for index, text in apply_compaction(record.messages, event).items():
+        record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
+    record.compactions += 1
+
+
 def _tool_start(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     record.started_calls.add(str(event.get("call_id")))
@@ -253,10 +368,20 @@ def _tool_end(c: Checkpoint, event: Event) -> None:
         record.open_call = None
 
 
+def _retry(c: Checkpoint, event: Event) -> None:
+    c.reopen(str(path) for path in event.get("paths") or [])
+
+
 def _skill_loaded(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     if event.get("skill") not in record.skills:
         record.skills.append(str(event.get("skill")))
+
+
+def _background_delivered(c: Checkpoint, event: Event) -> None:
+    ids = event.get("ids")
+    if isinstance(ids, list):
+        c.agent(event["agent"]).delivered.update(str(i) for i in ids)
 
 
 def _usage(value: object) -> Usage:
@@ -287,4 +412,7 @@ _HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
     "tool_start": _tool_start,
     "tool_end": _tool_end,
     "skill_loaded": _skill_loaded,
+    "retry": _retry,
+    "background_delivered": _background_delivered,
+    "compact": _compact,
 }

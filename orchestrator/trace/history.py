@@ -21,6 +21,8 @@ class RunInfo:
     path: Path
     run_id: str | None = None
     job: str | None = None
+    goal: str | None = None
+    """A run without a job (`ask`, `Orchestrator.run`): what its top-level agent was asked."""
     status: str = "unfinished"
     tokens: int = 0
     cost: float | None = None
@@ -28,6 +30,14 @@ class RunInfo:
     attempts: int = 0
     skipped: list[str] = field(default_factory=list)
     """Lines of the trace that were not events of the right shape, named by line number."""
+
+    @property
+    def name(self) -> str | None:
+        """The job's name, or a run without a job named by its goal: `"Say hello…"`."""
+        if self.job is not None or self.goal is None:
+            return self.job
+        goal = " ".join(self.goal.split())
+        return f'"{goal}"' if len(goal) <= 40 else f'"{goal[:39]}…"'
 
 
 def run_info(path: str | Path) -> RunInfo:
@@ -70,6 +80,10 @@ def _fold(info: RunInfo, event: Event) -> None:
         info.started = float(event["ts"])
     if event["type"] == "job_start":
         info.job = info.job or event.get("name")
+    elif event["type"] == "message" and info.goal is None and "/" not in str(event["agent"]):
+        message = event.get("message")
+        if isinstance(message, dict) and message.get("role") == "user":
+            info.goal = str(message.get("content") or "")
     elif event["type"] == "model_call":
         usage = event.get("usage") or {}
         total = usage.get("total_tokens") if isinstance(usage, dict) else None

@@ -35,10 +35,20 @@ _COMMON: dict[str, type | tuple[type, ...]] = {"ts": _NUMBER, "run": str, "attem
 _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "job_start": {"name": str, "steps": int, "inputs": dict},
     "job_end": {"status": str, "usage": dict, "cost": _NUMBER, "error": str},
-    "fork": {"tasks": list},
+    "fork": {"tasks": list, "background": bool},
     "task_start": {"id": str, "depends_on": list},
-    "task_end": {"id": str, "status": str, "reason": str, "restored": bool},
-    "run_start": {"resumed": bool, "kept": int, "model": str, "task": str},
+    "task_end": {
+        "id": str,
+        "status": str,
+        "reason": str,
+        "restored": bool,
+        "background": bool,
+        "overlap_s": _NUMBER,
+    },
+    "background_settle": {"choice": str, "ids": list, "reason": str},
+    "background_cancel": {"ids": list},
+    "background_delivered": {"ids": list, "via": str},
+    "run_start": {"resumed": bool, "kept": int, "model": str, "task": str, "preloaded": list},
     "run_end": {"status": str, "usage": dict, "steps": int, "cost": _NUMBER, "error": str},
     "model_call": {
         "usage": dict,
@@ -50,6 +60,7 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "tools": list,
         "tools_digest": str,
     },
+    "model_error": {"step": int, "duration_ms": _NUMBER, "error": str, "cancelled": bool},
     "tool_start": {"call_id": str, "name": str, "args": dict},
     "tool_end": {"call_id": str, "name": str, "error_type": str},
     "message": {"message": dict},
@@ -61,10 +72,13 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "run_start": ("ts",),
     "run_end": ("status", "ts"),
     "model_call": ("usage", "step", "ts"),
+    "model_error": ("ts",),
     "tool_start": ("ts",),
     "tool_end": ("ts",),
     "message": ("message", "ts"),
     "skill_loaded": ("skill",),
+    "background_settle": ("choice", "ids"),
+    "background_delivered": ("ids",),
 }
 _MESSAGE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "role": str,
@@ -164,7 +178,9 @@ def _nested_problem(kind: str, event: Event) -> str | None:
     counted = isinstance(usage, dict) and all(isinstance(usage.get(n), int) for n in _TOKEN_COUNTS)
     if kind == "model_call" and not counted:
         return f"a {kind} event whose usage lacks a token count"
-    tasks, tools = event.get("tasks"), event.get("tools")
+    tasks, tools, ids = event.get("tasks"), event.get("tools"), event.get("ids")
+    if isinstance(ids, list) and not all(isinstance(i, str) for i in ids):
+        return f"a {kind} event whose 'ids' are not all task ids"
     if isinstance(tasks, list) and not all(_task_is_sound(task) for task in tasks):
         return f"a {kind} event with a task that is not an object with a path, id and depends_on"
     if isinstance(tools, list) and not all(isinstance(tool, str) for tool in tools):
@@ -222,13 +238,33 @@ def _parse(raw: bytes) -> Event | None:
     return value if is_event(value) else None
 
 
+def apply_compaction(messages: list[Message], event: Event) -> dict[int, str]:
+    """Replace, in `messages`, the tool results a `compact` event names by their stubs; the
+    texts replaced, by index. An entry that does not name a tool result of that call is
+    skipped: the event and the conversation disagree."""
+    originals: dict[int, str] = {}
+    for entry in event.get("replaced") or []:
+        if not isinstance(entry, dict):
+            continue
+        index, stub = entry.get("index"), entry.get("stub")
+        if not (isinstance(index, int) and isinstance(stub, str) and 0 <= index < len(messages)):
+            continue
+        message = messages[index]
+        if message.role != "tool" or message.tool_call_id != entry.get("call_id"):
+            continue
+        originals[index] = message.content or ""
+        messages[index] = message.model_copy(update={"content": stub})
+    return originals
+
+
 def rebuild_conversations(source: str | Path | Iterable[Event]) -> dict[str, list[Message]]:
     """Every agent's conversation, rebuilt from the trace alone.
 
     Keys are agent paths; when one path ran more than once in the trace, later runs are keyed
     `path#2`, `path#3`, and so on. A run resumed from an earlier attempt (its `run_start` has
     `resumed`) goes on in the same conversation: the first `kept` messages of it stay, and
-    what the resumed attempt appends follows them.
+    what the resumed attempt appends follows them. A `compact` event replaces the tool results
+    it names with their stubs, as the agent's later requests had them.
     """
     events = iter_trace(source) if isinstance(source, str | Path) else source
     conversations: dict[str, list[Message]] = {}
@@ -254,4 +290,6 @@ def rebuild_conversations(source: str | Path | Iterable[Event]) -> dict[str, lis
                 continue  # a message no model could have sent: not part of the conversation
             key = current.setdefault(agent, agent)
             conversations.setdefault(key, []).append(message)
+        elif event["type"] == "compact" and agent in current:
+            apply_compaction(conversations[current[agent]], event)
     return conversations

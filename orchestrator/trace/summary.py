@@ -50,7 +50,15 @@ class AgentSummary:
     started: float | None = None
     ended: float | None = None
     skills: list[str] = field(default_factory=list)
+    preloaded: list[str] = field(default_factory=list)
+    """The skills the agent started with loaded (its task or definition named them)."""
     restored: bool = False
+    background: bool = False
+    """Started by `fork(..., wait=false)`: it ran beside the agent that started it."""
+    overlap: float | None = None
+    """Seconds a background task ran while that agent did its own work."""
+    settled: list[str] = field(default_factory=list)
+    """What became of this agent's background tasks when its run ended."""
 
     @property
     def seconds(self) -> float | None:
@@ -111,7 +119,11 @@ class RunSummary:
                 "seconds": a.seconds,
                 "depends_on": a.depends_on,
                 "skills": a.skills,
+                "preloaded": a.preloaded,
                 "reason": a.reason,
+                "background": a.background,
+                "overlap_seconds": a.overlap,
+                "settled": a.settled,
             }
             for a in self.tree()
         ]
@@ -175,7 +187,14 @@ def _job_end(summary: RunSummary, event: Event) -> None:
 
 def _fork(summary: RunSummary, event: Event) -> None:
     for task in event["tasks"]:
-        summary.agent(task["path"]).depends_on = list(task["depends_on"])
+        agent = summary.agent(task["path"])
+        agent.depends_on = list(task["depends_on"])
+        agent.background = agent.background or bool(event.get("background"))
+
+
+def _background_settle(summary: RunSummary, event: Event) -> None:
+    verb = "waited for" if event["choice"] == "wait" else "cancelled"
+    summary.agent(event["agent"]).settled.append(f"{verb} {', '.join(event['ids'])}")
 
 
 def _run_start(summary: RunSummary, event: Event) -> None:
@@ -183,6 +202,9 @@ def _run_start(summary: RunSummary, event: Event) -> None:
     agent.status = "running"
     if not event.get("resumed") or agent.started is None:
         agent.started = event["ts"]
+    preloaded = event.get("preloaded")
+    if isinstance(preloaded, list):
+        agent.preloaded = [str(name) for name in preloaded]
 
 
 def _model_call(summary: RunSummary, event: Event) -> None:
@@ -197,6 +219,13 @@ def _model_call(summary: RunSummary, event: Event) -> None:
         agent.cost = (agent.cost or 0.0) + cost
 
 
+def _a2a_end(summary: RunSummary, event: Event) -> None:
+    """A remote (A2A) task's end: the tokens its agent reported, when it did."""
+    usage = event.get("usage")
+    if isinstance(usage, dict):
+        summary.agent(event["agent"]).tokens += _count(usage.get("total_tokens"))
+
+
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -204,6 +233,8 @@ def _count(value: object) -> int:
 def _task_end(summary: RunSummary, event: Event) -> None:
     agent = summary.agent(event["agent"])
     agent.restored = agent.restored or bool(event.get("restored"))
+    overlap = number(event.get("overlap_s"))
+    agent.overlap = overlap if overlap is not None else agent.overlap
     if event["status"] == "skipped" or agent.status in ("not started", "running"):
         agent.status, agent.reason = event["status"], event.get("reason")
 
@@ -237,10 +268,12 @@ _HANDLERS: dict[str, Callable[[RunSummary, Event], None]] = {
     "fork": _fork,
     "run_start": _run_start,
     "model_call": _model_call,
+    "a2a_end": _a2a_end,
     "task_end": _task_end,
     "skill_loaded": _skill_loaded,
     "message": _message,
     "run_end": _run_end,
+    "background_settle": _background_settle,
 }
 
 
@@ -291,6 +324,13 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
         line += f"  {agent.seconds:.2f}s"
     if agent.depends_on:
         line += f"  after {', '.join(agent.depends_on)}"
+    if agent.preloaded:
+        line += f"  preloaded: {', '.join(agent.preloaded)}"
+    if agent.background:
+        overlap = f", overlapped its parent's work {agent.overlap:.2f}s" if agent.overlap else ""
+        line += f"  background{overlap}"
+    if agent.settled:
+        line += f"  at its end {'; '.join(agent.settled)} (background)"
     if agent.skills:
         line += f"  skills: {', '.join(agent.skills)}"
     if agent.restored:

@@ -20,6 +20,7 @@ reaches it.
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 import time
 import warnings
@@ -120,6 +121,10 @@ class Trace:
             self._signer = _signer(resume)
         self.sinks: list[Sink] = [make(self) for make in list(_SINKS)]
         self.listeners: list[Listener] = [*listeners, *self.sinks]
+        if resume is not None and resume.retrying:
+            # First in the attempt: a later resume folds the same reopened checkpoint.
+            self.emit("retry", "job", paths=list(resume.retrying))
+            resume.retrying = []
 
     def _open(self, path: Path, resuming: bool) -> IO[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -143,7 +148,7 @@ class Trace:
             raise TraceExists(
                 f"trace {path} already holds a run; a trace holds one run only. Give a new "
                 f"path (or none, for a fresh name under .orchestrator/runs/), or continue that "
-                f"run with `orchestrator resume {path}`"
+                f"run with `orchestrator resume {shlex.quote(str(path))}`"
             )
         if resuming and not _ends_with_newline(path):
             file.write("\n")  # a line torn by the crash stays a line of its own

@@ -109,8 +109,9 @@ def edit_spec(path: Path, **fields: Any) -> Path:
     return path
 
 
-def start_server(log: Path) -> tuple[subprocess.Popen[bytes], LlamaServer]:
-    """Start the server on a free port of 127.0.0.1 and wait until it answers."""
+def start_server(log: Path, n_ctx: int = 8192) -> tuple[subprocess.Popen[bytes], LlamaServer]:
+    """Start the server on a free port of 127.0.0.1, with a context window of `n_ctx`
+    tokens, and wait until it answers."""
     gguf = _gguf()
     port = _free_port()
     command = [
@@ -125,7 +126,7 @@ def start_server(log: Path) -> tuple[subprocess.Popen[bytes], LlamaServer]:
         "--chat_format",
         "chatml-function-calling",
         "--n_ctx",
-        "8192",
+        str(n_ctx),
         "--n_threads",
         "2",
         "--seed",

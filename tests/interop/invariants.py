@@ -11,7 +11,15 @@ from orchestrator import read_trace, rebuild_conversations
 from orchestrator.messages import Message
 from orchestrator.models import ChatModel, ModelRequest, ModelResponse
 
-STATUSES = {"completed", "max_steps", "budget_exhausted", "loop_detected", "cancelled", "error"}
+STATUSES = {
+    "completed",
+    "max_steps",
+    "budget_exhausted",
+    "loop_detected",
+    "context_full",
+    "cancelled",
+    "error",
+}
 
 
 def check_trace(path: Path) -> list[dict[str, Any]]:

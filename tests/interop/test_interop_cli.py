@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from interop_server import LlamaServer, edit_spec
-from invariants import check_statuses, check_trace
+from interop_server import SEED, LlamaServer, edit_spec, start_server, stop_server
+from invariants import check_calls_answered, check_statuses, check_trace
+
+from orchestrator import read_trace, rebuild_conversations
 
 pytestmark = pytest.mark.interop
 JOB_STATUSES = {"completed", "failed", "budget_exhausted", "cancelled"}
@@ -158,3 +160,60 @@ def test_ask_streams_the_answer(llama_server: LlamaServer, tmp_path: Path) -> No
     # Only the shape the server cannot stream fell back; a forced answer streamed for real.
     shapes = {e["request"] for e in of_type(events, "model_stream_fallback")}
     assert shapes <= {"tools, tool_choice auto"}
+
+
+SMALL_WINDOW = 4096
+
+
+def test_the_quickstart_with_default_settings_in_a_small_window(
+    quickstart: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The quickstart as a newcomer runs it (streaming on, the default 4,096 output tokens)
+    against a server whose window is small and unknown to the run (llama-cpp-python says it
+    nowhere but in a refusal): the run completes or ends with a defined status, never with the
+    server's HTTP 400. An agent whose conversation outgrows the window learns it from the
+    refusal (window and the server's count of the prompt), compacts and goes on; whether the
+    tiny model's run gets that far depends on its decisions."""
+    log = tmp_path_factory.mktemp("small-window") / "server.log"
+    process, server = start_server(log, n_ctx=SMALL_WINDOW)
+    try:
+        model = {
+            "name": "openai-compatible:smollm2",
+            "base_url": server.base_url,
+            "temperature": 0,
+            "timeout": 120,
+            "extra_body": {"seed": SEED},
+        }
+        edit_spec(quickstart, model=model, budget={"max_steps": 6, "max_parallel": 2})
+        done = orchestrator(
+            "run",
+            "quickstart.yaml",
+            "--json",
+            "--quiet",
+            "--trace",
+            "t.jsonl",
+            cwd=quickstart.parent,
+        )
+        statuses = server.statuses_since(0)
+    finally:
+        stop_server(process)
+
+    assert done.returncode in (0, 3, 4), done.stderr
+    assert json.loads(done.stdout)["status"] in JOB_STATUSES
+    events = read_trace(quickstart.parent / "t.jsonl")
+    ends = of_type(events, "run_end")
+    assert ends
+    for end in ends:
+        assert end["status"] != "error", f"{end['agent']} failed: {end['error']}"
+        if end["status"] == "context_full":  # a clear status, naming the window
+            assert f"context window of {SMALL_WINDOW:,} tokens" in end["error"], end["error"]
+    for agent, messages in rebuild_conversations(events).items():
+        check_calls_answered(agent, messages)
+    # A refusal only where an agent learned the window (and, at most once more, the server's
+    # count of its prompt); every other request was answered.
+    agents = {e["agent"] for e in of_type(events, "run_start")}
+    assert set(statuses) <= {200, 400}, statuses
+    assert statuses.count(400) <= 2 * len(agents), statuses
+    # Each model call was answered once (a stream the server could not serve, twice).
+    answered = of_type(events, "model_call") + of_type(events, "model_stream_fallback")
+    assert statuses.count(200) == len(answered)

@@ -1,0 +1,377 @@
+"""A fork's task sent to a remote A2A agent, through the SDK's client (`run_remote_task`).
+
+The agent's card is read from its URL (the base URL, or the card's own), its JSON-RPC
+interface must be on the same origin as that URL (a card cannot send our task, or our bearer
+token, to another host), and the task goes as one streamed message. What streams back is
+written to the trace (`a2a_task` with the remote task id, then `a2a_status` per update), and
+the task ends with the remote's final message and artifacts as its output: untrusted text,
+capped, marked as coming from the remote agent. A remote that reports its usage (metadata
+`usage`) is charged on the run's budget; otherwise the result says the cost is unknown.
+
+Whatever goes wrong ends the task `error` with the reason, never a hang: a card or a stream
+that fails, a malformed event, a stream that ends before a final state, a task past the
+agent's `time_limit`. Cancelling the task (our run cancelled) cancels the remote task too.
+On `resume`, a task whose remote id the trace holds is looked up by that id first: a remote
+task that ended keeps its result, one still running is followed, and only a task the remote
+does not know (or that our interrupted attempt had cancelled) is sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import ssl
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+import certifi
+import httpx
+from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, create_client
+from a2a.helpers import get_message_text
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskState,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from google.protobuf.json_format import MessageToDict
+
+from ..agent import RunResult, TaskResult, ToolContext
+from ..messages import Usage
+from ..tasks import RemoteAgent, TaskRequest
+from ..trace import read_trace
+
+MAX_OUTPUT_CHARS = 200_000
+"""The most text a remote task brings back (its message and artifacts together)."""
+CANCEL_WAIT = 5.0
+"""Seconds to wait for the remote to take a cancellation."""
+CONNECT_TIMEOUT = 10.0
+FINAL = {
+    TaskState.TASK_STATE_COMPLETED: "completed",
+    TaskState.TASK_STATE_FAILED: "error",
+    TaskState.TASK_STATE_CANCELED: "cancelled",
+    TaskState.TASK_STATE_REJECTED: "error",
+}
+WAITING = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+
+
+class RemoteFailure(Exception):
+    """The remote agent could not be used; the message says why (it becomes the reason)."""
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every remote task (httpx would build one per client: ~0.1 s)."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def split_card_url(url: str) -> tuple[str, str]:
+    """The agent's base URL and its card's path, from either URL."""
+    marker = "/.well-known/"
+    if marker in url:
+        base, _, rest = url.partition(marker)
+        return base or url, marker + rest
+    return url.rstrip("/"), AGENT_CARD_WELL_KNOWN_PATH
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+class RemoteTask:
+    """One task's exchange with a remote agent: what came back, and the remote task id."""
+
+    def __init__(self, request: TaskRequest, remote: RemoteAgent, context: ToolContext) -> None:
+        self.request = request
+        self.remote = remote
+        self.context = context
+        self.task_id: str | None = None
+        self.state: TaskState | None = None
+        self.texts: list[str] = []
+        self.artifacts: dict[str, list[str]] = {}
+        self.metadata: dict[str, Any] = {}
+
+    def emit(self, type: str, **fields: Any) -> None:
+        if self.context.trace is not None:
+            self.context.trace.emit(type, self.request.path, **fields)
+
+    def _headers(self) -> dict[str, str]:
+        if self.remote.token_env is None:
+            return {}
+        token = os.environ.get(self.remote.token_env)
+        if not token:
+            raise RemoteFailure(
+                f"the environment variable {self.remote.token_env} (token_env) is not set"
+            )
+        return {"Authorization": f"Bearer {token}"}
+
+    async def client(self, http: httpx.AsyncClient) -> Client:
+        base, card_path = split_card_url(self.remote.url)
+        try:
+            card = await A2ACardResolver(http, base, card_path).get_agent_card()
+        except (A2AClientError, httpx.HTTPError, ValueError) as exc:
+            raise RemoteFailure(f"its agent card could not be read: {exc}") from None
+        self._check_card(card, base)
+        return await create_client(card, ClientConfig(httpx_client=http, streaming=True))
+
+    def _check_card(self, card: AgentCard, base: str) -> None:
+        """The card's interfaces must be on the URL's own origin."""
+        if not card.supported_interfaces:
+            raise RemoteFailure("its agent card names no interface to send tasks to")
+        for interface in card.supported_interfaces:
+            if _origin(interface.url) != _origin(base):
+                raise RemoteFailure(
+                    f"its agent card sends tasks to {interface.url}, not to the origin of "
+                    f"{base}; refused (the task and any token stay here)"
+                )
+
+    async def run(self, client: Client, prompt: str, resumed: str | None) -> None:
+        """Send the task (or follow the remote task `resumed`) until it ends or waits."""
+        if resumed is not None and await self._look_up(client, resumed):
+            return
+        message = Message(
+            role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=prompt)]
+        )
+        if self.remote.skill is not None:
+            message.metadata.update({"skill": self.remote.skill})
+        self.emit("a2a_send", url=self.remote.url)
+        await self._follow(client.send_message(SendMessageRequest(message=message)))
+
+    async def _look_up(self, client: Client, task_id: str) -> bool:
+        """A remote task an earlier attempt started: True when it is settled (ended, or
+        followed to its end); False when the remote does not know it (send anew)."""
+        try:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+        except A2AClientError:
+            self.emit("a2a_status", state="unknown", text=f"remote task {task_id} not found")
+            return False
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            # Our earlier attempt cancelled it (interrupted): it never finished, send anew.
+            self.emit("a2a_status", state="canceled", text=f"remote task {task_id} was cancelled")
+            return False
+        self.task_id = task_id
+        self.emit("a2a_task", task_id=task_id, context_id=task.context_id, resumed=True)
+        self._take_task(task)
+        if self.state in FINAL or self.state in WAITING:
+            return True
+        await self._follow(client.subscribe(SubscribeToTaskRequest(id=task_id)))
+        return True
+
+    async def _follow(self, stream: Any) -> None:
+        async for response in stream:
+            if not isinstance(response, StreamResponse):
+                raise RemoteFailure(f"it sent an event of an unknown kind: {type(response)}")
+            self._take(response)
+            if self.state in FINAL or self.state in WAITING:
+                return
+        if self.state not in FINAL:
+            raise RemoteFailure("its stream ended before the task did")
+
+    def _take(self, response: StreamResponse) -> None:
+        kind = response.WhichOneof("payload")
+        if kind == "task":
+            self._take_task(response.task)
+        elif kind == "status_update":
+            self._note_task(response.status_update.task_id, response.status_update.context_id)
+            self._take_status(response.status_update.status.state, response.status_update)
+        elif kind == "artifact_update":
+            artifact = response.artifact_update.artifact
+            name = artifact.name or artifact.artifact_id or "artifact"
+            chunks = self.artifacts.setdefault(name, [])
+            if not response.artifact_update.append:
+                chunks.clear()
+            chunks.extend(_part_text(part) for part in artifact.parts)
+        elif kind == "message":
+            self.texts.append(get_message_text(response.message))
+            self.state = TaskState.TASK_STATE_COMPLETED  # a direct reply ends the exchange
+        else:
+            raise RemoteFailure("it sent an event with no payload")
+
+    def _note_task(self, task_id: str, context_id: str) -> None:
+        if task_id and self.task_id is None:
+            self.task_id = task_id
+            self.emit("a2a_task", task_id=task_id, context_id=context_id, url=self.remote.url)
+
+    def _take_task(self, task: Task) -> None:
+        self._note_task(task.id, task.context_id)
+        for artifact in task.artifacts:
+            name = artifact.name or artifact.artifact_id or "artifact"
+            self.artifacts[name] = [_part_text(part) for part in artifact.parts]
+        self._take_status(task.status.state, task)
+
+    def _take_status(self, state: TaskState, source: Any) -> None:
+        self.state = state
+        message = source.status.message
+        text = get_message_text(message) if message.parts else ""
+        metadata = MessageToDict(source.metadata) if source.HasField("metadata") else {}
+        self.metadata.update(metadata)
+        for part in message.parts:
+            if part.HasField("data"):
+                data = MessageToDict(part.data)
+                if isinstance(data, dict):
+                    self.metadata.update(data)
+        name = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
+        self.emit("a2a_status", state=name, text=text[:500])
+        if self.state in FINAL or self.state in WAITING:
+            self.texts = [text] if text else self.texts
+
+    def output(self) -> str:
+        parts = [t for t in self.texts if t]
+        for name, chunks in self.artifacts.items():
+            parts.append(f'<artifact name="{name}">\n' + "".join(chunks) + "\n</artifact>")
+        text = "\n\n".join(parts)
+        if len(text) > MAX_OUTPUT_CHARS:
+            text = text[:MAX_OUTPUT_CHARS] + f"\n[... cut at {MAX_OUTPUT_CHARS} characters]"
+        head = f"[untrusted: the answer of the remote agent at {self.remote.url}]"
+        return f"{head}\n{text}" if text else ""
+
+    def usage(self) -> Usage | None:
+        reported = self.metadata.get("usage")
+        if not isinstance(reported, dict):
+            return None
+        numbers = {k: int(v) for k, v in reported.items() if isinstance(v, int | float)}
+        given = {k: max(0, numbers.get(k, 0)) for k in ("input_tokens", "output_tokens")}
+        return Usage(**given, total_tokens=given["input_tokens"] + given["output_tokens"])
+
+    async def cancel(self, client: Client) -> str:
+        """Cancel the remote task, if there is one; what became of it."""
+        if self.task_id is None or self.state in FINAL:
+            return "no remote task to cancel"
+        try:
+            async with asyncio.timeout(CANCEL_WAIT):
+                await client.cancel_task(CancelTaskRequest(id=self.task_id))
+        except (A2AClientError, httpx.HTTPError, TimeoutError) as exc:
+            self.emit("a2a_cancel", task_id=self.task_id, ok=False, error=str(exc)[:300])
+            return f"the remote task {self.task_id} could not be cancelled ({exc})"
+        self.emit("a2a_cancel", task_id=self.task_id, ok=True)
+        return f"the remote task {self.task_id} was cancelled"
+
+
+def _part_text(part: Part) -> str:
+    if part.HasField("text"):
+        return part.text
+    if part.HasField("data"):
+        return str(MessageToDict(part.data))
+    if part.HasField("url"):
+        return f"(a file at {part.url})"
+    if part.HasField("raw"):
+        return f"({len(part.raw)} bytes of {part.media_type or 'data'}, not shown)"
+    return ""
+
+
+def resumed_task_id(context: ToolContext, path: str) -> str | None:
+    """The remote task id an earlier attempt of this run recorded for the task at `path`."""
+    trace = context.trace
+    if trace is None or trace.checkpoint is None or trace.path is None:
+        return None
+    found = None
+    for event in read_trace(trace.path):
+        if event.get("type") == "a2a_task" and event.get("agent") == path:
+            found = event.get("task_id")
+    return found if isinstance(found, str) else None
+
+
+async def run_remote_task(
+    request: TaskRequest, remote: RemoteAgent, context: ToolContext
+) -> TaskResult:
+    """Run `request` on the remote agent; how it went, as any task's result."""
+    base: dict[str, Any] = {
+        "id": request.spec.id,
+        "agent": request.agent,
+        "path": request.path,
+        "depends_on": request.spec.depends_on,
+        "started_at": time.time(),
+    }
+    exchange = RemoteTask(request, remote, context)
+    timeout = httpx.Timeout(remote.time_limit, connect=min(CONNECT_TIMEOUT, remote.time_limit))
+    status, reason = "error", None
+    try:
+        headers = exchange._headers()
+        async with httpx.AsyncClient(headers=headers, timeout=timeout, verify=_tls()) as http:
+            client = await exchange.client(http)
+            try:
+                resumed = resumed_task_id(context, request.path)
+                async with asyncio.timeout(remote.time_limit):
+                    await exchange.run(client, request.prompt, resumed)
+                status, reason = _ended(exchange)
+                if exchange.state in WAITING:
+                    reason = f"{reason}; {await exchange.cancel(client)}"
+            except TimeoutError:
+                cancelled = await exchange.cancel(client)
+                reason = f"time limit of {remote.time_limit:g} s reached; {cancelled}"
+            except asyncio.CancelledError:
+                cancelled = await asyncio.shield(exchange.cancel(client))
+                status, reason = "cancelled", f"cancelled; {cancelled}"
+            except (A2AClientError, httpx.HTTPError, ValueError, RemoteFailure) as exc:
+                cancelled = await exchange.cancel(client)
+                reason = f"{_describe(exc)}; {cancelled}"
+            finally:
+                with contextlib.suppress(Exception):
+                    await client.close()
+    except RemoteFailure as exc:
+        reason = str(exc)
+    except (A2AClientError, httpx.HTTPError, ValueError) as exc:
+        reason = _describe(exc)
+    usage = exchange.usage()
+    if usage is not None:
+        _charge(context, usage)
+    unknown = "" if usage is not None else "; its cost is unknown (the remote reported none)"
+    reported = usage.record() if usage is not None else None
+    exchange.emit("a2a_end", status=status, usage_reported=usage is not None, usage=reported)
+    output = exchange.output()
+    if status != "completed":
+        reason = f"remote agent {request.agent!r}: {reason}" if reason else None
+    else:
+        reason = unknown.removeprefix("; ") or None
+    # A run of its own, so that what the remote reported counts in every total above it.
+    run = RunResult(
+        agent=request.path, status=status, output=output, usage=usage or Usage(), error=reason
+    )
+    return TaskResult(
+        **base,
+        status=status,
+        output=output,
+        reason=reason,
+        usage=usage or Usage(),
+        ended_at=time.time(),
+        run=run,
+    )
+
+
+def _ended(exchange: RemoteTask) -> tuple[str, str | None]:
+    state = exchange.state
+    if state is not None and state in FINAL:
+        status = FINAL[state]
+        name = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
+        return status, None if status == "completed" else f"the remote task ended {name}"
+    return "error", "the remote agent asked for input or authentication, which a fork cannot give"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+def _charge(context: ToolContext, usage: Usage) -> None:
+    budget = context.budget
+    if budget is None:
+        return
+    reservation = budget.try_reserve(0)
+    if reservation is None:
+        budget.record_spent(usage.total_tokens)
+    else:
+        budget.settle(reservation, usage.total_tokens)

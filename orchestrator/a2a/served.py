@@ -1,0 +1,410 @@
+"""A job served as an A2A agent: each A2A task is one run of the job (`JobAgent`).
+
+A message starts a task; its text goes into the job's one required input (an input whose
+value is null in the spec), or, for a `goal` job without one, becomes the goal. The run goes
+on in an asyncio task of its own, with its own trace, and what it does reaches the client as
+status updates (a step or sub-agent starting or ending); when it ends, its output is the final
+message and the files it wrote are artifacts. A call the permissions mark `ask` puts the task
+in `input-required`; the client's next message on the task approves (`yes`, `approve`, a data
+part `{"approved": true}`) or denies that one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import mimetypes
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2a.helpers import get_message_text
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from google.protobuf.json_format import MessageToDict
+
+from ..agent import ApprovalRequest
+from ..errors import ConfigError
+from ..jobs import Job, JobResult
+from ..planner import Orchestrator
+from ..security.inventory import TRACE_FOLDER
+from ..trace import Event, Trace, new_run_id
+
+MAX_ARTIFACT_BYTES = 1_000_000
+"""A file the run wrote larger than this is listed by name, not sent."""
+YES = frozenset({"y", "yes", "approve", "approved", "allow", "ok"})
+STATUS_EVENTS = frozenset({"task_start", "task_end"})
+
+
+class ServeError(ConfigError):
+    """A job that cannot be served as it is (no place for the message's text)."""
+
+
+def message_input(job: Job) -> str | None:
+    """The input a message's text goes into: the job's one required input; None for a goal
+    job without one (the text is the goal). ServeError when neither fits."""
+    required = [name for name, value in job.inputs.items() if value is None]
+    if len(required) == 1:
+        return required[0]
+    if not required and job.goal is not None:
+        return None
+    named = ", ".join(required) or "none"
+    raise ServeError(
+        f"job {job.name!r} cannot take a message: give it exactly one required input (a null "
+        f"value under `inputs:`) for the message's text, or a `goal` (required inputs: {named})"
+    )
+
+
+def job_for_message(job: Job, text: str) -> Job:
+    """The job to run for one message: its text in the marked input, or as the goal (braces
+    doubled, so the text is never read as a template)."""
+    name = message_input(job)
+    if name is None:
+        literal = text.replace("{", "{{").replace("}", "}}")
+        return job.model_copy(update={"goal": literal})
+    return job.model_copy(update={"inputs": {**job.inputs, name: text}})
+
+
+@dataclass
+class Update:
+    """What a served run tells its task: a status (working, input-required) or its end."""
+
+    state: TaskState
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+    result: JobResult | None = None
+
+
+class ServedRun:
+    """One task's run of a job, in an asyncio task of its own; `updates` is what its
+    relays publish on the task."""
+
+    def __init__(
+        self,
+        task_id: str,
+        job: Job,
+        trace_path: Path,
+        *,
+        user_skills: bool,
+        approval_timeout: float,
+    ) -> None:
+        self.task_id = task_id
+        self.updates: asyncio.Queue[Update] = asyncio.Queue()
+        self.approval_timeout = approval_timeout
+        self._answer: asyncio.Future[bool] | None = None
+        self._approving = asyncio.Lock()
+        self._loop = asyncio.get_running_loop()
+        self.orchestrator = Orchestrator.from_job(job, user_skills=user_skills, approve=self.ask)
+        self.trace = Trace(
+            trace_path,
+            listeners=[self._listen],
+            run_id=new_run_id(),
+            secrets=self.orchestrator.secrets(),  # the environment's and the .env files'
+        )
+        self.job = job
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self, context_id: str) -> None:
+        self.trace.emit("a2a_task", "job", task_id=self.task_id, context_id=context_id)
+        self.task = asyncio.create_task(self._run(), name=f"a2a-task-{self.task_id}")
+
+    async def _run(self) -> None:
+        try:
+            result = await self.orchestrator.run_job(self.job, trace=self.trace)
+        except asyncio.CancelledError:
+            self.updates.put_nowait(Update(TaskState.TASK_STATE_CANCELED, "cancelled"))
+            raise
+        except Exception as exc:  # anything the run did not turn into a result ends the task
+            self.updates.put_nowait(Update(TaskState.TASK_STATE_FAILED, f"error: {exc}"))
+        else:
+            self.updates.put_nowait(Update(_end_state(result), result.output, result=result))
+        finally:
+            self.trace.close()
+
+    def _listen(self, event: Event) -> None:
+        if event.get("type") not in STATUS_EVENTS:
+            return
+        update = Update(TaskState.TASK_STATE_WORKING, _describe(event), _status_data(event))
+        self._loop.call_soon_threadsafe(self.updates.put_nowait, update)
+
+    async def ask(self, request: ApprovalRequest) -> bool:
+        """The run's approval callback: the task waits in `input-required` for the answer."""
+        async with self._approving:  # one question at a time, in the order they came
+            self._answer = self._loop.create_future()
+            arguments = json.dumps(request.arguments, ensure_ascii=False)[:2_000]
+            text = (
+                f"Approval needed: agent {request.agent} wants to call {request.tool} "
+                f"({request.rule}); arguments: {arguments}. Reply yes to allow it; anything "
+                "else denies it."
+            )
+            data = {
+                "approval": {
+                    "agent": request.agent,
+                    "tool": request.tool,
+                    "call_id": request.call_id,
+                    "rule": request.rule,
+                    "arguments": request.arguments,
+                }
+            }
+            self.updates.put_nowait(Update(TaskState.TASK_STATE_INPUT_REQUIRED, text, data))
+            try:
+                async with asyncio.timeout(self.approval_timeout):
+                    return await self._answer
+            except TimeoutError:
+                return False
+            finally:
+                self._answer = None
+
+    @property
+    def waiting(self) -> bool:
+        return self._answer is not None and not self._answer.done()
+
+    def answer(self, message: Message) -> bool:
+        """Settle the waiting approval with the client's message; its verdict."""
+        allowed = _approves(message)
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_result(allowed)
+        return allowed
+
+    async def stop(self) -> None:
+        """Cancel the run and wait until it has ended (its trace closed and complete)."""
+        if self.task is None or self.task.done():
+            return
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+def _approves(message: Message) -> bool:
+    for part in message.parts:
+        if part.HasField("data"):
+            value = MessageToDict(part.data)
+            if isinstance(value, dict) and value.get("approved") is True:
+                return True
+    return get_message_text(message).strip().lower().rstrip(".!") in YES
+
+
+def _end_state(result: JobResult) -> TaskState:
+    if result.status == "completed":
+        return TaskState.TASK_STATE_COMPLETED
+    if result.status == "cancelled":
+        return TaskState.TASK_STATE_CANCELED
+    return TaskState.TASK_STATE_FAILED
+
+
+def _describe(event: Event) -> str:
+    agent = event.get("agent", "")
+    if event.get("type") == "task_start":
+        return f"{agent} started"
+    status = event.get("status", "ended")
+    reason = event.get("reason")
+    return f"{agent} {status}" + (f": {reason}" if reason else "")
+
+
+def _status_data(event: Event) -> dict[str, Any]:
+    keys = ("type", "agent", "id", "status", "reason")
+    return {"event": {k: event[k] for k in keys if isinstance(event.get(k), str)}}
+
+
+class JobAgent(AgentExecutor):
+    """The A2A executor of one or more jobs: a task runs the job its message names (the
+    metadata field `skill`, a job's name) or the first one.
+
+    At most `max_tasks` runs go at once; a task past that is rejected, not queued. Each run
+    writes its trace under `trace_dir`.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        *,
+        max_tasks: int = 4,
+        trace_dir: Path = TRACE_FOLDER,
+        user_skills: bool = False,
+        approval_timeout: float = 600.0,
+    ) -> None:
+        for job in jobs:
+            message_input(job)  # refused now rather than on the first message
+        names = [job.name for job in jobs]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ServeError(f"two jobs are named {', '.join(twice)}: each job is a skill, by name")
+        self.jobs = {job.name: job for job in jobs}
+        self.default = jobs[0].name
+        self.max_tasks = max_tasks
+        self.trace_dir = trace_dir
+        self.user_skills = user_skills
+        self.approval_timeout = approval_timeout
+        self.runs: dict[str, ServedRun] = {}
+
+    def active(self) -> int:
+        return sum(1 for run in self.runs.values() if run.task is not None and not run.task.done())
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id, context_id = context.task_id, context.context_id
+        if task_id is None or context_id is None:  # the SDK sets both before it calls here
+            raise ServeError("a request without a task id or context id")
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        run = self.runs.get(task_id)
+        if run is not None and run.waiting and context.message is not None:
+            verdict = "allowed" if run.answer(context.message) else "denied"
+            await updater.start_work(_agent_message(updater, f"call {verdict}"))
+            await self._relay(run, updater)
+            return
+        if run is not None:  # a message on a task whose run goes on: noted, the run unchanged
+            note = "this task's run is going on; it takes a message only when it asks for one"
+            await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(updater, note))
+            return
+        if context.current_task is None and context.message is not None:
+            await event_queue.enqueue_event(_new_task(task_id, context_id, context.message))
+        refusal = self._refusal(context)
+        if refusal is not None:
+            await updater.reject(_agent_message(updater, refusal))
+            return
+        job = self.jobs[self._job_name(context)]
+        text = get_message_text(context.message) if context.message is not None else ""
+        path = self.trace_dir / f"{new_run_id()}-a2a-{task_id[:36]}.jsonl"
+        run = ServedRun(
+            task_id,
+            job_for_message(job, text),
+            path,
+            user_skills=self.user_skills,
+            approval_timeout=self.approval_timeout,
+        )
+        self.runs[task_id] = run
+        run.start(context_id)
+        await updater.start_work(_agent_message(updater, f"job {job.name} started"))
+        await self._relay(run, updater)
+
+    def _refusal(self, context: RequestContext) -> str | None:
+        if context.message is None or not get_message_text(context.message).strip():
+            return "the message has no text"
+        if self._job_name(context) not in self.jobs:
+            return f"no job named {self._job_name(context)!r}; jobs: {', '.join(self.jobs)}"
+        if self.active() >= self.max_tasks:
+            return f"busy: {self.max_tasks} tasks are running (the server's --max-tasks)"
+        return None
+
+    def _job_name(self, context: RequestContext) -> str:
+        named = context.metadata.get("skill") if context.metadata else None
+        if named is None and context.message is not None and context.message.metadata:
+            named = MessageToDict(context.message.metadata).get("skill")
+        return str(named) if named is not None else self.default
+
+    async def _relay(self, run: ServedRun, updater: TaskUpdater) -> None:
+        """Publish the run's updates on the task until it ends or waits for input."""
+        while True:
+            update = await run.updates.get()
+            if update.state == TaskState.TASK_STATE_WORKING:
+                message = _agent_message(updater, update.text, update.data)
+                await updater.update_status(update.state, message)
+                continue
+            if update.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                await updater.requires_input(_agent_message(updater, update.text, update.data))
+                return
+            await self._finish(run, updater, update)
+            self.runs.pop(run.task_id, None)  # ended: the SDK's task store keeps the task
+            return
+
+    async def _finish(self, run: ServedRun, updater: TaskUpdater, update: Update) -> None:
+        result = update.result
+        data: dict[str, Any] = {"trace": str(run.trace.path), "run": run.trace.run_id}
+        if result is not None:
+            root = run.orchestrator.permissions.workspace_root()
+            for path in result.files:
+                await _send_file(updater, Path(path), root)
+            usage = result.usage
+            data["usage"] = {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            }
+            if result.cost is not None:
+                data["cost_usd"] = result.cost
+        message = _agent_message(updater, update.text or "(no output)", data)
+        await updater.update_status(update.state, message, metadata=data)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        run = self.runs.get(context.task_id or "")
+        if run is not None:
+            await run.stop()
+        if context.task_id and context.context_id:
+            updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+            await updater.cancel(_agent_message(updater, "cancelled by the client"))
+
+    async def stop(self, task_id: str) -> None:
+        """Stop the run of a task (cancelled while it waited for input: no relay runs)."""
+        run = self.runs.pop(task_id, None)
+        if run is not None:
+            await run.stop()
+
+    async def close(self) -> None:
+        """Stop every run (the server is shutting down)."""
+        await asyncio.gather(*(run.stop() for run in self.runs.values()))
+
+
+def _new_task(task_id: str, context_id: str, message: Message) -> Task:
+    return Task(
+        id=task_id,
+        context_id=context_id,
+        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+        history=[message],
+    )
+
+
+def _agent_message(
+    updater: TaskUpdater, text: str, data: Mapping[str, Any] | None = None
+) -> Message:
+    parts = [Part(text=text)]
+    if data:
+        part = Part()
+        part.data.struct_value.update(dict(data))
+        parts.append(part)
+    return updater.new_agent_message(parts)
+
+
+async def _send_file(updater: TaskUpdater, path: Path, root: Path) -> None:
+    """One file the run wrote, as an artifact named by its file name (its bytes when it is
+    small enough, else only its name and size). Only a regular file inside the workspace is
+    read: a link the model made to a file elsewhere is named, never followed."""
+    try:
+        size, data = await asyncio.to_thread(_read_small, path, root)
+    except OSError as exc:
+        await updater.add_artifact([Part(text=f"cannot be read: {exc.strerror}")], name=path.name)
+        return
+    media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    if data is None:
+        note = f"{path.name}: {size} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit; not sent"
+        await updater.add_artifact([Part(text=note)], name=path.name)
+        return
+    try:
+        part = Part(text=data.decode("utf-8"), media_type=media, filename=path.name)
+    except UnicodeDecodeError:
+        part = Part(raw=data, media_type=media, filename=path.name)
+    await updater.add_artifact([part], name=path.name)
+
+
+def _read_small(path: Path, root: Path) -> tuple[int, bytes | None]:
+    """A file's size, and its bytes when it is within the artifact limit; OSError for a
+    link, a file that is not regular, or one outside `root`."""
+    if not path.parent.resolve().is_relative_to(root):
+        raise OSError(errno.EACCES, "outside the workspace; not sent")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.EACCES, "a link; not sent") from None
+        raise
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EACCES, "not a regular file; not sent")
+        size = info.st_size
+        return size, file.read(MAX_ARTIFACT_BYTES + 1) if size <= MAX_ARTIFACT_BYTES else None

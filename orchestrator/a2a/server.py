@@ -1,0 +1,278 @@
+"""`orchestrator serve`: jobs as one A2A agent over HTTP (JSON-RPC), through the SDK's routes.
+
+The agent card at `/.well-known/agent-card.json` is built from the specs: the first job's
+name and description (or a joint one), text in and out, and one A2A skill per job. Requests
+go to the SDK's request handler (send, stream, get, cancel, subscribe), whose executor is a
+`JobAgent`. Two guards stand before it: a body over `max_request_bytes` is refused (413), and
+with a token every request but the card's needs `Authorization: Bearer TOKEN` (401). Binding
+an address other than loopback without a token is refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    CancelTaskRequest,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+    Task,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT
+from starlette.applications import Starlette
+
+from ..errors import ConfigError
+from ..jobs import Job
+from ..security.inventory import TRACE_FOLDER
+from .served import JobAgent, message_input
+
+MAX_REQUEST_BYTES = 1_000_000
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def agent_card(jobs: Sequence[Job], url: str, *, secured: bool = False) -> AgentCard:
+    """The card of the agent that serves `jobs` at `url`."""
+    skills = [
+        AgentSkill(
+            id=job.name,
+            name=job.name,
+            description=_job_description(job),
+            tags=["job"],
+            input_modes=["text/plain"],
+            output_modes=["text/plain", "application/octet-stream"],
+        )
+        for job in jobs
+    ]
+    first = jobs[0]
+    description = (
+        _job_description(first)
+        if len(jobs) == 1
+        else "Jobs served as one agent; name one with the message metadata field `skill` "
+        f"(default: {first.name}). " + " ".join(f"{j.name}: {_job_description(j)}" for j in jobs)
+    )
+    card = AgentCard(
+        name=first.name if len(jobs) == 1 else "orchestrator jobs",
+        description=description,
+        version="1",
+        supported_interfaces=[
+            AgentInterface(
+                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_CURRENT
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain", "application/octet-stream"],
+        skills=skills,
+    )
+    if secured:
+        card.security_schemes["bearer"].CopyFrom(
+            SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer"))
+        )
+        card.security_requirements.append(
+            SecurityRequirement(schemes={"bearer": StringList(list=[])})
+        )
+    return card
+
+
+def _job_description(job: Job) -> str:
+    name = message_input(job)
+    takes = "the goal" if name is None else f"its input `{name}`"
+    return f"Runs the job {job.name!r}; the message's text is {takes}."
+
+
+class JobRequestHandler(DefaultRequestHandler):
+    """The SDK's handler, which also stops a task's run when it is cancelled while it waits
+    for input (the SDK calls no executor then)."""
+
+    def __init__(self, agent: JobAgent, card: AgentCard) -> None:
+        super().__init__(agent_executor=agent, task_store=InMemoryTaskStore(), agent_card=card)
+        self.agent = agent
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        try:
+            task: Task | None = await super().on_cancel_task(params, context)
+            return task
+        finally:
+            await self.agent.stop(params.id)
+
+
+class Guard:
+    """Refuses a request body over `max_bytes` (413) and, with a token, a request without
+    `Authorization: Bearer TOKEN` (401); the card stays public."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, max_bytes: int) -> None:
+        self.app = app
+        self.token = token
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if self.token is not None and scope["path"] != AGENT_CARD_WELL_KNOWN_PATH:
+            given = headers.get("authorization", "")
+            expected = f"Bearer {self.token}"
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                await _refuse(send, 401, "a bearer token is required")
+                return
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            await _refuse(send, 413, f"request over {self.max_bytes} bytes")
+            return
+        body = await _read_body(receive, self.max_bytes)
+        if body is None:
+            await _refuse(send, 413, f"request over {self.max_bytes} bytes")
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request's whole body, or None once it grows past `limit` (a chunked body has no
+    Content-Length to check first)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` that gives the body read already, then what the connection says next (a
+    disconnect, which a streamed response waits for)."""
+    sent = False
+
+    async def replay() -> MutableMapping[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _refuse(send: Send, status: int, reason: str) -> None:
+    body = reason.encode()
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def build_app(
+    jobs: Sequence[Job],
+    url: str,
+    *,
+    token: str | None = None,
+    max_tasks: int = 4,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+    trace_dir: Path = TRACE_FOLDER,
+    user_skills: bool = False,
+    approval_timeout: float = 600.0,
+) -> tuple[ASGIApp, JobAgent]:
+    """The ASGI app that serves `jobs` as one agent whose card names `url`, and its executor."""
+    if not jobs:
+        raise ConfigError("no job to serve")
+    agent = JobAgent(
+        jobs,
+        max_tasks=max_tasks,
+        trace_dir=trace_dir,
+        user_skills=user_skills,
+        approval_timeout=approval_timeout,
+    )
+    card = agent_card(jobs, url, secured=token is not None)
+    handler = JobRequestHandler(agent, card)
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    app = Starlette(routes=routes)
+    return Guard(app, token=token, max_bytes=max_request_bytes), agent
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on `host:port` (port 0: one the system picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(
+    jobs: Sequence[Job],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    max_tasks: int = 4,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+    trace_dir: Path = TRACE_FOLDER,
+    user_skills: bool = False,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve `jobs` until cancelled; `ready` is told the agent's URL once it listens."""
+    if token is None and not is_loopback(host):
+        raise ConfigError(
+            f"serving on {host} (not a loopback address) needs a bearer token: --token-env NAME"
+        )
+    sock = bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}/"
+    app, agent = build_app(
+        jobs,
+        url,
+        token=token,
+        max_tasks=max_tasks,
+        max_request_bytes=max_request_bytes,
+        trace_dir=trace_dir,
+        user_skills=user_skills,
+    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    if ready is not None:
+        ready(url)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        await agent.close()
+        sock.close()

@@ -1,0 +1,90 @@
+"""Sub-agents that run elsewhere: a definition with `remote` is an A2A agent (docs/a2a.md).
+
+`with_remote_agents` wraps the executor of a fork (or of a job's steps): a task whose agent
+is remote goes to the optional `orchestrator.a2a`, loaded by name the first time such a task
+runs (without the `[a2a]` extra the task ends `error`, saying so); every other task goes to
+the executor it wraps. A remote agent's `max_calls` caps the tasks one run sends it; its
+`time_limit` is kept by the A2A client.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..agent import TaskResult, ToolContext
+from .executor import GatedExecutor, placement
+from .subagents import RemoteAgent, SubagentRegistry
+from .task import TaskRequest
+
+EXTRA = "the `[a2a]` extra is not installed: pip install 'orchestrator[a2a]'"
+
+
+@dataclass
+class RemoteCalls:
+    """How many tasks a run has sent each remote agent (`ctx.state_of(RemoteCalls)`)."""
+
+    sent: dict[str, int] = field(default_factory=dict)
+
+
+class RemoteAgentsExecutor:
+    """Runs remote agents' tasks through `orchestrator.a2a`, the others through `inner`."""
+
+    def __init__(
+        self, inner: GatedExecutor, subagents: SubagentRegistry, context: ToolContext
+    ) -> None:
+        self.inner = inner
+        self.subagents = subagents
+        self.context = context
+
+    def remote_of(self, request: TaskRequest) -> RemoteAgent | None:
+        definition = self.subagents.get(request.agent)
+        return definition.remote if definition is not None else None
+
+    def budget_refusal(self, request: TaskRequest) -> str | None:
+        remote = self.remote_of(request)
+        if remote is None:
+            return self.inner.budget_refusal(request)
+        sent = self.context.state_of(RemoteCalls).sent.get(request.agent, 0)
+        if remote.max_calls is not None and sent >= remote.max_calls:
+            return (
+                f"remote agent {request.agent!r} was sent {sent} tasks, its cap for one run "
+                "(max_calls)"
+            )
+        return None
+
+    def placement(self, request: TaskRequest) -> dict[str, object]:
+        remote = self.remote_of(request)
+        if remote is None:
+            return placement(self.inner, request)
+        return {"executor": "a2a", "worker": remote.url}
+
+    async def run_task(self, request: TaskRequest) -> TaskResult:
+        remote = self.remote_of(request)
+        if remote is None:
+            return await self.inner.run_task(request)
+        sent = self.context.state_of(RemoteCalls).sent
+        sent[request.agent] = sent.get(request.agent, 0) + 1
+        try:
+            runtime: Any = importlib.import_module("orchestrator.a2a")
+        except ImportError:
+            return TaskResult(
+                id=request.spec.id,
+                agent=request.agent,
+                path=request.path,
+                depends_on=request.spec.depends_on,
+                status="error",
+                reason=f"remote agent {request.agent!r} cannot be reached: {EXTRA}",
+            )
+        result = await runtime.run_remote_task(request, remote, self.context)
+        return cast(TaskResult, result)
+
+
+def with_remote_agents(
+    executor: GatedExecutor, subagents: SubagentRegistry, context: ToolContext
+) -> GatedExecutor:
+    """`executor`, or, when some definition is remote, one that sends those tasks there."""
+    if not any(definition.remote is not None for definition in subagents):
+        return executor
+    return RemoteAgentsExecutor(executor, subagents, context)

@@ -1,0 +1,410 @@
+"""`orchestrator serve`, driven by the A2A SDK's own client: card, send, stream, get, cancel,
+subscribe and `input-required`, on 127.0.0.1 with real specs and scripted models."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
+
+from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
+from a2a.helpers import get_message_text
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a_helpers import call, load_served, served, write_job
+from google.protobuf.json_format import MessageToDict
+
+from orchestrator import read_trace
+from orchestrator.errors import ConfigError
+
+WRITER = """\
+name: writer
+model: scripted:SCRIPT
+permissions: {workspace: ./work}
+goal: Overwritten by each message.
+"""
+WRITER_SCRIPT = {
+    "goal": [
+        call("load_skill", name="files"),
+        call("fork", tasks=[{"id": "note", "task": "Say hello."}]),
+        call("files__write_file", path="out.txt", content="hello from the run\n"),
+        {"content": "Wrote out.txt."},
+    ],
+    "goal/note": [{"content": "hello from the sub-agent"}],
+}
+SLOW = """\
+name: slow
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: true}
+goal: Overwritten.
+"""
+SLOW_SCRIPT = {
+    "goal": [
+        call("load_skill", name="shell"),
+        call("shell__run", command="sleep 30", timeout_seconds=60),
+        {"content": "slept"},
+    ]
+}
+ASK = """\
+name: asker
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: ask}
+goal: Overwritten.
+"""
+ASK_SCRIPT = {
+    "goal": [
+        call("load_skill", name="shell"),
+        call("shell__run", command="touch approved.txt"),
+        {"content": "done"},
+    ]
+}
+
+
+def user_message(text: str, task_id: str = "", context_id: str = "") -> Message:
+    return Message(
+        role=Role.ROLE_USER,
+        message_id=f"m-{text[:8]}-{task_id[:8]}",
+        task_id=task_id,
+        context_id=context_id,
+        parts=[Part(text=text)],
+    )
+
+
+async def client_for(url: str, streaming: bool = True) -> Client:
+    return await create_client(url, ClientConfig(streaming=streaming))
+
+
+def states(responses: list[StreamResponse]) -> list[str]:
+    found = []
+    for response in responses:
+        kind = response.WhichOneof("payload")
+        if kind == "status_update":
+            found.append(TaskState.Name(response.status_update.status.state))
+        elif kind == "task":
+            found.append(TaskState.Name(response.task.status.state))
+    return found
+
+
+def status_texts(responses: list[StreamResponse]) -> list[str]:
+    return [
+        get_message_text(r.status_update.status.message)
+        for r in responses
+        if r.WhichOneof("payload") == "status_update"
+    ]
+
+
+async def collect(stream: Any, until: set[int] | None = None) -> list[StreamResponse]:
+    responses = []
+    async for response in stream:
+        responses.append(response)
+        kind = response.WhichOneof("payload")
+        if until and kind == "status_update" and response.status_update.status.state in until:
+            break
+    return responses
+
+
+def traces(folder: Path) -> list[list[dict[str, Any]]]:
+    return [list(read_trace(path)) for path in sorted(folder.glob("*.jsonl"))]
+
+
+async def test_the_card_names_each_job_as_a_skill(tmp_path: Path) -> None:
+    jobs = [
+        load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer")),
+        load_served(write_job(tmp_path, SLOW, SLOW_SCRIPT, "slow")),
+    ]
+    async with served(jobs, tmp_path / "runs") as url, httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, url).get_agent_card()
+    assert [skill.id for skill in card.skills] == ["writer", "slow"]
+    assert "the goal" in card.skills[0].description
+    assert list(card.default_input_modes) == ["text/plain"]
+    assert card.capabilities.streaming
+    [interface] = card.supported_interfaces
+    assert (interface.url, interface.protocol_binding) == (url, "JSONRPC")
+    assert interface.protocol_version == "1.0"
+
+
+async def test_a_message_runs_the_job_and_streams_its_steps(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        client = await client_for(url)
+        responses = await collect(client.send_message(SendMessageRequest(message=user_message(
+            "Write {the} file"))))  # fmt: skip
+        task_id = responses[0].task.id
+        fetched = await client.get_task(GetTaskRequest(id=task_id))
+        await client.close()
+    assert states(responses)[0] == "TASK_STATE_SUBMITTED"
+    assert states(responses)[-1] == "TASK_STATE_COMPLETED"
+    texts = status_texts(responses)
+    assert "goal started" in texts
+    assert "goal/note started" in texts and "goal/note completed" in texts
+    assert texts[-1] == "Wrote out.txt."
+    artifacts = [r.artifact_update.artifact for r in responses if r.HasField("artifact_update")]
+    assert [(a.name, a.parts[0].text) for a in artifacts] == [("out.txt", "hello from the run\n")]
+    # get returns the same task, ended, with its artifact and the final message.
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(fetched.status.message) == "Wrote out.txt."
+    assert [a.name for a in fetched.artifacts] == ["out.txt"]
+    usage = MessageToDict(fetched.status.message)["parts"][1]["data"]["usage"]
+    assert usage["total_tokens"] > 0
+    # One run, one trace, tied to the task; the message (braces and all) was its goal.
+    [events] = traces(runs)
+    assert events[0]["type"] == "a2a_task" and events[0]["task_id"] == task_id
+    assert events[-1]["type"] == "job_end" and events[-1]["status"] == "completed"
+    goal = next(e for e in events if e["type"] == "message" and e["agent"] == "goal"
+                and e["message"]["role"] == "user")  # fmt: skip
+    assert goal["message"]["content"] == "Write {the} file"
+
+
+async def test_send_without_streaming_returns_the_ended_task(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+    async with served([job], tmp_path / "runs") as url:
+        client = await client_for(url, streaming=False)
+        [response] = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Write it"))))  # fmt: skip
+        await client.close()
+    assert response.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(response.task.status.message) == "Wrote out.txt."
+
+
+async def test_cancel_stops_the_run_and_its_trace_ends(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, SLOW, SLOW_SCRIPT, "slow"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        client = await client_for(url)
+        stream = client.send_message(SendMessageRequest(message=user_message("Sleep")))
+        task_id = ""
+        async for response in stream:
+            if response.HasField("task"):
+                task_id = response.task.id
+            if "goal started" in status_texts([response]):
+                break
+        await stream.aclose()
+        watcher = await client_for(url)
+        followed = asyncio.create_task(
+            collect(watcher.subscribe(SubscribeToTaskRequest(id=task_id)))
+        )
+        await asyncio.sleep(0.2)
+        cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
+        fetched = await client.get_task(GetTaskRequest(id=task_id))
+        seen = await asyncio.wait_for(followed, 30)
+        await client.close()
+        await watcher.close()
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert fetched.status.state == TaskState.TASK_STATE_CANCELED
+    assert "TASK_STATE_CANCELED" in states(seen)
+    [events] = traces(runs)
+    assert events[-1]["type"] == "job_end" and events[-1]["status"] == "cancelled"
+    results = [e["message"]["content"] for e in events
+               if e["type"] == "message" and e["message"]["role"] == "tool"]  # fmt: skip
+    assert results[-1].startswith("Aborted: the run was cancelled")
+
+
+@pytest.mark.parametrize(("answer", "allowed"), [("yes", True), ("no", False)])
+async def test_an_ask_call_waits_for_the_clients_answer(
+    tmp_path: Path, answer: str, allowed: bool
+) -> None:
+    job = load_served(write_job(tmp_path, ASK, ASK_SCRIPT, "asker"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        client = await client_for(url)
+        first = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Make the file"))),
+            until={TaskState.TASK_STATE_INPUT_REQUIRED},
+        )
+        task = first[0].task
+        question = first[-1].status_update.status.message
+        assert first[-1].status_update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert "shell__run" in get_message_text(question)
+        approval = MessageToDict(question)["parts"][1]["data"]["approval"]
+        assert approval["tool"] == "shell__run"
+        assert approval["arguments"] == {"command": "touch approved.txt"}
+        rest = await collect(client.send_message(SendMessageRequest(
+            message=user_message(answer, task.id, task.context_id))))  # fmt: skip
+        await client.close()
+    assert states(rest)[-1] == "TASK_STATE_COMPLETED"
+    assert (tmp_path / "work" / "approved.txt").exists() is allowed
+    [events] = traces(runs)
+    [decision] = [e for e in events if e["type"] == "approval"]
+    assert decision["decision"] == ("approved" if allowed else "denied")
+
+
+async def test_a_message_goes_into_the_marked_input(tmp_path: Path) -> None:
+    spec = """\
+name: echo
+model: scripted:SCRIPT
+inputs: {topic: null, tone: plain}
+steps:
+  - {id: answer, task: "Write about {inputs.topic}, {inputs.tone}."}
+"""
+    job = load_served(write_job(tmp_path, spec, {"answer": [{"content": "ok"}]}, "echo"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        client = await client_for(url)
+        responses = await collect(client.send_message(SendMessageRequest(
+            message=user_message("bees"))))  # fmt: skip
+        await client.close()
+    assert states(responses)[-1] == "TASK_STATE_COMPLETED"
+    [events] = traces(runs)
+    prompt = next(e for e in events if e["type"] == "message" and e["agent"] == "answer"
+                  and e["message"]["role"] == "user")  # fmt: skip
+    assert prompt["message"]["content"] == "Write about bees, plain."
+
+
+async def test_tasks_past_the_limit_are_rejected(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, SLOW, SLOW_SCRIPT, "slow"))
+    async with served([job], tmp_path / "runs", max_tasks=1) as url:
+        client = await client_for(url)
+        stream = client.send_message(SendMessageRequest(message=user_message("first")))
+        first_id = ""
+        async for response in stream:
+            first_id = first_id or response.task.id
+            if "goal started" in status_texts([response]):
+                break
+        await stream.aclose()
+        second = await collect(client.send_message(SendMessageRequest(
+            message=user_message("second"))))  # fmt: skip
+        await client.cancel_task(CancelTaskRequest(id=first_id))
+        await client.close()
+    assert states(second)[-1] == "TASK_STATE_REJECTED"
+    assert "--max-tasks" in status_texts(second)[-1]
+
+
+async def test_a_token_guards_every_request_but_the_card(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "none"}}
+    async with (
+        served([job], tmp_path / "runs", token="s3cret") as url,
+        httpx.AsyncClient() as http,
+    ):
+        card = await http.get(url + ".well-known/agent-card.json")
+        bare = await http.post(url, json=body)
+        wrong = await http.post(url, json=body, headers={"Authorization": "Bearer nope"})
+        right = await http.post(url, json=body, headers={"Authorization": "Bearer s3cret"})
+    assert card.status_code == 200 and "bearer" in card.json()["securitySchemes"]
+    assert (bare.status_code, wrong.status_code) == (401, 401)
+    assert right.status_code == 200 and "error" in right.json()  # no such task, but let in
+
+
+async def test_a_request_over_the_size_limit_is_refused(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+
+    async def chunks() -> Any:
+        for _ in range(20):
+            yield b"x" * 1_000
+
+    async with (
+        served([job], tmp_path / "runs", max_request_bytes=10_000) as url,
+        httpx.AsyncClient() as http,
+    ):
+        big = await http.post(url, content=b"x" * 20_000)
+        chunked = await http.post(url, content=chunks())
+    assert big.status_code == 413
+    assert chunked.status_code == 413
+    assert traces(tmp_path / "runs") == []
+
+
+async def test_serving_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+    with pytest.raises(ConfigError, match="needs a bearer token"):
+        async with served([job], tmp_path / "runs", host="0.0.0.0"):
+            pass
+
+
+def test_a_job_with_no_place_for_the_message_is_refused(tmp_path: Path) -> None:
+    from orchestrator.a2a.served import ServeError, message_input
+
+    spec = """\
+name: two
+model: scripted:SCRIPT
+inputs: {a: null, b: null}
+steps:
+  - {id: s, task: "{inputs.a} {inputs.b}"}
+"""
+    job = load_served(write_job(tmp_path, spec, {"s": [{"content": "ok"}]}, "two"))
+    with pytest.raises(ServeError, match="exactly one required input"):
+        message_input(job)
+
+
+async def test_a_link_the_run_made_to_a_file_elsewhere_is_not_sent(tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("the secret outside the workspace\n")
+    spec = """\
+name: linker
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: true}
+goal: Overwritten.
+"""
+    script = {
+        "goal": [
+            call("load_skill", name="shell"),
+            call("shell__run", command=f"ln -s {secret} leak.txt && echo fine > ok.txt"),
+            {"content": "linked"},
+        ]
+    }
+    (tmp_path / "work").mkdir()
+    job = load_served(write_job(tmp_path, spec, script, "linker"))
+    async with served([job], tmp_path / "runs") as url:
+        client = await client_for(url)
+        responses = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Link it"))))  # fmt: skip
+        await client.close()
+    assert states(responses)[-1] == "TASK_STATE_COMPLETED"
+    artifacts = {
+        r.artifact_update.artifact.name: r.artifact_update.artifact.parts[0].text
+        for r in responses
+        if r.HasField("artifact_update")
+    }
+    assert artifacts.get("ok.txt") == "fine\n"
+    assert all("the secret" not in text for text in artifacts.values())
+    assert artifacts["leak.txt"] == "cannot be read: a link; not sent"  # named, not followed
+
+
+async def test_a_fork_to_a_served_job_that_asks_for_input_ends_in_error(tmp_path: Path) -> None:
+    """Our client against our server: the remote task waits for an approval a fork cannot
+    give, so the fork's task ends `error` and the remote task is cancelled, its run too."""
+    from orchestrator.jobs import load_job
+    from orchestrator.planner import run_job
+
+    job = load_served(write_job(tmp_path / "server", ASK, ASK_SCRIPT, "asker"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        spec = f"name: caller\nmodel: scripted:SCRIPT\nagents:\n  asker: {{a2a: '{url}'}}\n"
+        spec += "goal: Ask.\n"
+        fork = call("fork", tasks=[{"id": "far", "agent": "asker", "task": "Make the file"}])
+        caller = write_job(tmp_path / "client", spec, {"goal": [fork, {"content": "ok"}]})
+        result = await run_job(load_job(caller), trace=tmp_path / "caller.jsonl")
+    assert result.status == "completed"
+    events = list(read_trace(tmp_path / "caller.jsonl"))
+    [far] = [e for e in events if e["type"] == "task_end" and e["agent"] == "goal/far"]
+    assert far["status"] == "error"
+    assert "asked for input or authentication" in far["reason"]
+    assert [e["ok"] for e in events if e["type"] == "a2a_cancel"] == [True]
+    [served_events] = traces(runs)
+    assert served_events[-1]["type"] == "job_end"
+    assert served_events[-1]["status"] == "cancelled"
+    assert not (tmp_path / "server" / "work" / "approved.txt").exists()
+
+
+def test_two_jobs_of_one_name_are_refused(tmp_path: Path) -> None:
+    from orchestrator.a2a.served import JobAgent, ServeError
+
+    one = load_served(write_job(tmp_path / "a", WRITER, WRITER_SCRIPT, "writer"))
+    two = load_served(write_job(tmp_path / "b", WRITER, WRITER_SCRIPT, "writer"))
+    with pytest.raises(ServeError, match="two jobs are named writer"):
+        JobAgent([one, two])

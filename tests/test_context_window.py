@@ -1,0 +1,689 @@
+"""The context window: requests fitted to it, conversations compacted before it is full, and
+the errors that say what to set. Real tools read real files; real HTTP servers on 127.0.0.1
+refuse what does not fit their window; only the model's decisions are scripted."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from provider_server import ProviderServer
+from test_resume import cut
+
+from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
+from orchestrator.agent.compaction import STUB_MARK
+from orchestrator.cli.progress import PlainProgress
+from orchestrator.jobs import fast_forward
+from orchestrator.models import (
+    KnownWindow,
+    ModelSettings,
+    ScriptedModel,
+    context_refusal,
+    context_window,
+    known_window,
+    resolve_model,
+)
+from orchestrator.report.collect import collect
+from orchestrator.tasks import ForkExtension, SubagentDef, SubagentRegistry
+from orchestrator.tokens import default_counter
+from orchestrator.trace import Event, load_checkpoint
+
+WINDOW = 4096
+COUNTER = default_counter()
+
+
+def write_notes(folder: Path, count: int, words: int = 300) -> list[Path]:
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for i in range(count):
+        path = folder / f"note{i}.txt"
+        path.write_text(f"note {i}: " + " ".join(f"w{i}x{j}" for j in range(words)))
+        paths.append(path)
+    return paths
+
+
+def reader(folder: Path) -> Any:
+    @tool
+    def read_note(name: str) -> str:
+        """Read one note.
+
+        Args:
+            name: the note's file name
+        """
+        return (folder / name).read_text()
+
+    return read_note
+
+
+def reads(count: int) -> list[dict[str, Any]]:
+    return [
+        {"tool_calls": [{"name": "read_note", "arguments": {"name": f"note{i}.txt"}}]}
+        for i in range(count)
+    ]
+
+
+def requested(request: Any) -> int:
+    """What one request holds at most: its prompt, as we count it, and the output it asks."""
+    return int(COUNTER.count_request(request.messages, request.tools) + request.max_output_tokens)
+
+
+def check_pairing(messages: Sequence[Message]) -> None:
+    """Every tool call has exactly one result, right after its turn, in the model's order."""
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            continue
+        ids = [c.id for c in message.tool_calls]
+        results = [m.tool_call_id for m in messages[index + 1 : index + 1 + len(ids)]]
+        assert results == ids, f"turn {index}: calls {ids}, results {results}"
+    asked = Counter(c.id for m in messages for c in m.tool_calls)
+    answered = Counter(m.tool_call_id for m in messages if m.role == "tool")
+    assert answered == asked
+
+
+def compactions(events: list[Event], agent: str = "agent") -> list[Event]:
+    return [e for e in events if e["type"] == "compact" and e["agent"] == agent]
+
+
+async def test_a_long_run_in_a_small_window_never_asks_for_more_than_fits(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", 40, words=100)
+    model = ScriptedModel({"*": [*reads(40), {"content": "read them all"}]}, context_window=WINDOW)
+    agent = Agent(
+        model,
+        [reader(tmp_path / "notes")],
+        max_steps=50,
+        max_output_tokens=2048,
+        trace=tmp_path / "t.jsonl",
+    )
+    result = await agent.run("Read every note.")
+
+    assert result.status == "completed" and result.output == "read them all"
+    assert len(model.requests) == 41
+    assert max(requested(r) for r in model.requests) <= WINDOW
+    # Without compaction the last request would have held every note.
+    whole = sum(COUNTER.count_text(p.read_text()) for p in notes)
+    assert whole > 3 * WINDOW
+    # The output asked for is cut to the room left when the prompt is large.
+    assert {r.max_output_tokens for r in model.requests} > {2048}
+    events = read_trace(tmp_path / "t.jsonl")
+    done = compactions(events)
+    # Large steps, rarely: each compaction frees at least 40% of the window (from above 80%
+    # to at most 40%), so the notes' tokens pay for every one of them.
+    assert 3 <= len(done) <= whole / (0.4 * WINDOW)
+    for event in done:
+        assert event["window"] == WINDOW and event["window_source"] == "setting"
+        # Down to 40% of the window, and a little more once what cannot be cut (the calls,
+        # the stubs, the latest results) has grown.
+        assert event["tokens_after"] <= 0.6 * WINDOW < 0.8 * WINDOW < event["tokens_before"]
+    check_pairing(result.messages)
+    stubs = [m for m in result.messages if m.role == "tool" and m.content.startswith(STUB_MARK)]
+    replaced = [r for e in done for r in e["replaced"]]
+    assert len(stubs) == len(replaced)
+    # The trace alone rebuilds the compacted conversation the model last saw.
+    assert rebuild_conversations(tmp_path / "t.jsonl")["agent"] == result.messages
+
+
+async def test_the_budget_reserves_only_the_output_that_fits(tmp_path: Path) -> None:
+    # A 4,096-token output allowance does not fit a 1,500-token budget; what fits the window
+    # (1,500 less the prompt) does, and that is all the request asks for.
+    model = ScriptedModel({"*": [{"content": "short"}]}, context_window=1500)
+    agent = Agent(model, max_output_tokens=4096, budget=TokenBudget(1500))
+    # A fork's budget check before a task starts counts the same.
+    assert agent.first_call_tokens("Say something short.") == 1500
+    result = await agent.run("Say something short.")
+    assert result.status == "completed"
+    (request,) = model.requests
+    assert requested(request) == 1500
+
+
+async def test_a_stub_is_read_back_through_a_tool(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", 8)
+    turns = [
+        *reads(8),
+        {"tool_calls": [{"name": "read_compacted", "arguments": {"message": 2}}]},
+        {"content": "found it again"},
+    ]
+    model = ScriptedModel({"*": turns}, context_window=WINDOW)
+    agent = Agent(model, [reader(tmp_path / "notes")], trace=tmp_path / "t.jsonl")
+    result = await agent.run("Read the notes, then the first one again.")
+
+    assert result.status == "completed"
+    assert "read_compacted" in [spec.name for spec in model.requests[0].tools]
+    first = compactions(read_trace(tmp_path / "t.jsonl"))[0]["replaced"][0]
+    assert first["index"] == 2 and first["tool"] == "read_note"
+    stub = result.messages[2].content
+    assert stub.startswith(STUB_MARK) and "read_note" in stub and "message=2" in stub
+    read_back = result.messages[-2]
+    assert read_back.name == "read_compacted" and not read_back.is_error
+    assert read_back.content == notes[0].read_text()
+
+
+async def test_reading_back_a_long_result_comes_in_parts(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 6, words=2500)
+    turns = [
+        *reads(6),
+        {"tool_calls": [{"name": "read_compacted", "arguments": {"message": 2, "part": 2}}]},
+        {"tool_calls": [{"name": "read_compacted", "arguments": {"message": 999}}]},
+        {"content": "ok"},
+    ]
+    model = ScriptedModel({"*": turns}, context_window=16_384)
+    result = await Agent(model, [reader(tmp_path / "notes")]).run("Read.")
+    assert result.status == "completed"
+    part, missing = result.messages[-4], result.messages[-2]
+    text = (tmp_path / "notes" / "note0.txt").read_text()
+    parts = -(-len(text) // 8_000)
+    assert parts >= 3
+    assert part.content == (
+        f"{text[8_000:16_000]}\n[part 2 of {parts}; read_compacted(message=2, part=3) for the next]"
+    )
+    assert missing.is_error and "No compacted result 999" in missing.content
+
+
+async def test_the_cached_prefix_breaks_only_at_the_compaction_request(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 30)
+    model = ScriptedModel({"*": [*reads(30), {"content": "done"}]}, context_window=WINDOW)
+    agent = Agent(
+        model,
+        [reader(tmp_path / "notes")],
+        system="You read notes.",
+        max_steps=40,
+        trace=tmp_path / "t.jsonl",
+    )
+    await agent.run("Read every note.")
+
+    requests = model.requests
+    assert all(r.tools is requests[0].tools for r in requests)  # one tools array throughout
+    assert all(r.messages[0] == requests[0].messages[0] for r in requests)  # one system prompt
+    broken = [
+        number
+        for number, (before, after) in enumerate(zip(requests, requests[1:], strict=False), 2)
+        if list(after.messages[: len(before.messages)]) != list(before.messages)
+    ]
+    steps = [e["step"] for e in compactions(read_trace(tmp_path / "t.jsonl"))]
+    assert broken == steps and len(steps) >= 3
+
+
+async def test_when_not_even_a_short_answer_fits_the_run_ends_as_context_full(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel({"*": [{"content": "never asked"}]}, context_window=1000)
+    result = await Agent(model).run("word " * 1200)
+    assert result.status == "context_full"
+    assert model.requests == []  # nothing the provider would refuse was sent
+    assert result.error is not None
+    assert "the context window of 1,000 tokens (from its setting)" in result.error
+    assert "context_window" in result.error and "max_output_tokens" in result.error
+
+
+async def test_a_cancelled_run_after_compactions_keeps_every_call_paired(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 12)
+
+    @tool
+    async def wait(seconds: float) -> str:
+        """Wait."""
+        await asyncio.sleep(seconds)
+        return "waited"
+
+    turns = [
+        *reads(12),
+        {
+            "tool_calls": [
+                {"name": "read_note", "arguments": {"name": "note0.txt"}},
+                {"name": "wait", "arguments": {"seconds": 30}},
+                {"name": "read_note", "arguments": {"name": "note1.txt"}},
+            ]
+        },
+    ]
+    model = ScriptedModel({"*": turns}, context_window=WINDOW)
+    path = tmp_path / "t.jsonl"
+    agent = Agent(model, [reader(tmp_path / "notes"), wait], trace=path, time_limit=1.5)
+    result = await agent.run("Read, then wait.")
+
+    assert result.status == "cancelled"
+    assert len(compactions(read_trace(path))) >= 2
+    check_pairing(result.messages)
+    # The calls ran side by side: the two reads ended, the wait was cut short.
+    assert [m.error_type for m in result.messages[-3:]] == [None, "aborted", None]
+    check_pairing(rebuild_conversations(path)["agent"])
+
+
+async def test_a_compacted_run_resumes_as_it_was(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", 16)
+    turns = [
+        *reads(16),
+        {"tool_calls": [{"name": "read_compacted", "arguments": {"message": 4}}]},
+        {"content": "all read"},
+    ]
+    path = tmp_path / "t.jsonl"
+    whole_model = ScriptedModel({"*": turns}, context_window=WINDOW)
+    with Trace(path) as trace:
+        whole = await Agent(whole_model, [reader(tmp_path / "notes")], trace=trace).run("Read.")
+    events = read_trace(path)
+    second = compactions(events)[1]
+    # Killed while the tool call after the second compaction ran.
+    cut_at = next(
+        i for i, e in enumerate(events) if e["type"] == "tool_start" and e["seq"] > second["seq"]
+    )
+    (tmp_path / "cut").mkdir()
+    cut_path = cut(path, cut_at + 1, tmp_path / "cut" / "t.jsonl")
+    checkpoint = load_checkpoint(cut_path)
+    model = ScriptedModel({"*": turns}, context_window=WINDOW)
+    fast_forward(model, checkpoint)
+    with Trace(cut_path, resume=checkpoint) as trace:
+        resumed = await Agent(model, [reader(tmp_path / "notes")], trace=trace).run("Read.")
+
+    assert resumed.status == "completed" and resumed.output == whole.output == "all read"
+    # The first request after the resume is the one the whole run made at that step, stubs
+    # and all, except the cut call's result: `aborted`, never silently run again.
+    first = model.requests[0]
+    same_step = whole_model.requests[len(whole_model.requests) - len(model.requests)]
+    assert len(first.messages) == len(same_step.messages)
+    differ = [
+        i for i, (a, b) in enumerate(zip(first.messages, same_step.messages, strict=True)) if a != b
+    ]
+    assert len(differ) == 1 and first.messages[differ[0]].error_type == "aborted"
+    assert sum(STUB_MARK in (m.content or "") for m in first.messages) >= 4
+    # What the earlier attempt compacted is read back after the resume.
+    assert resumed.messages[-2].name == "read_compacted"
+    assert resumed.messages[-2].content == notes[1].read_text()
+    check_pairing(resumed.messages)
+    check_pairing(rebuild_conversations(cut_path)["agent"])
+    assert rebuild_conversations(cut_path)["agent"] == resumed.messages
+
+
+async def test_a_parents_compaction_never_touches_a_childs_conversation(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 12)
+    script = {
+        "planner": [
+            {"tool_calls": [{"name": "fork", "arguments": {"tasks": [{"id": "a", "task": "x"}]}}]},
+            *reads(12),
+            {"content": "planner done"},
+        ],
+        "planner/a": [*reads(1), {"content": "child done"}],
+    }
+    model = ScriptedModel(script, context_window=WINDOW)
+    fork = ForkExtension(SubagentRegistry(), tools=[reader(tmp_path / "notes")])
+    planner = Agent(
+        model,
+        [reader(tmp_path / "notes")],
+        name="planner",
+        extensions=[fork],
+        max_steps=30,
+        trace=tmp_path / "t.jsonl",
+    )
+    result = await planner.run("Fork, then read.")
+
+    assert result.status == "completed"
+    events = read_trace(tmp_path / "t.jsonl")
+    assert compactions(events, "planner") and not compactions(events, "planner/a")
+    child = rebuild_conversations(tmp_path / "t.jsonl")["planner/a"]
+    assert not any(STUB_MARK in (m.content or "") for m in child)
+    assert result.children[0].run is not None
+    assert result.children[0].run.messages == child
+    # The child knows the window of its own model: its requests carry read_compacted too.
+    child_requests = [r for r in model.requests if r.agent == "planner/a"]
+    assert all("read_compacted" in [s.name for s in r.tools] for r in child_requests)
+
+
+def too_long(window: int, scale: float, *, counts: bool = True) -> Any:
+    """A server's refusal of a request that does not fit `window`, counting the prompt as a
+    tokenizer that makes `scale` tokens of each of ours would, in vLLM's words (without its
+    counts, unless `counts`)."""
+
+    def refuse(body: Mapping[str, Any]) -> Any:
+        messages = [Message.model_validate(_from_wire(m)) for m in body["messages"]]
+        prompt = int(COUNTER.count_messages(messages) * scale) + 50 * len(body.get("tools", []))
+        asked = int(body.get("max_tokens") or 0)
+        if prompt + asked <= window:
+            return None
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you requested "
+            f"{prompt + asked} tokens ({prompt} in the messages, {asked} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+        if not counts:
+            message = f"This model's maximum context length is {window} tokens."
+        return {"error": {"message": message, "type": "BadRequestError", "code": 400}}
+
+    return refuse
+
+
+def _from_wire(message: Mapping[str, Any]) -> dict[str, Any]:
+    calls = [
+        {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+        for c in message.get("tool_calls") or []
+    ]
+    return {"role": message["role"], "content": message.get("content"), "tool_calls": calls}
+
+
+async def test_a_refusal_that_names_the_window_teaches_it_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    with ProviderServer(script, refuse=too_long(3000, scale=1.3)) as server:
+        model = resolve_model("openai-compatible:small", base_url=server.openai_url, max_retries=0)
+        assert context_window(model) is None  # nothing says it before the first refusal
+        agent = Agent(
+            model,
+            [reader(tmp_path / "notes")],
+            max_output_tokens=1024,
+            trace=tmp_path / "t.jsonl",
+        )
+        result = await agent.run("Read every note.")
+        bodies = server.bodies()
+
+    assert result.status == "completed" and result.output == "read them all"
+    events = read_trace(tmp_path / "t.jsonl")
+    refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
+    assert 1 <= refused <= 2  # one to learn the window (and another, at most, its tokens)
+    done = compactions(events)
+    assert done and all(e["window"] == 3000 and e["window_source"] == "refusal" for e in done)
+    assert done[-1]["scale"] >= 1.3
+    check_pairing(result.messages)
+
+
+async def test_a_window_that_counts_more_than_we_do_is_learned_from_its_refusals(
+    tmp_path: Path,
+) -> None:
+    # The window is set, but the server's tokenizer counts 30% more than ours and its
+    # refusals give no count: each refusal makes later requests count 15% more, compacted.
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    with ProviderServer(script, refuse=too_long(3000, scale=1.3, counts=False)) as server:
+        model = resolve_model(
+            "openai-compatible:small", base_url=server.openai_url, context_window=3000
+        )
+        path = tmp_path / "t.jsonl"
+        agent = Agent(model, [reader(tmp_path / "notes")], max_output_tokens=1024, trace=path)
+        result = await agent.run("Read every note.")
+        bodies = server.bodies()
+
+    assert result.status == "completed"
+    events = read_trace(path)
+    refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
+    assert 1 <= refused <= 3
+    scales = [e.get("scale", 1.0) for e in compactions(events)]
+    assert scales == sorted(scales) and scales[-1] >= 1.15
+    check_pairing(result.messages)
+
+
+async def test_a_refusal_that_names_no_window_says_what_to_set(tmp_path: Path) -> None:
+    def refuse(body: Mapping[str, Any]) -> Any:
+        return {"error": {"message": "Too many tokens.", "code": "context_length_exceeded"}}
+
+    with ProviderServer({"*": [{"content": "never"}]}, refuse=refuse) as server:
+        model = resolve_model("openai-compatible:small", base_url=server.openai_url)
+        result = await Agent(model).run("hello")
+        assert len(server.requests) == 1  # refused for length: not retried as it was
+    assert result.status == "context_full"
+    assert result.error is not None
+    assert "HTTP 400" in result.error and "Too many tokens." in result.error
+    assert "context window of openai-compatible:small is not known" in result.error
+    assert "`context_window`" in result.error and "`max_output_tokens`" in result.error
+
+
+@pytest.mark.parametrize(
+    ("message", "code", "body", "window", "prompt"),
+    [
+        (  # OpenAI
+            "This model's maximum context length is 128000 tokens. However, your messages "
+            "resulted in 130512 tokens. Please reduce the length of the messages.",
+            "context_length_exceeded",
+            None,
+            128000,
+            130512,
+        ),
+        (  # vLLM and llama-cpp-python
+            "This model's maximum context length is 8192 tokens. However, you requested 12288 "
+            "tokens (8192 in the messages, 4096 in the completion). Please reduce the length "
+            "of the messages or completion.",
+            None,
+            None,
+            8192,
+            8192,
+        ),
+        (  # Anthropic
+            "prompt is too long: 210345 tokens > 200000 maximum",
+            "invalid_request_error",
+            None,
+            200000,
+            210345,
+        ),
+        (  # llama.cpp's server
+            "the request exceeds the available context size, try increasing it",
+            "exceed_context_size_error",
+            {
+                "error": {
+                    "code": 400,
+                    "n_prompt_tokens": 9000,
+                    "n_ctx": 8192,
+                    "type": "exceed_context_size_error",
+                }
+            },
+            8192,
+            9000,
+        ),
+        ("Too many tokens.", "context_length_exceeded", None, None, None),
+    ],
+)
+def test_refusals_for_length_are_read_in_each_providers_words(
+    message: str, code: str | None, body: Any, window: int | None, prompt: int | None
+) -> None:
+    refusal = context_refusal(message, code, body)
+    assert refusal is not None
+    assert (refusal.window, refusal.prompt_tokens) == (window, prompt)
+
+
+def test_other_errors_are_not_refusals_for_length() -> None:
+    assert context_refusal("Invalid value for 'temperature'", "invalid_request_error") is None
+
+
+def test_the_window_comes_from_the_settings_or_the_table() -> None:
+    settings = ModelSettings.model_validate(
+        {"name": "openai-compatible:qwen3", "context_window": 8192, "compact_at": 0.7}
+    )
+    model = resolve_model(settings.name, base_url="http://127.0.0.1:9/v1", **settings.options())
+    known = context_window(model)
+    assert known is not None and (known.tokens, known.source) == (8192, "setting")
+    assert Agent(model).compact_at == 0.7
+    assert known_window("anthropic:claude-sonnet-4-5-20250929") == 200_000
+    assert known_window("openai:gpt-4o-mini") == known_window("openai:gpt-4o") == 128_000
+    assert known_window("openai-compatible:gpt-4o") is None  # a local server's own name
+    with pytest.raises(ValueError, match="compact_at"):
+        ModelSettings.model_validate({"name": "openai-compatible:x", "compact_at": 1.5})
+
+
+async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 12)
+    model = ScriptedModel({"*": [*reads(12), {"content": "done"}]}, context_window=WINDOW)
+    path = tmp_path / "t.jsonl"
+    await Agent(model, [reader(tmp_path / "notes")], trace=path).run("Read.")
+    events = read_trace(path)
+    done = compactions(events)
+
+    lines = io.StringIO()
+    progress = PlainProgress(lines)
+    for event in events:
+        progress(event)
+    shown = [line for line in lines.getvalue().splitlines() if "compacted" in line]
+    assert len(shown) == len(done)
+    first = done[0]
+    assert (
+        f"agent: compacted {len(first['replaced'])} tool results, "
+        f"{first['tokens_before']:,} -> {first['tokens_after']:,} tokens of a 4,096-token window"
+    ) in shown[0]
+    report = collect(events)
+    (run,) = report.agents.values()
+    assert run.compactions == len(done)
+    assert [b.kind for b in run.bars].count("compact") == len(done)
+
+
+@pytest.mark.parametrize(
+    ("pages", "window"),
+    [
+        ({"/v1/models": {"data": [{"id": "small", "max_model_len": 3000}]}}, 3000),  # vLLM
+        ({"/props": {"default_generation_settings": {"n_ctx": 3000}}}, 3000),  # llama.cpp
+        ({"/v1/models": {"data": [{"id": "small", "owned_by": "me"}]}}, None),  # says nothing
+    ],
+)
+async def test_a_local_server_is_asked_for_its_window(
+    tmp_path: Path, pages: dict[str, Any], window: int | None
+) -> None:
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    with ProviderServer(script, refuse=too_long(3000, scale=1.0), pages=pages) as server:
+        model = resolve_model("openai-compatible:small", base_url=server.openai_url)
+        path = tmp_path / "t.jsonl"
+        agent = Agent(model, [reader(tmp_path / "notes")], max_output_tokens=1024, trace=path)
+        result = await agent.run("Read every note.")
+        bodies = server.bodies()
+        asked = list(server.gets)
+        # Asked once per endpoint and model: a second agent does not ask again.
+        await Agent(model, name="again", max_steps=1).run("Say hello.")
+        assert server.gets == asked and asked
+
+    assert result.status == "completed"
+    events = read_trace(path)
+    refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
+    done = compactions(events)
+    if window is None:  # learned from the refusal instead
+        assert refused >= 1 and done[0]["window_source"] == "refusal"
+    else:
+        assert refused == 0 and done and done[0]["window_source"] == "server"
+        assert "read_compacted" in [t["function"]["name"] for t in bodies[0]["tools"]]
+
+
+async def test_anthropics_refusal_teaches_a_window_below_the_tables(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 4)
+    script = {"*": [*reads(4), {"content": "read them all"}]}
+    refusals: list[int] = []
+
+    def refuse(body: Mapping[str, Any]) -> Any:
+        if len(body["messages"]) < 8 or refusals:
+            return None
+        refusals.append(len(body["messages"]))
+        message = "prompt is too long: 5200 tokens > 3000 maximum"
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+    with ProviderServer(script, refuse=refuse) as server:
+        model = resolve_model(
+            "anthropic:claude-sonnet-4-5", base_url=server.url, api_key="sk-test-000000000"
+        )
+        assert context_window(model) == KnownWindow(200_000, "known model")
+        path = tmp_path / "t.jsonl"
+        result = await Agent(model, [reader(tmp_path / "notes")], trace=path).run("Read.")
+        bodies = server.bodies()
+
+    assert result.status == "completed" and refusals
+    (done,) = compactions(read_trace(path))
+    assert (done["window"], done["window_source"]) == (3000, "refusal")
+    # Sent again compacted, asking no more than the window leaves in the provider's measure.
+    again = bodies[bodies.index(next(b for b in bodies if len(b["messages"]) == refusals[0])) + 1]
+    assert again["max_tokens"] <= 3000 - 5200 * done["tokens_after"] / done["tokens_before"]
+    check_pairing(result.messages)
+
+
+async def test_the_model_keeps_notes_on_what_is_cut_one_set_at_a_time(tmp_path: Path) -> None:
+    notes = write_notes(tmp_path / "notes", 16)
+    script = {
+        "agent": [*reads(16), {"content": "read them all"}],
+        "*": [{"content": f"notes {n}: note{n} says w{n}x0"} for n in range(1, 20)],
+    }
+    model = ScriptedModel(script, context_window=WINDOW)
+    path = tmp_path / "t.jsonl"
+    budget = TokenBudget(1_000_000)
+    agent = Agent(model, [reader(tmp_path / "notes")], trace=path, summarize=True, budget=budget)
+    result = await agent.run("Read every note.")
+
+    assert result.status == "completed"
+    assert max(requested(r) for r in model.requests) <= WINDOW
+    events = read_trace(path)
+    done = compactions(events)
+    assert len(done) >= 3
+    writers = [r for r in model.requests if r.agent != "agent"]
+    assert [e["summary_agent"] for e in done] == [r.agent for r in writers]
+    assert all(e["summary_agent"].startswith("agent/summary-") for e in done)
+    # The writer read the results being cut, and the notes kept so far.
+    first_cut = done[0]["replaced"][0]["index"]
+    assert notes[(first_cut - 2) // 2].read_text() in writers[0].messages[-1].content
+    assert "notes 1: note1" in writers[1].messages[-1].content
+    # One set of notes at a time, in the newest stub; the ones before are plain stubs again.
+    kept = [m for m in result.messages if "[notes on the results" in (m.content or "")]
+    assert len(kept) == 1 and kept[0].content.endswith(
+        f"notes {len(done)}: note{len(done)} says w{len(done)}x0"
+    )
+    check_pairing(result.messages)
+    assert rebuild_conversations(path)["agent"] == result.messages
+    # The notes were charged to the budget like any call, and count in the run's usage.
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert budget.used == sum(e["usage"]["total_tokens"] for e in calls)
+    assert result.total_usage.total_tokens == budget.used
+    # What a resumed run could read back of a stub that once carried notes is the result it
+    # replaced, not the notes.
+    carried = done[0]["replaced"][-1]["index"]
+    record = load_checkpoint(path).agents["agent"]
+    assert record.compacted[carried] == notes[(carried - 2) // 2].read_text()
+
+
+async def test_a_child_fits_the_window_of_its_own_model(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 10)
+    fork = {"name": "fork", "arguments": {"tasks": [{"id": "a", "agent": "reader", "task": "x"}]}}
+    parent = ScriptedModel(
+        {"planner": [{"tool_calls": [fork]}, *reads(10), {"content": "done"}]},
+        context_window=WINDOW,
+    )
+    child = ScriptedModel(
+        {"planner/a": [*reads(10), {"content": "child done"}]},
+        context_window=2048,
+        name="scripted:small",
+    )
+    definition = SubagentDef(name="reader", description="Reads notes.", model="small-model")
+    extension = ForkExtension(
+        SubagentRegistry([definition]),
+        tools=[reader(tmp_path / "notes")],
+        resolve=lambda settings: child,
+    )
+    path = tmp_path / "t.jsonl"
+    planner = Agent(
+        parent,
+        [reader(tmp_path / "notes")],
+        name="planner",
+        extensions=[extension],
+        max_steps=30,
+        trace=path,
+    )
+    result = await planner.run("Fork a reader, then read.")
+
+    assert result.status == "completed" and result.children[0].status == "completed"
+    assert child.requests and max(requested(r) for r in child.requests) <= 2048
+    assert max(requested(r) for r in parent.requests) <= WINDOW
+    events = read_trace(path)
+    assert {e["window"] for e in compactions(events, "planner/a")} == {2048}
+    assert {e["window"] for e in compactions(events, "planner")} == {WINDOW}
+
+
+async def test_a_compacted_run_replays_from_its_trace(tmp_path: Path) -> None:
+    write_notes(tmp_path / "notes", 14)
+    script = {"*": [*reads(14), {"content": "read them all"}]}
+    recorded = tmp_path / "recorded.jsonl"
+    first = await Agent(
+        ScriptedModel(script, context_window=WINDOW),
+        [reader(tmp_path / "notes")],
+        trace=recorded,
+        compact_at=0.7,
+    ).run("Read every note.")
+    assert len(compactions(read_trace(recorded))) >= 2
+
+    replay = resolve_model(f"replay:{recorded}")
+    assert (context_window(replay), Agent(replay).compact_at) == (
+        KnownWindow(WINDOW, "setting"),
+        0.7,
+    )
+    again = await Agent(replay, [reader(tmp_path / "notes")]).run("Read every note.")
+    # Every request matched the recording, stubs and all (a departure fails the run).
+    assert again.status == "completed" and again.messages == first.messages

@@ -1,0 +1,193 @@
+"""The docs say what the code does: checks that catch the next drift between them."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from orchestrator import read_trace
+from orchestrator.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    """Every command and command action (`trace show`), with its parser."""
+    parser = build_parser(None)
+    found: dict[str, argparse.ArgumentParser] = {}
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in sub.choices.items():
+        actions = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+        if actions:
+            found.update({f"{name} {a}": p for a, p in actions[0].choices.items()})
+        else:
+            found[name] = command
+    return found
+
+
+def synopses() -> list[str]:
+    """The first cell of each row of README's command table."""
+    return re.findall(r"^\| `(orchestrator [^|]*(?:\\\|[^|]*)*)` \|", README, re.MULTILINE)
+
+
+def named(option: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
+
+
+@pytest.mark.parametrize("command", sorted(commands()))
+def test_the_readme_command_table_names_every_flag(command: str) -> None:
+    name, _, action = command.partition(" ")
+    rows = [
+        row
+        for row in synopses()
+        if row.split()[1] == name and (not action or re.search(rf"\b{action}\b", row))
+    ]
+    assert rows, f"README's command table has no row for `orchestrator {command}`"
+    text = " ".join(rows)
+    missing = [
+        "/".join(a.option_strings)
+        for a in commands()[command]._actions
+        if a.option_strings
+        and "--help" not in a.option_strings
+        and not any(
+            re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", text) for o in a.option_strings
+        )
+    ]
+    assert not missing, f"`orchestrator {command}` in README lacks {missing}"
+
+
+def test_the_readme_lists_every_core_dependency() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = [re.split(r"[<>=\[; ]", d, maxsplit=1)[0] for d in project["dependencies"]]
+    (line,) = [ln for ln in README.split("\n\n") if ln.startswith("Core dependencies:")]
+    line = " ".join(line.split()).lower()
+    missing = [n for n in names if n.lower() not in line]
+    assert not missing, f"README's core dependencies lack {missing}"
+
+
+def test_the_unknown_field_examples_list_a_steps_fields() -> None:
+    from orchestrator.jobs import Step
+
+    text = (ROOT / "docs" / "job-spec.md").read_text(encoding="utf-8")
+    examples = re.findall(r"unknown field 'depend_on'.*?expected one of: ([a-z_, ]+)", text)
+    assert len(examples) == 2
+    for fields in examples:
+        assert fields.strip().split(", ") == list(Step.model_fields)
+
+
+def test_one_default_for_max_steps_everywhere() -> None:
+    import inspect
+
+    from orchestrator import Agent, Orchestrator
+    from orchestrator.agent import DEFAULT_MAX_STEPS, AgentLoop
+    from orchestrator.jobs import Budget
+
+    defaults = {
+        "Orchestrator": inspect.signature(Orchestrator).parameters["max_steps"].default,
+        "Agent": inspect.signature(Agent).parameters["max_steps"].default,
+        "AgentLoop": inspect.signature(AgentLoop).parameters["max_steps"].default,
+        "a job's budget": Budget().max_steps,
+    }
+    assert set(defaults.values()) == {DEFAULT_MAX_STEPS}, defaults
+    assert f"max_steps={DEFAULT_MAX_STEPS}," in README
+
+
+def test_given_skill_folders_come_before_the_built_ins_as_the_docs_say(tmp_path: Path) -> None:
+    from orchestrator import Orchestrator
+    from orchestrator.models import ScriptedModel
+
+    (tmp_path / "mine" / "notes").mkdir(parents=True)
+    (tmp_path / "mine" / "notes" / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Keep notes.\n---\nWrite notes.\n"
+    )
+    model = ScriptedModel({"*": []})
+    both = Orchestrator(model, skills=[tmp_path / "mine"]).catalog.names
+    alone = Orchestrator(model, skills=[tmp_path / "mine"], builtin=False).catalog.names
+    assert "notes" in both and "files" in both
+    assert alone == ["notes"]
+    text = (ROOT / "docs" / "skills.md").read_text(encoding="utf-8")
+    assert "search the folders they are given, then the built-in skills" in text
+
+
+def test_every_flag_the_package_names_in_a_message_exists() -> None:
+    flags = {
+        option
+        for parser in [build_parser(None), *commands().values()]
+        for action in parser._actions
+        for option in action.option_strings
+    }
+    # Flags of other programs, and the mistyped ones the parser's docs show as examples.
+    others = {"--repository", "--interrupt", "--sett", "--mod"}
+    named: dict[str, set[str]] = {}
+    for path in (ROOT / "orchestrator").rglob("*.py"):
+        for flag in re.findall(r"[\"' (`]\s?(--[a-z][a-z-]+)", path.read_text(encoding="utf-8")):
+            named.setdefault(flag, set()).add(path.relative_to(ROOT).as_posix())
+    unknown = {flag: where for flag, where in named.items() if flag not in flags | others}
+    assert not unknown, f"messages name flags no command has: {unknown}"
+
+
+def test_the_readmes_sample_run_looks_like_a_real_one(tmp_path: Path) -> None:
+    from test_examples import run_example
+
+    result, _ = run_example(tmp_path, "quickstart")
+    (summary,) = re.findall(r"job quickstart: completed in [\d.]+s, ([\d,]+) tokens", README)
+    (shown_trace,) = re.findall(r"^trace: (\S+)$", README, re.MULTILINE)
+    # The token count depends a little on where the clone lies (paths reach the prompts).
+    assert abs(int(summary.replace(",", "")) - result["usage"]["total_tokens"]) < 100
+    run_id = read_trace(tmp_path / "trace.jsonl")[0]["run"]
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id)
+    assert re.fullmatch(
+        r"\.orchestrator/runs/\d{8}-\d{6}-[0-9a-f]{6}-quickstart\.jsonl", shown_trace
+    )
+
+
+def test_the_embed_recipe_runs_as_the_readme_shows_it(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    folder = ROOT / "examples" / "embed"
+    script = (folder / "embed.py").read_text(encoding="utf-8")
+    skill = (folder / "skills" / "greeting" / "SKILL.md").read_text(encoding="utf-8")
+    assert f"```python\n{script}```" in README
+    assert f"```markdown\n{skill}```" in README
+
+    shutil.copytree(folder, tmp_path / "embed")
+    done = subprocess.run(
+        [sys.executable, "embed.py"],
+        cwd=tmp_path / "embed",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "Ada is on the pro plan; her welcome note is ready.",
+        "welcome: Welcome aboard, Ada! Your pro plan is ready for you!",
+    ]
+    assert done.stderr == ""
+
+
+def test_the_embed_recipes_sub_agent_really_loads_the_skill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runpy
+    import shutil
+
+    shutil.copytree(ROOT / "examples" / "embed", tmp_path / "embed")
+    monkeypatch.chdir(tmp_path / "embed")
+    result = runpy.run_path("embed.py")["result"]
+
+    (welcome,) = result.children
+    loaded = [m for m in welcome.run.messages if m.role == "tool" and m.name == "load_skill"]
+    assert len(loaded) == 1 and not loaded[0].is_error
+    assert "Never promise a discount." in (loaded[0].content or "")
+    (plan,) = [m for m in result.messages if m.role == "tool" and m.name == "customer_plan"]
+    assert plan.content == "pro"
+    assert not result.refused_by_agent()
