@@ -8,6 +8,8 @@ U+FFFD, so no trace line, output or terminal write can fail on it later.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal, overload
 
@@ -235,3 +237,12 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     parameters: dict[str, Any]
+
+
+def tools_digest(tools: Sequence[ToolSpec]) -> str:
+    """A short digest of a request's tool schemas: two requests with the same tools array
+    have the same one (a replay tells a changed schema by it)."""
+    text = json.dumps(
+        [spec.model_dump(mode="json") for spec in tools], sort_keys=True, ensure_ascii=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

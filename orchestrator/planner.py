@@ -43,7 +43,8 @@ from .models import (
 from .models.prices import STANDARD_PRICES, Price, with_price
 from .security import Permissions
 from .security.secrets import secrets_from_environment
-from .skills import Agent, SkillCatalog
+from .skills import Agent, SkillCatalog, SkillsExtension
+from .skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from .skills.preload import refused_code, warn_refused_code
 from .tasks import (
     ForkExtension,
@@ -75,6 +76,9 @@ class Orchestrator:
     `tools` are the planner's own (functions marked `@tool`), beside its skills and `fork`.
     `approve` decides calls the permissions mark `ask`; without it they are denied.
     `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
+    `disclosure` is how every agent's skills' tools reach the model: `progressive` (loaded on
+    demand), `eager` (all in the tools array from the first request) or `auto` (eager while
+    their schemas fit in `eager_tokens`); see docs/skills.md.
     `on_background_answer`: what becomes of background tasks (`fork(..., wait=false)`) still
     running when their agent answers: `wait` for them and let it answer again with their
     results, or `cancel` them (docs/background.md).
@@ -102,6 +106,8 @@ class Orchestrator:
         environ: Mapping[str, str] | None = None,
         approve: Approver | None = None,
         executor: RemoteExecutor | None = None,
+        disclosure: Disclosure = DEFAULT_DISCLOSURE,
+        eager_tokens: int = DEFAULT_EAGER_TOKENS,
         on_background_answer: Literal["wait", "cancel"] = "wait",
     ) -> None:
         given = {
@@ -123,6 +129,8 @@ class Orchestrator:
             "environ": environ,
             "approve": approve,
             "executor": executor,
+            "disclosure": disclosure,
+            "eager_tokens": eager_tokens,
             "on_background_answer": on_background_answer,
         }
         self.remake: Remake = (Orchestrator, (model,), given)
@@ -154,6 +162,8 @@ class Orchestrator:
         warn_refused_code(self.catalog, self.permissions)
         self.trace = trace
         self.system = system or PLANNER_PROMPT
+        self.disclosure: Disclosure = disclosure
+        self.eager_tokens = eager_tokens
         self.fork = ForkExtension(
             self.subagents,
             skills=self.catalog,
@@ -162,6 +172,8 @@ class Orchestrator:
                 max_depth=max_depth,
                 output_cap_tokens=output_cap_tokens,
                 default_max_steps=max_steps,
+                disclosure=disclosure,
+                eager_tokens=eager_tokens,
                 on_answer=on_background_answer,
             ),
             resolve=self.resolve,
@@ -192,6 +204,7 @@ class Orchestrator:
             "max_parallel": job.budget.max_parallel,
             "trace": job.trace,
             "executor": executor_for(job),
+            "disclosure": job.disclosure,
         }
         settings.update(overrides)
         # What the spec names and the folders it searches stay read-only, whatever
@@ -283,7 +296,9 @@ class Orchestrator:
             budget=budget if budget is not None else self.new_budget(),
             trace=trace,
             permissions=self.permissions,
-            skills=self.catalog,
+            skills=SkillsExtension(
+                self.catalog, disclosure=self.disclosure, eager_tokens=self.eager_tokens
+            ),
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
             approve=self.approve,

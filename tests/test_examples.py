@@ -139,3 +139,37 @@ def test_examples_validate(name: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"ok: {name}")
+
+
+EVALS = {
+    # eval file: (variant, passed/runs as the table prints it), in the table's order
+    "skill-ab": [("with-skill", "4/4 100%"), ("without-skill", "2/4 50%")],
+    "disclosure": [
+        ("disclosure=progressive", "2/2 100%"),
+        ("disclosure=eager", "2/2 100%"),
+        ("disclosure=auto", "2/2 100%"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVALS))
+def test_every_example_eval_runs_offline(tmp_path: Path, name: str) -> None:
+    found = [p.name.removesuffix(".eval.yaml") for p in (EXAMPLES / "evals").glob("*.eval.yaml")]
+    assert sorted(found) == sorted(EVALS)
+    path = EXAMPLES / "evals" / f"{name}.eval.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "eval", str(path), "--out", str(tmp_path / "out")]
+        + ["-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[2:]
+    for (variant, passed), row in zip(EVALS[name], rows, strict=False):
+        assert row.split()[0] == variant and passed in row, done.stdout
+    # The runs worked in copies: the example's own workspace is left as it was.
+    assert sorted(p.name for p in (EXAMPLES / "evals" / "word-count" / "work").iterdir()) == [
+        ".gitkeep"
+    ]

@@ -105,8 +105,10 @@ def test_a_request_that_departs_from_the_recording_fails_clearly(recorded: Path)
     assert done.returncode == 3
     read = json.loads(done.stdout)["steps"][0]
     assert read["status"] == "error"
-    assert "agent 'read', turn 3: message 6 departs from the recording" in read["reason"]
-    assert "Ship on Friday" in read["reason"] and "Ship on Monday" in read["reason"]
+    assert "agent 'read', turn 3: message 6 (tool) departs from the recording" in read["reason"]
+    # Where the text first differs, and both sides from there.
+    assert "differs from character 9 (line 1)" in read["reason"]
+    assert 'recorded "Ship on Friday.\\n", got "Ship on Monday.\\n"' in read["reason"]
 
 
 def test_replay_in_a_test_of_your_own(recorded: Path, tmp_path: Path) -> None:

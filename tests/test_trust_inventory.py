@@ -50,6 +50,7 @@ EXISTING: dict[str, list[str]] = {
     "MCP configuration": ["skills/notes/.mcp.json", "tools/mcp.json"],
     "trace": [".orchestrator/runs/earlier.jsonl"],
     "batch results": ["rows.results.jsonl"],
+    "eval": ["checks/skill-ab.eval.yaml"],
     "version control": [".git/hooks/pre-commit"],
 }
 MISSING: dict[str, list[str]] = {
@@ -62,6 +63,7 @@ MISSING: dict[str, list[str]] = {
     "MCP configuration": [".mcp.json", "deep/mcp.json"],
     "trace": [".orchestrator/runs/forged.jsonl"],
     "batch results": ["later.results.jsonl"],
+    "eval": ["new.eval.yml"],
     "version control": [".git/config"],
 }
 ORIGINAL = "original: content\n"

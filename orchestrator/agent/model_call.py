@@ -41,7 +41,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from ..errors import ModelError
-from ..messages import Message, ToolSpec, Usage
+from ..messages import Message, ToolSpec, Usage, tools_digest
 from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
 from ..models.prices import price_of, unpriced
 from ..tokens import TokenCounter
@@ -132,6 +132,8 @@ async def call_model(
             response_model=response.extra.get("model"),
             response_id=response.extra.get("id"),
             tool_choice=choice_name(request),
+            tools=[spec.name for spec in request.tools],
+            tools_digest=tools_digest(request.tools),
             input_estimate=input_tokens,
             usage=usage.record(),
             reported=response.usage is not None and charged.doubt is None,

@@ -37,6 +37,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("init", "init", "create a job folder that runs at once, offline"),
     Command("run", "run", "run a job spec"),
     Command("run-batch", "batch", "run a job once per input row (CSV or JSONL)"),
+    Command("eval", "evaluate", "run a job's cases in variants side by side, and score them"),
     Command("validate", "jobs", "check a job spec without running anything"),
     Command("ask", "ask", "run the planner on one goal, without a job file"),
     Command("resume", "resume", "go on with a killed or interrupted job run, from its trace"),

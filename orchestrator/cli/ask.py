@@ -28,6 +28,7 @@ from ..models import DEFAULT_ALIAS, ModelAliases, ModelSettings, user_alias_file
 from ..planner import Orchestrator
 from ..security import Permissions, SecretMask
 from ..security.inventory import configuration_in, default_workspace
+from ..skills.disclosure import DEFAULT_DISCLOSURE
 from ..skills.discovery import discover
 from ..trace import Trace, new_run_id
 from .jobs import (
@@ -36,6 +37,7 @@ from .jobs import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SPEC_ERROR,
+    add_disclosure_argument,
     add_model_arguments,
     config_error,
 )
@@ -91,6 +93,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     ask.add_argument("--trace", type=Path, help="where to write the JSONL trace")
     ask.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_disclosure_argument(ask, "default: progressive")
     ask.set_defaults(handler=ask_command)
 
 
@@ -172,6 +175,7 @@ def _orchestrator(args: argparse.Namespace) -> Orchestrator:
         aliases=aliases,
         environ=environ,
         permissions=Permissions(workspace=workspace.resolve()).protecting(folders.protected),
+        disclosure=args.disclosure or DEFAULT_DISCLOSURE,
     )
 
 

@@ -25,7 +25,14 @@ from ..planner import Orchestrator, executor_for
 from ..trace import Trace, new_run_id
 from ..trace.summary import plural
 from .executors import add_executor_arguments, with_executor
-from .jobs import EXIT_FAILED_STEP, EXIT_OK, EXIT_SPEC_ERROR, add_job_arguments, config_error
+from .jobs import (
+    EXIT_FAILED_STEP,
+    EXIT_OK,
+    EXIT_SPEC_ERROR,
+    add_job_arguments,
+    config_error,
+    with_disclosure,
+)
 from .run import DEFAULT_TRACE_DIR, refusal_lines
 
 
@@ -113,7 +120,7 @@ class BatchRun:
             inputs={**self.sets, **inputs},
             user_skills=self.args.user_skills,
         )
-        return with_executor(job, self.args)
+        return with_executor(with_disclosure(job, self.args), self.args)
 
     def _budget(self, job: Job) -> TokenBudget | None:
         tokens, cost = self.args.max_tokens, self.args.max_cost_usd

@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..jobs import Job, SpecError, load_job, parse_model_options, parse_set_options
 from ..jobs.preflight import Preflight, preflight_job
 from ..models import MissingSettingError
+from ..skills.disclosure import DISCLOSURES
 from ..trace.summary import plural
 
 EXIT_OK = 0
@@ -58,6 +59,17 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="also search the home folders (~/.claude/skills, ~/.agents/skills, "
         "~/.claude/agents, ~/.codex/agents) after the job's own",
     )
+    add_disclosure_argument(parser, "default: the spec's `disclosure`, else progressive")
+
+
+def add_disclosure_argument(parser: argparse.ArgumentParser, default: str) -> None:
+    """`--disclosure progressive|eager|auto`: how skills' tools reach the model."""
+    parser.add_argument(
+        "--disclosure",
+        choices=DISCLOSURES,
+        help="how skills' tools reach the model: loaded on demand (progressive), all from the "
+        f"first request (eager), or eager while their schemas are small (auto); {default}",
+    )
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, model_help: str) -> None:
@@ -96,7 +108,7 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
     """The job named on the command line, with its --set and --model overrides, its agents
     checked against the sub-agents it can see."""
     from_stdin = args.job == "-"
-    return load_job(
+    job = load_job(
         STDIN_SPEC if from_stdin else args.job,
         text=sys.stdin.read() if from_stdin else None,
         model=args.model,
@@ -105,6 +117,14 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
         user_skills=args.user_skills,
         **overrides,
     )
+    return with_disclosure(job, args)
+
+
+def with_disclosure(job: Job, args: argparse.Namespace) -> Job:
+    """`job` with the disclosure the command line asks for, if it asks for one."""
+    if getattr(args, "disclosure", None) is None:
+        return job
+    return job.model_copy(update={"disclosure": args.disclosure})
 
 
 def validate_command(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Usage
 from ..models import ScriptedModel
+from ..skills.disclosure import DISCLOSURES
 from ..tasks import restored_children
 from ..trace import Checkpoint, load_checkpoint
 from ..trace.lock import is_locked
@@ -96,6 +97,9 @@ def prepare_resume(
     job = load_job(
         spec, model=model, model_options=model_options, inputs=inputs, user_skills=user_skills
     )
+    recorded = record.get("disclosure")  # as the run had it: the spec's, or --disclosure
+    if isinstance(recorded, str) and recorded in DISCLOSURES and recorded != job.disclosure:
+        job = job.model_copy(update={"disclosure": recorded})
     if not force:
         overridden = model is not None or bool(model_options)
         _require_same_settings(path, record, job, overridden=overridden)

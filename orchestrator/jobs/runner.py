@@ -237,8 +237,8 @@ def spec_digest(path: str | Path) -> str:
 
 def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
     """The fields `job_start` adds for `resume`: spec, spec_sha256, inputs, model,
-    model_options, user_skills (when set) and output_step. No key is among them: settings
-    name the variable that holds one (`api_key_env`), never its value."""
+    model_options, permissions, disclosure, user_skills (when set) and output_step. No key is
+    among them: settings name the variable that holds one (`api_key_env`), never its value."""
     source = job.source
     spec = str(Path(source).resolve()) if source is not None else None
     digest = spec_digest(source) if source is not None and Path(source).is_file() else None
@@ -249,6 +249,7 @@ def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
         "model": job.model.name,
         "model_options": job.model.options(),
         "permissions": permissions_record(job),
+        "disclosure": job.disclosure,
         **({"user_skills": True} if user_skills else {}),
         "output_step": job.output_step,
     }

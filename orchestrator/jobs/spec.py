@@ -39,6 +39,7 @@ from ..models import INHERIT, ModelAliases, ModelSettings
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE
+from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
 from ..skills.servers import ServerConfig
 from ..tasks import GENERAL, GraphError, RemoteAgent, SubagentDef, build_graph, suggest
 from ..tasks.subagent_files import NAME as AGENT_NAME
@@ -286,6 +287,10 @@ class Job(BaseModel):
     prices: dict[str, Price] | Location = Field(default_factory=dict)
     """Model prices over the built-in table (`provider:model: {input, output, cached_input,
     cache_write}`, US dollars per million tokens), or a YAML/JSON file of them."""
+    disclosure: Disclosure = DEFAULT_DISCLOSURE
+    """How skills' tools reach the model: `progressive` (each skill's tools when it is
+    loaded), `eager` (every skill's tools from the first request) or `auto` (eager while their
+    schemas fit in 4,000 tokens); docs/skills.md."""
     mcp_servers: dict[Name, SpecServer] = Field(default_factory=dict)
     """MCP servers, as in `.mcp.json`'s `mcpServers`; each becomes a skill of its own, named
     as the server (docs/skills.md). Nothing starts until that skill is loaded."""

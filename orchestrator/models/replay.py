@@ -6,10 +6,15 @@ A run against a real provider records, for every agent, each request's conversat
 (the request's turn is the number of assistant messages already in its conversation, so a
 resumed replay picks up where it was). A request that departs from the recording (another
 agent, a turn past the recorded ones, a conversation that differs from what was recorded up to
-that turn) raises `ReplayMismatch`, which names the agent, the turn and the first difference.
+that turn, or a tools array that differs from the one recorded: another tool, or a changed
+schema) raises `ReplayMismatch`, which names the agent, the turn and the first difference.
 The recorded usage is reported as the provider's, so budgets and fork observations come out
 the same as in the recorded run. An answer's text goes to the request's `on_text` whole, as the
 scripted model does, so a streamed run (`run --stream`) shows it.
+
+A recording made in another folder replays here with `paths`, the recorded folders and where
+they are now: each is replaced in the recorded messages (texts and tool-call arguments) before
+they are compared and answered.
 
 A recording of agents that compacted their conversations (docs/context-window.md) replays
 with the window and threshold of its first `compact` event (`context_window`, `compact_at`),
@@ -24,12 +29,14 @@ not above it (docs/architecture.md).
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ModelError
-from ..messages import Message, Usage
+from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
 from .base import ModelRequest, ModelResponse
 
@@ -46,6 +53,9 @@ class RecordedTurn:
     usage: Usage | None = None
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    tools: list[str] | None = None
+    """The names in the request's tools array, when the recording kept them."""
+    tools_digest: str | None = None
 
 
 @dataclass
@@ -76,11 +86,19 @@ class ReplayModel:
     """Answers every agent with the responses recorded in a trace (see the module doc).
 
     `check=False` matches by agent path and turn alone, without comparing conversations.
+    `paths` maps folders named in the recording to the folders that stand for them now.
     """
 
-    def __init__(self, trace: str | Path, *, check: bool = True, name: str | None = None) -> None:
+    def __init__(
+        self,
+        trace: str | Path,
+        *,
+        check: bool = True,
+        name: str | None = None,
+        paths: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = Path(trace)
-        self.agents, first_compaction = load_recording(self.path)
+        self.agents, first_compaction = load_recording(self.path, paths)
         window, compact_at = first_compaction.get("window"), first_compaction.get("compact_at")
         self.context_window = window if isinstance(window, int) else None
         self.compact_at = compact_at if isinstance(compact_at, float | int) else None
@@ -104,9 +122,10 @@ class ReplayModel:
                 f"replay: agent {request.agent!r} asked for turn {turn + 1}, but the recording "
                 f"{self.path} has {len(agent.turns)}"
             )
-        if self.check:
-            self._compare(request, agent.prefix(turn), turn)
         recorded = agent.turns[turn]
+        if self.check:  # in the order providers read a request: tools, then messages
+            self._compare_tools(request, recorded, turn)
+            self._compare(request, agent.prefix(turn), turn)
         if not recorded.message.tool_calls:  # an answer: shown as it is "written" (--stream)
             request.text(recorded.message.content)
         return ModelResponse(
@@ -122,12 +141,37 @@ class ReplayModel:
             if got != want:
                 raise ReplayMismatch(
                     f"replay: agent {request.agent!r}, turn {turn + 1}: message {index + 1} "
-                    f"departs from the recording: recorded {_show(want)}, got {_show(got)}"
+                    f"({want.role}) departs from the recording: {difference(want, got)}"
                 )
         if len(sent) != len(recorded):
             raise ReplayMismatch(
                 f"replay: agent {request.agent!r}, turn {turn + 1}: the request has "
                 f"{len(sent)} messages, the recording {len(recorded)}"
+            )
+
+    def _compare_tools(self, request: ModelRequest, recorded: RecordedTurn, turn: int) -> None:
+        if recorded.tools is None:
+            return  # recorded before traces kept the tools array
+        sent = [spec.name for spec in request.tools]
+        where = f"replay: agent {request.agent!r}, turn {turn + 1}: the tools array"
+        if sent != recorded.tools:
+            added = [n for n in sent if n not in recorded.tools]
+            gone = [n for n in recorded.tools if n not in sent]
+            change = "; ".join(
+                part
+                for part in (
+                    f"sent now but not recorded: {', '.join(added)}" if added else "",
+                    f"recorded but not sent now: {', '.join(gone)}" if gone else "",
+                )
+                if part
+            )
+            raise ReplayMismatch(f"{where} differs from the recording ({change or 'reordered'})")
+        if (
+            recorded.tools_digest is not None
+            and tools_digest(request.tools) != recorded.tools_digest
+        ):
+            raise ReplayMismatch(
+                f"{where} has the recorded tools, but a description or parameter schema changed"
             )
 
     def _masked(self, message: Message) -> Message:
@@ -137,19 +181,22 @@ class ReplayModel:
         return message.model_copy(update={"content": self._mask(message.content)})
 
 
-def load_recording(path: Path) -> tuple[dict[str, RecordedAgent], dict[str, Any]]:
+def load_recording(
+    path: Path, paths: Mapping[str, str] | None = None
+) -> tuple[dict[str, RecordedAgent], dict[str, Any]]:
     """Every agent's conversation and responses in a trace file, and its first `compact`
-    event ({} when there is none)."""
+    event ({} when there is none); `paths`: recorded folders and where they are now."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the recording {path}: {exc.strerror}") from None
     agents: dict[str, RecordedAgent] = {}
+    moves = {old: new for old, new in (paths or {}).items() if old}
     first: dict[str, Any] = {}
     for line in raw.splitlines():
         event = _event(line)
         if event is not None:
-            _fold(agents.setdefault(event["agent"], RecordedAgent()), event)
+            _fold(agents.setdefault(event["agent"], RecordedAgent()), event, moves)
             if event["type"] == "compact" and not first:
                 first = event
     if not any(a.turns for a in agents.values()):
@@ -157,7 +204,7 @@ def load_recording(path: Path) -> tuple[dict[str, RecordedAgent], dict[str, Any]
     return agents, first
 
 
-def _fold(agent: RecordedAgent, event: dict[str, Any]) -> None:
+def _fold(agent: RecordedAgent, event: dict[str, Any], moves: Mapping[str, str]) -> None:
     kind = event["type"]
     if kind == "run_start" and event.get("resumed"):
         kept = event.get("kept")
@@ -166,7 +213,7 @@ def _fold(agent: RecordedAgent, event: dict[str, Any]) -> None:
     elif kind == "model_call":
         agent.pending = event
     elif kind == "message":
-        message = Message.model_validate(event["message"])
+        message = _moved(Message.model_validate(event["message"]), moves)
         if message.role == "assistant" and agent.compacted:
             agent.sent.append(list(agent.conversation))
         agent.conversation.append(message)
@@ -195,6 +242,21 @@ def _compact(agent: RecordedAgent, event: dict[str, Any]) -> None:
                 agent.conversation[index] = message.model_copy(update={"content": stub})
 
 
+def _moved(message: Message, moves: Mapping[str, str]) -> Message:
+    """`message` with each recorded folder in its texts replaced by where it is now, in one
+    pass, the longest first (a folder inside another moves with its own entry)."""
+    if all(old == new for old, new in moves.items()):
+        return message
+    pattern = re.compile("|".join(re.escape(old) for old in sorted(moves, key=len, reverse=True)))
+
+    def move(text: str) -> str:
+        return pattern.sub(lambda match: moves[match[0]], text)
+
+    calls = tuple(c.model_copy(update={"arguments": move(c.arguments)}) for c in message.tool_calls)
+    content = move(message.content) if message.content else message.content
+    return message.model_copy(update={"content": content, "tool_calls": calls})
+
+
 def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
     usage = call.get("usage")
     return RecordedTurn(
@@ -202,6 +264,8 @@ def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
         usage=Usage.model_validate(usage) if isinstance(usage, dict) else None,
         finish_reason=call.get("finish_reason"),
         extra={"model": call.get("response_model"), "id": call.get("response_id")},
+        tools=[str(n) for n in tools] if isinstance(tools := call.get("tools"), list) else None,
+        tools_digest=digest if isinstance(digest := call.get("tools_digest"), str) else None,
     )
 
 
@@ -214,6 +278,36 @@ def _event(line: bytes) -> dict[str, Any] | None:
         return None
     kinds = ("run_start", "model_call", "message", "compact")
     return value if value.get("type") in kinds else None
+
+
+def difference(recorded: Message, sent: Message) -> str:
+    """How `sent` differs from `recorded`, first difference first: the role, the calls, or
+    the text around the first character that differs."""
+    if recorded.role != sent.role:
+        return f"recorded a {recorded.role} message, got a {sent.role} message"
+    if recorded.tool_calls != sent.tool_calls:
+        return f"recorded the calls {_calls(recorded)}, got {_calls(sent)}"
+    want, got = recorded.content or "", sent.content or ""
+    if want != got:
+        at = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), None)
+        at = min(len(want), len(got)) if at is None else at
+        start = max(0, at - 30)
+        line = want.count("\n", 0, at) + 1
+        return (
+            f"its text differs from character {at + 1} (line {line}): recorded "
+            f"{_excerpt(want, start)}, got {_excerpt(got, start)}"
+        )
+    return f"recorded {_show(recorded)}, got {_show(sent)}"
+
+
+def _excerpt(text: str, start: int, width: int = 80) -> str:
+    part = text[start : start + width]
+    shown = json.dumps(part, ensure_ascii=False)
+    return f"...{shown}" if start else shown
+
+
+def _calls(message: Message) -> str:
+    return ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls) or "none"
 
 
 def _show(message: Message) -> str:

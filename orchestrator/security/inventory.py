@@ -161,6 +161,19 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
+        "eval",
+        "an eval's cases, the runs it has done and the recordings it replays",
+        file_names=("*.eval.yaml", "*.eval.yml"),
+        named_by_run=True,
+        readers=(
+            "orchestrator.eval.loading:read_cases",
+            "orchestrator.eval.runner:EvalRunner._sidecar",
+            "orchestrator.eval.runner:EvalRunner._write",
+            "orchestrator.eval.runner:finished_keys",
+            "orchestrator.eval.runner:read_lines",
+        ),
+    ),
+    Kind(
         "version control",
         "version control history and hooks, which run on your next commit (.git)",
         folders=(".git",),
@@ -180,6 +193,8 @@ OTHER_READS: Mapping[str, str] = {
     "orchestrator.mcp.connection:_group_in": "the process group a stdio MCP "
     "server's launcher wrote, in a private temporary folder of the run's own",
     "orchestrator.report.page:asset": "the report's own CSS and script, in the package",
+    "orchestrator.eval.scoring:_file": "a file check reads a file of the run's own workspace, "
+    "confined to it, after the run",
     "orchestrator.a2a.served:_read_small": "a file a served run wrote in its workspace, sent "
     "back as an artifact once the run ended (no link followed, nothing outside the workspace)",
     "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",

@@ -8,7 +8,9 @@
   a skill with tools could be loaded. With `stable_tools=False` their schemas are appended
   to the array instead, and the observation lists them by name only. A `context: fork`
   skill runs as a sub-agent instead (through the run's fork extension, `ForkSkill`), and
-  the sub-agent's answer comes back.
+  the sub-agent's answer comes back. With `disclosure="eager"` (or `"auto"` under its
+  threshold), every skill's tools are in the tools array from the first request instead, and
+  `load_skill` gives the instructions (disclosure.py).
 - `read_skill_file(skill, path)` (level 2): a file inside the skill's folder, size-capped.
 - `search_skills(query)`: skills ranked by name, keywords and description, for catalogs
   larger than the index shows.
@@ -38,6 +40,14 @@ from ..tokens import TokenCounter
 from ..trace import AgentRecord
 from .allowed import ToolRule, first_refusal, tool_rule
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
+from .disclosure import (
+    DEFAULT_DISCLOSURE,
+    DEFAULT_EAGER_TOKENS,
+    EAGER_NOTE,
+    Disclosure,
+    DisclosurePlan,
+    plan_disclosure,
+)
 from .files import DEFAULT_MAX_FILE_CHARS, read_file
 from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
@@ -71,6 +81,7 @@ class SkillsExtension:
     forked sub-agent runs (its tools and limits, not its instructions: those are its task).
     `allows` filters the tools loaded skills add (a sub-agent's tool limit). `stable_tools`
     keeps the tools array of every request the same (see the module's docstring).
+    `disclosure` and `eager_tokens` choose how skills' tools reach the model (disclosure.py).
     """
 
     def __init__(
@@ -84,6 +95,8 @@ class SkillsExtension:
         running: str | None = None,
         allows: Callable[[str], bool] | None = None,
         stable_tools: bool = True,
+        disclosure: Disclosure = DEFAULT_DISCLOSURE,
+        eager_tokens: int = DEFAULT_EAGER_TOKENS,
     ) -> None:
         self.catalog = catalog
         self.index_tokens = index_tokens
@@ -93,17 +106,21 @@ class SkillsExtension:
         self.running = running
         self.allows = allows or (lambda _: True)
         self.stable_tools = stable_tools
+        self.disclosure = disclosure
+        self.eager_tokens = eager_tokens
         self.permissions = Permissions()
         self.forker: ForkSkill | None = None
         self._prompt: str | None = None
         self._preloaded: list[Preloaded] | None = None
         self._rules: list[ToolRule] | None = None
+        self._plan: DisclosurePlan | None = None
 
     def configured(self, permissions: Permissions, forker: ForkSkill | None) -> SkillsExtension:
         """This extension for one agent: its permissions (for preloading) and its forker."""
         view = copy.copy(self)
         view.permissions, view.forker = permissions, forker
         view._prompt, view._preloaded, view._rules = None, None, None
+        view._plan = None
         return view
 
     @property
@@ -118,9 +135,28 @@ class SkillsExtension:
             )
         return self._preloaded
 
+    @property
+    def plan(self) -> DisclosurePlan:
+        """How this agent's skills are disclosed: decided once, on first use."""
+        if self._plan is None:
+            self._plan = plan_disclosure(
+                self.disclosure,
+                self.catalog,
+                self.permissions,
+                given={*self._preloaded_names(), *([self.running] if self.running else [])},
+                allows=self.allows,
+                rules=self._static_rules(),
+                eager_tokens=self.eager_tokens,
+                counter=self.counter,
+            )
+        return self._plan
+
     def system_prompt(self) -> str | None:
         if self._prompt is None:
-            parts = [self.catalog.index(self.index_tokens, self.counter), self._preload_text()]
+            index = self.catalog.index(self.index_tokens, self.counter)
+            if index and self.plan.eager:
+                index += "\n" + EAGER_NOTE
+            parts = [index, self._preload_text()]
             self._prompt = "\n\n".join(p for p in parts if p)
         return self._prompt or None
 
@@ -149,11 +185,11 @@ class SkillsExtension:
         ]
         if self.stable_tools and self._loadable_tools():
             meta.append(dispatcher())
-        return meta + [t for item in self.preloaded for t in item.tools]
+        return meta + [t for item in self.preloaded for t in item.tools] + self.plan.tools
 
     def _loadable_tools(self) -> bool:
         """Whether loading a skill could give tools (the dispatcher is then needed)."""
-        given = self._preloaded_names()
+        given = self._preloaded_names() | self.plan.names
         return any(
             info.gives_tools and not info.forks and info.name not in given
             for info in self.catalog
@@ -215,7 +251,9 @@ class SkillsExtension:
         if ctx.trace is not None:
             ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
         shown = [*added, *already]
-        return render_loaded(skill, arguments, rule, shown=shown, schemas=self.stable_tools)
+        # An eager agent holds this skill's tools in its tools array: their names suffice.
+        schemas = self.stable_tools and info.name not in self.plan.names
+        return render_loaded(skill, arguments, rule, shown=shown, schemas=schemas)
 
     async def _read(self, info: SkillInfo, ctx: ToolContext) -> LoadedSkill:
         refusal = untrusted_code(info, ctx.permissions)

@@ -50,6 +50,7 @@ from ..messages import Message
 from ..models import ChatModel, ModelSettings, output_cap, resolve_model
 from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
 from ..skills.allowed import ToolLimit, ToolRule, tool_rule
+from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
 from ..trace.summary import plural
@@ -93,6 +94,9 @@ class ForkSettings:
     dependency_cap_tokens: int = 2_000
     default_max_steps: int = DEFAULT_MAX_STEPS
     max_output_tokens: int = 4_096
+    disclosure: Disclosure = DEFAULT_DISCLOSURE
+    """How sub-agents' skills' tools reach their model (skills/disclosure.py)."""
+    eager_tokens: int = DEFAULT_EAGER_TOKENS
     on_answer: Literal["wait", "cancel"] = "wait"
     """Background tasks still running when the agent answers: wait for them (and let the
     agent answer again with their results), or cancel them."""
@@ -583,6 +587,8 @@ class ForkExtension:
             preload=list(dict.fromkeys(preload)),
             running=running.name if running is not None and running.name in skills else None,
             allows=limit.allows if limit is not None else None,
+            disclosure=self.settings.disclosure,
+            eager_tokens=self.settings.eager_tokens,
         )
 
     def _limit(self, definition: SubagentDef, running: SkillInfo | None) -> ToolLimit | None:

@@ -57,6 +57,8 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "duration_ms": _NUMBER,
         "model": str,
         "finish_reason": str,
+        "tools": list,
+        "tools_digest": str,
     },
     "model_error": {"step": int, "duration_ms": _NUMBER, "error": str, "cancelled": bool},
     "tool_start": {"call_id": str, "name": str, "args": dict},

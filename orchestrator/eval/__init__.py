@@ -1,0 +1,77 @@
+"""Evals: run a job's cases in several variants and compare them (`orchestrator eval`).
+
+    from orchestrator.eval import EvalOptions, load_eval, run_eval_sync
+    result = run_eval_sync(load_eval("my.eval.yaml"), EvalOptions(out=Path("out")))
+    print(render_table(result.summary))
+
+An eval file names a job, its cases (inline, CSV or JSONL), the checks every run is held to
+(output, files, trajectory, limits, a Python function, a model as judge) and the variants
+(model, model settings, skills added or removed, disclosure mode, sub-agents), crossed as a
+matrix if asked. Runs are resumable, can be recorded and replayed offline call for call, and a
+replay that departs from its recording says where. An optional part of the package: it uses
+the core (and the HTML report for its page), and the core never imports it. See docs/eval.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .loading import LoadedEval, load_eval
+from .recorded import EvalCase, eval_cases
+from .runner import EvalOptions, EvalProgress, EvalRunner, read_lines
+from .scoring import RunRecord, Score
+from .spec import Case, EvalError, EvalSpec, Scorer, Variant
+from .summary import EvalSummary, VariantRow, render_table, summarize, wilson
+
+__all__ = [
+    "Case",
+    "EvalCase",
+    "EvalError",
+    "EvalOptions",
+    "EvalResult",
+    "EvalSpec",
+    "EvalSummary",
+    "LoadedEval",
+    "RunRecord",
+    "Score",
+    "Scorer",
+    "Variant",
+    "VariantRow",
+    "eval_cases",
+    "load_eval",
+    "render_table",
+    "run_eval",
+    "run_eval_sync",
+    "wilson",
+]
+
+
+@dataclass
+class EvalResult:
+    """An eval's outcome: what this invocation ran, and the summary of every run of the eval
+    in its results file (runs done earlier and skipped included)."""
+
+    progress: EvalProgress
+    summary: EvalSummary
+    results: Path
+    lines: list[dict[str, Any]]
+    """The last line of each of the eval's runs in the results file."""
+
+
+async def run_eval(loaded: LoadedEval, options: EvalOptions) -> EvalResult:
+    """Run the eval's runs not done yet in `options.results_file`; summarize them all."""
+    runner = EvalRunner(loaded, options)
+    progress = await runner.run()
+    keys = [planned.key for planned in progress.planned]
+    lines = read_lines(options.results_file, keys)
+    titles = [variant.title() for variant in runner.variants]
+    summary = summarize(loaded.spec.name, titles, lines)
+    return EvalResult(progress, summary, options.results_file, lines)
+
+
+def run_eval_sync(loaded: LoadedEval, options: EvalOptions) -> EvalResult:
+    """`run_eval` from synchronous code."""
+    return asyncio.run(run_eval(loaded, options))

@@ -1,0 +1,355 @@
+"""Reading an eval file: its structure, its cases and variants, and every check across them,
+in one pass that ends in one `EvalError` naming each problem's field path.
+
+    loaded = load_eval("examples/evals/skill-ab.eval.yaml")
+    for variant in loaded.variants: ...
+    job = loaded.job_for(variant, case)
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import importlib
+import importlib.util
+import itertools
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import ConfigError
+from ..jobs import Job, SpecError, load_job
+from ..jobs.loading import read_yaml
+from ..jobs.problems import Problem, problems_from
+from ..tasks import suggest
+from .spec import TEMPLATE, Case, EvalError, EvalSpec, Scorer, Variant, shown_value
+
+ScoreFunction = Callable[..., Any]
+
+
+@dataclass
+class LoadedEval:
+    """An eval file, read and checked: its cases (ids filled in) and its variants (named)."""
+
+    spec: EvalSpec
+    source: Path
+    cases: list[Case]
+    variants: list[Variant]
+    functions: dict[str, ScoreFunction]
+    """The Python scorers' functions, by their `python:` text."""
+
+    @property
+    def folder(self) -> Path:
+        return self.source.resolve().parent
+
+    def job_for(self, variant: Variant, case: Case, *, model: str | None = None) -> Job:
+        """The job as `variant` changes it, with `case`'s inputs (`model` overrides both)."""
+        return job_for(self.spec, self.source, variant, case.inputs, model=model)
+
+    def scorers_for(self, case: Case) -> list[Scorer]:
+        return [*self.spec.scorers, *case.scorers]
+
+
+def load_eval(path: str | Path, *, text: str | None = None) -> LoadedEval:
+    """Read and check the eval file at `path` (or `text`, named `path`); raises `EvalError`
+    with every problem found."""
+    source = Path(path)
+    try:
+        data = read_yaml(source, text)
+    except SpecError as error:
+        raise EvalError(source, error.problems) from None
+    context = {"base_dir": source.resolve().parent, "source": source}
+    try:
+        spec = EvalSpec.model_validate(data, context=context)
+    except ValidationError as error:
+        raise EvalError(source, problems_from(error, EvalSpec)) from None
+    problems: list[Problem] = []
+    cases = _cases(spec, problems)
+    variants = _variants(spec, context, problems)
+    jobs = _jobs(spec, source, variants, cases, problems)
+    if jobs:
+        problems += _case_problems(spec, cases, jobs[0])
+    functions = _functions(spec, cases, source.resolve().parent, problems)
+    problems += _schemas(spec, cases)
+    if problems:
+        raise EvalError(source, problems)
+    return LoadedEval(spec, source, cases, variants, functions)
+
+
+# --- Cases ----------------------------------------------------------------------------------
+
+
+def _cases(spec: EvalSpec, problems: list[Problem]) -> list[Case]:
+    cases = read_cases(spec.cases, problems) if isinstance(spec.cases, Path) else list(spec.cases)
+    if not cases and not problems:
+        problems.append(Problem("cases", "needs at least one case"))
+    named = [case.model_copy(update={"id": case.id or str(n)}) for n, case in enumerate(cases, 1)]
+    seen: set[str] = set()
+    for index, case in enumerate(named):
+        if case.id in seen:
+            problems.append(Problem(f"cases[{index}].id", f"{case.id!r} names two cases"))
+        seen.add(str(case.id))
+    return named
+
+
+def read_cases(path: Path, problems: list[Problem]) -> list[Case]:
+    """The cases of a `.csv` file (a header line; `id`, `expected.NAME` and input columns) or
+    a `.jsonl` file (one case per line, as written inline, or flat: its other keys inputs)."""
+    where = f"cases ({path.name}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(Problem("cases", f"cannot read {path}: {exc}"))
+        return []
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        records = [
+            (n, _from_columns(r)) for n, r in enumerate(csv.DictReader(text.splitlines()), 1)
+        ]
+    elif suffix in (".jsonl", ".ndjson"):
+        records = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(f"{where} line {number})", f"not JSON ({exc.msg})"))
+                continue
+            if not isinstance(value, dict):
+                problems.append(Problem(f"{where} line {number})", "expected a JSON object"))
+                continue
+            records.append((number, value if "inputs" in value else _from_columns(value)))
+    else:
+        problems.append(Problem("cases", f"{path}: expected a list, a .csv or a .jsonl file"))
+        return []
+    unit = "row" if suffix == ".csv" else "line"
+    cases = []
+    for number, record in records:
+        try:
+            cases.append(Case.model_validate(record))
+        except ValidationError as error:
+            for problem in problems_from(error, Case):
+                problems.append(
+                    Problem(f"{where} {unit} {number}).{problem.path}", problem.message)
+                )
+    return cases
+
+
+_CASE_KEYS = ("id", "expected", "files", "scorers")
+
+
+def _from_columns(record: dict[str, Any]) -> dict[str, Any]:
+    """A flat record (a CSV row): `id`, `expected.NAME` columns, the rest inputs."""
+    case: dict[str, Any] = {"inputs": {}, "expected": {}}
+    for key, value in record.items():
+        key = str(key)
+        if key.startswith("expected."):
+            case["expected"][key.removeprefix("expected.")] = value
+        elif key in _CASE_KEYS:
+            case[key] = value
+        else:
+            case["inputs"][key] = value
+    if case.get("id") == "":
+        del case["id"]
+    return case
+
+
+# --- Variants and the job -------------------------------------------------------------------
+
+
+def _variants(spec: EvalSpec, context: dict[str, Any], problems: list[Problem]) -> list[Variant]:
+    base = spec.variants or [Variant()]
+    found = list(base)
+    if spec.matrix:
+        found = []
+        keys = list(spec.matrix)
+        for variant in base:
+            for values in itertools.product(*(spec.matrix[k] for k in keys)):
+                chosen = dict(zip(keys, values, strict=True))
+                data = {**variant.model_dump(exclude_defaults=True), **chosen}
+                if variant.name:
+                    shown = "-".join(shown_value(v) for v in chosen.values())
+                    data["name"] = re.sub(r"[^A-Za-z0-9_-]", "-", f"{variant.name}-{shown}")[:64]
+                try:
+                    found.append(Variant.model_validate(data, context=context))
+                except ValidationError as error:
+                    for problem in problems_from(error, Variant):
+                        key = problem.path.split(".")[0].split("[")[0]
+                        where = f"matrix.{key}" if key in chosen else f"variants.{problem.path}"
+                        problems.append(Problem(where, problem.message))
+    titles = [variant.title() for variant in found]
+    for index, title in enumerate(titles):
+        if title in titles[:index]:
+            problems.append(Problem(f"variants[{index}]", f"two variants are named {title!r}"))
+    return found
+
+
+def job_for(
+    spec: EvalSpec,
+    source: Path,
+    variant: Variant,
+    inputs: dict[str, str | None],
+    *,
+    model: str | None = None,
+) -> Job:
+    """The eval's job as `variant` changes it, with `inputs`. Raises SpecError."""
+    given = {k: v for k, v in inputs.items() if v is not None}
+    options = variant.model_options or None
+    if isinstance(spec.job, Path):
+        job = load_job(spec.job, model=model or variant.model, model_options=options, inputs=given)
+    else:
+        text = yaml.safe_dump(copy.deepcopy(spec.job), sort_keys=False)
+        try:
+            job = load_job(
+                source, model=model or variant.model, model_options=options, inputs=given, text=text
+            )
+        except SpecError as error:
+            problems = [
+                Problem(f"job.{p.path}" if p.path else "job", p.message) for p in error.problems
+            ]
+            raise SpecError(source, problems) from None
+    if variant.disclosure is not None:
+        job = job.model_copy(update={"disclosure": variant.disclosure})
+    return job
+
+
+def _jobs(
+    spec: EvalSpec,
+    source: Path,
+    variants: Sequence[Variant],
+    cases: Sequence[Case],
+    problems: list[Problem],
+) -> list[Job]:
+    """The job of each variant (with no case's inputs), each problem once."""
+    jobs = []
+    seen: set[str] = set()
+    for index, variant in enumerate(variants):
+        try:
+            jobs.append(job_for(spec, source, variant, {}))
+        except SpecError as error:
+            where = "job" if not spec.variants and not spec.matrix else f"variants[{index}]"
+            for problem in error.problems:
+                option = problem.path.removeprefix("--model-option ")
+                if option != problem.path:  # the variant's own setting, as the eval names it
+                    item = Problem(f"{where}.model_options.{option}", problem.message)
+                elif error.source != source:  # a problem in the job's own file
+                    item = Problem(where, f"{error.source}: {problem}")
+                else:
+                    item = problem if where == "job" else Problem(where, str(problem))
+                if str(item) not in seen:
+                    seen.add(str(item))
+                    problems.append(item)
+        except ConfigError as error:
+            problems.append(Problem(f"variants[{index}]" if spec.variants else "job", str(error)))
+    return jobs
+
+
+def _case_problems(spec: EvalSpec, cases: Sequence[Case], job: Job) -> list[Problem]:
+    """Each case's inputs are the job's; the `{expected.X}` and `{inputs.X}` its checks name
+    are there."""
+    problems = []
+    declared = job.inputs
+    names = ", ".join(declared) or "none"
+    for index, case in enumerate(cases):
+        where = f"cases[{index}]" if not isinstance(spec.cases, Path) else f"cases ({case.id})"
+        for key in case.inputs:
+            if key not in declared:
+                message = f"not an input of the job{suggest(key, declared)}; its inputs: {names}"
+                problems.append(Problem(f"{where}.inputs.{key}", message))
+        for key, value in declared.items():
+            if value is None and case.inputs.get(key) is None:
+                problems.append(Problem(f"{where}.inputs", f"the job needs the input {key!r}"))
+        checks = [(f"scorers[{i}]", s) for i, s in enumerate(spec.scorers)]
+        checks += [(f"{where}.scorers[{i}]", s) for i, s in enumerate(case.scorers)]
+        for path, scorer in checks:
+            for text in scorer.texts():
+                for kind, name in TEMPLATE.findall(text):
+                    known = case.expected if kind == "expected" else {**declared, **case.inputs}
+                    if name not in known:
+                        problems.append(
+                            Problem(
+                                path, f"{{{kind}.{name}}}: case {case.id!r} has no {kind} {name!r}"
+                            )
+                        )
+    return problems
+
+
+# --- Python scorers and JSON schemas ---------------------------------------------------------
+
+
+def _functions(
+    spec: EvalSpec, cases: Iterable[Case], folder: Path, problems: list[Problem]
+) -> dict[str, ScoreFunction]:
+    found: dict[str, ScoreFunction] = {}
+    checks = [(f"scorers[{i}]", s) for i, s in enumerate(spec.scorers)]
+    for case in cases:
+        checks += [(f"cases ({case.id}).scorers[{i}]", s) for i, s in enumerate(case.scorers)]
+    for path, scorer in checks:
+        if scorer.python is None or scorer.python in found:
+            continue
+        try:
+            found[scorer.python] = score_function(scorer.python, folder)
+        except ConfigError as error:
+            problems.append(Problem(f"{path}.python", str(error)))
+    return found
+
+
+def score_function(reference: str, folder: Path) -> ScoreFunction:
+    """`file.py:function` (a path from `folder`) or `package.module:function`."""
+    where, sep, name = reference.rpartition(":")
+    if not sep or not where or not name:
+        raise ConfigError(f"expected file.py:function or module:function, got {reference!r}")
+    if where.endswith(".py"):
+        file = (folder / where).resolve()
+        if not file.is_file():
+            raise ConfigError(f"{file} does not exist")
+        module_name = f"orchestrator_eval_scorer_{abs(hash(str(file)))}"
+        spec = importlib.util.spec_from_file_location(module_name, file)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"cannot import {file}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise ConfigError(f"importing {file} failed: {type(exc).__name__}: {exc}") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise ConfigError(f"cannot import {where}: {exc}") from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ConfigError(f"{where} has no function {name!r}")
+    return function  # type: ignore[no-any-return]
+
+
+def _schemas(spec: EvalSpec, cases: Iterable[Case]) -> list[Problem]:
+    checks = [(f"scorers[{i}]", s) for i, s in enumerate(spec.scorers)]
+    for case in cases:
+        checks += [(f"cases ({case.id}).scorers[{i}]", s) for i, s in enumerate(case.scorers)]
+    schemas = [(path, s.json_schema) for path, s in checks if s.json_schema is not None]
+    if not schemas:
+        return []
+    try:
+        jsonschema: Any = importlib.import_module("jsonschema")
+    except ImportError:
+        message = "needs the jsonschema package: pip install 'orchestrator[eval]'"
+        return [Problem(f"{path}.json_schema", message) for path, _ in schemas]
+    problems = []
+    for path, schema in schemas:
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as error:
+            problems.append(
+                Problem(f"{path}.json_schema", f"not a valid JSON schema: {error.message}")
+            )
+    return problems

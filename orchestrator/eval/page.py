@@ -1,0 +1,96 @@
+"""An eval as one HTML page: the table per variant, the cases that flipped, and every run with
+its checks, each linked to its run's report (written beside the page, from its trace)."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..report import write_report
+from ..trace.reader import iter_trace
+from .summary import EvalSummary
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em}
+th{background:#f3f3f3;text-align:left}td.n{text-align:right}
+.pass{color:#176b2c}.fail{color:#a32020;font-weight:600}small{color:#666}
+"""
+
+
+def write_page(summary: EvalSummary, lines: Sequence[dict[str, Any]], target: Path) -> Path:
+    """Write the page of `summary` and its result `lines` to `target`, and each run's report
+    into a folder beside it; returns where the page went."""
+    target = Path(target)
+    reports = target.parent / f"{target.stem}-runs"
+    rows = [_run_row(line, reports, target.parent) for line in lines]
+    parts = [
+        f"<!doctype html><meta charset=utf-8><title>eval {_e(summary.name)}</title>",
+        f"<style>{STYLE}</style><h1>eval {_e(summary.name)}</h1>",
+        _variant_table(summary),
+    ]
+    if summary.flips:
+        items = "".join(
+            f"<li>{_e(f.case)}: {_e(', '.join(f'{v} {p}' for v, p in f.passes.items()))}</li>"
+            for f in summary.flips
+        )
+        parts.append(f"<h2>Cases that flipped between variants</h2><ul>{items}</ul>")
+    head = "<tr><th>run</th><th>result</th><th>status</th><th>tokens</th><th>checks</th></tr>"
+    parts.append(f"<h2>Runs</h2><table>{head}{''.join(rows)}</table>")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(parts), encoding="utf-8")
+    return target
+
+
+def _variant_table(summary: EvalSummary) -> str:
+    head = (
+        "<tr><th>variant</th><th>pass</th><th>95% interval</th><th>score</th>"
+        "<th>tokens/run</th><th>cached</th><th>cost</th><th>s/run</th></tr>"
+    )
+    body = []
+    for row in summary.rows:
+        low, high = row.interval
+        cost = f"${row.cost:.4f}" if row.cost is not None else "-"
+        per_run = row.tokens // row.runs if row.runs else 0
+        seconds = row.seconds / row.runs if row.runs else 0.0
+        body.append(
+            f"<tr><td>{_e(row.name)}</td><td class=n>{row.passed}/{row.runs} "
+            f"({row.pass_rate:.0%})</td><td class=n>{low:.0%}-{high:.0%}</td>"
+            f"<td class=n>{row.mean_score:.2f}</td><td class=n>{per_run:,}</td>"
+            f"<td class=n>{row.cached_share:.0%}</td><td class=n>{cost}</td>"
+            f"<td class=n>{seconds:.2f}</td></tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def _run_row(line: dict[str, Any], reports: Path, base: Path) -> str:
+    key = str(line.get("key"))
+    link = _e(key)
+    trace = line.get("trace")
+    if trace and Path(trace).is_file():
+        report = reports / (key.replace("/", "--") + ".html")
+        reader = iter_trace(trace)
+        write_report(trace, report, reader=reader)
+        link = f'<a href="{_e(os.path.relpath(report, base))}">{_e(key)}</a>'
+    passed = bool(line.get("passed"))
+    verdict = "<span class=pass>pass</span>" if passed else "<span class=fail>FAIL</span>"
+    checks = "<br>".join(
+        f"{'pass' if s.get('passed') else 'FAIL'}: {_e(s.get('name'))} "
+        f"<small>{_e(s.get('reason'))}</small>"
+        for s in line.get("scores") or []
+    )
+    extra = line.get("divergence") or line.get("error")
+    if extra:
+        checks += f"<br><small>{_e(extra)}</small>"
+    tokens = (line.get("usage") or {}).get("total_tokens", 0)
+    return (
+        f"<tr><td>{link}</td><td>{verdict}</td><td>{_e(line.get('status'))}</td>"
+        f"<td class=n>{tokens:,}</td><td>{checks}</td></tr>"
+    )
+
+
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))

@@ -1,0 +1,496 @@
+"""Running an eval: every case of every variant, `repeat` times, `concurrency` at once, under
+one budget, each run's line appended to a results file as it ends.
+
+Each run loads the job as its variant changes it with its case's inputs, works in a copy of
+the job's workspace (the case's `files` written into it first), and writes a trace of its own.
+Its checks then read its output, its files and its trace. Running the same eval again with
+the same results file skips the runs whose line says they finished (`done`), as `run-batch`
+does, and says how many it skipped.
+
+Recorded runs: with `record`, each run's trace goes to that folder, beside a small JSON file
+of what the run's messages may name that differs between machines (the eval's folder, the
+run's workspace, the built-in skills) and the judge's verdicts. With `replay`, every model
+the run would call is its recording (`ReplayModel`), the folders moved to where they are now;
+the first request that departs from the recording ends the run as `diverged`, and its line
+says where and how. The judge's recorded verdicts are used again, nothing is asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..agent import TokenBudget
+from ..errors import ConfigError
+from ..jobs import Job, job_folders
+from ..messages import Usage
+from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSettings
+from ..models.replay import ReplayMismatch, ReplayModel
+from ..planner import Orchestrator
+from ..security import SecretMask, secrets_from_environment
+from ..skills import SkillCatalog
+from ..skills.discovery import builtin_skills_folder
+from ..trace import Trace
+from .judge import Judge, Verdict, judged
+from .loading import LoadedEval
+from .scoring import RunRecord, Score, score
+from .spec import Case, Scorer, Variant
+
+IGNORED_IN_COPIES = (".orchestrator", "__pycache__", ".git")
+Line = dict[str, Any]
+
+
+@dataclass
+class EvalOptions:
+    """How to run an eval (the command line's flags; each None keeps the eval file's)."""
+
+    out: Path
+    """Where the runs' traces, workspaces and (by default) the results go."""
+    results: Path | None = None
+    repeat: int | None = None
+    concurrency: int | None = None
+    variants: Sequence[str] = ()
+    """Only the variants so named (all when empty)."""
+    cases: Sequence[str] = ()
+    """Only the cases with these ids (all when empty)."""
+    model: str | None = None
+    """Every variant's model (as `--model`), e.g. to run the eval against another endpoint."""
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    record: Path | None = None
+    replay: Path | None = None
+    fresh: bool = False
+    """Start over: the results file's earlier lines are removed first."""
+    on_line: Callable[[Line], None] | None = None
+
+    @property
+    def results_file(self) -> Path:
+        return self.results or self.out / "results.jsonl"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run to make: a variant, a case and the repeat's number (from 1)."""
+
+    variant: Variant
+    case: Case
+    number: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant.title()}/{self.case.id}/{self.number}"
+
+    @property
+    def slug(self) -> Path:
+        return Path(_safe(self.variant.title())) / f"{_safe(str(self.case.id))}-{self.number}"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]", "-", text)[:80]
+
+
+@dataclass
+class EvalProgress:
+    """What an eval run did: the lines it wrote, and what it skipped as done already."""
+
+    lines: list[Line] = field(default_factory=list)
+    skipped: int = 0
+    planned: list[Planned] = field(default_factory=list)
+
+
+class EvalRunner:
+    """Runs a loaded eval as `options` say (`await runner.run()`)."""
+
+    def __init__(self, loaded: LoadedEval, options: EvalOptions) -> None:
+        self.loaded = loaded
+        self.options = options
+        spec = loaded.spec
+        self.repeat = options.repeat or spec.repeat
+        self.concurrency = (
+            1 if spec.workspace == "shared" else options.concurrency or spec.concurrency
+        )
+        if self.repeat < 1 or self.concurrency < 1:
+            raise ConfigError("--repeat and --concurrency must be at least 1")
+        tokens = options.max_tokens or spec.budget.max_tokens
+        cost = options.max_cost_usd or spec.budget.max_cost_usd
+        self.budget = TokenBudget(tokens, max_cost=cost) if tokens or cost else None
+        self.variants = self._chosen(loaded.variants, options.variants)
+        self.cases = loaded.cases
+        if options.cases:
+            ids = [str(case.id) for case in loaded.cases]
+            unknown = [c for c in options.cases if c not in ids]
+            if unknown:
+                raise ConfigError(
+                    f"--case {', '.join(unknown)}: no such case; cases: {', '.join(ids)}"
+                )
+            self.cases = [case for case in loaded.cases if case.id in options.cases]
+        self.mask = SecretMask(secrets_from_environment(dict(os.environ)))
+        self._judges: dict[str, Judge] = {}
+        self._write_lock = asyncio.Lock()
+
+    @staticmethod
+    def _chosen(variants: list[Variant], names: Sequence[str]) -> list[Variant]:
+        if not names:
+            return variants
+        titles = [v.title() for v in variants]
+        unknown = [n for n in names if n not in titles]
+        if unknown:
+            raise ConfigError(
+                f"--variant {', '.join(unknown)}: no such variant; variants: {', '.join(titles)}"
+            )
+        return [v for v in variants if v.title() in names]
+
+    def plan(self) -> list[Planned]:
+        return [
+            Planned(variant, case, number)
+            for variant in self.variants
+            for case in self.cases
+            for number in range(1, self.repeat + 1)
+        ]
+
+    async def run(self) -> EvalProgress:
+        results = self.options.results_file
+        results.parent.mkdir(parents=True, exist_ok=True)
+        if self.options.fresh and results.exists():
+            results.unlink()
+        done = finished_keys(results)
+        progress = EvalProgress(planned=self.plan())
+        todo = [p for p in progress.planned if p.key not in done]
+        progress.skipped = len(progress.planned) - len(todo)
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(planned: Planned) -> None:
+            async with gate:
+                line = await self.run_one(planned)
+            async with self._write_lock:
+                progress.lines.append(self._write(results, line))
+
+        async with asyncio.TaskGroup() as group:
+            for planned in todo:
+                group.create_task(one(planned))
+        return progress
+
+    # --- One run ------------------------------------------------------------------------
+
+    async def run_one(self, planned: Planned) -> Line:
+        line: Line = {
+            "variant": planned.variant.title(),
+            "case": planned.case.id,
+            "repeat": planned.number,
+            "key": planned.key,
+        }
+        try:
+            return {**line, **await self._run(planned)}
+        except ConfigError as exc:
+            return {**line, "status": "error", "done": False, "passed": False, "error": str(exc)}
+        except Exception as exc:  # one run's failure is its line, never the whole eval's end
+            error = f"{type(exc).__name__}: {exc}"
+            return {**line, "status": "error", "done": False, "passed": False, "error": error}
+
+    async def _run(self, planned: Planned) -> Line:
+        variant, case = planned.variant, planned.case
+        workspace_root = self.options.out / "work" / planned.slug
+        sidecar = self._sidecar(planned)
+        replay = self._replay_model(planned, sidecar, workspace_root)
+        job = self.loaded.job_for(variant, case, model=None if replay else self.options.model)
+        workspace = self._workspace(job, case, workspace_root)
+        orchestrator = self._orchestrator(job, variant, workspace, replay)
+        trace_path = self._trace_path(planned)
+        budget = self.budget
+        if budget is not None:
+            budget = budget.scoped(orchestrator.max_tokens, orchestrator.max_cost)
+        started = time.perf_counter()
+        with Trace(trace_path, secrets=orchestrator.secrets()) as trace:
+            result = await orchestrator.run_job(job, trace=trace, budget=budget)
+        seconds = time.perf_counter() - started
+        divergence = replay.divergence if replay is not None else None
+        status = "diverged" if divergence else result.status
+        record = RunRecord(
+            variant=variant.title(),
+            case=case,
+            repeat=planned.number,
+            status=status,
+            output=result.output,
+            workspace=workspace,
+            seconds=seconds,
+            usage=result.usage,
+            cost=result.cost,
+            trace=trace_path,
+            task=job.goal or job.step(job.output_step).task,
+        )
+        record.read_trajectory()
+        scores, verdicts = await self._scores(planned, record, job, sidecar)
+        if self.options.record is not None:
+            self._write_sidecar(planned, workspace, job, verdicts)
+        passed = divergence is None and all(s.passed for s in scores)
+        line: Line = {
+            "status": status,
+            "done": True,
+            "passed": passed,
+            "score": sum(s.score for s in scores) / len(scores) if scores else float(passed),
+            "scores": [s.model_dump() for s in scores],
+            "output": result.output,
+            "usage": result.usage.model_dump(),
+            "cost": result.cost,
+            "seconds": round(seconds, 3),
+            "steps": record.steps,
+            "skills_loaded": sorted(set(record.skills_loaded)),
+            "tools_called": sorted(set(record.tools_called)),
+            "trace": str(trace_path),
+            "workspace": str(workspace),
+        }
+        if divergence:
+            line["divergence"] = divergence
+        if verdicts:  # the judge's spend, apart from the job's
+            costs = [v.cost for v in verdicts.values() if v.cost is not None]
+            line["judge"] = {
+                "usage": sum((v.usage for v in verdicts.values()), Usage()).model_dump(),
+                "cost": sum(costs) if costs else None,
+            }
+        return line
+
+    def _workspace(self, job: Job, case: Case, root: Path) -> Path:
+        """The run's workspace: a fresh copy of the job's (`copy`), or the job's (`shared`);
+        the case's files are written into it."""
+        source = job.permissions.workspace.resolve()
+        if self.loaded.spec.workspace == "shared":
+            target = source
+        else:
+            if root.exists():
+                shutil.rmtree(root)
+            out = self.options.out.resolve()
+            ignored = shutil.ignore_patterns(*IGNORED_IN_COPIES)
+
+            def ignore(folder: str, names: list[str]) -> set[str]:
+                skipped = set(ignored(folder, names))
+                return skipped | {n for n in names if (Path(folder) / n).resolve() == out}
+
+            if source.is_dir():
+                shutil.copytree(source, root, ignore=ignore, symlinks=True)
+            else:
+                root.mkdir(parents=True)
+            target = root.resolve()
+        for name, text in case.files.items():
+            path = (target / name).resolve()
+            if not path.is_relative_to(target):
+                raise ConfigError(f"case {case.id!r}: files.{name} is outside the workspace")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return target
+
+    def _orchestrator(
+        self, job: Job, variant: Variant, workspace: Path, replay: WatchedReplay | None
+    ) -> Orchestrator:
+        folders = job_folders(job)
+        catalog = variant_catalog(job, variant)
+        # What decides the eval's runs stays read-only to every run's model: the eval file, its
+        # cases, the checks' code, the results (which runs are done), the recordings and traces.
+        permissions = job.permissions.model_copy(update={"workspace": workspace}).protecting(
+            self.defining()
+        )
+        overrides: dict[str, Any] = {"permissions": permissions, "skills": catalog}
+        if variant.subagents:
+            overrides["subagents"] = [*variant.subagents, *folders.subagents]
+        if replay is not None:
+            return Replayed.from_job(job, model=replay, **overrides)
+        return Orchestrator.from_job(job, **overrides)
+
+    def defining(self) -> list[Path]:
+        """The files and folders that decide this eval's runs."""
+        spec = self.loaded.spec
+        found = [self.loaded.source.resolve(), self.options.results_file.resolve()]
+        found.append((self.options.out / "traces").resolve())
+        if isinstance(spec.cases, Path):
+            found.append(spec.cases)
+        if isinstance(spec.job, Path):
+            found.append(spec.job)
+        for reference in self.loaded.functions:
+            where = reference.rpartition(":")[0]
+            if where.endswith(".py"):
+                found.append((self.loaded.folder / where).resolve())
+        found += [p.resolve() for p in (self.options.record, self.options.replay) if p]
+        return found
+
+    def _trace_path(self, planned: Planned) -> Path:
+        folder = self.options.record or self.options.out / "traces"
+        path = folder / planned.slug.with_suffix(".jsonl")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.unlink()  # a run made again (an earlier attempt that did not finish)
+        return path
+
+    # --- Recording and replaying -----------------------------------------------------------
+
+    def _sidecar(self, planned: Planned) -> dict[str, Any]:
+        if self.options.replay is None:
+            return {}
+        path = self.options.replay / planned.slug.with_suffix(".json")
+        if not path.is_file():
+            return {}
+        value = json.loads(path.read_text(encoding="utf-8"))
+        return value if isinstance(value, dict) else {}
+
+    def _replay_model(
+        self, planned: Planned, sidecar: dict[str, Any], workspace: Path
+    ) -> WatchedReplay | None:
+        if self.options.replay is None:
+            return None
+        recording = self.options.replay / planned.slug.with_suffix(".jsonl")
+        if not recording.is_file():
+            raise ConfigError(f"no recording of run {planned.key} at {recording}")
+        recorded = sidecar.get("paths") or {}
+        job = self.loaded.job_for(planned.variant, planned.case)
+        now = self._paths(workspace.resolve(), job)
+        paths = {str(recorded[k]): v for k, v in now.items() if recorded.get(k)}
+        return WatchedReplay(ReplayModel(recording, paths=paths))
+
+    def _paths(self, workspace: Path, job: Job) -> dict[str, str]:
+        """The folders a run's messages may name that differ from one machine to another."""
+        builtin = builtin_skills_folder()
+        return {
+            "workspace": str(workspace),
+            "eval": str(self.loaded.folder),
+            "job": str(job.source.resolve().parent) if job.source is not None else "",
+            # As the catalog shows it (not resolved: it may be a link into a checkout).
+            "builtin_skills": str(builtin.absolute()) if builtin else "",
+        }
+
+    def _write_sidecar(
+        self, planned: Planned, workspace: Path, job: Job, verdicts: dict[str, Verdict]
+    ) -> None:
+        if self.options.record is None:
+            return
+        path = self.options.record / planned.slug.with_suffix(".json")
+        value = {
+            "run": planned.key,
+            "paths": self._paths(workspace, job),
+            "judge": {
+                name: {"score": v.score, "reason": v.reason, "usage": v.usage.model_dump()}
+                for name, v in verdicts.items()
+            },
+        }
+        path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+
+    # --- Scoring ----------------------------------------------------------------------------
+
+    async def _scores(
+        self, planned: Planned, record: RunRecord, job: Job, sidecar: dict[str, Any]
+    ) -> tuple[list[Score], dict[str, Verdict]]:
+        scorers = self.loaded.scorers_for(planned.case)
+        if not any(s.status is not None for s in scorers):
+            scorers = [Scorer(status="completed"), *scorers]
+        verdicts: dict[str, Verdict] = {}
+        recorded = sidecar.get("judge") or {}
+
+        async def grade(scorer: Scorer, run: RunRecord) -> Score:
+            spec = scorer.judge
+            if spec is None:
+                raise ValueError("not a judge check")
+            if self.options.replay is not None:
+                saved = recorded.get(scorer.label)
+                if not isinstance(saved, dict):
+                    raise ConfigError(f"the recording of {planned.key} has no verdict for it")
+                verdict = Verdict(float(saved["score"]), str(saved.get("reason", "")))
+            else:
+                verdict = await self._judge(spec.model, job).verdict(spec.rubric, run)
+            verdicts[scorer.label] = verdict
+            return judged(scorer.label, spec.pass_score, verdict)
+
+        found = [await score(s, record, self.loaded.functions, grade) for s in scorers]
+        return found, verdicts
+
+    def _judge(self, model: str | None, job: Job) -> Judge:
+        key = model or ""
+        if key not in self._judges:
+            resolver = Orchestrator.from_job(job)
+            chosen: ModelRef | None = model
+            judge_model = resolver.resolve(chosen) if chosen else resolver.model
+            budget = self.budget.scoped(None) if self.budget is not None else TokenBudget()
+            self._judges[key] = Judge(judge_model, budget)
+        return self._judges[key]
+
+    def _write(self, results: Path, line: Line) -> Line:
+        text = self.mask(json.dumps(line, ensure_ascii=False, default=str))
+        with results.open("a", encoding="utf-8") as file:
+            file.write(text + "\n")
+        masked: Line = json.loads(text)
+        if self.options.on_line is not None:
+            self.options.on_line(masked)
+        return masked
+
+
+def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:
+    """The skills a run of `job` sees in `variant`: its added folders first, then the job's,
+    less the skills it removes."""
+    folders = job_folders(job)
+    catalog = SkillCatalog([*variant.skills_add, *folders.skills])
+    if variant.skills_remove:
+        removed = set(variant.skills_remove)
+        catalog = catalog.subset(n for n in catalog.names if n not in removed)
+    return catalog
+
+
+def finished_keys(results: Path) -> set[str]:
+    """The runs whose last line in `results` says they finished."""
+    last: dict[str, bool] = {}
+    if not results.is_file():
+        return set()
+    for text in results.read_text(encoding="utf-8").splitlines():
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError:
+            continue  # a line torn by a crash
+        if isinstance(line, dict) and isinstance(line.get("key"), str):
+            last[line["key"]] = bool(line.get("done"))
+    return {key for key, done in last.items() if done}
+
+
+def read_lines(results: Path, keys: Sequence[str]) -> list[Line]:
+    """The last line of each of `keys` in `results` (the runs of this eval that have one)."""
+    wanted = set(keys)
+    last: dict[str, Line] = {}
+    if results.is_file():
+        for text in results.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(line, dict) and line.get("key") in wanted:
+                last[line["key"]] = line
+    return [last[key] for key in keys if key in last]
+
+
+class WatchedReplay:
+    """A replayed model that keeps the first way a request departed from the recording."""
+
+    def __init__(self, inner: ReplayModel) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.divergence: str | None = None
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            return await self.inner.complete(request)
+        except ReplayMismatch as exc:
+            if self.divergence is None:
+                self.divergence = str(exc)
+            raise
+
+
+class Replayed(Orchestrator):
+    """An orchestrator whose every model (the job's, a step's, a sub-agent's) is the one it
+    was made with: a run's recording."""
+
+    def resolve(self, model: ChatModel | ModelRef | None) -> ChatModel:
+        current: ChatModel | None = getattr(self, "model", None)
+        if current is not None and (model is None or isinstance(model, str | ModelSettings)):
+            return current
+        return super().resolve(model)

@@ -1,0 +1,281 @@
+"""Scoring one run: what it produced (`RunRecord`) held to each check of its case (`Score`).
+
+Checks read the run's output, the files in its workspace, and its trajectory as the trace
+recorded it (skills loaded, tools called, forks, model calls), and its spend. A check's texts
+may name the case's values: `{expected.NAME}`, `{inputs.NAME}`. A Python check is the
+user's function; a judge check asks a model (judge.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..messages import Usage
+from ..security import is_inside
+from ..trace import read_trace
+from .spec import TEMPLATE, Case, FileCheck, JsonPathCheck, Scorer
+
+
+class Score(BaseModel):
+    """How a run fared on one check: passed or not, a score from 0 to 1, and why."""
+
+    name: str
+    kind: str = "python"
+    passed: bool
+    score: float
+    reason: str = ""
+
+
+@dataclass
+class RunRecord:
+    """One run of one case in one variant, as its checks see it."""
+
+    variant: str
+    case: Case
+    repeat: int
+    status: str
+    output: str
+    workspace: Path
+    seconds: float
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    trace: Path | None = None
+    task: str = ""
+    """What the job was asked (its goal, or its output step's task)."""
+    skills_loaded: list[str] = field(default_factory=list)
+    tools_called: list[str] = field(default_factory=list)
+    forks: int = 0
+    steps: int = 0
+
+    def read_trajectory(self) -> None:
+        """Fill in the trajectory from the run's trace."""
+        if self.trace is None or not self.trace.is_file():
+            return
+        for event in read_trace(self.trace):
+            kind = event.get("type")
+            if kind == "skill_loaded" and isinstance(event.get("skill"), str):
+                self.skills_loaded.append(event["skill"])
+            elif kind == "tool_start" and isinstance(event.get("name"), str):
+                self.tools_called.append(event["name"])
+            elif kind == "fork" and event.get("agent") != "job":  # the job's steps are no fork
+                self.forks += 1
+            elif kind == "model_call":
+                self.steps += 1
+
+
+Grade = Callable[[Scorer, RunRecord], Awaitable[Score]]
+"""How a judge check is graded (judge.py), handed in by the runner."""
+
+
+def render(text: str, case: Case) -> str:
+    """`text` with the case's `{expected.NAME}` and `{inputs.NAME}` filled in."""
+
+    def value(match: re.Match[str]) -> str:
+        source: Mapping[str, Any] = case.expected if match[1] == "expected" else case.inputs
+        found = source.get(match[2])
+        return found if isinstance(found, str) else json.dumps(found)
+
+    return TEMPLATE.sub(value, text)
+
+
+async def score(
+    scorer: Scorer,
+    run: RunRecord,
+    functions: Mapping[str, Callable[..., Any]],
+    grade: Grade | None,
+) -> Score:
+    """Hold `run` to `scorer`. A check that raises scores 0, with the error as its reason."""
+    try:
+        if scorer.judge is not None:
+            if grade is None:
+                return _score(scorer, False, "no judge model for this eval")
+            return await grade(scorer, run)
+        if scorer.python is not None:
+            return _python(scorer, run, functions[scorer.python])
+        passed, reason = _check(scorer, run)
+    except Exception as exc:  # a check that fails to run fails, and says why
+        return _score(scorer, False, f"{type(exc).__name__}: {exc}")
+    return _score(scorer, passed, reason)
+
+
+def _score(scorer: Scorer, passed: bool, reason: str) -> Score:
+    return Score(
+        name=scorer.label, kind=scorer.kind, passed=passed, score=float(passed), reason=reason
+    )
+
+
+def _check(scorer: Scorer, run: RunRecord) -> tuple[bool, str]:  # noqa: C901 - one branch a kind
+    case, output = run.case, run.output
+    if scorer.status is not None:
+        return run.status == scorer.status, f"ended {run.status}"
+    if scorer.equals is not None:
+        want = render(scorer.equals, case)
+        return output.strip() == want.strip(), _shown(output)
+    if scorer.contains is not None:
+        return _contains(output, scorer.contains, case)
+    if scorer.not_contains is not None:
+        found, reason = _contains(output, scorer.not_contains, case, every=False)
+        return not found, reason
+    if scorer.regex is not None:
+        pattern = render(scorer.regex, case)
+        return re.search(pattern, output, re.MULTILINE) is not None, _shown(output)
+    if scorer.json_path is not None:
+        return _json_path(scorer.json_path, output, case)
+    if scorer.json_schema is not None:
+        return _json_schema(scorer.json_schema, output)
+    if scorer.file is not None:
+        return _file(scorer.file, run)
+    if scorer.skills_loaded is not None:
+        return _names(scorer.skills_loaded, run.skills_loaded, "loaded", want=True)
+    if scorer.skills_not_loaded is not None:
+        return _names(scorer.skills_not_loaded, run.skills_loaded, "loaded", want=False)
+    if scorer.tools_called is not None:
+        return _names(scorer.tools_called, run.tools_called, "called", want=True)
+    if scorer.tools_not_called is not None:
+        return _names(scorer.tools_not_called, run.tools_called, "called", want=False)
+    if scorer.forks is not None:
+        return scorer.forks.holds(run.forks), f"{run.forks} forks (want {scorer.forks})"
+    if scorer.steps is not None:
+        return scorer.steps.holds(run.steps), f"{run.steps} model calls (want {scorer.steps})"
+    if scorer.max_tokens is not None:
+        used = run.usage.total_tokens
+        return used <= scorer.max_tokens, f"{used:,} tokens (at most {scorer.max_tokens:,})"
+    if scorer.max_cost_usd is not None:
+        if run.cost is None:
+            return False, "the run's cost is unknown (its model has no price)"
+        return run.cost <= scorer.max_cost_usd, f"${run.cost:.4f} (at most ${scorer.max_cost_usd})"
+    if scorer.max_seconds is not None:
+        return (
+            run.seconds <= scorer.max_seconds,
+            f"{run.seconds:.2f} s (at most {scorer.max_seconds})",
+        )
+    raise ValueError(f"no check of kind {scorer.kind}")
+
+
+def _shown(text: str) -> str:
+    line = " ".join(text.split())
+    return f"output: {line[:77]}..." if len(line) > 80 else f"output: {line}"
+
+
+def _contains(
+    text: str, wanted: str | list[str], case: Case, *, every: bool = True
+) -> tuple[bool, str]:
+    needles = [render(w, case) for w in ([wanted] if isinstance(wanted, str) else wanted)]
+    found = [n for n in needles if n in text]
+    missing = [n for n in needles if n not in text]
+    if every:
+        return not missing, f"missing: {', '.join(map(repr, missing))}" if missing else "all found"
+    return bool(found), f"found: {', '.join(map(repr, found))}" if found else "none found"
+
+
+def _names(wanted: list[str], seen: list[str], verb: str, *, want: bool) -> tuple[bool, str]:
+    if want:
+        missing = [name for name in wanted if name not in seen]
+        return not missing, f"not {verb}: {', '.join(missing)}" if missing else f"all {verb}"
+    present = [name for name in wanted if name in seen]
+    return not present, f"{verb}: {', '.join(present)}" if present else f"none {verb}"
+
+
+_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[['\"]([^'\"]+)['\"]\]")
+
+
+def json_path(value: Any, path: str) -> tuple[bool, Any]:
+    """The value at `path` (`$.a.b[0]`, `$['odd key']`) in `value`: (found, value)."""
+    rest = path.strip()
+    rest = rest[1:] if rest.startswith("$") else rest
+    rest = rest if rest.startswith((".", "[")) or not rest else f".{rest}"
+    position = 0
+    while position < len(rest):
+        match = _STEP.match(rest, position)
+        if match is None:
+            raise ValueError(f"cannot read the JSON path {path!r} at {rest[position:]!r}")
+        key, index, quoted = match.groups()
+        position = match.end()
+        if index is not None:
+            if not isinstance(value, list) or int(index) >= len(value):
+                return False, None
+            value = value[int(index)]
+        else:
+            name = key if key is not None else quoted
+            if not isinstance(value, dict) or name not in value:
+                return False, None
+            value = value[name]
+    return True, value
+
+
+def parse_output(text: str) -> Any:
+    """The output as JSON; a fenced ```json block in it counts too."""
+    stripped = text.strip()
+    fenced = re.search(r"```(?:json)?\s*\n(.*?)```", stripped, re.DOTALL)
+    return json.loads(fenced[1] if fenced and not stripped.startswith(("{", "[")) else stripped)
+
+
+def _json_path(check: JsonPathCheck, output: str, case: Case) -> tuple[bool, str]:
+    found, value = json_path(parse_output(output), check.path)
+    if not found:
+        return False, f"{check.path} is not in the output"
+    if check.equals is None:
+        return True, f"{check.path} = {json.dumps(value)}"
+    want = render(check.equals, case) if isinstance(check.equals, str) else check.equals
+    same = value == want or (
+        isinstance(want, str) and not isinstance(value, str) and json.dumps(value) == want
+    )
+    return same, f"{check.path} = {json.dumps(value)}"
+
+
+def _json_schema(schema: dict[str, Any], output: str) -> tuple[bool, str]:
+    jsonschema: Any = importlib.import_module("jsonschema")
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(parse_output(output)), key=lambda e: list(e.path))
+    if not errors:
+        return True, "matches the schema"
+    first = errors[0]
+    where = "/".join(map(str, first.path)) or "(the whole output)"
+    return False, f"{where}: {first.message}"
+
+
+def _file(check: FileCheck, run: RunRecord) -> tuple[bool, str]:
+    root = run.workspace.resolve()
+    path = (root / render(check.path, run.case)).resolve()
+    if not is_inside(root, path):
+        return False, f"{check.path} is outside the run's workspace"
+    if not path.is_file():
+        return not check.exists, f"{check.path} {'does not exist' if check.exists else 'is absent'}"
+    if not check.exists:
+        return False, f"{check.path} exists"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if check.equals is not None and text.strip() != render(check.equals, run.case).strip():
+        return False, f"{check.path}: {_shown(text)}"
+    if check.contains is not None:
+        found, reason = _contains(text, check.contains, run.case)
+        if not found:
+            return False, f"{check.path}: {reason}"
+    if check.regex is not None and not re.search(render(check.regex, run.case), text, re.MULTILINE):
+        return False, f"{check.path} does not match {check.regex!r}"
+    return True, f"{check.path} as expected"
+
+
+def _python(scorer: Scorer, run: RunRecord, function: Callable[..., Any]) -> Score:
+    value = function(run)
+    if isinstance(value, Score):
+        return value.model_copy(update={"name": scorer.label, "kind": "python"})
+    if isinstance(value, bool):
+        return Score(name=scorer.label, passed=value, score=float(value))
+    if isinstance(value, int | float):
+        points = max(0.0, min(1.0, float(value)))
+        return Score(name=scorer.label, passed=points >= 0.5, score=points)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], bool | int | float):
+        points = max(0.0, min(1.0, float(value[0])))
+        return Score(name=scorer.label, passed=points >= 0.5, score=points, reason=str(value[1]))
+    raise TypeError(
+        f"{scorer.python} returned {type(value).__name__}; expected a bool, a number from 0 "
+        "to 1, a (score, reason) pair or a Score"
+    )

@@ -1,0 +1,319 @@
+"""The eval file as pydantic models: `EvalSpec`, `Case`, `Scorer`, `Variant`.
+
+An eval names a job (a spec file, or a spec written inline), its cases (inline, or a CSV or
+JSONL file), the scorers every run is held to, and the variants to compare. Structure is
+checked by pydantic (`extra="forbid"`); what it cannot see alone (the job loads for every
+variant, each case's inputs are the job's, each `{expected.NAME}` a scorer uses is in every
+case, a Python scorer's function exists) is checked in `loading.py`. Every problem, with its
+field path, ends in one `EvalError`, as a job spec's do. See docs/eval.md.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationInfo,
+    model_validator,
+)
+
+from ..jobs.problems import SpecError
+from ..jobs.spec import FILE_MODELS, InputValue, Location, Name, Positive, Text
+from ..skills.disclosure import Disclosure
+
+_CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+TEMPLATE = re.compile(r"\{(expected|inputs)\.([A-Za-z0-9_.-]+)\}")
+"""`{expected.NAME}` and `{inputs.NAME}` in a scorer's text: the case's values."""
+Fraction = Annotated[float, Field(ge=0, le=1)]
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+class EvalError(SpecError):
+    """An eval file is invalid; `problems` lists every reason, by field path."""
+
+
+def _file_model(value: str, info: ValidationInfo) -> str:
+    """A scripted model's script or a replayed trace, named from the eval file's folder."""
+    provider, sep, target = value.partition(":")
+    if not sep or provider not in FILE_MODELS:
+        return value
+    base = Path((info.context or {}).get("base_dir") or Path.cwd())
+    path = (base / Path(target).expanduser()).resolve()
+    if not path.is_file():
+        raise ValueError(f"the {FILE_MODELS[provider]} {path} does not exist")
+    return f"{provider}:{path}"
+
+
+VariantModel = Annotated[str, AfterValidator(_file_model)]
+
+
+class Range(BaseModel):
+    """A count that must lie between `min` and `max` (either may be left out)."""
+
+    model_config = _CONFIG
+
+    min: Annotated[int, Field(ge=0)] | None = None
+    max: Annotated[int, Field(ge=0)] | None = None
+
+    def holds(self, count: int) -> bool:
+        return (self.min is None or count >= self.min) and (self.max is None or count <= self.max)
+
+    def __str__(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"{self.min}..{self.max}" if self.min != self.max else str(self.min)
+        return f">= {self.min}" if self.min is not None else f"<= {self.max}"
+
+
+class FileCheck(BaseModel):
+    """A file the run wrote (or left) in its workspace."""
+
+    model_config = _CONFIG
+
+    path: Text
+    """The file's path inside the run's workspace."""
+    exists: StrictBool = True
+    """Whether it must exist (false: must not)."""
+    equals: str | None = None
+    """Its whole text, leading and trailing white space aside."""
+    contains: str | list[str] | None = None
+    """Text (or texts) it must contain."""
+    regex: str | None = None
+    """A regular expression it must match somewhere."""
+
+
+class JsonPathCheck(BaseModel):
+    """A value in the output read as JSON: `$.totals.revenue`, `$.items[0].name`."""
+
+    model_config = _CONFIG
+
+    path: Text
+    equals: Any = None
+    """The value it must have; left out, the path must only exist."""
+
+
+class JudgeSpec(BaseModel):
+    """A model that grades the output with a rubric; its spend is counted apart."""
+
+    model_config = _CONFIG
+
+    rubric: Text
+    """What a good answer does, for the judge to grade against."""
+    model: VariantModel | None = None
+    """The judge's model (a model string or an alias); default: the job's model."""
+    pass_score: Fraction = 0.5
+    """The least score (0 to 1) that passes."""
+
+
+ScorerKind = Literal[
+    "status",
+    "equals",
+    "contains",
+    "not_contains",
+    "regex",
+    "json_path",
+    "json_schema",
+    "file",
+    "skills_loaded",
+    "skills_not_loaded",
+    "tools_called",
+    "tools_not_called",
+    "forks",
+    "steps",
+    "max_tokens",
+    "max_cost_usd",
+    "max_seconds",
+    "python",
+    "judge",
+]
+KINDS: tuple[str, ...] = get_args(ScorerKind)
+
+
+class Scorer(BaseModel):
+    """One check of a run: exactly one of the kinds below, and optionally a `name`."""
+
+    model_config = _CONFIG
+
+    name: Text | None = None
+    """How the check shows in results; default: its kind and argument."""
+    status: Literal["completed", "failed", "budget_exhausted", "cancelled"] | None = None
+    """How the job must end (without any `status` scorer: `completed`)."""
+    equals: str | None = None
+    """The output, leading and trailing white space aside."""
+    contains: str | list[str] | None = None
+    """Text (or texts) the output must contain."""
+    not_contains: str | list[str] | None = None
+    """Text (or texts) the output must not contain."""
+    regex: str | None = None
+    """A regular expression the output must match somewhere."""
+    json_path: JsonPathCheck | None = None
+    json_schema: dict[str, Any] | None = None
+    """A JSON schema the output (read as JSON) must satisfy (needs the `[eval]` extra)."""
+    file: FileCheck | None = None
+    skills_loaded: list[Text] | None = None
+    """Skills some agent of the run loaded."""
+    skills_not_loaded: list[Text] | None = None
+    tools_called: list[Text] | None = None
+    """Tools some agent of the run called (`skill__tool` for a skill's)."""
+    tools_not_called: list[Text] | None = None
+    forks: Range | None = None
+    """How many `fork` calls the run made."""
+    steps: Range | None = None
+    """How many model calls the run made, every agent's together."""
+    max_tokens: Positive | None = None
+    """The most tokens the run may use."""
+    max_cost_usd: NonNegative | None = None
+    max_seconds: NonNegative | None = None
+    """The most wall time the run may take."""
+    python: Text | None = None
+    """`file.py:function` (beside the eval file) or `module:function`: called with the run
+    (`orchestrator.eval.RunRecord`); returns a bool, a score from 0 to 1, or a `Score`."""
+    judge: JudgeSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Scorer:
+        given = [kind for kind in KINDS if getattr(self, kind) is not None]
+        if len(given) != 1:
+            found = ", ".join(given) if given else "none"
+            raise ValueError(f"give exactly one kind of check ({', '.join(KINDS)}); got {found}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(kind for kind in KINDS if getattr(self, kind) is not None)
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        value = getattr(self, self.kind)
+        if isinstance(value, Range):
+            shown = str(value)
+        elif isinstance(value, BaseModel):
+            shown = getattr(value, "path", None) or "rubric"
+        elif isinstance(value, list):
+            shown = ", ".join(map(str, value))
+        else:
+            shown = str(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return f"{self.kind} {shown}" if self.kind != "json_schema" else "json_schema"
+
+    def texts(self) -> list[str]:
+        """The texts of this check that may name `{expected.X}` or `{inputs.X}`."""
+        value = getattr(self, self.kind)
+        found: list[Any] = []
+        if isinstance(value, BaseModel):
+            found = list(value.model_dump().values())
+        elif isinstance(value, list):
+            found = value
+        else:
+            found = [value]
+        flat: list[str] = []
+        for item in found:
+            flat.extend(item if isinstance(item, list) else [item])
+        return [item for item in flat if isinstance(item, str)]
+
+
+class Case(BaseModel):
+    """One case: the job's inputs, the values its scorers compare with, and its own scorers."""
+
+    model_config = _CONFIG
+
+    id: Name | None = None
+    """How results name it; default: its number (1 for the first)."""
+    inputs: dict[Name, InputValue] = Field(default_factory=dict)
+    """Values for the job's `inputs`."""
+    expected: dict[Name, Any] = Field(default_factory=dict)
+    """Values scorers name as `{expected.NAME}`."""
+    files: dict[Text, str] = Field(default_factory=dict)
+    """Files written into the run's workspace before it starts (path: text)."""
+    scorers: list[Scorer] = Field(default_factory=list)
+    """Checks of this case alone, after the eval's own."""
+
+
+class Variant(BaseModel):
+    """One way to run the job: what it changes of the spec. A variant changes nothing it
+    does not name."""
+
+    model_config = _CONFIG
+
+    name: Name | None = None
+    """How the table names it; default: what it changes."""
+    model: VariantModel | None = None
+    """The model (as `--model`): a model string or an alias; a scripted model's script
+    is named from the eval file's folder."""
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    """Settings of the model (as `--model-option`): temperature, max_output_tokens, ..."""
+    skills_add: list[Location] = Field(default_factory=list)
+    """Skill folders searched before the job's own."""
+    skills_remove: list[Text] = Field(default_factory=list)
+    """Skills (by name) the run does not see."""
+    disclosure: Disclosure | None = None
+    """How skills' tools reach the model: progressive, eager or auto."""
+    subagents: list[Location] = Field(default_factory=list)
+    """Sub-agent definition folders searched before the job's own."""
+
+    def title(self) -> str:
+        if self.name:
+            return self.name
+        changed = self.model_dump(exclude_defaults=True, exclude={"name"})
+        if not changed:
+            return "baseline"
+        parts = [f"{key}={shown_value(value)}" for key, value in changed.items()]
+        return ",".join(parts)
+
+
+def shown_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "+".join(Path(v).name if isinstance(v, Path) else str(v) for v in value)
+    if isinstance(value, dict):
+        return "+".join(f"{k}:{v}" for k, v in value.items())
+    return str(value)
+
+
+class EvalBudget(BaseModel):
+    """One budget for the whole eval: every run of every variant draws from it."""
+
+    model_config = _CONFIG
+
+    max_tokens: Positive | None = None
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+
+
+class EvalSpec(BaseModel):
+    """A validated eval file; its paths are absolute."""
+
+    model_config = _CONFIG
+
+    name: Text
+    """The eval's name, shown in its table and results."""
+    job: Location | dict[str, Any]
+    """The job: a spec file, or a spec written here (a mapping: name, model, goal or steps,
+    ...); its paths resolve against this file's folder."""
+    cases: list[Case] | Location
+    """The cases: a list, or a `.csv` / `.jsonl` file of them (docs/eval.md)."""
+    scorers: list[Scorer] = Field(default_factory=list)
+    """Checks every run of every case is held to."""
+    variants: list[Variant] = Field(default_factory=list)
+    """The ways to run the job, compared side by side; none: the job as it is."""
+    matrix: dict[
+        Literal["model", "model_options", "skills_add", "skills_remove", "disclosure", "subagents"],
+        list[Any],
+    ] = Field(default_factory=dict)
+    """Values to cross: every combination is a variant (crossed with `variants` if both)."""
+    repeat: Positive = 1
+    """How many times each case runs in each variant."""
+    concurrency: Positive = 4
+    """How many runs go at once."""
+    budget: EvalBudget = Field(default_factory=EvalBudget)
+    min_pass: Fraction | None = None
+    """The least pass rate every variant must reach (`--min-pass` overrides it)."""
+    workspace: Literal["copy", "shared"] = "copy"
+    """`copy`: each run works in a copy of the job's workspace (its files checked apart);
+    `shared`: every run in the workspace itself, one at a time."""
