@@ -40,12 +40,14 @@ from starlette.routing import Route
 
 
 class EchoAgent(AgentExecutor):
-    """Echoes the task's text, with an artifact and the usage it reports; with `hang`, waits
-    until `release` is set (or it is cancelled) first. `cancelled` lists the task ids it was
-    asked to cancel."""
+    """Echoes the task's text, with an artifact and the usage it reports (`reported` input
+    tokens); with `hang`, waits until `release` is set (or it is cancelled) first; the first
+    `fail_first` tasks fail. `cancelled` lists the task ids it was asked to cancel."""
 
-    def __init__(self, hang: bool = False) -> None:
+    def __init__(self, hang: bool = False, fail_first: int = 0, reported: int = 7) -> None:
         self.hang = hang
+        self.reported = reported  # the input tokens each task says it used
+        self.fail_first = fail_first  # how many tasks end `failed` before one succeeds
         self.release = asyncio.Event()  # set: a hanging task goes on to its end
         self.cancelled: list[str] = []
         self.received: list[str] = []
@@ -68,11 +70,18 @@ class EchoAgent(AgentExecutor):
         await updater.start_work(updater.new_agent_message([Part(text="thinking")]))
         if self.hang:
             await self.release.wait()
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            await updater.update_status(
+                TaskState.TASK_STATE_FAILED,
+                updater.new_agent_message([Part(text="the service is down")]),
+            )
+            return
         await updater.add_artifact([Part(text=f"artifact of: {text[:40]}")], name="echo.txt")
         await updater.update_status(
             TaskState.TASK_STATE_COMPLETED,
             updater.new_agent_message([Part(text=f"echo: {text[:60]}")]),
-            metadata={"usage": {"input_tokens": 7, "output_tokens": 5}},
+            metadata={"usage": {"input_tokens": self.reported, "output_tokens": 5}},
         )
         self.finished.append(task_id)
 

@@ -177,6 +177,28 @@ async def test_max_calls_caps_the_tasks_one_run_sends(tmp_path: Path) -> None:
     assert "its cap for one run (max_calls)" in observation
 
 
+async def test_what_a_remote_reports_is_charged_up_the_tree_and_stops_further_tasks(
+    tmp_path: Path,
+) -> None:
+    agent = EchoAgent(reported=150_000)  # more than the job's whole budget of 100,000
+    script = fork_script(
+        [
+            {"id": "one", "agent": "echo", "task": "first"},
+            {"id": "two", "agent": "echo", "task": "second", "depends_on": ["one"]},
+        ]
+    )
+    async with sdk_agent(agent) as url:
+        path = remote_job(tmp_path, url, script)
+        result = await run_job(load_job(path), trace=tmp_path / "run.jsonl")
+    assert agent.received == ["first"]  # nothing left: the second task was never sent
+    assert "budget: no tokens left for remote agent 'echo'" in fork_observation(
+        tmp_path / "run.jsonl"
+    )
+    # The job's own total holds what the remote said it used (it is known after the fact).
+    assert result.usage.total_tokens >= 150_005
+    assert result.status == "budget_exhausted"
+
+
 def test_a_definition_file_with_a2a_is_a_remote_agent(tmp_path: Path) -> None:
     (tmp_path / "far.md").write_text(
         "---\nname: far\ndescription: Lives elsewhere.\na2a: http://127.0.0.1:9/\n"
@@ -244,6 +266,26 @@ async def test_resume_looks_up_the_remote_task_before_sending_again(tmp_path: Pa
     assert again["task_id"] == tied["task_id"] and again["resumed"] is True
     assert events_of(trace, "a2a_send") and len(events_of(trace, "a2a_send")) == 1
     assert "echo: long work" in fork_observation_last(trace)
+
+
+async def test_retry_failed_sends_a_failed_remote_task_anew(tmp_path: Path) -> None:
+    from orchestrator import Orchestrator
+
+    agent = EchoAgent(fail_first=1)
+    script = fork_script([{"id": "far", "agent": "echo", "task": "look it up"}])
+    script["goal"].append({"content": "done, with the echo"})
+    trace = tmp_path / "run.jsonl"
+    async with sdk_agent(agent) as url:
+        first = await run_job(load_job(remote_job(tmp_path, url, script)), trace=trace)
+        assert first.step("goal").run is not None
+        assert first.step("goal").run.children[0].status == "error"
+
+        again = await Orchestrator.resume(trace, retry_failed=True)
+
+    assert again.status == "completed" and again.output == "done, with the echo"
+    assert agent.received == ["look it up", "look it up"]  # sent anew, not looked up
+    assert len(events_of(trace, "a2a_send")) == 2
+    assert "echo: look it up" in fork_observation_last(trace)
 
 
 def fork_observation_last(trace: Path) -> str:

@@ -243,6 +243,95 @@ async def test_an_ask_call_waits_for_the_clients_answer(
     assert decision["decision"] == ("approved" if allowed else "denied")
 
 
+async def test_an_unanswered_approval_is_denied_and_the_next_message_gets_the_end(
+    tmp_path: Path,
+) -> None:
+    job = load_served(write_job(tmp_path, ASK, ASK_SCRIPT, "asker"))
+    async with served([job], tmp_path / "runs", approval_timeout=0.3) as url:
+        client = await client_for(url)
+        first = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Make the file"))),
+            until={TaskState.TASK_STATE_INPUT_REQUIRED},
+        )
+        task = first[0].task
+        for _ in range(200):  # the run goes on, denied, and ends while nobody listens
+            [events] = traces(tmp_path / "runs")
+            if any(e["type"] == "job_end" for e in events):
+                break
+            await asyncio.sleep(0.05)
+        rest = await collect(client.send_message(SendMessageRequest(
+            message=user_message("still there?", task.id, task.context_id))))  # fmt: skip
+        await client.close()
+    assert states(rest)[-1] == "TASK_STATE_COMPLETED"
+    assert any("not answered in time" in text for text in status_texts(rest))
+    assert not (tmp_path / "work" / "approved.txt").exists()
+    [decision] = [e for e in events if e["type"] == "approval"]
+    assert decision["decision"] == "denied"
+
+
+async def test_tasks_of_one_job_take_its_workspace_in_turn(tmp_path: Path) -> None:
+    """Two clients at once: each run's files are its own task's artifacts, never the other's,
+    because runs that share a workspace go one after another."""
+    script = {
+        "goal": [
+            call("load_skill", name="files"),
+            {**call("files__write_file", path="brief.md", content="a brief\n"), "latency": 0.3},
+            {"content": "Wrote brief.md."},
+        ]
+    }
+    job = load_served(write_job(tmp_path, WRITER, script, "writer"))
+    async with served([job], tmp_path / "runs") as url:
+        client = await client_for(url)
+        both = await asyncio.gather(
+            *(
+                collect(client.send_message(SendMessageRequest(message=user_message(text))))
+                for text in ("first client", "second client")
+            )
+        )
+        await client.close()
+    assert [states(responses)[-1] for responses in both] == ["TASK_STATE_COMPLETED"] * 2
+    assert any("waiting: another task is running" in text for r in both for text in status_texts(r))
+    runs = traces(tmp_path / "runs")
+    spans = sorted(
+        (next(e["ts"] for e in run if e["type"] == "job_start"),
+         next(e["ts"] for e in run if e["type"] == "job_end"))
+        for run in runs
+    )  # fmt: skip
+    assert len(spans) == 2 and spans[0][1] <= spans[1][0]  # one after the other
+    for responses in both:  # each task gets the file its own run wrote, once
+        artifacts = [
+            r.artifact_update.artifact.name
+            for r in responses
+            if r.WhichOneof("payload") == "artifact_update"
+        ]
+        assert artifacts == ["brief.md"]
+
+
+async def test_secrets_are_masked_on_the_wire_as_in_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+    monkeypatch.setenv("BILLING_API_KEY", secret)
+    script = {
+        "goal": [
+            call("load_skill", name="files"),
+            call("files__write_file", path="key.txt", content=f"key={secret}\n"),
+            {"content": f"The key is {secret}."},
+        ]
+    }
+    job = load_served(write_job(tmp_path, WRITER, script, "writer"))
+    async with served([job], tmp_path / "runs") as url:
+        client = await client_for(url)
+        responses = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Leak it")))
+        )
+        await client.close()
+    wire = "".join(str(MessageToDict(r)) for r in responses)
+    assert states(responses)[-1] == "TASK_STATE_COMPLETED"
+    assert "key.txt" in wire and "The key is" in wire
+    assert secret not in wire
+
+
 async def test_a_message_goes_into_the_marked_input(tmp_path: Path) -> None:
     spec = """\
 name: echo
@@ -298,6 +387,26 @@ async def test_a_token_guards_every_request_but_the_card(tmp_path: Path) -> None
     assert card.status_code == 200 and "bearer" in card.json()["securitySchemes"]
     assert (bare.status_code, wrong.status_code) == (401, 401)
     assert right.status_code == 200 and "error" in right.json()  # no such task, but let in
+
+
+async def test_a_web_page_cannot_start_a_run_on_a_loopback_server(tmp_path: Path) -> None:
+    """A page the user has open posts to the local server (its browser adds `Origin`), or
+    re-points its own name at 127.0.0.1 (DNS rebinding: the `Host` is the page's name)."""
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+    send = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "x"}]}},
+    }
+    async with served([job], tmp_path / "runs") as url, httpx.AsyncClient() as http:
+        from_page = await http.post(url, json=send, headers={"Origin": "https://evil.example"})
+        rebound = await http.post(url, json=send, headers={"Host": "evil.example:8000"})
+        card = await http.get(url + ".well-known/agent-card.json")
+        plain = await http.post(url, json={**send, "method": "GetTask", "params": {"id": "x"}})
+    assert (from_page.status_code, rebound.status_code) == (403, 403)
+    assert card.status_code == 200 and plain.status_code == 200
+    assert traces(tmp_path / "runs") == []  # nothing ran
 
 
 async def test_a_request_over_the_size_limit_is_refused(tmp_path: Path) -> None:

@@ -688,3 +688,32 @@ async def test_the_orchestrator_says_what_becomes_of_tasks_running_at_an_answer(
     (study,) = result.children
     assert study.status == "cancelled"
     assert study.reason == "cancelled: the agent gave its final answer (on_answer: cancel)"
+
+
+async def test_an_answer_on_the_last_step_cancels_tasks_it_could_not_take_results_from(
+    tmp_path: Path,
+) -> None:
+    script = {
+        "planner": [
+            background({"id": "study", "task": "Study it."}),
+            {"content": "The answer, without the study.", "latency": 0.05},
+        ],
+        "planner/study": [{"content": "the study's finding", "latency": 0.5}],
+    }
+    path = tmp_path / "t.jsonl"
+    extension = ForkExtension(SubagentRegistry(), tools=[note])
+    agent = Agent(
+        ScriptedModel(script), [note], name="planner", extensions=[extension], max_steps=2
+    )
+    with Trace(path) as trace:
+        agent.trace = trace
+        result = await agent.run("Go")
+
+    events = read_trace(path)
+    (settle,) = of_type(events, "background_settle", "planner")
+    # No step was left to hand the results over in: waiting would have spent the budget on
+    # results nobody reads, and the record would say they were given.
+    assert settle["choice"] == "cancel"
+    assert not of_type(events, "background_delivered")
+    assert result.status == "max_steps" and result.output == "The answer, without the study."
+    assert result.children[0].status == "cancelled"

@@ -141,3 +141,25 @@ steps:
     refused = orchestrator("resume", "--retry-failed", "last", cwd=tmp_path)
     assert refused.returncode == 2
     assert "no failed step or sub-agent to retry (it ended completed)" in refused.stderr
+
+
+def test_retry_failed_asks_the_model_again_for_an_empty_answer_a_later_step_needed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "script.yaml").write_text(
+        "gather:\n  - content: ''\n  - content: 'twelve rows'\nwrite:\n  - content: 'Done.'\n"
+    )
+    (tmp_path / "job.yaml").write_text(
+        "name: empty\nmodel: scripted:script.yaml\nsteps:\n"
+        "  - {id: gather, task: Gather.}\n"
+        "  - {id: write, task: 'Write: {steps.gather.output}', depends_on: [gather]}\n"
+    )
+    first = orchestrator("run", "job.yaml", "--json", "--quiet", cwd=tmp_path)
+    assert first.returncode == 3
+    assert json.loads(first.stdout)["steps"][0]["reason"].startswith("its answer was empty")
+
+    again = orchestrator("resume", "--retry-failed", "last", "--json", cwd=tmp_path)
+
+    assert again.returncode == 0, again.stderr
+    result = json.loads(again.stdout)
+    assert [s["output"] for s in result["steps"]] == ["twelve rows", "Done."]

@@ -282,6 +282,10 @@ def resumed_task_id(context: ToolContext, path: str) -> str | None:
     for event in read_trace(trace.path):
         if event.get("type") == "a2a_task" and event.get("agent") == path:
             found = event.get("task_id")
+        elif event.get("type") == "retry":
+            # `resume --retry-failed`: a task that runs again here (it failed, or used what
+            # failed) is sent anew; a task that kept its result is restored before this.
+            found = None
     return found if isinstance(found, str) else None
 
 
@@ -367,11 +371,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _charge(context: ToolContext, usage: Usage) -> None:
-    budget = context.budget
-    if budget is None:
-        return
-    reservation = budget.try_reserve(0)
-    if reservation is None:
-        budget.record_spent(usage.total_tokens)
-    else:
-        budget.settle(reservation, usage.total_tokens)
+    """What the remote agent reported it used, charged to the run's budget and every budget
+    above it (it is known only after the fact, so it may take the budget past its cap)."""
+    if context.budget is not None:
+        context.budget.charge(usage.total_tokens)

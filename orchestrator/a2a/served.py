@@ -34,6 +34,7 @@ from ..agent import ApprovalRequest
 from ..errors import ConfigError
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
+from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
 from ..trace import Event, Trace, new_run_id
 
@@ -94,9 +95,16 @@ class ServedRun:
         *,
         user_skills: bool,
         approval_timeout: float,
+        workspace: asyncio.Lock | None = None,
     ) -> None:
         self.task_id = task_id
+        self.workspace = workspace or asyncio.Lock()
+        """Held while the run goes: tasks whose runs share a workspace run one at a time, so
+        that one task's files are never another's artifacts."""
         self.updates: asyncio.Queue[Update] = asyncio.Queue()
+        self.unanswered = False
+        """An approval went unanswered: the task still shows `input-required`, and no relay
+        publishes what the run says until the client's next message on the task."""
         self.approval_timeout = approval_timeout
         self._answer: asyncio.Future[bool] | None = None
         self._approving = asyncio.Lock()
@@ -117,7 +125,11 @@ class ServedRun:
 
     async def _run(self) -> None:
         try:
-            result = await self.orchestrator.run_job(self.job, trace=self.trace)
+            if self.workspace.locked():
+                note = "waiting: another task is running in this job's workspace"
+                self.updates.put_nowait(Update(TaskState.TASK_STATE_WORKING, note))
+            async with self.workspace:
+                result = await self.orchestrator.run_job(self.job, trace=self.trace)
         except asyncio.CancelledError:
             self.updates.put_nowait(Update(TaskState.TASK_STATE_CANCELED, "cancelled"))
             raise
@@ -158,6 +170,9 @@ class ServedRun:
                 async with asyncio.timeout(self.approval_timeout):
                     return await self._answer
             except TimeoutError:
+                self.unanswered = True  # what the run says next waits for the client's next call
+                note = f"no answer in {self.approval_timeout:g} s: the call was denied"
+                self.updates.put_nowait(Update(TaskState.TASK_STATE_WORKING, note))
                 return False
             finally:
                 self._answer = None
@@ -217,8 +232,10 @@ class JobAgent(AgentExecutor):
     """The A2A executor of one or more jobs: a task runs the job its message names (the
     metadata field `skill`, a job's name) or the first one.
 
-    At most `max_tasks` runs go at once; a task past that is rejected, not queued. Each run
-    writes its trace under `trace_dir`.
+    At most `max_tasks` tasks are taken at once; a task past that is rejected, not queued.
+    Tasks whose jobs share a workspace run one after another (a run's files are the task's
+    artifacts); tasks of jobs with workspaces of their own run side by side. Each run writes
+    its trace under `trace_dir`.
     """
 
     def __init__(
@@ -243,6 +260,7 @@ class JobAgent(AgentExecutor):
         self.user_skills = user_skills
         self.approval_timeout = approval_timeout
         self.runs: dict[str, ServedRun] = {}
+        self.workspaces: dict[Path, asyncio.Lock] = {}
 
     def active(self) -> int:
         return sum(1 for run in self.runs.values() if run.task is not None and not run.task.done())
@@ -256,6 +274,12 @@ class JobAgent(AgentExecutor):
         if run is not None and run.waiting and context.message is not None:
             verdict = "allowed" if run.answer(context.message) else "denied"
             await updater.start_work(_agent_message(updater, f"call {verdict}"))
+            await self._relay(run, updater)
+            return
+        if run is not None and run.unanswered:  # the run went on without the client's answer
+            run.unanswered = False
+            note = "the approval was not answered in time; the call was denied"
+            await updater.start_work(_agent_message(updater, note))
             await self._relay(run, updater)
             return
         if run is not None:  # a message on a task whose run goes on: noted, the run unchanged
@@ -277,6 +301,9 @@ class JobAgent(AgentExecutor):
             path,
             user_skills=self.user_skills,
             approval_timeout=self.approval_timeout,
+            workspace=self.workspaces.setdefault(
+                job.permissions.workspace.expanduser().resolve(), asyncio.Lock()
+            ),
         )
         self.runs[task_id] = run
         run.start(context_id)
@@ -299,9 +326,10 @@ class JobAgent(AgentExecutor):
         return str(named) if named is not None else self.default
 
     async def _relay(self, run: ServedRun, updater: TaskUpdater) -> None:
-        """Publish the run's updates on the task until it ends or waits for input."""
+        """Publish the run's updates on the task until it ends or waits for input; secrets
+        are masked as in the run's trace."""
         while True:
-            update = await run.updates.get()
+            update = masked(await run.updates.get(), run.trace.mask)
             if update.state == TaskState.TASK_STATE_WORKING:
                 message = _agent_message(updater, update.text, update.data)
                 await updater.update_status(update.state, message)
@@ -319,7 +347,7 @@ class JobAgent(AgentExecutor):
         if result is not None:
             root = run.orchestrator.permissions.workspace_root()
             for path in result.files:
-                await _send_file(updater, Path(path), root)
+                await _send_file(updater, Path(path), root, run.trace.mask)
             usage = result.usage
             data["usage"] = {
                 "input_tokens": usage.input_tokens,
@@ -370,10 +398,20 @@ def _agent_message(
     return updater.new_agent_message(parts)
 
 
-async def _send_file(updater: TaskUpdater, path: Path, root: Path) -> None:
+def masked(update: Update, mask: SecretMask) -> Update:
+    """`update` with every secret in its text and data masked."""
+    data = json.loads(mask(json.dumps(update.data))) if update.data else update.data
+    result = update.result
+    if result is not None:
+        result = result.model_copy(update={"output": mask(result.output)})
+    return Update(update.state, mask(update.text), data, result)
+
+
+async def _send_file(updater: TaskUpdater, path: Path, root: Path, mask: SecretMask) -> None:
     """One file the run wrote, as an artifact named by its file name (its bytes when it is
-    small enough, else only its name and size). Only a regular file inside the workspace is
-    read: a link the model made to a file elsewhere is named, never followed."""
+    small enough, else only its name and size), text with its secrets masked. Only a regular
+    file inside the workspace is read: a link the model made to a file elsewhere is named,
+    never followed."""
     try:
         size, data = await asyncio.to_thread(_read_small, path, root)
     except OSError as exc:
@@ -385,7 +423,7 @@ async def _send_file(updater: TaskUpdater, path: Path, root: Path) -> None:
         await updater.add_artifact([Part(text=note)], name=path.name)
         return
     try:
-        part = Part(text=data.decode("utf-8"), media_type=media, filename=path.name)
+        part = Part(text=mask(data.decode("utf-8")), media_type=media, filename=path.name)
     except UnicodeDecodeError:
         part = Part(raw=data, media_type=media, filename=path.name)
     await updater.add_artifact([part], name=path.name)

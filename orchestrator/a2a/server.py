@@ -119,7 +119,12 @@ class JobRequestHandler(DefaultRequestHandler):
 
 class Guard:
     """Refuses a request body over `max_bytes` (413) and, with a token, a request without
-    `Authorization: Bearer TOKEN` (401); the card stays public."""
+    `Authorization: Bearer TOKEN` (401); the card stays public.
+
+    A web page the user has open must not start runs on their keys: a request a browser sends
+    for a page carries an `Origin` header, which no A2A client needs, and is refused (403).
+    Without a token (loopback only), a `Host` that is not a loopback name is refused too: a
+    page whose own name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name."""
 
     def __init__(self, app: ASGIApp, *, token: str | None, max_bytes: int) -> None:
         self.app = app
@@ -131,7 +136,14 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self.token is not None and scope["path"] != AGENT_CARD_WELL_KNOWN_PATH:
+        public = scope["path"] == AGENT_CARD_WELL_KNOWN_PATH
+        if not public and "origin" in headers:
+            await _refuse(send, 403, "requests from web pages (with an Origin) are refused")
+            return
+        if self.token is None and not is_loopback(_host_name(headers.get("host", ""))):
+            await _refuse(send, 403, "without a token, only a loopback Host is served")
+            return
+        if self.token is not None and not public:
             given = headers.get("authorization", "")
             expected = f"Bearer {self.token}"
             if not hmac.compare_digest(given.encode(), expected.encode()):
@@ -146,6 +158,13 @@ class Guard:
             await _refuse(send, 413, f"request over {self.max_bytes} bytes")
             return
         await self.app(scope, _replay(body, receive), send)
+
+
+def _host_name(host: str) -> str:
+    """`127.0.0.1` of `127.0.0.1:8000`, `::1` of `[::1]:8000`."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
@@ -248,9 +267,11 @@ async def serve(
     max_request_bytes: int = MAX_REQUEST_BYTES,
     trace_dir: Path = TRACE_FOLDER,
     user_skills: bool = False,
+    approval_timeout: float = 600.0,
     ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve `jobs` until cancelled; `ready` is told the agent's URL once it listens."""
+    """Serve `jobs` until cancelled; `ready` is told the agent's URL once it listens. A call
+    waiting for approval is denied after `approval_timeout` seconds without an answer."""
     if token is None and not is_loopback(host):
         raise ConfigError(
             f"serving on {host} (not a loopback address) needs a bearer token: --token-env NAME"
@@ -266,6 +287,7 @@ async def serve(
         max_request_bytes=max_request_bytes,
         trace_dir=trace_dir,
         user_skills=user_skills,
+        approval_timeout=approval_timeout,
     )
     config = uvicorn.Config(app, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)

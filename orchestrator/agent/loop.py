@@ -250,18 +250,13 @@ class AgentLoop:
             while state.result is None:
                 await self.step(state)
         except ContextWindowExceeded as exc:
-            await self._settle(state, answered=False)
-            text = _last_answer(state.transcript)
-            self._finish(state, "context_full", text, error=self._teach(state, exc))
+            await self._end_early(state, "context_full", self._teach(state, exc))
         except ModelError as exc:
-            await self._settle(state, answered=False)
-            self._finish(state, "error", _last_answer(state.transcript), error=str(exc))
+            await self._end_early(state, "error", str(exc))
         except Exception as exc:
             # A model adapter (or extension) of the user's own failed in a way it should not:
             # the run still ends with a result and a complete record.
-            error = f"{type(exc).__name__}: {exc}"
-            await self._settle(state, answered=False)
-            self._finish(state, "error", _last_answer(state.transcript), error=error)
+            await self._end_early(state, "error", f"{type(exc).__name__}: {exc}")
         except asyncio.CancelledError:
             try:
                 await self._settle(state, answered=False)
@@ -488,11 +483,23 @@ class AgentLoop:
         await state.batch.run()
         state.batch = None
 
+    async def _end_early(self, state: RunState, status: Status, error: str) -> None:
+        """End a run cut short (an error, a full window): the work beside it is settled, and
+        the run gets its end on the record whatever settling raises."""
+        try:
+            await self._settle(state, answered=False)
+        except Exception as exc:
+            error = f"{error} (then settling its background work failed: {exc!r})"
+        finally:
+            self._finish(state, status, _last_answer(state.transcript), error=error)
+
     async def _settle(self, state: RunState, *, answered: bool) -> bool:
         """Before the run ends, extensions settle the work going on beside it. True when what
-        came in went to the agent (after an answer, with a step left), which answers again."""
+        came in went to the agent (after an answer, with a step left), which answers again.
+        With no step left there is no turn to take results in: the work is cancelled."""
+        answered = answered and state.steps < self.max_steps
         arrived = [m for e in self._aside for m in await e.settle(state.context, answered=answered)]
-        if not (answered and arrived and state.steps < self.max_steps):
+        if not (answered and arrived):
             return False
         for message in arrived:
             self._append(state, message)

@@ -115,6 +115,16 @@ class TokenBudget:
             self.used += max(0, tokens)
             self.spent += max(0.0, cost)
 
+    def charge(self, tokens: int, cost: float = 0.0) -> None:
+        """Count tokens (and dollars) spent without a reservation, here and in every budget
+        above: what a remote agent reports it used, known only once its task has ended. It
+        may take a budget past its cap by that much; no call starts once nothing is left."""
+        with self._lock:
+            self.used += max(0, tokens)
+            self.spent += max(0.0, cost)
+        if self.parent is not None:
+            self.parent.charge(tokens, cost)
+
     def settle(self, reservation: Reservation, used: int, cost: float = 0.0) -> None:
         """Replace a reservation by what the call really used (and cost)."""
         self._close(reservation, used, cost)

@@ -46,6 +46,9 @@ class RemoteAgentsExecutor:
         remote = self.remote_of(request)
         if remote is None:
             return self.inner.budget_refusal(request)
+        remaining = self.context.budget.remaining if self.context.budget is not None else None
+        if remaining is not None and remaining <= 0:
+            return f"budget: no tokens left for remote agent {request.agent!r}"
         sent = self.context.state_of(RemoteCalls).sent.get(request.agent, 0)
         if remote.max_calls is not None and sent >= remote.max_calls:
             return (

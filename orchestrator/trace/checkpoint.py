@@ -189,6 +189,9 @@ class Checkpoint:
         record = self.agents.get(path)
         if resume_agent and record is not None:
             record.status = None  # it goes on from its last complete turn
+            last = record.messages[-1] if record.messages else None
+            if last is not None and last.role == "assistant" and not last.tool_calls:
+                record.messages.pop()  # it had answered (empty, say): the model is asked again
         for other in list(self.tasks.values()):
             if other.caller == task.caller and task.id in other.depends_on:
                 self._forget(other.path)
