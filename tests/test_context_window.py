@@ -687,3 +687,37 @@ async def test_a_compacted_run_replays_from_its_trace(tmp_path: Path) -> None:
     again = await Agent(replay, [reader(tmp_path / "notes")]).run("Read every note.")
     # Every request matched the recording, stubs and all (a departure fails the run).
     assert again.status == "completed" and again.messages == first.messages
+
+
+async def test_a_resumed_run_keeps_the_window_its_server_gave_without_asking_again(
+    tmp_path: Path,
+) -> None:
+    """The window a server said is in the trace; asked again on resume it could say nothing
+    (down for a moment), and the tools array would change mid-run."""
+    write_notes(tmp_path / "notes", 6)
+    turns = [*reads(6), {"content": "read them all"}]
+    pages = {"/props": {"default_generation_settings": {"n_ctx": 3000}}}
+    path = tmp_path / "t.jsonl"
+    with ProviderServer({"*": turns}, pages=pages) as server:
+        model = resolve_model("openai-compatible:probed", base_url=server.openai_url)
+        await Agent(model, [reader(tmp_path / "notes")], max_output_tokens=512, trace=path).run(
+            "Read every note."
+        )
+    events = read_trace(path)
+    (said,) = [e for e in events if e["type"] == "context_window"]
+    assert said["tokens"] == 3000
+    cut_at = [i for i, e in enumerate(events) if e["type"] == "model_call"][2]
+    (tmp_path / "cut").mkdir()
+    cut_path = cut(path, cut_at + 1, tmp_path / "cut" / "t.jsonl")
+
+    with ProviderServer({"*": turns[3:]}) as silent:  # its window pages are gone now
+        model = resolve_model("openai-compatible:probed", base_url=silent.openai_url)
+        checkpoint = load_checkpoint(cut_path)
+        with Trace(cut_path, resume=checkpoint) as trace:
+            agent = Agent(model, [reader(tmp_path / "notes")], max_output_tokens=512, trace=trace)
+            resumed = await agent.run("Read every note.")
+        bodies = silent.bodies()
+        assert not silent.gets  # not asked again
+
+    assert resumed.status == "completed"
+    assert all("read_compacted" in [t["function"]["name"] for t in b["tools"]] for b in bodies)

@@ -125,6 +125,7 @@ class RunState:
     on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
     fit: ContextFit = field(default_factory=lambda: ContextFit(None))
+    asked_server: bool = False  # the server was asked for its window (in this attempt or before)
 
 
 class AgentLoop:
@@ -344,12 +345,21 @@ class AgentLoop:
         return call.response
 
     async def _ask_window(self, state: RunState) -> None:
-        """A window neither the settings nor the table know: ask the server, if it says."""
+        """A window neither the settings nor the table know: ask the server, if it says. What
+        it said is in the trace (`context_window`): a resumed run takes that, not a new ask."""
         ask = getattr(self.model, "server_window", None)
-        if state.fit.window is not None or ask is None:
+        if state.fit.window is not None or ask is None or state.asked_server:
             return
-        window = await ask()
-        if isinstance(window, int) and window > 0:
+        answer = await ask()
+        window = answer if isinstance(answer, int) and answer > 0 else None
+        state.asked_server = True
+        if state.context.trace is not None:
+            state.context.trace.emit("context_window", self.name, tokens=window, source="server")
+        self._use_server_window(state, window)
+
+    @staticmethod
+    def _use_server_window(state: RunState, window: int | None) -> None:
+        if window is not None:
             state.fit.window, state.fit.source = window, "server"
             state.context.toolset.add(READ_COMPACTED)  # before the first request: advertised
 
@@ -596,6 +606,9 @@ class AgentLoop:
             state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost
             state.resume = restart.cut
             context.state_of(CompactedResults).originals.update(restart.compacted)
+            if restart.server_window is not None and state.fit.window is None:
+                state.asked_server = True
+                self._use_server_window(state, restart.server_window[0])
             if restart.compacted:
                 context.toolset.add(READ_COMPACTED, advertise=False)
             for message in restart.messages:

@@ -69,6 +69,10 @@ class Restart:
     cut: CutTurn | None
     compacted: dict[int, str] = field(default_factory=dict)
     """What the earlier attempts' compactions cut, by message index (agent/compaction.py)."""
+    server_window: tuple[int | None] | None = None
+    """What the model's server said of its window in an earlier attempt (`(None,)`: it was
+    asked and did not say); None when it was not asked. Asked again, it could answer
+    otherwise, and the tools array would change mid-run."""
 
     def started(self) -> dict[str, object]:
         """What the run's `run_start` event adds."""
@@ -107,7 +111,8 @@ def restart_from(
         spent = checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path)
         context.budget.record_spent(*spent)
     compacted = {i: text for i, text in record.compacted.items() if i < len(messages)}
-    return Restart(messages, record.steps, record.usage, record.cost, cut, compacted)
+    asked = (record.server_window,) if record.asked_server else None
+    return Restart(messages, record.steps, record.usage, record.cost, cut, compacted, asked)
 
 
 def cut_turn(

@@ -154,7 +154,9 @@ class ForkExtension:
         view = copy.copy(self)
         view.skills = skills
         view.remote = None  # a sub-agent's own forks run where it runs
-        view._tools = view._make_tools()
+        # The same schemas, bound to the view: building a tool's schema costs milliseconds,
+        # and a fan-out builds one view per sub-agent.
+        view._tools = [tool.rebound(getattr(view, tool.fn.__name__)) for tool in self._tools]
         return view
 
     def system_prompt(self) -> str:

@@ -55,6 +55,10 @@ class AgentRecord:
     delivered: set[str] = field(default_factory=set)
     """Ids of background tasks whose results reached this agent."""
     compacted: dict[int, str] = field(default_factory=dict)
+    asked_server: bool = False
+    """The run asked the model's server for its context window (a `context_window` event)."""
+    server_window: int | None = None
+    """What the server said (None: it did not say); a resumed run uses it, not a new ask."""
     """What compactions cut from the conversation, by message index: the original text."""
     compactions: int = 0
 
@@ -371,6 +375,13 @@ def _tool_end(c: Checkpoint, event: Event) -> None:
         record.open_call = None
 
 
+def _context_window(c: Checkpoint, event: Event) -> None:
+    record = c.agent(event["agent"])
+    tokens = event.get("tokens")
+    record.asked_server = True
+    record.server_window = tokens if isinstance(tokens, int) and tokens > 0 else None
+
+
 def _retry(c: Checkpoint, event: Event) -> None:
     c.reopen(str(path) for path in event.get("paths") or [])
 
@@ -418,4 +429,5 @@ _HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
     "retry": _retry,
     "background_delivered": _background_delivered,
     "compact": _compact,
+    "context_window": _context_window,
 }

@@ -65,6 +65,7 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "tool_end": {"call_id": str, "name": str, "error_type": str},
     "message": {"message": dict},
     "skill_loaded": {"skill": str, "tools": list},
+    "context_window": {"tokens": int, "source": str},
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "fork": ("tasks",),
