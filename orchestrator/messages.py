@@ -239,10 +239,22 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
 
+_DIGESTS: dict[int, tuple[Sequence[ToolSpec], str]] = {}
+
+
 def tools_digest(tools: Sequence[ToolSpec]) -> str:
     """A short digest of a request's tool schemas: two requests with the same tools array
-    have the same one (a replay tells a changed schema by it)."""
+    have the same one (a replay tells a changed schema by it). An agent sends the same array
+    (the same tuple) in every request, so it is serialised once: the entry keeps the tuple,
+    so its id cannot be reused by another while the entry lives."""
+    found = _DIGESTS.get(id(tools))
+    if found is not None and found[0] is tools:
+        return found[1]
     text = json.dumps(
         [spec.model_dump(mode="json") for spec in tools], sort_keys=True, ensure_ascii=False
     )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    if len(_DIGESTS) >= 1024:
+        _DIGESTS.clear()
+    _DIGESTS[id(tools)] = (tools, digest)
+    return digest

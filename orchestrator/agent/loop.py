@@ -328,6 +328,7 @@ class AgentLoop:
                     agent=self.name,
                     step=state.steps + 1,
                     trace=state.context.trace,
+                    input_tokens=counted,
                     on_event=state.on_event,
                 )
                 break

@@ -81,10 +81,13 @@ async def call_model(
     step: int,
     trace: Trace | None,
     on_event: Callable[..., None] | None = None,
+    input_tokens: int | None = None,
 ) -> ModelCall | None:
     """Count, reserve, warm, call, settle and charge one call; None when the budget cannot
-    cover it. `step` is the number of this call in the agent's run, for the trace."""
-    input_tokens = counter.count_request(messages, tools)
+    cover it. `step` is the number of this call in the agent's run, for the trace;
+    `input_tokens`, the request's count when the caller has just made it."""
+    if input_tokens is None:
+        input_tokens = counter.count_request(messages, tools)
     reservation = reserve(budget, model, input_tokens, max_output_tokens)
     if reservation is None:
         return None
