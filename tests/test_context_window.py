@@ -721,3 +721,16 @@ async def test_a_resumed_run_keeps_the_window_its_server_gave_without_asking_aga
 
     assert resumed.status == "completed"
     assert all("read_compacted" in [t["function"]["name"] for t in b["tools"]] for b in bodies)
+
+
+async def test_a_window_probe_refuses_a_reply_past_its_limit() -> None:
+    from orchestrator.models.http import MAX_PROBE_BYTES
+
+    huge = {"default_generation_settings": {"n_ctx": 3000}, "pad": "x" * (2 * MAX_PROBE_BYTES)}
+    small = {"default_generation_settings": {"n_ctx": 3000}}
+    with ProviderServer({"*": []}, pages={"/props": huge}) as hostile:
+        model = resolve_model("openai-compatible:big", base_url=hostile.openai_url)
+        assert await model.server_window() is None  # a reply past the limit is not read
+    with ProviderServer({"*": []}, pages={"/props": small}) as fine:
+        model = resolve_model("openai-compatible:small", base_url=fine.openai_url)
+        assert await model.server_window() == 3000

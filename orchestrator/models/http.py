@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -114,17 +115,30 @@ class Connection:
             ) from None
 
     async def get_json(self, url: str) -> Any:
-        """GET `url` once (no retries, a short timeout) and read its JSON; None on any failure
-        or when the reply is not JSON. For asking a server about itself, never for a call."""
+        """GET `url` once (no retries, `PROBE_TIMEOUT` seconds in all) and read its JSON; None
+        on any failure, a reply over `MAX_PROBE_BYTES` (read no further), or one that is not
+        JSON. For asking a server about itself, never for a call."""
+        client = self.endpoint.client()
+        body = bytearray()
         try:
-            response = await self.endpoint.client().get(
-                url, headers=self._headers({}), timeout=PROBE_TIMEOUT
-            )
-        except httpx.HTTPError:
+            async with asyncio.timeout(PROBE_TIMEOUT):
+                request = client.build_request("GET", url, headers=self._headers({}))
+                response = await client.send(request, stream=True)
+                try:
+                    if not response.is_success:
+                        return None
+                    async for chunk in response.aiter_bytes():
+                        body.extend(chunk)
+                        if len(body) > MAX_PROBE_BYTES:
+                            return None
+                finally:
+                    await response.aclose()
+        except (httpx.HTTPError, TimeoutError):
             return None
-        if not response.is_success or len(response.content) > MAX_PROBE_BYTES:
+        try:
+            return json.loads(body)
+        except ValueError:
             return None
-        return _json_or_none(response)
 
     async def _attempts(
         self,
