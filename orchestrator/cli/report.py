@@ -9,7 +9,7 @@ from pathlib import Path
 from ..report import write_report
 from ..trace.reader import TraceReader
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
-from .resume import no_runs, trace_argument
+from .resume import existing_trace
 from .run import DEFAULT_TRACE_DIR
 
 
@@ -35,12 +35,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def report_command(args: argparse.Namespace) -> int:
-    path = trace_argument(args.path, args.dir)
+    path = existing_trace(args.path, args.dir)
     if path is None:
-        print(f"error: {no_runs(args.dir)}", file=sys.stderr)
-        return EXIT_SPEC_ERROR
-    if not path.is_file():
-        print(f"error: no trace at {path}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     reader = TraceReader(path)
     target = write_report(path, args.output, reader=reader)

@@ -90,6 +90,18 @@ def trace_argument(value: str, folder: Path, *, jobs_only: bool = False) -> Path
     return Path(value)
 
 
+def existing_trace(value: str, folder: Path) -> Path | None:
+    """The trace file a TRACE|last argument names, or None once the error is on stderr."""
+    path = trace_argument(value, folder)
+    if path is None:
+        print(f"error: {no_runs(folder)}", file=sys.stderr)
+        return None
+    if not path.is_file():
+        print(f"error: no trace at {path}", file=sys.stderr)
+        return None
+    return path
+
+
 def no_runs(folder: Path, what: str = "runs") -> str:
     """Why `last` found nothing: where it looked, and where traces are written."""
     return (

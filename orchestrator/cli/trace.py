@@ -14,7 +14,7 @@ from ..trace.lock import is_locked
 from ..trace.reader import verify_trace
 from ..trace.summary import render, summarize
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
-from .resume import no_runs, trace_argument
+from .resume import existing_trace
 from .run import DEFAULT_TRACE_DIR
 
 
@@ -38,12 +38,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def show_command(args: argparse.Namespace) -> int:
-    path = trace_argument(args.path, args.dir)
+    path = existing_trace(args.path, args.dir)
     if path is None:
-        print(f"error: {no_runs(args.dir)}", file=sys.stderr)
-        return EXIT_SPEC_ERROR
-    if not path.is_file():
-        print(f"error: no trace at {path}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     events = read_trace(path)
     if not events:

@@ -44,7 +44,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..agent import DEFAULT_MAX_STEPS, Approver, TaskResult, TokenBudget, Tool, ToolContext
+from ..agent import (
+    DEFAULT_MAX_STEPS,
+    AgentLoop,
+    Approver,
+    TaskResult,
+    TokenBudget,
+    Tool,
+    ToolContext,
+)
 from ..errors import ConfigError, ToolError
 from ..messages import Message
 from ..models import ChatModel, ModelSettings, output_cap, resolve_model
@@ -209,22 +217,12 @@ class ForkExtension:
         self, tasks: Sequence[TaskSpec], ctx: ToolContext, running: SkillInfo | None = None
     ) -> list[TaskResult]:
         self._validate(tasks, ctx.state_of(ForkState).ids)
-        local = LocalExecutor(
-            lambda request: self.build_agent(request, ctx, running=running), ctx.budget
-        )
-        executor = local if self.remote is None else self.remote(ctx, running, local.build)
-        executor = with_remote_agents(executor, self.subagents, ctx)
-        run = GraphRun(
+        run = self._graph(
             tasks,
-            executor,
-            parent=ctx.agent,
-            depth=ctx.depth + 1,
-            agent_of=lambda spec: spec.agent or GENERAL,
-            prompt_for=self._prompt,
-            gate=executor.budget_refusal,
-            trace=ctx.trace,
+            ctx,
+            lambda request: self.build_agent(request, ctx, running=running),
+            running=running,
             on_result=ctx.children.append,
-            slots=self._slots(ctx),
         )
         async with lend():  # this agent only waits now: its slot is its tasks'
             results = await run.run()
@@ -235,6 +233,33 @@ class ForkExtension:
         outputs = ctx.state_of(ForkState).outputs
         outputs.update({r.id: r.output for r in results})
         return results
+
+    def _graph(
+        self,
+        tasks: Sequence[TaskSpec],
+        ctx: ToolContext,
+        build: Callable[[TaskRequest], AgentLoop],
+        *,
+        running: SkillInfo | None = None,
+        **options: Any,
+    ) -> GraphRun:
+        """A fork's graph: its tasks run here (or where the run sends them, a remote agent's
+        through `orchestrator.a2a`), in the tree's slots, recorded in the agent's trace."""
+        local = LocalExecutor(build, ctx.budget)
+        executor = local if self.remote is None else self.remote(ctx, running, local.build)
+        executor = with_remote_agents(executor, self.subagents, ctx)
+        return GraphRun(
+            tasks,
+            executor,
+            parent=ctx.agent,
+            depth=ctx.depth + 1,
+            agent_of=lambda spec: spec.agent or GENERAL,
+            prompt_for=self._prompt,
+            gate=executor.budget_refusal,
+            trace=ctx.trace,
+            slots=self._slots(ctx),
+            **options,
+        )
 
     def _slots(self, ctx: ToolContext) -> Slots:
         """The slots this run's forks take: the tree's pool, one for all its forks."""
@@ -276,20 +301,11 @@ class ForkExtension:
             overlap = background.overlap(result)
             return {"background": True, "overlap_s": None if overlap is None else round(overlap, 3)}
 
-        local = LocalExecutor(build, ctx.budget)
-        executor = local if self.remote is None else self.remote(ctx, None, local.build)
-        executor = with_remote_agents(executor, self.subagents, ctx)
-        graph = GraphRun(
+        graph = self._graph(
             tasks,
-            executor,
-            parent=ctx.agent,
-            depth=ctx.depth + 1,
-            agent_of=lambda spec: spec.agent or GENERAL,
-            prompt_for=self._prompt,
-            gate=executor.budget_refusal,
-            trace=ctx.trace,
+            ctx,
+            build,
             on_result=ended,
-            slots=self._slots(ctx),
             background=True,
             end_fields=end_fields,
             on_start=started,

@@ -5,21 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from orchestrator import read_trace, rebuild_conversations
+from orchestrator.agent.run_results import Status
 from orchestrator.messages import Message
 from orchestrator.models import ChatModel, ModelRequest, ModelResponse
 
-STATUSES = {
-    "completed",
-    "max_steps",
-    "budget_exhausted",
-    "loop_detected",
-    "context_full",
-    "cancelled",
-    "error",
-}
+STATUSES = set(get_args(Status))
 
 
 def check_trace(path: Path) -> list[dict[str, Any]]:
