@@ -122,8 +122,6 @@ class Checkpoint:
     """Lines of the file that were not events."""
     size: int | None = None
     """The file's size when it was read: a resume refuses a file that has grown since."""
-    reopened: list[str] = field(default_factory=list)
-    """Failed tasks made to run again (`retry` events, `resume --retry-failed`)."""
     retrying: list[str] = field(default_factory=list)
     """The failed tasks the coming attempt runs again: its trace records them first (a
     `retry` event), so that the checkpoint of a later resume is this one."""
@@ -176,22 +174,22 @@ class Checkpoint:
         """Make the failed tasks at `paths` run again, and only what depends on them.
 
         A failed task's agent goes on from its last complete turn. Its siblings that used its
-        result run again from the start. The agent that forked it goes on from that fork
-        call, which is made again (its other tasks keep their results), and so on up to the
-        job's step; job steps that used a reopened step's output run again from the start.
+        result (its dependents) run again from the start. The agent that forked it goes on
+        from that fork call, which is made again (its other tasks keep their results), and so
+        on up to the job's step; the job steps that depend on a reopened step run again from
+        the start.
         Everything else keeps its result, and every call's spend stays counted.
         """
         for path in dict.fromkeys(paths):
             if path in self.tasks:
-                self.reopened.append(path)
-                self._reopen(path, resume_agent=True)
+                self._reopen(path)
                 self.job_end = None
 
-    def _reopen(self, path: str, *, resume_agent: bool) -> None:
+    def _reopen(self, path: str) -> None:
         task = self.tasks[path]
         task.status = task.reason = task.ended_at = None
         record = self.agents.get(path)
-        if resume_agent and record is not None:
+        if record is not None:
             record.status = None  # it goes on from its last complete turn
             last = record.messages[-1] if record.messages else None
             if last is not None and last.role == "assistant" and not last.tool_calls:
@@ -231,7 +229,7 @@ class Checkpoint:
                     self.tasks.pop(path, None)
                 self.forks.remove(other)
         if task.caller in self.tasks:
-            self._reopen(task.caller, resume_agent=True)
+            self._reopen(task.caller)
 
     def _forget(self, path: str) -> None:
         """The task at `path` runs again from the start, with all it forked, and so does
