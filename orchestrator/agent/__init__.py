@@ -4,7 +4,7 @@ model call and its charging, the token budget and results.
 Nothing here knows of skills, forks or jobs; they extend the loop from the layers above.
 """
 
-from .extension import Extension, Restorable
+from .extension import Extension
 from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState
 from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
@@ -33,7 +33,6 @@ __all__ = [
     "ModelLike",
     "Refusal",
     "Reservation",
-    "Restorable",
     "RunResult",
     "RunState",
     "Status",

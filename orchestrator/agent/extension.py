@@ -1,66 +1,66 @@
-"""What may add to an agent: a section of its system prompt and tools, a guard, a restore.
+"""What may add to an agent: `Extension`, the base class with every hook the loop calls.
 
 Skills (the index and `load_skill`) and forks (`fork`, `read_task_output`) are extensions; they
-live in the layers above the loop, which sees only this protocol. An extension may also have:
-
-- a `guard(call, ctx)` method, which every call of the agent's runs passes before it starts
-  (agent/turn_calls.py): a skill's `allowed-tools` is enforced that way;
-- a `restore(context, record, messages)` method (`Restorable`), which gives it back its
-  per-run state when a run resumes from its trace (agent/restart.py);
-- a `run_scope()` method returning an async context manager, which the run enters before its
-  first step and leaves after its last, errors and cancellation included: what the extension
-  holds for the run (the skills' MCP servers) lives that long;
-- a `start_record()` method returning fields for the run's `run_start` event (the skills an
-  agent starts with loaded);
-- `arrived(context)` and `settle(context, answered=...)` (`WorkAside`), for work that goes on
-  beside the run (the fork extension's background tasks): before each model call the loop
-  appends what `arrived` returns, after the last turn, so the conversation only grows at its
-  end; before the run ends, `settle` waits for that work or ends it, and what it returns after
-  a final answer goes to the agent, which then answers again.
+live in the layers above the loop, which sees only this class. Each hook is declared here with
+its default, and the loop calls every hook of every extension: an extension overrides the ones
+it needs, and nothing asks an object what it can do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from contextlib import AbstractAsyncContextManager, nullcontext
 
 from ..errors import ConfigError
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..trace import AgentRecord
-from .tools import Guard, Tool, ToolContext, as_tool
+from .tools import Refusal, Tool, ToolContext, as_tool
 
 
-class Extension(Protocol):
-    """Something that adds to an agent: a section of its system prompt and tools."""
+class Extension:
+    """Something that adds to an agent. Every hook has a default that adds nothing."""
 
-    def system_prompt(self) -> str | None: ...
+    def system_prompt(self) -> str | None:
+        """A section of the agent's system prompt, after the agent's own."""
+        return None
 
-    def tools(self) -> Sequence[Tool]: ...
+    def tools(self) -> Sequence[Tool]:
+        """Tools the agent gets, after its own (their names must be unique)."""
+        return ()
 
+    def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
+        """Every call of the agent's runs passes each extension's guard before it starts
+        (agent/turn_calls.py): a refusal becomes the call's error result. A skill's
+        `allowed-tools` is enforced this way."""
+        return None
 
-@runtime_checkable
-class Restorable(Protocol):
-    """An extension with per-run state to bring back when a run resumes."""
+    def run_scope(self) -> AbstractAsyncContextManager[object]:
+        """Entered before a run's first step and left after its last, errors and cancellation
+        included: what the extension holds for the run (the skills' MCP servers) lives that
+        long."""
+        return nullcontext()
+
+    def start_record(self) -> dict[str, object]:
+        """Fields for the run's `run_start` event (the skills an agent starts with loaded)."""
+        return {}
 
     def restore(
         self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
-    ) -> None: ...
-
-
-@runtime_checkable
-class WorkAside(Protocol):
-    """An extension with work going on beside the agent's own turns."""
+    ) -> None:
+        """A run resumes from its trace: give back the extension's per-run state (in
+        `context`) from the agent's `record` and its rebuilt `messages` (agent/restart.py)."""
 
     def arrived(self, context: ToolContext) -> list[Message]:
-        """Messages for the agent about work that ended since its last model call."""
-        ...
+        """Work beside the agent's turns (background forks): messages about work that ended
+        since the last model call. The loop appends them before its next call, after the last
+        turn, so the conversation only grows at its end."""
+        return []
 
     async def settle(self, context: ToolContext, *, answered: bool) -> list[Message]:
-        """The run is about to end (`answered`: with a final answer; else cut short): wait for
-        the work or end it, each with a complete record. Messages returned after an answer
-        go to the agent, which answers again."""
-        ...
+        """The run is about to end (`answered`: with a final answer; else cut short): wait
+        for the work beside it or end it, each with a complete record. Messages returned after
+        an answer go to the agent, which then answers again."""
+        return []
 
 
 def assemble(
@@ -88,25 +88,3 @@ def assemble(
     parts = [system] if system else []
     parts.extend(p for e in extensions if (p := e.system_prompt()))
     return found, "\n\n".join(parts) or None
-
-
-def guards_of(extensions: Sequence[Extension]) -> list[Guard]:
-    """The `guard` methods of the extensions that have one, in order."""
-    return [guard for e in extensions if callable(guard := getattr(e, "guard", None))]
-
-
-def start_records(extensions: Iterable[object]) -> dict[str, object]:
-    """The fields the extensions add to a run's `run_start` event."""
-    fields: dict[str, object] = {}
-    for extension in extensions:
-        record = getattr(extension, "start_record", None)
-        if callable(record):
-            fields.update(record())
-    return fields
-
-
-def scopes_of(
-    extensions: Iterable[object],
-) -> list[Callable[[], AbstractAsyncContextManager[object]]]:
-    """The `run_scope` methods of the extensions that hold something for a run."""
-    return [scope for e in extensions if callable(scope := getattr(e, "run_scope", None))]

@@ -49,7 +49,7 @@ from .compaction import (
     summary_task,
     with_summary,
 )
-from .extension import Extension, WorkAside, assemble, guards_of, scopes_of, start_records
+from .extension import Extension, assemble
 from .model_call import call_model
 from .restart import CutTurn, restart_from
 from .run_results import RunResult, Status, TaskResult, refusals
@@ -189,7 +189,6 @@ class AgentLoop:
             raise ValueError("max_steps must be at least 1")
         self.model = resolve_model(model)
         self.extensions = list(extensions)
-        self._aside = [e for e in self.extensions if isinstance(e, WorkAside)]
         self.tools, self.system = assemble(tools, system, self.extensions)
         self.name = name
         self.max_steps = max_steps
@@ -227,8 +226,8 @@ class AgentLoop:
         task that awaits this leaves the same record (trace included) and re-raises.
         """
         async with AsyncExitStack() as scopes:
-            for scope in scopes_of(self.extensions):  # what extensions hold for the run
-                await scopes.enter_async_context(scope())
+            for extension in self.extensions:  # what extensions hold for the run
+                await scopes.enter_async_context(extension.run_scope())
             trace, own_trace = open_trace(self.trace)
             state = self._start(task, trace)
             try:
@@ -269,7 +268,7 @@ class AgentLoop:
 
     async def step(self, state: RunState) -> None:
         """One model call and the tool calls it asked for; sets `state.result` when done."""
-        for extension in self._aside:  # work beside the run that ended: after the last turn
+        for extension in self.extensions:  # work beside the run that ended: after the last turn
             for arrival in extension.arrived(state.context):
                 self._append(state, arrival)
         last_step = state.steps + 1 >= self.max_steps
@@ -509,7 +508,9 @@ class AgentLoop:
         came in went to the agent (after an answer, with a step left), which answers again.
         With no step left there is no turn to take results in: the work is cancelled."""
         answered = answered and state.steps < self.max_steps
-        arrived = [m for e in self._aside for m in await e.settle(state.context, answered=answered)]
+        arrived = [
+            m for e in self.extensions for m in await e.settle(state.context, answered=answered)
+        ]
         if not (answered and arrived):
             return False
         for message in arrived:
@@ -581,7 +582,7 @@ class AgentLoop:
             trace=trace,
             model=self.model,
             depth=self.depth,
-            guards=guards_of(self.extensions),
+            guards=[extension.guard for extension in self.extensions],
             approve=self.approve,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
@@ -626,7 +627,7 @@ class AgentLoop:
                 max_tokens=self.max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
-                **start_records(self.extensions),
+                **{k: v for e in self.extensions for k, v in e.start_record().items()},
                 **(restart.started() if restart is not None else {}),
             )
         if not state.transcript:  # a new run (or one cut off before it had begun)

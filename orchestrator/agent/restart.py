@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..messages import Message, ToolCall, Usage
 from ..trace import AgentRecord, Trace
-from .extension import Restorable
+from .extension import Extension
 from .tools import ToolContext, Toolset, target
 
 ABORTED = (
@@ -84,7 +84,7 @@ def restart_from(
     trace: Trace | None,
     context: ToolContext,
     *,
-    extensions: Iterable[object],
+    extensions: Iterable[Extension],
     notes: Collection[str],
     shared_budget: bool,
 ) -> Restart | None:
@@ -102,8 +102,7 @@ def restart_from(
         return None
     messages, _ = cut_turn(record, context.toolset, notes)
     for extension in extensions:
-        if isinstance(extension, Restorable):
-            extension.restore(context, record, messages)
+        extension.restore(context, record, messages)
     # Which calls of the cut turn run again depends on their tools, loaded skills' included:
     # so the cut turn is read once the extensions have given those tools back.
     _, cut = cut_turn(record, context.toolset, notes)

@@ -6,8 +6,8 @@
 ones) gives the agent the skill index in its system prompt and the skill meta-tools; every
 other option is the loop's (`orchestrator.agent.AgentLoop`), `approve=` (the approval
 callback) included. The skill folders become read-only for the agent's file tools: a model
-must not rewrite the skills it runs. An extension that can fork (one with `fork_skill`) runs the
-agent's `context: fork` skills.
+must not rewrite the skills it runs. An extension that can fork (a `ForksSkills`: the fork
+extension) runs the agent's `context: fork` skills.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
 from .catalog import SkillCatalog
-from .meta_tools import SkillsExtension, skills_extension
+from .meta_tools import ForksSkills, SkillsExtension, skills_extension
 from .preload import warn_refused_code
 
 SkillsLike = (
@@ -74,8 +74,7 @@ class Agent(AgentLoop):
             extension = skills_extension(skills)
             parsed = parsed.protecting(extension.catalog.paths)
             warn_refused_code(extension.catalog, parsed)
-            forkers = (getattr(e, "fork_skill", None) for e in extensions)
-            forker = next((f for f in forkers if callable(f)), None)
+            forker = next((e.fork_skill for e in extensions if isinstance(e, ForksSkills)), None)
             extensions = [extension.configured(parsed, forker), *extensions]
         super().__init__(
             model,

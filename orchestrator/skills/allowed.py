@@ -25,7 +25,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent import Refusal, Tool, ToolContext
+from ..agent import Extension, Refusal, ToolContext
 from ..messages import ToolCall
 from .skill import TOOL_SEPARATOR
 
@@ -164,18 +164,12 @@ def first_refusal(tool: str, rules: Iterable[ToolRule]) -> Refusal | None:
     return None
 
 
-class ToolLimit:
+class ToolLimit(Extension):
     """An agent extension that adds no prompt and no tools, and refuses every call its rules
     do not allow (a sub-agent's `tools`, a forked skill's `allowed-tools`)."""
 
     def __init__(self, rules: Sequence[ToolRule]) -> None:
         self.rules = list(rules)
-
-    def system_prompt(self) -> str | None:
-        return None
-
-    def tools(self) -> Sequence[Tool]:
-        return ()
 
     def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
         return first_refusal(call.name, self.rules)

@@ -26,12 +26,13 @@ from __future__ import annotations
 import copy
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Refusal, Tool, ToolContext
+from ..agent import Extension, Refusal, Tool, ToolContext
 from ..agent.tools import dispatcher, run_in_thread
 from ..errors import PermissionDenied, ToolError
 from ..messages import Message, ToolCall
@@ -57,7 +58,14 @@ from .skill_md import read_body, substitute
 
 MAX_SEARCH_RESULTS = 20
 
-__all__ = ["ForkSkill", "SkillsExtension", "render_loaded", "skills_extension", "untrusted_code"]
+__all__ = [
+    "ForkSkill",
+    "ForksSkills",
+    "SkillsExtension",
+    "render_loaded",
+    "skills_extension",
+    "untrusted_code",
+]
 
 
 @dataclass
@@ -74,7 +82,16 @@ ForkSkill = Callable[[SkillInfo, str, ToolContext], Awaitable[str]]
 `fork_skill`, handed in by the agent that has both."""
 
 
-class SkillsExtension:
+class ForksSkills(Extension, ABC):
+    """An extension that can run a `context: fork` skill as a sub-agent (the fork extension):
+    an agent given one beside its skills runs its forking skills through it."""
+
+    @abstractmethod
+    async def fork_skill(self, skill: SkillInfo, task: str, ctx: ToolContext) -> str:
+        """Run `skill` on `task` as one sub-agent; its answer is the skill's observation."""
+
+
+class SkillsExtension(Extension):
     """An agent extension: the skill index for the system prompt, and the meta-tools.
 
     `preload` names skills the agent starts with loaded (preload.py); `running` is the skill a

@@ -59,6 +59,7 @@ from ..models import ChatModel, ModelSettings, output_cap, resolve_model
 from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
 from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
+from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
 from ..trace import AgentRecord
 from ..trace.summary import plural
@@ -112,7 +113,7 @@ class ForkSettings:
     """The most seconds one `wait_tasks` call waits."""
 
 
-class ForkExtension:
+class ForkExtension(ForksSkills):
     """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use.
 
     `skills` is the catalog sub-agents choose from (each within what its definition allows);
@@ -147,13 +148,24 @@ class ForkExtension:
         self._tools = self._make_tools()
 
     def _make_tools(self) -> list[Tool]:
+        fork, read_task_output, wait_tasks, task_status, cancel_tasks = self._methods()
         return [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
-            Tool(self.fork, name="fork", exclusive=True, resumable=True),
-            Tool(self.read_task_output, name="read_task_output", resumable=True),
-            Tool(self.wait_tasks, name="wait_tasks", resumable=True),
-            Tool(self.task_status, name="task_status", resumable=True),
-            Tool(self.cancel_tasks, name="cancel_tasks"),
+            Tool(fork, name="fork", exclusive=True, resumable=True),
+            Tool(read_task_output, name="read_task_output", resumable=True),
+            Tool(wait_tasks, name="wait_tasks", resumable=True),
+            Tool(task_status, name="task_status", resumable=True),
+            Tool(cancel_tasks, name="cancel_tasks"),
+        ]
+
+    def _methods(self) -> list[Callable[..., Any]]:
+        """The methods behind the tools, in the tools' order."""
+        return [
+            self.fork,
+            self.read_task_output,
+            self.wait_tasks,
+            self.task_status,
+            self.cancel_tasks,
         ]
 
     def within(self, skills: SkillCatalog | None) -> ForkExtension:
@@ -164,7 +176,7 @@ class ForkExtension:
         view.remote = None  # a sub-agent's own forks run where it runs
         # The same schemas, bound to the view: building a tool's schema costs milliseconds,
         # and a fan-out builds one view per sub-agent.
-        view._tools = [tool.rebound(getattr(view, tool.fn.__name__)) for tool in self._tools]
+        view._tools = [t.rebound(fn) for t, fn in zip(self._tools, view._methods(), strict=True)]
         return view
 
     def system_prompt(self) -> str:
