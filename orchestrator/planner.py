@@ -32,15 +32,18 @@ from .jobs.outputs import WorkspaceRecord
 from .jobs.preflight import Preflight, preflight
 from .models import (
     ChatModel,
+    Model,
     ModelAliases,
     ModelRef,
     ModelSettings,
+    PricedModel,
+    ResolvedModels,
     TextSink,
     TextTap,
     output_cap,
-    resolve_model,
+    price_of,
 )
-from .models.prices import STANDARD_PRICES, Price, with_price
+from .models.prices import STANDARD_PRICES, Price, unpriced
 from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
@@ -144,8 +147,12 @@ class Orchestrator:
         self.prices = STANDARD_PRICES.over(prices or {})
         self.max_cost = max_cost
         self.aliases = aliases or ModelAliases.standard(environ=self.environ)
-        self._models: dict[str, ChatModel] = {}
-        self.model = self._priced(self.resolve(model))
+        self._models = ResolvedModels(
+            aliases=self.aliases, environ=self.environ, prepare=self._price_own
+        )
+        self.model: ChatModel = (
+            self._price_given(model) if isinstance(model, ChatModel) else self._models.get(model)
+        )
         self.approve = approve
         self.user_skills = False  # the home folders were searched too (from_job)
         self.catalog = _catalog(skills, builtin)
@@ -224,8 +231,7 @@ class Orchestrator:
 
     def model_key(self, model: ChatModel | None) -> str | None:
         """The settings (JSON) this resolved `model` from; None for its own (or unknown)."""
-        inner = getattr(model, "inner", model)  # a TextTap shows a model's text
-        return next((key for key, known in self._models.items() if known is inner), None)
+        return self._models.key_of(model)
 
     def preflight(self, job: Job) -> Preflight:
         """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py)."""
@@ -235,16 +241,29 @@ class Orchestrator:
         """A model for this run: None is the run's own; the same settings give the same one."""
         if model is None:
             return self.model
-        if not isinstance(model, str | ModelSettings):
-            return model
-        key = ModelSettings.model_validate(model).model_dump_json()
-        if key not in self._models:
-            resolved = resolve_model(model, aliases=self.aliases, environ=self.environ)
-            self._models[key] = self._priced(resolved)
-        return self._models[key]
+        return self._models.get(model)
 
-    def _priced(self, model: ChatModel) -> ChatModel:
-        return with_price(model, self.prices, required=self.max_cost is not None)
+    def _price_own(self, model: ChatModel) -> ChatModel:
+        """A model this orchestrator built from settings, given its price from the run's
+        table (the object is this orchestrator's own)."""
+        price = self._checked_price(model)
+        if isinstance(model, Model) and model.price is None:
+            model.price = price
+        return model
+
+    def _price_given(self, model: ChatModel) -> ChatModel:
+        """A model the caller passed in: priced by the run's table through a wrapper, so the
+        caller's object is left as it was (another run may share it at other prices)."""
+        price = self._checked_price(model)
+        if price is None or price == price_of(model):
+            return model
+        return PricedModel(model, price)
+
+    def _checked_price(self, model: ChatModel) -> Price | None:
+        price = price_of(model, self.prices)
+        if price is None and self.max_cost is not None:
+            raise unpriced(model.name)
+        return price
 
     def secrets(self) -> list[str]:
         """Values to mask in traces: secret-looking variables of this run's environment
@@ -258,7 +277,7 @@ class Orchestrator:
         return [*secrets_from_environment(self.environ), *named]
 
     def _model_settings(self) -> list[ModelSettings | None]:
-        found = [ModelSettings.model_validate_json(key) for key in self._models]
+        found: list[ModelSettings | None] = [*self._models.settings()]
         return found + [definition.model for definition in self.subagents]
 
     @property

@@ -247,13 +247,3 @@ def test_a_job_spec_sets_ask_and_the_tools_map(tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError, match="permissions.tools.x"):
         load_job(tmp_path / "bad.yaml")
-
-
-def test_the_old_approval_module_still_imports_and_warns() -> None:
-    import importlib
-    import sys
-
-    sys.modules.pop("orchestrator.agent.approval", None)
-    with pytest.warns(DeprecationWarning, match="orchestrator.agent.approval"):
-        old = importlib.import_module("orchestrator.agent.approval")
-    assert old.ApprovalRequest is ApprovalRequest

@@ -112,7 +112,7 @@ def test_a_money_budget_stops_the_tree_like_a_token_budget() -> None:
     # $15/M, $0.061) and spends far less: a $0.066 cap covers a few calls, then refuses.
     turns = [{"tool_calls": [{"name": "lookup", "arguments": {"n": i}}]} for i in range(20)]
     model = ScriptedModel({"*": turns})
-    model.price = Price(input=3, output=15)  # type: ignore[attr-defined]
+    model.price = Price(input=3, output=15)
     budget = TokenBudget(max_cost=0.066)
     result = Agent(model, [lookup], budget=budget, max_steps=50).run_sync("go")
     assert result.status == "budget_exhausted"
@@ -210,8 +210,7 @@ def test_the_live_view_shows_cached_input_and_cost() -> None:
 
 
 def test_one_hour_cache_writes_are_priced_at_twice_the_input() -> None:
-    from orchestrator.models import resolve_model
-    from orchestrator.models.prices import price_of
+    from orchestrator.models import price_of, resolve_model
 
     five = resolve_model("anthropic:claude-sonnet-4-6", api_key="k")
     hour = resolve_model("anthropic:claude-sonnet-4-6", api_key="k", cache_ttl="1h")

@@ -7,9 +7,7 @@ from orchestrator.tasks.graph import (
     GraphError,
     GraphProblem,
     build_graph,
-    ready_layers,
     suggest,
-    topological_order,
 )
 
 
@@ -24,13 +22,6 @@ def test_valid_graph_has_edges_from_dependency_to_dependent() -> None:
 
     assert set(graph.edges) == {("load", "risks"), ("load", "report"), ("risks", "report")}
     assert graph.nodes["report"]["index"] == 2
-
-
-def test_layers_group_ready_nodes_in_input_order() -> None:
-    graph = build_graph([("b", []), ("a", []), ("c", ["a", "b"]), ("d", ["b"]), ("e", ["c"])])
-
-    assert list(ready_layers(graph)) == [["b", "a"], ["c", "d"], ["e"]]
-    assert topological_order(graph) == ["b", "a", "c", "d", "e"]
 
 
 def test_graph_error_is_a_config_error_with_plain_message() -> None:

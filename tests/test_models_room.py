@@ -65,10 +65,3 @@ def test_one_model_per_reference(tmp_path) -> None:
     assert models.key_of(first) is not None and models.settings()[0].name == f"scripted:{script}"
     own = ScriptedModel(SCRIPT)
     assert models.get(own) is own and models.key_of(own) is None
-
-
-def test_the_old_alias_module_still_imports_with_a_warning() -> None:
-    sys.modules.pop("orchestrator.models.aliases", None)
-    with pytest.warns(DeprecationWarning, match="orchestrator.models.aliases is deprecated"):
-        from orchestrator.models.aliases import BUILTIN_ALIASES
-    assert "sonnet" in BUILTIN_ALIASES

@@ -4,17 +4,14 @@ the planner's own tools, and old import paths that still work, with a warning.""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import shutil
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 import yaml
 
-import orchestrator
 from orchestrator import Orchestrator, load_job, run_job, run_job_sync, tool
 from orchestrator.models import ScriptedModel
 
@@ -92,16 +89,6 @@ def test_the_planner_takes_tools_of_its_own() -> None:
     assert result.output == "5"
     assert [m.content for m in result.messages if m.role == "tool"] == ["5"]
     assert "add" in [t.name for t in model.requests[0].tools]
-
-
-def test_old_import_paths_work_for_one_release_with_a_warning() -> None:
-    sys.modules.pop("orchestrator.tasks.ray", None)
-    with pytest.warns(DeprecationWarning, match="orchestrator.tasks.ray is now orchestrator.ray"):
-        old = importlib.import_module("orchestrator.tasks.ray")
-    assert old.RayExecutor is importlib.import_module("orchestrator.ray").RayExecutor
-    with pytest.warns(DeprecationWarning, match="orchestrator.planner.executor_for"):
-        from orchestrator.jobs import job_executor
-    assert job_executor is orchestrator.planner.executor_for
 
 
 def test_what_the_readme_imports_can_be_imported() -> None:

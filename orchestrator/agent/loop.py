@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
-from ..models.base import ChatModel, ModelResponse, ToolChoice
+from ..models.base import ChatModel, Model, ModelResponse, ToolChoice
 from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
@@ -347,10 +347,12 @@ class AgentLoop:
     async def _ask_window(self, state: RunState) -> None:
         """A window neither the settings nor the table know: ask the server, if it says. What
         it said is in the trace (`context_window`): a resumed run takes that, not a new ask."""
-        ask = getattr(self.model, "server_window", None)
-        if state.fit.window is not None or ask is None or state.asked_server:
+        model = self.model
+        if state.fit.window is not None or state.asked_server:
             return
-        answer = await ask()
+        if not (isinstance(model, Model) and model.asks_server_window):
+            return
+        answer = await model.server_window()
         window = answer if isinstance(answer, int) and answer > 0 else None
         state.asked_server = True
         if state.context.trace is not None:

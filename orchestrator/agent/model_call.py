@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 from ..errors import ModelError
 from ..messages import Message, ToolSpec, Usage, tools_digest
-from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice
-from ..models.prices import price_of, unpriced
+from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice, price_of
+from ..models.prices import unpriced
 from ..tokens import TokenCounter
 from ..trace import Trace
 from .token_budget import Reservation, TokenBudget

@@ -32,7 +32,7 @@ from ..agent import TokenBudget
 from ..errors import ConfigError
 from ..jobs import Job, job_folders
 from ..messages import Usage
-from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSettings
+from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSettings, ModelWrapper
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
@@ -468,12 +468,11 @@ def read_lines(results: Path, keys: Sequence[str]) -> list[Line]:
     return [last[key] for key in keys if key in last]
 
 
-class WatchedReplay:
+class WatchedReplay(ModelWrapper):
     """A replayed model that keeps the first way a request departed from the recording."""
 
     def __init__(self, inner: ReplayModel) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.divergence: str | None = None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -1,8 +1,5 @@
 """Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
 
-import importlib
-import warnings
-
 from .loading import (
     job_folders,
     load_job,
@@ -44,21 +41,3 @@ __all__ = [
     "recorded_result",
     "spec_digest",
 ]
-
-
-_MOVED = {
-    "WorkerRecipe": ("orchestrator.ray", "WorkerRecipe"),
-    "job_executor": ("orchestrator.planner", "executor_for"),
-}
-
-
-def __getattr__(name: str) -> object:
-    """Names that moved out of `orchestrator.jobs` (Ray is an optional part of its own now):
-    still found here for one release, with a DeprecationWarning."""
-    if name not in _MOVED:
-        raise AttributeError(f"module 'orchestrator.jobs' has no attribute {name!r}")
-    module, attribute = _MOVED[name]
-    warnings.warn(
-        f"orchestrator.jobs.{name} is now {module}.{attribute}", DeprecationWarning, stacklevel=2
-    )
-    return getattr(importlib.import_module(module), attribute)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from ..models import ModelAliases, ModelSettings, check_model
-from ..models.prices import STANDARD_PRICES, PriceTable, price_of
+from ..models.prices import STANDARD_PRICES, PriceTable
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
@@ -78,7 +78,7 @@ def _unpriced(job: Job, models: list[ModelSettings]) -> list[Problem]:
 def _priced(model: ModelSettings, table: PriceTable) -> bool:
     """Whether `model` has a price as the run would look it up: a scripted or replayed model
     goes by its provider's name (the model object is named `scripted`, `replay`)."""
-    if price_of(model, table) is not None:
+    if table.get(model.name) is not None:
         return True
     return model.provider in FILE_MODELS and table.get(model.provider or "") is not None
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..messages import Usage
-from ..models import ScriptedModel
+from ..models import ChatModel, ScriptedModel, unwrap
 from ..skills.disclosure import DISCLOSURES
 from ..tasks import restored_children
 from ..trace import Checkpoint, load_checkpoint
@@ -196,9 +196,10 @@ def recorded_result(checkpoint: Checkpoint, path: Path | None = None) -> JobResu
     )
 
 
-def fast_forward(model: object, checkpoint: Checkpoint) -> None:
+def fast_forward(model: ChatModel, checkpoint: Checkpoint) -> None:
     """Tell a scripted model, which serves turns in order, which turns the earlier attempts
     used."""
+    model = unwrap(model)
     if isinstance(model, ScriptedModel):
         for agent, calls in checkpoint.calls_by_agent().items():
             model.fast_forward(agent, calls)

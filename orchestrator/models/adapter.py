@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import httpx
 
 from ..errors import ModelError
-from .base import ModelRequest, ModelResponse
+from .base import Model, ModelRequest, ModelResponse
 from .http import Connection, ServerSentEvent, aiter_events, is_event_stream, read_json
 from .settings import WireOptions
 
@@ -58,7 +58,7 @@ class Assembler(Protocol):
     def response(self) -> ModelResponse: ...
 
 
-class HTTPChatModel(Generic[Options]):
+class HTTPChatModel(Model, Generic[Options]):
     """A ChatModel over a Connection; subclasses supply the wire format and its options.
 
     `path` is the request path under the base URL, `headers` go with every request.
@@ -66,6 +66,7 @@ class HTTPChatModel(Generic[Options]):
 
     path: ClassVar[str]
     headers: ClassVar[Mapping[str, str]] = {}
+    options: Options
 
     def __init__(
         self, model: str, connection: Connection, options: Options, *, name: str | None

@@ -1,5 +1,10 @@
 """The model interface: one async method from a provider-neutral request to a response.
 
+`ChatModel` is what a user plugs in: a name and `complete`. `Model` is the base class of the
+package's own models (and of any that want more than a name): it declares, with defaults, what
+an agent reads of a model besides its answers: its settings (context window, compaction
+threshold, output cap), its own price, and how to ask its server for the window.
+
 Also `TextTap`, the one wrapper around a model: one agent's answer, shown while the model
 writes it. Requests from the agent it follows get an `on_text` callback, so the adapter hands
 over the reply's text as it arrives (a stream's fragments, or a whole reply at once); requests
@@ -10,11 +15,14 @@ turn ended, so it can tell an answer from text written before tool calls.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..messages import Message, ToolSpec, Usage
+from .prices import STANDARD_PRICES, Price, PriceTable
+from .settings import AnthropicOptions, WireOptions
 
 
 @dataclass(frozen=True)
@@ -56,13 +64,6 @@ class ModelRequest:
     def text(self, fragment: str | None) -> None:
         if self.on_text is not None and fragment:
             self.on_text(fragment)
-
-
-def output_cap(model: object) -> int | None:
-    """The `max_output_tokens` a model was configured with, if any."""
-    options = getattr(model, "options", None)
-    cap = getattr(options, "max_output_tokens", None)
-    return cap if isinstance(cap, int) else None
 
 
 @dataclass
@@ -108,14 +109,112 @@ class TextSink(Protocol):
         """The reply is whole; it may have called tools."""
 
 
-class TextTap:
+class Model(ABC):
+    """A model with settings: every model of the package is one.
+
+    `options` are the settings an agent reads (`context_window`, `compact_at`,
+    `max_output_tokens`; an HTTP adapter's also go on the wire); `price` is the model's own
+    price, which a run's price table does not override. Both are the model's own, set by
+    whoever made it.
+    """
+
+    name: str
+    options: WireOptions = WireOptions()
+    price: Price | None = None
+
+    @abstractmethod
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    @property
+    def asks_server_window(self) -> bool:
+        """Whether `server_window` asks the model's server (a run then records the answer,
+        and a resumed run takes it from there instead of asking again)."""
+        return False
+
+    async def server_window(self) -> int | None:
+        """The context window the model's server says it serves; None when it does not say
+        (asked once per run, when neither a setting nor the table of known models knows it)."""
+        return None
+
+    def unwrapped(self) -> ChatModel:
+        """The model itself, under any wrapper (a `TextTap` shows a model's text)."""
+        return self
+
+
+NO_OPTIONS = WireOptions()
+
+
+def options_of(model: ChatModel) -> WireOptions:
+    """The settings of `model`: a `Model`'s own; none for a ChatModel that is only a name
+    and `complete`."""
+    return model.options if isinstance(model, Model) else NO_OPTIONS
+
+
+def unwrap(model: ChatModel) -> ChatModel:
+    """`model` under any wrapper of the package."""
+    return model.unwrapped() if isinstance(model, Model) else model
+
+
+def price_of(model: ChatModel, table: PriceTable = STANDARD_PRICES) -> Price | None:
+    """A model's price: its own when it has one, else the table's for its name."""
+    options = options_of(model)
+    if isinstance(model, Model) and model.price is not None:
+        return model.price
+    found = table.get(model.name)
+    if found is not None and isinstance(options, AnthropicOptions) and options.cache_ttl == "1h":
+        # Anthropic bills one-hour cache writes at twice the input price, not 1.25x.
+        return found.model_copy(update={"cache_write": 2 * found.input})
+    return found
+
+
+def output_cap(model: ChatModel) -> int | None:
+    """The `max_output_tokens` a model was configured with, if any."""
+    return options_of(model).max_output_tokens
+
+
+class ModelWrapper(Model):
+    """A model around another (`inner`): the same name, settings, price and answers, unless a
+    subclass says otherwise."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self.inner = model
+        self.name = model.name
+        self.options = options_of(model)
+        self.price = model.price if isinstance(model, Model) else None
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self.inner.complete(request)
+
+    @property
+    def asks_server_window(self) -> bool:
+        return isinstance(self.inner, Model) and self.inner.asks_server_window
+
+    async def server_window(self) -> int | None:
+        return await self.inner.server_window() if isinstance(self.inner, Model) else None
+
+    def unwrapped(self) -> ChatModel:
+        return unwrap(self.inner)
+
+
+class PricedModel(ModelWrapper):
+    """A model priced by a run's price table, the object it wraps left as it was: two runs
+    sharing one model object are each charged at their own prices."""
+
+    def __init__(self, model: ChatModel, price: Price) -> None:
+        super().__init__(model)
+        self.price = price
+
+    def __repr__(self) -> str:
+        return f"PricedModel({self.inner!r})"
+
+
+class TextTap(ModelWrapper):
     """A ChatModel that shows the text of agent `agent`'s replies to `sink` as they arrive."""
 
     def __init__(self, model: ChatModel, sink: TextSink, agent: str) -> None:
-        self.inner = model
+        super().__init__(model)
         self.sink = sink
         self.agent = agent
-        self.name = model.name
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.agent != self.agent:
@@ -123,10 +222,6 @@ class TextTap:
         response = await self.inner.complete(replace(request, on_text=self.sink.text))
         self.sink.turn_end(response)
         return response
-
-    def __getattr__(self, name: str) -> Any:
-        # The wrapped model's own attributes (`options`, `connection`, ...) stay visible.
-        return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return f"TextTap({self.inner!r}, agent={self.agent!r})"

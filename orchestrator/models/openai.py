@@ -252,12 +252,16 @@ class OpenAIChatModel(HTTPChatModel[OpenAIOptions]):
     def assembler(self, request: ModelRequest) -> ChunkAssembler:
         return ChunkAssembler(self.provider, request.text)
 
+    @property
+    def asks_server_window(self) -> bool:
+        """Only local servers are asked (`openai-compatible:`)."""
+        return self.provider == "openai-compatible"
+
     async def server_window(self) -> int | None:
         """The context window the server says this model has, asked once per endpoint and
-        model (window.py); None when it does not say. Only local servers are asked
-        (`openai-compatible:`): vLLM's `/v1/models` (`max_model_len`), llama.cpp's `/props`
-        (`n_ctx`)."""
-        if self.provider != "openai-compatible":
+        model (window.py); None when it does not say: vLLM's `/v1/models` (`max_model_len`),
+        llama.cpp's `/props` (`n_ctx`)."""
+        if not self.asks_server_window:
             return None
         windows = self.connection.endpoint.windows
         if self.model not in windows:

@@ -19,17 +19,15 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Usage
 from ..security.yaml_input import YamlInputError, load_yaml
-from .base import ChatModel
 
 PRICES_CHECKED = "2026-11"
-Priced = TypeVar("Priced", bound=ChatModel)
 _DATED = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
@@ -155,35 +153,6 @@ def load_prices(path: str | Path) -> dict[str, Price]:
 
 
 STANDARD_PRICES = PriceTable()
-
-
-def price_of(model: object, table: PriceTable | None = None) -> Price | None:
-    """A model's price: its own `price` attribute when set, else the table's (the defaults)."""
-    own = getattr(model, "price", None)
-    if isinstance(own, Price):
-        return own
-    name = getattr(model, "name", None)
-    found = (table or STANDARD_PRICES).get(name) if isinstance(name, str) else None
-    if found is not None and getattr(getattr(model, "options", None), "cache_ttl", None) == "1h":
-        # Anthropic bills one-hour cache writes at twice the input price, not 1.25x.
-        return found.model_copy(update={"cache_write": 2 * found.input})
-    return found
-
-
-def with_price(model: Priced, table: PriceTable, *, required: bool = False) -> Priced:
-    """`model` with its price from `table` set on it, unless it has its own. `required` (a
-    budget that caps money): a ConfigError when it has none, since its cost could not be
-    counted."""
-    price = price_of(model, table)
-    if price is not None and getattr(model, "price", None) is None:
-        settable: Any = model  # a ChatModel need not declare `price`; most take it
-        try:
-            settable.price = price
-        except AttributeError:
-            pass  # a model object that takes no attributes: priced by the table's name
-    if required and price is None:
-        raise unpriced(model.name)
-    return model
 
 
 def unpriced(model: str) -> ConfigError:

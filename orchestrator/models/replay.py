@@ -38,7 +38,8 @@ from typing import Any
 from ..errors import ConfigError, ModelError
 from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
-from .base import ModelRequest, ModelResponse
+from .base import Model, ModelRequest, ModelResponse
+from .settings import WireOptions
 
 
 class ReplayMismatch(ModelError):
@@ -82,7 +83,7 @@ class RecordedAgent:
         return list(self.conversation)
 
 
-class ReplayModel:
+class ReplayModel(Model):
     """Answers every agent with the responses recorded in a trace (see the module doc).
 
     `check=False` matches by agent path and turn alone, without comparing conversations.
@@ -100,8 +101,10 @@ class ReplayModel:
         self.path = Path(trace)
         self.agents, first_compaction = load_recording(self.path, paths)
         window, compact_at = first_compaction.get("window"), first_compaction.get("compact_at")
-        self.context_window = window if isinstance(window, int) else None
-        self.compact_at = compact_at if isinstance(compact_at, float | int) else None
+        self.options = WireOptions(
+            context_window=window if isinstance(window, int) and window > 0 else None,
+            compact_at=compact_at if isinstance(compact_at, float | int) else None,
+        )
         self.check = check
         self.name = name or f"replay:{self.path}"
         self.requests: list[ModelRequest] = []

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ConfigError
 from ..security.inventory import user_config_folder
 from ..security.yaml_input import YamlInputError, load_yaml
-from .base import ChatModel
+from .base import ChatModel, unwrap
 from .prices import DEFAULT_PRICES
 from .replay import ReplayModel
 from .scripted import ScriptedModel
@@ -366,8 +366,8 @@ class ResolvedModels:
 
     def key_of(self, model: ChatModel | None) -> str | None:
         """The settings (JSON) `model` was resolved from; None for one resolved elsewhere."""
-        inner = getattr(model, "inner", model)  # a TextTap shows a model's text
-        return next((key for key, known in self._models.items() if known is inner), None)
+        inner = unwrap(model) if model is not None else None
+        return next((key for key, known in self._models.items() if unwrap(known) is inner), None)
 
     def settings(self) -> list[ModelSettings]:
         """The settings of every model resolved so far."""

@@ -17,14 +17,15 @@ from ..errors import ConfigError, ScriptExhausted
 from ..messages import Message, ToolCall, Usage
 from ..security.yaml_input import YamlInputError, load_yaml
 from ..tokens import default_counter
-from .base import ModelRequest, ModelResponse
+from .base import Model, ModelRequest, ModelResponse
+from .settings import WireOptions
 
 Turn = Mapping[str, Any]
 FALLBACK = "*"
 _TURN_KEYS = {"content", "tool_calls", "reasoning", "latency"}
 
 
-class ScriptedModel:
+class ScriptedModel(Model):
     """Replays `{agent: [turn, ...]}`; the key `"*"` serves agents without their own list.
 
     An agent at path `planner/review` takes turns from `"planner/review"`, else `"review"`,
@@ -52,7 +53,7 @@ class ScriptedModel:
         }
         self.latency = latency
         self.name = name
-        self.context_window = context_window
+        self.options = WireOptions(context_window=context_window)
         self.requests: list[ModelRequest] = []
         self._position: dict[str, int] = dict.fromkeys(self.script, 0)
         self._call_ids = itertools.count(1)

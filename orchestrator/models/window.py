@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .base import ChatModel, options_of
+
 WINDOWS_CHECKED = "2026-11"
 KNOWN_WINDOWS: dict[str, dict[str, int]] = {
     # provider -> model name prefix -> window in tokens; the longest matching prefix wins.
@@ -64,27 +66,19 @@ class KnownWindow:
     source: str
 
 
-def context_window(model: object) -> KnownWindow | None:
+def context_window(model: ChatModel) -> KnownWindow | None:
     """The model's context window from its settings or the table of known models; None when
     neither knows it."""
-    options = getattr(model, "options", None)
-    for value in (getattr(options, "context_window", None), getattr(model, "context_window", None)):
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return KnownWindow(value, "setting")
-    name = getattr(model, "name", "")
-    known = known_window(name) if isinstance(name, str) else None
+    setting = options_of(model).context_window
+    if setting is not None:
+        return KnownWindow(setting, "setting")
+    known = known_window(model.name)
     return KnownWindow(known, "known model") if known is not None else None
 
 
-def compaction_threshold(model: object) -> float | None:
-    """The `compact_at` a model was configured with (or carries), if any."""
-    for value in (
-        getattr(getattr(model, "options", None), "compact_at", None),
-        getattr(model, "compact_at", None),
-    ):
-        if isinstance(value, float | int) and not isinstance(value, bool):
-            return value
-    return None
+def compaction_threshold(model: ChatModel) -> float | None:
+    """The `compact_at` a model was configured with, if any."""
+    return options_of(model).compact_at
 
 
 def known_window(name: str) -> int | None:

@@ -35,7 +35,7 @@ from ..tasks.executor import LocalExecutor
 from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Trace
 from ._ray import ray
-from .budget import LEASE_TOKENS, Amount, BudgetCounts, LeasedBudget, start_host
+from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
 from .recipe import WorkerRecipe
 from .relay import RelayPump, start_relay
 from .worker import TaskWorker
@@ -264,11 +264,6 @@ class RaySession:
         for actor in owned:
             if actor is not None:
                 ray.kill(actor)
-
-    async def host_state(self) -> BudgetCounts:
-        """The cluster budget's counts right now."""
-        counts: BudgetCounts = await self.host.state.remote()
-        return counts
 
     async def _drain(self) -> None:
         if self.pump is not None:

@@ -55,7 +55,7 @@ from ..agent import (
 )
 from ..errors import ConfigError, ToolError
 from ..messages import Message
-from ..models import ChatModel, ModelSettings, output_cap, resolve_model
+from ..models import ChatModel, ModelSettings, ResolvedModels, output_cap
 from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
 from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
@@ -118,7 +118,8 @@ class ForkExtension(ForksSkills):
 
     `skills` is the catalog sub-agents choose from (each within what its definition allows);
     `tools` are given to every sub-agent as they are. `resolve` turns a definition's model
-    into a ChatModel (the run's aliases and environment; `resolve_model` by default).
+    into a ChatModel (the run's aliases and environment), the same settings into the same
+    model (by default resolved with the built-in aliases and the process environment).
     `approve` is the approval callback of sub-agents whose parent has none (a job's steps);
     otherwise they get their parent's.
     """
@@ -131,17 +132,16 @@ class ForkExtension(ForksSkills):
         tools: Sequence[Tool] = (),
         settings: ForkSettings | None = None,
         counter: TokenCounter | None = None,
-        resolve: Callable[[ModelSettings], ChatModel] = resolve_model,
+        resolve: Callable[[ModelSettings], ChatModel] | None = None,
         approve: Approver | None = None,
     ) -> None:
         self.subagents = subagents
-        self.resolve = resolve
+        self.resolve = resolve or ResolvedModels().get
         self.approve = approve
         self.skills = skills
         self.shared_tools = list(tools)
         self.settings = settings or ForkSettings()
         self.counter = counter or default_counter()
-        self._models: dict[str, ChatModel] = {}
         self._all_skills = skills
         # While a run sends its tasks elsewhere (a Ray session), what makes their executor.
         self.remote: RemoteForks | None = None
@@ -642,10 +642,7 @@ class ForkExtension(ForksSkills):
             if ctx.model is None:
                 raise ConfigError("no model for sub-agents: the parent agent has none")
             return ctx.model
-        key = definition.model.model_dump_json()
-        if key not in self._models:
-            self._models[key] = self.resolve(definition.model)
-        return self._models[key]
+        return self.resolve(definition.model)
 
     def _report(self, title: str, results: Sequence[TaskResult], ctx: ToolContext) -> str:
         counts: dict[str, int] = {}

@@ -9,7 +9,7 @@ can name it in their own terms (`steps[1].depends_on[0]`, `tasks[2].id`).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -66,19 +66,6 @@ def build_graph(
     if problems:
         raise GraphError(sorted(problems, key=_position))
     return graph
-
-
-def ready_layers(graph: nx.DiGraph[str]) -> Iterator[list[str]]:
-    """Yield groups of nodes whose dependencies are all in earlier groups, in input order."""
-    for layer in nx.topological_generations(graph):
-        yield sorted(layer, key=lambda node: graph.nodes[node]["index"])
-
-
-def topological_order(graph: nx.DiGraph[str]) -> list[str]:
-    """Every node after its dependencies; ties keep the input order."""
-    return list(
-        nx.lexicographical_topological_sort(graph, key=lambda node: graph.nodes[node]["index"])
-    )
 
 
 def suggest(name: str, choices: Iterable[str]) -> str:

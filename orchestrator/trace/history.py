@@ -65,13 +65,6 @@ def run_info(path: str | Path) -> RunInfo:
     return info
 
 
-def _ends_run(info: RunInfo, event: Event) -> bool:
-    """A job's end, or (for a run without a job) the end of a top-level agent's run."""
-    if event["type"] == "job_end":
-        return True
-    return event["type"] == "run_end" and info.job is None and "/" not in event["agent"]
-
-
 def _fold(info: RunInfo, event: Event) -> None:
     info.run_id = info.run_id or event.get("run")
     attempt = event.get("attempt")

@@ -1,0 +1,154 @@
+"""The core's declared contracts: an extension overrides the hooks it needs and the loop calls
+them; a model carries its settings and price, and a run never writes onto a caller's model."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import Agent, Orchestrator, tool
+from orchestrator.agent import Extension, Refusal, ToolContext
+from orchestrator.messages import Message, ToolCall, Usage
+from orchestrator.models import (
+    ModelRequest,
+    ModelResponse,
+    PricedModel,
+    ScriptedModel,
+    context_window,
+    options_of,
+    price_of,
+    unwrap,
+)
+from orchestrator.models.prices import Price
+
+PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
+
+
+@tool
+def lookup(n: int) -> str:
+    """Look a number up.
+
+    Args:
+        n: The number.
+    """
+    return f"entry {n}"
+
+
+class NoOdd(Extension):
+    """Overrides one hook: a guard that refuses odd lookups."""
+
+    def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
+        if '"n": 1' in call.arguments:
+            return Refusal("odd numbers are not looked up here")
+        return None
+
+
+class Held(Extension):
+    """Overrides one hook: what it holds lives exactly as long as the run."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def run_scope(self) -> AbstractAsyncContextManager[object]:
+        return self._scope()
+
+    @asynccontextmanager
+    async def _scope(self) -> AsyncIterator[None]:
+        self.log.append("open")
+        try:
+            yield
+        finally:
+            self.log.append("closed")
+
+
+def test_an_extension_overrides_only_the_hooks_it_needs() -> None:
+    script: dict[str, Any] = {
+        "*": [
+            {"tool_calls": [{"name": "lookup", "arguments": {"n": 1}}]},
+            {"tool_calls": [{"name": "lookup", "arguments": {"n": 2}}]},
+            {"content": "done"},
+        ]
+    }
+    held = Held()
+    result = Agent(ScriptedModel(script), [lookup], extensions=[NoOdd(), held]).run_sync("go")
+    assert result.status == "completed"
+    answers = [m.content for m in result.messages if m.role == "tool"]
+    assert "odd numbers are not looked up here" in (answers[0] or "")
+    assert answers[1] == "entry 2"
+    assert held.log == ["open", "closed"]
+
+
+def test_no_hook_is_found_by_probing_an_object() -> None:
+    """The loop and the layers above it call declared hooks: no `getattr(x, "hook", ...)` with
+    a literal name anywhere in the core (the CLI and optional parts read third-party objects)."""
+    core = [
+        p
+        for p in PACKAGE.rglob("*.py")
+        if not {"cli", "mcp", "a2a", "ray", "eval", "report", "telemetry"} & set(p.parts)
+    ]
+    probes = []
+    for path in core:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in {"getattr", "hasattr"}
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value
+                in {
+                    "guard",
+                    "run_scope",
+                    "start_record",
+                    "restore",
+                    "fork_skill",
+                    "arrived",
+                    "settle",
+                    "options",
+                    "price",
+                    "context_window",
+                    "compact_at",
+                    "server_window",
+                    "inner",
+                }
+            ):
+                probes.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert probes == []
+
+
+def test_two_runs_sharing_a_model_object_are_each_billed_at_their_own_prices() -> None:
+    model = ScriptedModel({"*": [{"content": "ok"}] * 2})
+    cheap = Orchestrator(model, prices={"scripted": Price(input=1, output=1)}, max_cost=5.0)
+    dear = Orchestrator(model, prices={"scripted": Price(input=100, output=100)}, max_cost=5.0)
+    first, second = cheap.run_sync("go"), dear.run_sync("go")
+    assert model.price is None  # the caller's object is as it was
+    assert first.cost is not None and second.cost is not None
+    assert second.cost == pytest.approx(100 * first.cost)
+    assert isinstance(cheap.model, PricedModel) and unwrap(cheap.model) is model
+
+
+def test_a_model_of_ones_own_needs_only_a_name_and_complete() -> None:
+    class Plain:
+        name = "mine:plain"
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            return ModelResponse(Message.assistant("hello"), Usage.of(3, 1))
+
+    plain = Plain()
+    assert options_of(plain).context_window is None and price_of(plain) is None
+    assert context_window(plain) is None
+    result = Agent(plain).run_sync("hi")
+    assert (result.status, result.output) == ("completed", "hello")
+
+
+def test_a_wrapper_keeps_the_settings_of_the_model_it_wraps() -> None:
+    model = ScriptedModel({"*": [{"content": "ok"}]}, context_window=9_000)
+    priced = PricedModel(model, Price(input=1, output=2))
+    window = context_window(priced)
+    assert window is not None and window.tokens == 9_000
+    assert price_of(priced) == Price(input=1, output=2) and price_of(model) is None
