@@ -12,14 +12,14 @@ permissions mark `ask` (orchestrator.agent.approval); every agent of the tree us
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
 from .jobs import (
+    Executor,
     Job,
     JobResult,
     JobRunner,
@@ -44,6 +44,7 @@ from .models import (
     price_of,
 )
 from .models.prices import STANDARD_PRICES, Price, unpriced
+from .parts import Slot
 from .security import Permissions
 from .security.secrets import secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
@@ -581,14 +582,18 @@ class RemoteExecutor(Protocol):
     def shared_budget(self, budget: TokenBudget) -> TokenBudget: ...
 
 
+EXECUTORS: Slot[Callable[[Executor], RemoteExecutor]] = Slot("executor", "orchestrator.executors")
+"""Executors by the name a spec gives them (`executor: ray`): the optional parts declare
+theirs (orchestrator/parts.py)."""
+
+
 def executor_for(job: Job) -> RemoteExecutor | None:
-    """The executor a job spec asks for: None (here), or the Ray executor. Ray is an optional
-    part of the package, loaded by name: without the `[ray]` extra this is a ConfigError."""
+    """The executor a job spec asks for: None (here), or the one its `executor:` names (Ray,
+    an optional part: without the `[ray]` extra this is a ConfigError)."""
     spec = job.executor
     if spec.type == "local":
         return None
-    ray: Any = importlib.import_module("orchestrator.ray")
-    return cast(RemoteExecutor, ray.RayExecutor(spec.address, workers=spec.workers))
+    return EXECUTORS.get(spec.type)(spec)
 
 
 # How to make an orchestrator again: a factory, its arguments and keywords.

@@ -4,12 +4,15 @@ them; a model carries its settings and price, and a run never writes onto a call
 from __future__ import annotations
 
 import ast
-from collections.abc import AsyncIterator
+import json
+import os
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import orchestrator
 
 from orchestrator import Agent, Orchestrator, tool
 from orchestrator.agent import Extension, Refusal, ToolContext
@@ -25,6 +28,7 @@ from orchestrator.models import (
     unwrap,
 )
 from orchestrator.models.prices import Price
+from orchestrator.parts import MissingPart, Slot
 
 PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
 
@@ -152,3 +156,62 @@ def test_a_wrapper_keeps_the_settings_of_the_model_it_wraps() -> None:
     window = context_window(priced)
     assert window is not None and window.tokens == 9_000
     assert price_of(priced) == Price(input=1, output=2) and price_of(model) is None
+
+
+OPTIONAL = ("orchestrator.a2a", "orchestrator.mcp", "orchestrator.ray", "orchestrator.report")
+OPTIONAL += ("orchestrator.telemetry", "orchestrator.eval")
+
+
+def test_the_core_loads_no_optional_part_by_name() -> None:
+    """A module path in a string is an import in disguise: the core finds optional parts
+    through a `Slot`, filled from the package's entry points."""
+    loads = []
+    for path in PACKAGE.rglob("*.py"):
+        if {"cli", "mcp", "a2a", "ray", "eval", "report", "telemetry"} & set(path.parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and any(
+                isinstance(arg, ast.Constant)
+                and isinstance(arg.value, str)
+                and arg.value.startswith(OPTIONAL)
+                for arg in node.args
+            ):
+                loads.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert loads == []
+
+
+def test_a_slot_serves_a_part_of_ones_own_and_names_what_is_missing() -> None:
+    slot: Slot[Callable[[], str]] = Slot("greeter", "orchestrator.test_greeters")
+    with pytest.raises(MissingPart, match="no greeter is named 'hello'.*installed: none"):
+        slot.get("hello")
+    slot.register("hello", lambda: "hi")
+    assert slot.get("hello")() == "hi"
+
+
+def test_the_package_declares_its_optional_parts() -> None:
+    from orchestrator.planner import EXECUTORS
+    from orchestrator.ray import from_spec
+    from orchestrator.skills.servers import TOOL_SOURCES
+
+    assert EXECUTORS.get("ray") is from_spec
+    assert TOOL_SOURCES.get("mcp").__module__ == "orchestrator.mcp.skill_servers"
+
+
+def test_a_remote_agent_without_its_extra_fails_its_task_saying_what_to_install(
+    tmp_path: Path,
+) -> None:
+    hidden = tmp_path / "no-a2a" / "a2a"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('no module named a2a')\n")
+    (tmp_path / "script.json").write_text('{"*": [{"content": "unused"}]}')
+    (tmp_path / "job.yaml").write_text(
+        "name: far\nmodel: scripted:script.json\n"
+        "agents:\n  echo: {a2a: 'http://127.0.0.1:9/', description: Echoes.}\n"
+        "steps:\n  - {id: far, agent: echo, task: hi}\n"
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])}
+    done = orchestrator("run", "job.yaml", "--json", cwd=tmp_path, env=env)
+    assert done.returncode == 3, done.stderr
+    reason = json.loads(done.stdout)["steps"][0]["reason"]
+    assert "remote agent 'echo' cannot be reached" in reason
+    assert "pip install 'orchestrator[a2a]'" in reason

@@ -4,7 +4,8 @@
   has one skill per job, a message starts a run, the run's steps and sub-agents stream as
   status updates, its output and files come back as the final message and artifacts.
 - Consume: a sub-agent definition with `a2a: URL` is a remote agent; the core's fork runs
-  its tasks through `run_remote_task`, loaded by name only when a definition is remote.
+  its tasks through `run_remote_task`, found through the package's entry points
+  (`orchestrator.remote_agents`) only when a definition is remote.
 """
 
 from .client import run_remote_task

@@ -33,25 +33,30 @@ import atexit
 import concurrent.futures
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import re
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..parts import Slot
 from ..security.inventory import MCP_CONFIG_FILES
 from .skill import LoadedSkill, SkillInfo
 from .skill_md import Problem
 
 CONFIG_FILES = MCP_CONFIG_FILES
 T = TypeVar("T")
+ServerTools = Callable[["ServerPool", LoadedSkill], Coroutine[Any, Any, LoadedSkill]]
+"""Joins a loaded skill to its servers' tools, on the pool's loop (the optional
+`orchestrator.mcp`: `joined`)."""
+TOOL_SOURCES: Slot[ServerTools] = Slot("tool source", "orchestrator.tool_sources")
+"""Tool sources by name (`mcp`): the optional parts declare theirs (orchestrator/parts.py)."""
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_START_TIMEOUT = 30.0
 FOLDER_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_SKILL_DIR")
@@ -422,7 +427,7 @@ async def with_servers(skill: LoadedSkill) -> LoadedSkill:
     pool = current_pool()
     if pool is None:
         return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
-    return cast(LoadedSkill, await pool.run(_runtime().joined(pool, skill)))
+    return await pool.run(TOOL_SOURCES.get("mcp")(pool, skill))
 
 
 def with_servers_sync(skill: LoadedSkill) -> LoadedSkill:
@@ -432,13 +437,7 @@ def with_servers_sync(skill: LoadedSkill) -> LoadedSkill:
     pool = current_pool()
     if pool is None:
         return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
-    return cast(LoadedSkill, pool.run_sync(_runtime().joined(pool, skill)))
-
-
-def _runtime() -> Any:
-    """The MCP runtime (`orchestrator.mcp`): an optional part, imported by name on the first
-    load of a skill with servers, so a run without one never loads it."""
-    return importlib.import_module("orchestrator.mcp")
+    return pool.run_sync(TOOL_SOURCES.get("mcp")(pool, skill))
 
 
 def server_summary(info: SkillInfo) -> Mapping[str, str]:

@@ -1,24 +1,30 @@
 """Sub-agents that run elsewhere: a definition with `remote` is an A2A agent (docs/a2a.md).
 
 `with_remote_agents` wraps the executor of a fork (or of a job's steps): a task whose agent
-is remote goes to the optional `orchestrator.a2a`, loaded by name the first time such a task
-runs (without the `[a2a]` extra the task ends `error`, saying so); every other task goes to
+is remote goes to the protocol that serves it (A2A, the optional `orchestrator.a2a`, found
+through `REMOTE_AGENTS` the first time such a task runs: without the `[a2a]` extra the task
+ends `error`, saying so); every other task goes to
 the executor it wraps. A remote agent's `max_calls` caps the tasks one run sends it; its
 `time_limit` is kept by the A2A client.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from ..agent import TaskResult, ToolContext
+from ..parts import MissingPart, Slot
 from .executor import GatedExecutor, placement
 from .subagents import RemoteAgent, SubagentRegistry
 from .task import TaskRequest
 
-EXTRA = "the `[a2a]` extra is not installed: pip install 'orchestrator[a2a]'"
+SendTask = Callable[[TaskRequest, RemoteAgent, ToolContext], Awaitable[TaskResult]]
+"""Sends one task to a remote agent and waits for its result (the optional
+`orchestrator.a2a`: `run_remote_task`)."""
+REMOTE_AGENTS: Slot[SendTask] = Slot("remote agent protocol", "orchestrator.remote_agents")
+"""Remote agents' protocols by name (`a2a`): the optional parts declare theirs
+(orchestrator/parts.py)."""
 
 
 @dataclass
@@ -29,7 +35,7 @@ class RemoteCalls:
 
 
 class RemoteAgentsExecutor:
-    """Runs remote agents' tasks through `orchestrator.a2a`, the others through `inner`."""
+    """Runs remote agents' tasks through their protocol, the others through `inner`."""
 
     def __init__(
         self, inner: GatedExecutor, subagents: SubagentRegistry, context: ToolContext
@@ -70,18 +76,17 @@ class RemoteAgentsExecutor:
         sent = self.context.state_of(RemoteCalls).sent
         sent[request.agent] = sent.get(request.agent, 0) + 1
         try:
-            runtime: Any = importlib.import_module("orchestrator.a2a")
-        except ImportError:
+            send = REMOTE_AGENTS.get("a2a")
+        except MissingPart as exc:
             return TaskResult(
                 id=request.spec.id,
                 agent=request.agent,
                 path=request.path,
                 depends_on=request.spec.depends_on,
                 status="error",
-                reason=f"remote agent {request.agent!r} cannot be reached: {EXTRA}",
+                reason=f"remote agent {request.agent!r} cannot be reached: {exc}",
             )
-        result = await runtime.run_remote_task(request, remote, self.context)
-        return cast(TaskResult, result)
+        return await send(request, remote, self.context)
 
 
 def with_remote_agents(
