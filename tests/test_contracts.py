@@ -215,3 +215,14 @@ def test_a_remote_agent_without_its_extra_fails_its_task_saying_what_to_install(
     reason = json.loads(done.stdout)["steps"][0]["reason"]
     assert "remote agent 'echo' cannot be reached" in reason
     assert "pip install 'orchestrator[a2a]'" in reason
+
+
+def test_a_tool_stays_callable_as_the_function_it_was() -> None:
+    assert lookup(3) == "entry 3"
+    assert lookup.name == "lookup"
+
+
+def test_the_package_ships_its_types() -> None:
+    assert (PACKAGE / "py.typed").is_file()
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text()
+    assert '"orchestrator" = ["py.typed"]' in pyproject

@@ -320,6 +320,11 @@ class Tool:
         clone.spec = self.spec.model_copy(update={"name": name})
         return clone
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, as if it had not been made a tool (`@tool` leaves a
+        function callable: a test, or other code, calls it directly)."""
+        return self.fn(*args, **kwargs)
+
     def rebound(self, fn: Callable[..., Any]) -> Tool:
         """The same tool (name, schema, settings) calling `fn`, a function of the same
         signature (another object's bound method, say), without building the schema again."""

@@ -42,7 +42,7 @@ from ..tasks import (
     TaskRequest,
     TaskSpec,
 )
-from ..tasks.executor import GatedExecutor
+from ..tasks.executor import TaskExecutor
 from ..tasks.remote import with_remote_agents
 from ..trace import Trace
 from .outputs import WorkspaceRecord
@@ -146,9 +146,9 @@ class JobRunner:
 
     def _use(self, budget: TokenBudget) -> None:
         self.context = self.make_context(budget)
-        self.executor: GatedExecutor = self._routed(LocalExecutor(self._build, budget))
+        self.executor: TaskExecutor = self._routed(LocalExecutor(self._build, budget))
 
-    def _routed(self, executor: GatedExecutor) -> GatedExecutor:
+    def _routed(self, executor: TaskExecutor) -> TaskExecutor:
         """`executor`, with the steps whose agent is remote (A2A) sent there."""
         if self.subagents is None:
             return executor

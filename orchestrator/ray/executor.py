@@ -31,7 +31,7 @@ from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
-from ..tasks.executor import LocalExecutor
+from ..tasks.executor import LocalExecutor, TaskExecutor
 from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Trace
 from ._ray import ray
@@ -317,7 +317,7 @@ class _Worker:
             self.name, self.pid = where["worker"], where["pid"]
 
 
-class RayTaskExecutor:
+class RayTaskExecutor(TaskExecutor):
     """Tasks of one origin on a session's workers (the `TaskExecutor` interface)."""
 
     name = "ray"

@@ -1,13 +1,11 @@
 """Sub-agents as a DAG: graph validation, the scheduler, executors, `fork`, and definitions."""
 
 from .executor import (
-    GatedExecutor,
     LocalExecutor,
     RemoteForks,
     RemoteSession,
     TaskExecutor,
     budget_refusal,
-    placement,
     run_agent_task,
 )
 from .fork import ForkExtension, ForkSettings
@@ -30,7 +28,7 @@ from .task import TaskOrigin, TaskRequest, TaskSpec
 __all__ = [
     "GENERAL",
     "GENERAL_AGENT",
-    "GatedExecutor",
+    "TaskExecutor",
     "ForkExtension",
     "ForkSettings",
     "GraphError",
@@ -44,14 +42,12 @@ __all__ = [
     "SubagentError",
     "SubagentProblem",
     "SubagentRegistry",
-    "TaskExecutor",
     "TaskOrigin",
     "TaskRequest",
     "TaskSpec",
     "budget_refusal",
     "build_graph",
     "check_subagent_folder",
-    "placement",
     "builtin_subagent_folders",
     "restored_children",
     "restored_task",

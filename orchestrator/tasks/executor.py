@@ -15,6 +15,7 @@ import asyncio
 import os
 import socket
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Protocol
 
@@ -23,21 +24,27 @@ from ..errors import ConfigError
 from ..skills import SkillInfo
 from .task import TaskOrigin, TaskRequest
 
+HERE = {"executor": "local", "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
-class TaskExecutor(Protocol):
+
+class TaskExecutor(ABC):
     """Runs one task to its end and reports how it went (never raises for task failures).
 
-    An executor may also say where a task will run (`placement(request)`, the fields its
-    `task_start` gets: `executor` and `worker`); one that does not runs tasks here.
+    An executor of one's own subclasses it. It may also say where a task will run
+    (`placement`: the fields its `task_start` gets, `executor` and `worker`) and refuse a task
+    its budget cannot cover before it starts (`budget_refusal`).
     """
 
+    @abstractmethod
     async def run_task(self, request: TaskRequest) -> TaskResult: ...
 
+    def placement(self, request: TaskRequest) -> dict[str, object]:
+        """Where `request` runs: this process, unless the executor says otherwise."""
+        return dict(HERE)
 
-class GatedExecutor(TaskExecutor, Protocol):
-    """An executor that also checks, before a task starts, that the budget can cover it."""
-
-    def budget_refusal(self, request: TaskRequest) -> str | None: ...
+    def budget_refusal(self, request: TaskRequest) -> str | None:
+        """Why the budget cannot cover `request`, before it starts; None when it can."""
+        return None
 
 
 class RemoteSession(Protocol):
@@ -48,7 +55,7 @@ class RemoteSession(Protocol):
 
     def executor(
         self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop]
-    ) -> GatedExecutor: ...
+    ) -> TaskExecutor: ...
 
     async def __aenter__(self) -> RemoteSession: ...
 
@@ -58,17 +65,8 @@ class RemoteSession(Protocol):
 # The executor of a fork's tasks, from the forking agent's context, the `context: fork` skill
 # it runs (if any) and how the driver builds a task's agent (for the budget check).
 RemoteForks = Callable[
-    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop]], GatedExecutor
+    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop]], TaskExecutor
 ]
-
-
-HERE = {"executor": "local", "worker": f"{socket.gethostname()}:{os.getpid()}"}
-
-
-def placement(executor: object, request: TaskRequest) -> dict[str, object]:
-    """Where `executor` runs `request`: its `placement`, or this process."""
-    place = getattr(executor, "placement", None)
-    return dict(place(request)) if callable(place) else dict(HERE)
 
 
 async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -> TaskResult:
@@ -118,7 +116,7 @@ def budget_refusal(budget: TokenBudget | None, agent: AgentLoop, prompt: str) ->
     return None
 
 
-class LocalExecutor:
+class LocalExecutor(TaskExecutor):
     """Runs tasks as agent loops in this process; `build` makes a task's agent.
 
     Each task's agent is built once, for the budget check before it starts and the run alike.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..agent import TaskResult, ToolContext
 from ..parts import MissingPart, Slot
-from .executor import GatedExecutor, placement
+from .executor import TaskExecutor
 from .subagents import RemoteAgent, SubagentRegistry
 from .task import TaskRequest
 
@@ -34,11 +34,11 @@ class RemoteCalls:
     sent: dict[str, int] = field(default_factory=dict)
 
 
-class RemoteAgentsExecutor:
+class RemoteAgentsExecutor(TaskExecutor):
     """Runs remote agents' tasks through their protocol, the others through `inner`."""
 
     def __init__(
-        self, inner: GatedExecutor, subagents: SubagentRegistry, context: ToolContext
+        self, inner: TaskExecutor, subagents: SubagentRegistry, context: ToolContext
     ) -> None:
         self.inner = inner
         self.subagents = subagents
@@ -66,7 +66,7 @@ class RemoteAgentsExecutor:
     def placement(self, request: TaskRequest) -> dict[str, object]:
         remote = self.remote_of(request)
         if remote is None:
-            return placement(self.inner, request)
+            return self.inner.placement(request)
         return {"executor": "a2a", "worker": remote.url}
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
@@ -90,8 +90,8 @@ class RemoteAgentsExecutor:
 
 
 def with_remote_agents(
-    executor: GatedExecutor, subagents: SubagentRegistry, context: ToolContext
-) -> GatedExecutor:
+    executor: TaskExecutor, subagents: SubagentRegistry, context: ToolContext
+) -> TaskExecutor:
     """`executor`, or, when some definition is remote, one that sends those tasks there."""
     if not any(definition.remote is not None for definition in subagents):
         return executor

@@ -27,7 +27,7 @@ import networkx as nx
 
 from ..agent import TaskResult, TaskStatus
 from ..trace import Trace
-from .executor import TaskExecutor, placement
+from .executor import TaskExecutor
 from .graph import build_graph
 from .restore import restored_task
 from .task import TaskRequest, TaskSpec
@@ -156,7 +156,7 @@ class GraphRun:
             refusal = self.gate(request) if self.gate else None
             if refusal is not None:
                 return self._skipped(spec, refusal)
-            where = placement(self.executor, request)
+            where = self.executor.placement(request)
             self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on, **where)
             if self.on_start is not None:
                 self.on_start(spec)
