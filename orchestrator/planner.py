@@ -302,9 +302,10 @@ class Orchestrator:
         budget: TokenBudget | None = None,
         trace: Trace | None = None,
         model: ChatModel | None = None,
+        permissions: Permissions | None = None,
     ) -> Agent:
         """The planner agent, ready to run (a job's planner steps use this too, some with a
-        model of their own)."""
+        model of their own); `permissions` are the run's (this orchestrator's, by default)."""
         extensions = [self.fork] if self.fork.settings.max_depth > 0 else []
         model = model or self.model
         return Agent(
@@ -315,7 +316,7 @@ class Orchestrator:
             max_steps=self.max_steps,
             budget=budget if budget is not None else self.new_budget(),
             trace=trace,
-            permissions=self.permissions,
+            permissions=permissions or self.permissions,
             skills=SkillsExtension(
                 self.catalog, disclosure=self.disclosure, eager_tokens=self.eager_tokens
             ),
@@ -357,7 +358,10 @@ class Orchestrator:
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
             if self.executor is None:
-                return await self.planner(trace=trace, model=model).run(goal)
+                permissions = self._run_permissions(trace)
+                return await self.planner(trace=trace, model=model, permissions=permissions).run(
+                    goal
+                )
             return await self.executor.run_goal(self, goal, trace, model)
         finally:
             if owned and trace is not None:
@@ -401,9 +405,16 @@ class Orchestrator:
         (or `budget`, shared with other jobs); `stream` is shown the output step's text as
         the model writes it. `Orchestrator.from_job(job).run()` does the same."""
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
-        workspace = WorkspaceRecord.start(job, self.permissions, opened.path if opened else None)
-        self.permissions = workspace.permissions(self.permissions)
-        runner = self.job_runner(job, opened, stream=stream, budget=budget, workspace=workspace)
+        permissions = self._run_permissions(opened)
+        workspace = WorkspaceRecord.start(job, permissions, opened.path if opened else None)
+        runner = self.job_runner(
+            job,
+            opened,
+            stream=stream,
+            budget=budget,
+            workspace=workspace,
+            permissions=workspace.permissions(permissions),
+        )
         try:
             return await runner.run()
         finally:
@@ -516,15 +527,18 @@ class Orchestrator:
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
         workspace: WorkspaceRecord | None = None,
+        permissions: Permissions | None = None,
     ) -> JobRunner:
         """The runner of `job`'s steps with this orchestrator's agents, here or on its
-        executor (`run_job` makes one and runs it)."""
+        executor (`run_job` makes one and runs it); `permissions` are the run's (this
+        orchestrator's, by default)."""
         executor = self.executor
+        run_permissions = permissions or self.permissions
         return JobRunner(
             job,
             trace,
             build=lambda request, context: self.step_agent(job, request, context, stream),
-            context=lambda step_budget: self.step_context(step_budget, trace),
+            context=lambda step_budget: self.step_context(step_budget, trace, run_permissions),
             budget=budget if budget is not None else self.new_budget(),
             shared_budget=budget is not None,
             remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
@@ -533,10 +547,17 @@ class Orchestrator:
             subagents=self.subagents,
         )
 
-    def step_context(self, budget: TokenBudget, trace: Trace | None) -> ToolContext:
-        """The context a job's steps are forked from: its permissions, budget and trace."""
+    def step_context(
+        self, budget: TokenBudget, trace: Trace | None, permissions: Permissions | None = None
+    ) -> ToolContext:
+        """The context a job's steps are forked from: the run's permissions (this
+        orchestrator's, by default), budget and trace."""
         return ToolContext(
-            agent="job", permissions=self.permissions, budget=budget, trace=trace, model=self.model
+            agent="job",
+            permissions=permissions or self.permissions,
+            budget=budget,
+            trace=trace,
+            model=self.model,
         )
 
     def step_agent(
@@ -554,17 +575,24 @@ class Orchestrator:
             model = TextTap(model or self.model, stream, request.path)
         if request.agent == "planner":
             return self.planner(
-                name=request.path, budget=context.budget, trace=context.trace, model=model
+                name=request.path,
+                budget=context.budget,
+                trace=context.trace,
+                model=model,
+                permissions=context.permissions,
             )
         return self.fork.build_agent(request, context, model)
 
     def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
-        """The run's trace (masking this run's secrets when it opens one), read-only to its
-        agents like its skills and sub-agents."""
-        opened, owned = open_trace(trace, secrets=self.secrets())
-        if opened is not None and opened.path is not None:
-            self.permissions = self.permissions.protecting([opened.path])
-        return opened, owned
+        """The run's trace, masking this run's secrets when it opens one."""
+        return open_trace(trace, secrets=self.secrets())
+
+    def _run_permissions(self, trace: Trace | None) -> Permissions:
+        """One run's permissions: this orchestrator's, with the run's trace read-only to its
+        agents like its skills and sub-agents (the orchestrator keeps nothing of the run)."""
+        if trace is None or trace.path is None:
+            return self.permissions
+        return self.permissions.protecting([trace.path])
 
 
 class RemoteExecutor(Protocol):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_process import orchestrator
+from cli_process import orchestrator as orchestrator_cli
 
 from orchestrator import Agent, Orchestrator, tool
 from orchestrator.agent import Extension, Refusal, ToolContext
@@ -210,7 +210,7 @@ def test_a_remote_agent_without_its_extra_fails_its_task_saying_what_to_install(
         "steps:\n  - {id: far, agent: echo, task: hi}\n"
     )
     env = {"PYTHONPATH": os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])}
-    done = orchestrator("run", "job.yaml", "--json", cwd=tmp_path, env=env)
+    done = orchestrator_cli("run", "job.yaml", "--json", cwd=tmp_path, env=env)
     assert done.returncode == 3, done.stderr
     reason = json.loads(done.stdout)["steps"][0]["reason"]
     assert "remote agent 'echo' cannot be reached" in reason
@@ -226,3 +226,12 @@ def test_the_package_ships_its_types() -> None:
     assert (PACKAGE / "py.typed").is_file()
     pyproject = (PACKAGE.parent / "pyproject.toml").read_text()
     assert '"orchestrator" = ["py.typed"]' in pyproject
+
+
+def test_an_orchestrator_keeps_nothing_of_a_past_run(tmp_path: Path) -> None:
+    orchestrator = Orchestrator(ScriptedModel({"*": [{"content": "ok"}] * 2}))
+    before = orchestrator.permissions.model_dump()
+    for name in ("one", "two"):
+        result = orchestrator.run_sync("go", trace=tmp_path / f"{name}.jsonl")
+        assert result.status == "completed"
+    assert orchestrator.permissions.model_dump() == before
