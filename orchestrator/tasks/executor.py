@@ -51,7 +51,9 @@ class RemoteSession(Protocol):
     """One run on a remote executor (a cluster, `orchestrator.ray`): the budget its agents
     draw from there, and the executor of its tasks of one origin."""
 
-    budget: TokenBudget
+    # Read only: a session may hold a budget of its own kind (Ray's `LeasedBudget`).
+    @property
+    def budget(self) -> TokenBudget: ...
 
     def executor(
         self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop]
