@@ -36,6 +36,7 @@ from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSett
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
+from ..security.json_input import JsonInputError, json_lines, load_json
 from ..skills import SkillCatalog
 from ..skills.discovery import builtin_skills_folder
 from ..trace import Trace
@@ -161,7 +162,7 @@ class EvalRunner:
         results.parent.mkdir(parents=True, exist_ok=True)
         if self.options.fresh and results.exists():
             results.unlink()
-        done = finished_keys(results)
+        done = {key for key, line in last_lines(results).items() if line.get("done")}
         progress = EvalProgress(planned=self.plan())
         todo = [p for p in progress.planned if p.key not in done]
         progress.skipped = len(progress.planned) - len(todo)
@@ -335,7 +336,10 @@ class EvalRunner:
         path = self.options.replay / planned.slug.with_suffix(".json")
         if not path.is_file():
             return {}
-        value = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            value = load_json(path.read_bytes(), str(path))
+        except (OSError, JsonInputError) as exc:
+            raise ConfigError(f"cannot read the recording's {path}: {exc}") from None
         return value if isinstance(value, dict) else {}
 
     def _replay_model(
@@ -438,33 +442,32 @@ def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:
     return catalog
 
 
-def finished_keys(results: Path) -> set[str]:
-    """The runs whose last line in `results` says they finished."""
-    last: dict[str, bool] = {}
+def last_lines(results: Path) -> dict[str, Line]:
+    """The last line of each run in `results`, by its key. A line that cannot be read is a
+    ConfigError naming the file and the line: skipped, it could hide a failed run."""
     if not results.is_file():
-        return set()
-    for text in results.read_text(encoding="utf-8").splitlines():
+        return {}
+    try:
+        text = results.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the results {results}: {exc}") from None
+    last: dict[str, Line] = {}
+    for number, raw in json_lines(text):
         try:
-            line = json.loads(text)
-        except json.JSONDecodeError:
-            continue  # a line torn by a crash
-        if isinstance(line, dict) and isinstance(line.get("key"), str):
-            last[line["key"]] = bool(line.get("done"))
-    return {key for key, done in last.items() if done}
+            line = load_json(raw, str(results), line=number)
+        except JsonInputError as exc:
+            raise ConfigError(f"{exc}; mend or remove the line (--fresh starts over)") from None
+        if not isinstance(line, dict) or not isinstance(line.get("key"), str):
+            raise ConfigError(
+                f"{results}, line {number}: not a result line (a JSON object with a key)"
+            )
+        last[line["key"]] = line
+    return last
 
 
 def read_lines(results: Path, keys: Sequence[str]) -> list[Line]:
     """The last line of each of `keys` in `results` (the runs of this eval that have one)."""
-    wanted = set(keys)
-    last: dict[str, Line] = {}
-    if results.is_file():
-        for text in results.read_text(encoding="utf-8").splitlines():
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(line, dict) and line.get("key") in wanted:
-                last[line["key"]] = line
+    last = last_lines(results)
     return [last[key] for key in keys if key in last]
 
 
