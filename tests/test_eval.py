@@ -677,3 +677,27 @@ def test_a_judges_reply_nested_too_deeply_scores_0_and_says_why() -> None:
 
     score, reason = parse_verdict('{"score": 1, "reason": ' + deep() + "}")
     assert score == 0.0 and "not the JSON asked for" in reason
+
+
+def test_a_changed_check_runs_the_eval_again(tmp_path: Path) -> None:
+    """Results made under the old checks do not answer the new ones."""
+    root = eval_folder(tmp_path)  # the job's own model: five model calls
+    write_eval(root, {"cases": [twelve("a")], "scorers": [{"steps": {"max": 10}}]})
+    first = orchestrator("eval", "test.eval.yaml", "--min-pass", "1", "-q", cwd=root)
+    assert first.returncode == 0 and "1/1 100%" in first.stdout, first.stderr
+    write_eval(root, {"cases": [twelve("a")], "scorers": [{"steps": {"max": 2}}]})
+    changed = orchestrator("eval", "test.eval.yaml", "--min-pass", "1", "-q", cwd=root)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "0/1 0%" in changed.stdout
+    assert "1 run done earlier was made by a changed eval (its checks changed)" in changed.stderr
+    assert "eval test: 1 run;" in changed.stderr
+    # Unchanged since: the new result stands.
+    again = orchestrator("eval", "test.eval.yaml", "--min-pass", "1", "-q", cwd=root)
+    assert again.returncode == 1 and "0/1 0%" in again.stdout
+    assert "0 runs; 1 done earlier, skipped" in again.stderr and "changed" not in again.stderr
+    # A changed case, and a changed job file, run again too.
+    write_eval(root, {"cases": [twelve("a", 7)], "scorers": [{"steps": {"max": 2}}]})
+    job = root / "job" / "job.yaml"
+    job.write_text(job.read_text().replace("max_tokens: 60000", "max_tokens: 60001"))
+    both = orchestrator("eval", "test.eval.yaml", "-q", cwd=root)
+    assert "(the case changed, the job changed)" in both.stderr, both.stderr

@@ -169,6 +169,7 @@ KINDS: tuple[Kind, ...] = (
             "orchestrator.eval.loading:read_cases",
             "orchestrator.eval.runner:EvalRunner._sidecar",
             "orchestrator.eval.runner:EvalRunner._write",
+            "orchestrator.eval.runner:EvalRunner._shared_digests",
             "orchestrator.eval.runner:last_lines",
         ),
     ),
