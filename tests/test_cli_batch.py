@@ -151,3 +151,47 @@ def test_a_secret_in_a_jobs_output_never_reaches_the_results_file(tmp_path: Path
     by_id = {line["id"]: line for line in results(tmp_path)}
     assert by_id["a"]["output"] == "key [REDACTED], mirror https://[REDACTED]@mirror.example/x"
     assert secret not in ran.stderr and secret not in ran.stdout
+
+
+def test_a_line_separator_in_an_output_does_not_run_a_done_row_again(tmp_path: Path) -> None:
+    make_batch(tmp_path, '{"id": "a", "city": "Oslo"}\n')
+    (tmp_path / "script.yaml").write_text(
+        'answer: [{content: "mild\\u2028then windy\\u2029then calm"}]\n', encoding="utf-8"
+    )
+    first = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "0 rows run (0 completed, 0 not), 1 already done" in again.stderr
+
+
+def test_a_damaged_results_line_stops_the_batch_naming_it(tmp_path: Path) -> None:
+    make_batch(tmp_path, '{"id": "a", "city": "Oslo"}\n{"id": "b", "city": "Lima"}\n')
+    (tmp_path / "rows.results.jsonl").write_text('{"id": "a", "status": "compl\n', encoding="utf-8")
+    done = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "rows.results.jsonl, line 1: not JSON" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_csv_field_past_the_csv_default_limit_reads_whole(tmp_path: Path) -> None:
+    from orchestrator.jobs.batch import read_rows
+
+    long_city = "Oslo " * 40_000  # 200,000 characters, past csv's default 131,072
+    inputs = make_batch(tmp_path, f'id,city\nlong,"{long_city}"\nodd,"Li\u2028ma"\n', "csv")
+    rows = read_rows(inputs)
+    assert [(row.id, row.values["city"]) for row in rows] == [
+        ("long", long_city),
+        ("odd", "Li\u2028ma"),
+    ]
+    done = orchestrator("run-batch", "job.yaml", "--inputs", "rows.csv", cwd=tmp_path)
+    assert "Traceback" not in done.stderr and "row 2 (odd): completed" in done.stderr
+
+
+def test_a_row_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -> None:
+    levels = 100_000
+    make_batch(tmp_path, '{"id": "a", "city": ' + "[" * levels + "]" * levels + "}\n")
+    done = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "rows.jsonl, line 1: the JSON is nested too deeply" in done.stderr
+    assert "Traceback" not in done.stderr

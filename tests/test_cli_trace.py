@@ -86,3 +86,20 @@ def test_trace_list_and_show_last(tmp_path: Path) -> None:
     assert f"trace: {runs[0]['trace']}" in last.stdout
     empty = orchestrator("trace", "list", "--dir", "nowhere", cwd=tmp_path)
     assert empty.returncode == 0 and "no runs in nowhere" in empty.stderr
+
+
+def test_a_trace_line_nested_too_deeply_is_skipped_and_counted(tmp_path: Path) -> None:
+    make_job(tmp_path, "a: [{content: hi}]\n", "  - {id: a, task: x}\n", name="deep")
+    assert orchestrator("run", "job.yaml", "--quiet", cwd=tmp_path).returncode == 0
+    (trace,) = (tmp_path / ".orchestrator" / "runs").glob("*.jsonl")
+    levels = 100_000
+    with trace.open("ab") as handle:
+        handle.write(b'{"type": "message", "x": ' + b"[" * levels + b"]" * levels + b"}\n")
+    shown = orchestrator("trace", "show", "last", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "1 unreadable line skipped" in shown.stdout and "a  [completed]" in shown.stdout
+    listed = orchestrator("trace", "list", cwd=tmp_path)
+    assert listed.returncode == 0 and "deep" in listed.stdout, listed.stderr
+    report = orchestrator("report", "last", "-o", "page.html", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "Traceback" not in shown.stderr + listed.stderr + report.stderr

@@ -216,3 +216,16 @@ def test_one_hour_cache_writes_are_priced_at_twice_the_input() -> None:
     hour = resolve_model("anthropic:claude-sonnet-4-6", api_key="k", cache_ttl="1h")
     assert price_of(five).cache_write == 3.75
     assert price_of(hour).cache_write == 6.0
+
+
+def test_a_price_file_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -> None:
+    levels = 100_000
+    (tmp_path / "prices.json").write_text('{"a:b": ' + "[" * levels + "]" * levels + "}")
+    (tmp_path / "script.yaml").write_text("'*': [{content: hi}]\n")
+    (tmp_path / "job.yaml").write_text(
+        "name: deep\nmodel: scripted:script.yaml\nprices: prices.json\ngoal: Hi.\n"
+    )
+    done = orchestrator("run", "job.yaml", "--quiet", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "prices.json" in done.stderr and "nested too deeply" in done.stderr
+    assert "Traceback" not in done.stderr

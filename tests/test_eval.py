@@ -591,3 +591,113 @@ def test_a_runs_model_cannot_rewrite_what_decides_the_eval(tmp_path: Path) -> No
         if e.get("message", {}).get("role") == "tool" and e["message"].get("is_error")
     ]
     assert len(refusals) == 4, refusals
+
+
+WORDS = {"json_path": {"path": "$.words", "equals": "{expected.words}"}}
+
+
+def test_a_line_separator_in_an_answer_cannot_hide_a_failed_run(tmp_path: Path) -> None:
+    """U+2028 and U+2029 are written as they are in a results line: reading the file back
+    must not split the line there, or the failed runs vanish and the eval passes its gate."""
+    root = eval_folder(tmp_path)
+    right = {"content": '{"words": 12}'}
+    wrong = {"content": '{"words": 7, "note": "one\u2028two\u2029three"}'}
+    with ProviderServer({"*": [right, wrong, right, wrong]}) as server:
+        wire = {"stream": False, "base_url": server.openai_url}
+        variant = {"name": "wire", "model": "openai-compatible:tiny", "model_options": wire}
+        spec = {"cases": [twelve("a"), twelve("b")], "scorers": [WORDS], "variants": [variant]}
+        write_eval(root, {**spec, "concurrency": 1})
+        done = orchestrator("eval", "test.eval.yaml", "--min-pass", "0.9", "-q", cwd=root)
+        again = orchestrator("eval", "test.eval.yaml", "--min-pass", "0.9", "-q", cwd=root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1/2 50%" in done.stdout
+    assert "variant wire: pass rate 50% is under --min-pass 90%" in done.stderr
+    # Read again on resume: both runs are done, the failed one still counts.
+    assert again.returncode == 1 and "1/2 50%" in again.stdout
+    assert "0 runs; 2 done earlier, skipped" in again.stderr
+
+
+def test_a_damaged_results_line_is_an_error_naming_the_file_and_line(tmp_path: Path) -> None:
+    root = eval_folder(tmp_path)
+    guess = {"name": "guess", "model": "scripted:job/guess.script.yaml"}
+    write_eval(
+        root, {"cases": [twelve("a"), twelve("b", 7)], "scorers": [WORDS], "variants": [guess]}
+    )
+    first = orchestrator("eval", "test.eval.yaml", "--out", "out", "-q", cwd=root)
+    assert first.returncode == 0, first.stderr
+    results_file = root / "out" / "results.jsonl"
+    lines = results_file.read_text(encoding="utf-8").split("\n")
+    lines[1] = lines[1][: len(lines[1]) // 2]  # the failed run's line, cut in half
+    results_file.write_text("\n".join(lines), encoding="utf-8")
+    again = orchestrator("eval", "test.eval.yaml", "--out", "out", "--min-pass", "0.9", cwd=root)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert f"{Path('out') / 'results.jsonl'}, line 2: not JSON" in again.stderr
+    assert "Traceback" not in again.stderr
+
+
+def test_a_case_file_with_a_long_field_or_a_line_separator_reads_whole(tmp_path: Path) -> None:
+    """A field past csv's default limit (131,072 characters), and a field holding U+2028."""
+    root = eval_folder(tmp_path)
+    long_text = "word " * 40_000  # 200,000 characters
+    (root / "cases.csv").write_text(
+        f'id,topic,expected.words\nlong,"{long_text}",12\nodd,"one\u2028two\u2029three",7\n',
+        encoding="utf-8",
+    )
+    (root / "cases.jsonl").write_text(
+        json.dumps({"id": "odd", "topic": "one\u2028two"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    for name in ("cases.csv", "cases.jsonl"):
+        done = orchestrator("eval", write_eval(root, {"cases": name}), "--case", "odd", cwd=root)
+        assert done.returncode == 0, done.stderr
+        assert "1/1 100%" in done.stdout
+    loaded = load_eval(write_eval(root, {"cases": "cases.csv"}))
+    topics = {case.id: case.inputs["topic"] for case in loaded.cases}
+    assert topics == {"long": long_text, "odd": "one\u2028two\u2029three"}
+
+
+def deep(levels: int = 100_000) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_a_cases_line_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -> None:
+    root = eval_folder(tmp_path)
+    (root / "cases.jsonl").write_text(
+        '{"id": "a"}\n{"id": "b", "inputs": {"topic": ' + deep() + "}}\n", encoding="utf-8"
+    )
+    write_eval(root, {"cases": "cases.jsonl"})
+    done = orchestrator("eval", "test.eval.yaml", cwd=root)
+    assert done.returncode == 2, done.stderr
+    assert "cases (cases.jsonl line 2): the JSON is nested too deeply" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_judges_reply_nested_too_deeply_scores_0_and_says_why() -> None:
+    from orchestrator.eval.judge import parse_verdict
+
+    score, reason = parse_verdict('{"score": 1, "reason": ' + deep() + "}")
+    assert score == 0.0 and "not the JSON asked for" in reason
+
+
+def test_a_changed_check_runs_the_eval_again(tmp_path: Path) -> None:
+    """Results made under the old checks do not answer the new ones."""
+    root = eval_folder(tmp_path)  # the job's own model: five model calls
+    write_eval(root, {"cases": [twelve("a")], "scorers": [{"steps": {"max": 10}}]})
+    first = orchestrator("eval", "test.eval.yaml", "--min-pass", "1", "-q", cwd=root)
+    assert first.returncode == 0 and "1/1 100%" in first.stdout, first.stderr
+    write_eval(root, {"cases": [twelve("a")], "scorers": [{"steps": {"max": 2}}]})
+    changed = orchestrator("eval", "test.eval.yaml", "--min-pass", "1", "-q", cwd=root)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "0/1 0%" in changed.stdout
+    assert "1 run done earlier was made by a changed eval (its checks changed)" in changed.stderr
+    assert "eval test: 1 run;" in changed.stderr
+    # Unchanged since: the new result stands.
+    again = orchestrator("eval", "test.eval.yaml", "--min-pass", "1", "-q", cwd=root)
+    assert again.returncode == 1 and "0/1 0%" in again.stdout
+    assert "0 runs; 1 done earlier, skipped" in again.stderr and "changed" not in again.stderr
+    # A changed case, and a changed job file, run again too.
+    write_eval(root, {"cases": [twelve("a", 7)], "scorers": [{"steps": {"max": 2}}]})
+    job = root / "job" / "job.yaml"
+    job.write_text(job.read_text().replace("max_tokens: 60000", "max_tokens: 60001"))
+    both = orchestrator("eval", "test.eval.yaml", "-q", cwd=root)
+    assert "(the case changed, the job changed)" in both.stderr, both.stderr

@@ -261,3 +261,22 @@ def test_a_recording_made_on_another_machine_replays_here(tmp_path: Path) -> Non
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "diverged" not in done.stdout and "4/4 100%" in done.stdout
+
+
+def test_record_after_a_plain_run_records_every_run(tmp_path: Path) -> None:
+    root = eval_folder(tmp_path)
+    write_eval(root, {"cases": [twelve("a")], "variants": [GUESS], "scorers": [WRITTEN]})
+    plain = orchestrator("eval", "test.eval.yaml", "-q", cwd=root)
+    assert plain.returncode == 0, plain.stderr
+    recorded = orchestrator("eval", "test.eval.yaml", "--record", "rec", "-q", cwd=root)
+    assert recorded.returncode == 0, recorded.stderr
+    assert sorted(p.name for p in (root / "rec" / "guess").iterdir()) == ["a-1.json", "a-1.jsonl"]
+    assert "1 run done earlier was made by a changed eval (the mode changed: plain, now record" in (
+        recorded.stderr
+    )
+    # A recorded run is a plain run too: asked plainly again, it stands.
+    again = orchestrator("eval", "test.eval.yaml", "-q", cwd=root)
+    assert "0 runs; 1 done earlier, skipped" in again.stderr, again.stderr
+    # A replay is not: it runs, from the recording.
+    replayed = orchestrator("eval", "test.eval.yaml", "--replay", "rec", "-q", cwd=root)
+    assert replayed.returncode == 0 and "eval test: 1 run;" in replayed.stderr, replayed.stderr

@@ -46,6 +46,7 @@ def test_config_reads_the_claude_code_format(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("{not json", "not valid JSON"),
+        ('{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
         ("[]", "must be a JSON object"),
         ('{"mcpServers": []}', "`mcpServers` must be an object"),
         ('{"mcpServers": {"a": {"args": ["x"]}}}', "server 'a': (server): a stdio server needs"),
@@ -193,3 +194,10 @@ def test_tool_names_are_kept_to_what_providers_accept() -> None:
         connection = Connection("kit", ServerConfig(command="true"))
         made = McpTool(name, {"name": remote, "inputSchema": {}}, connection, None)  # type: ignore[arg-type]
         assert TOOL_NAME.match(made.spec.name) and made.remote == remote
+
+
+def test_a_tool_result_text_nested_too_deeply_is_kept_as_text() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    result = {"content": [{"type": "text", "text": deep}], "structuredContent": {"a": 1}}
+    observation = convert(result)
+    assert observation.text.startswith("[[[") and 'structuredContent: {"a": 1}' in observation.text

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from provider_server import Fault, ProviderServer, anthropic_whole, openai_whole
 from orchestrator import Agent, Trace
 from orchestrator.errors import ModelError, RetryableModelError
 from orchestrator.messages import Message
-from orchestrator.models import ChatModel, ModelRequest
+from orchestrator.models import ChatModel, ModelRequest, resolve_model
 from orchestrator.trace import Event
 
 KEY = "sk-test-faults-0123456789"
@@ -302,3 +304,40 @@ async def test_429_for_exhausted_quota_is_not_retried() -> None:
     assert len(server.requests) == 1 and retries(events) == []
     assert result.error is not None
     assert result.error.endswith("You exceeded your current quota. [insufficient_quota]")
+
+
+class DeepErrorServer(BaseHTTPRequestHandler):
+    """Answers every request 400 with a JSON error nested 100,000 levels deep."""
+
+    body = b'{"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_error_body_nested_too_deeply_is_a_model_error(provider: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), DeepErrorServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        model = resolve_model(
+            f"{provider}:test-model",
+            base_url=f"{base}/v1" if provider == "openai" else base,
+            api_key=KEY,
+        )
+        with pytest.raises(ModelError) as caught:
+            await model.complete(ModelRequest(messages=[Message.user("hi")]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert caught.value.status == 400 and "HTTP 400" in str(caught.value)

@@ -155,3 +155,15 @@ async def test_latency_is_simulated() -> None:
     began = loop.time()
     await asyncio.gather(model.complete(request("x")), model.complete(request("y")))
     assert loop.time() - began >= 0.05
+
+
+def test_a_json_script_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -> None:
+    from cli_process import orchestrator
+
+    levels = 100_000
+    (tmp_path / "deep.json").write_text('{"*": [{"content": ' + "[" * levels + "]" * levels + "}]}")
+    (tmp_path / "job.yaml").write_text("name: deep\nmodel: scripted:deep.json\ngoal: Hi.\n")
+    done = orchestrator("run", "job.yaml", "--quiet", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "deep.json" in done.stderr and "nested too deeply" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -75,10 +75,10 @@ def batch_command(args: argparse.Namespace) -> int:
     try:
         rows = read_rows(args.inputs)
         runner = BatchRun(args, rows[0] if rows else Row(1, "1", {}))
+        lines = asyncio.run(runner.batch.run(rows, runner.start))
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
-    lines = asyncio.run(runner.batch.run(rows, runner.start))
     completed = sum(1 for line in lines if line["status"] == "completed")
     skipped = len(rows) - len(lines)
     print(

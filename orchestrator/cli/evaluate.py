@@ -133,6 +133,15 @@ def eval_command(args: argparse.Namespace) -> int:
     else:
         print(render_table(summary))
     ran, skipped = len(result.progress.lines), result.progress.skipped
+    changed = result.progress.changed
+    if changed:
+        whys = list(dict.fromkeys(why for changes in changed.values() for why in changes))
+        print(
+            f"{plural(len(changed), 'run')} done earlier {'was' if len(changed) == 1 else 'were'} "
+            f"made by a changed eval ({', '.join(whys)}): run again, the earlier lines set "
+            "aside (kept in the results file, not counted)",
+            file=sys.stderr,
+        )
     note = f"; {skipped} done earlier, skipped (--fresh runs them again)" if skipped else ""
     print(
         f"eval {summary.name}: {plural(ran, 'run')}{note}; results: {result.results}",

@@ -17,6 +17,7 @@ from ..agent import TokenBudget
 from ..agent.model_call import call_model
 from ..messages import Message, Usage
 from ..models import ChatModel
+from ..security.json_input import load_json
 from ..tokens import TokenCounter, default_counter
 from .scoring import RunRecord, Score
 
@@ -86,7 +87,7 @@ def parse_verdict(text: str) -> tuple[float, str]:
     """The score and reason in a judge's reply; a reply that is not such JSON scores 0."""
     match = re.search(r"\{.*\}", text, re.DOTALL)
     try:
-        value = json.loads(match[0]) if match else None
+        value = load_json(match[0], "the judge's reply") if match else None
         score = float(value["score"]) if isinstance(value, dict) else None
     except (ValueError, KeyError, TypeError):
         score = None

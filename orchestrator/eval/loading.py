@@ -9,11 +9,9 @@ in one pass that ends in one `EvalError` naming each problem's field path.
 from __future__ import annotations
 
 import copy
-import csv
 import importlib
 import importlib.util
 import itertools
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -26,8 +24,10 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..jobs import Job, SpecError, load_job
+from ..jobs.batch import csv_records
 from ..jobs.loading import read_yaml
 from ..jobs.problems import Problem, problems_from
+from ..security.json_input import JsonInputError, json_lines, load_json
 from ..tasks import suggest
 from .spec import TEMPLATE, Case, EvalError, EvalSpec, Scorer, Variant, shown_value
 
@@ -110,18 +110,19 @@ def read_cases(path: Path, problems: list[Problem]) -> list[Case]:
         return []
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        records = [
-            (n, _from_columns(r)) for n, r in enumerate(csv.DictReader(text.splitlines()), 1)
-        ]
+        try:
+            records = list(enumerate(csv_records(text, str(path)), 1))
+        except ConfigError as exc:
+            problems.append(Problem("cases", str(exc)))
+            return []
+        records = [(n, _from_columns(r)) for n, r in records]
     elif suffix in (".jsonl", ".ndjson"):
         records = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
+        for number, line in json_lines(text):
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(Problem(f"{where} line {number})", f"not JSON ({exc.msg})"))
+                value = load_json(line, path.name, line=number)
+            except JsonInputError as exc:
+                problems.append(Problem(f"{where} line {number})", exc.problem))
                 continue
             if not isinstance(value, dict):
                 problems.append(Problem(f"{where} line {number})", "expected a JSON object"))

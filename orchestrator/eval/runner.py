@@ -5,7 +5,9 @@ Each run loads the job as its variant changes it with its case's inputs, works i
 the job's workspace (the case's `files` written into it first), and writes a trace of its own.
 Its checks then read its output, its files and its trace. Running the same eval again with
 the same results file skips the runs whose line says they finished (`done`), as `run-batch`
-does, and says how many it skipped.
+does, and says how many it skipped; a line counts only when what made it (`made_by`: the
+checks, the case, the job, the variant, the mode) is what would make it now, else the run
+is made again and the output says what changed.
 
 Recorded runs: with `record`, each run's trace goes to that folder, beside a small JSON file
 of what the run's messages may name that differs between machines (the eval's folder, the
@@ -18,6 +20,7 @@ says where and how. The judge's recorded verdicts are used again, nothing is ask
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -36,6 +39,7 @@ from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSett
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
+from ..security.json_input import JsonInputError, json_lines, load_json
 from ..skills import SkillCatalog
 from ..skills.discovery import builtin_skills_folder
 from ..trace import Trace
@@ -97,13 +101,26 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]", "-", text)[:80]
 
 
+MADE_BY = {
+    "checks": "its checks changed",
+    "case": "the case changed",
+    "job": "the job changed",
+    "variant": "the variant changed",
+    "mode": "the mode changed",
+}
+"""What a result line's `made_by` holds (digests, and the mode), and how a change is said."""
+
+
 @dataclass
 class EvalProgress:
-    """What an eval run did: the lines it wrote, and what it skipped as done already."""
+    """What an eval run did: the lines it wrote, what it skipped as done already, and the
+    runs done earlier that it made again because what made them changed."""
 
     lines: list[Line] = field(default_factory=list)
     skipped: int = 0
     planned: list[Planned] = field(default_factory=list)
+    changed: dict[str, list[str]] = field(default_factory=dict)
+    """By run key: what changed since its earlier line (that line set aside, not counted)."""
 
 
 class EvalRunner:
@@ -133,6 +150,7 @@ class EvalRunner:
                 )
             self.cases = [case for case in loaded.cases if case.id in options.cases]
         self.mask = SecretMask(secrets_from_environment(dict(os.environ)))
+        self._checks_digest, self._job_digest = self._shared_digests()
         self._judges: dict[str, Judge] = {}
         self._write_lock = asyncio.Lock()
 
@@ -161,9 +179,16 @@ class EvalRunner:
         results.parent.mkdir(parents=True, exist_ok=True)
         if self.options.fresh and results.exists():
             results.unlink()
-        done = finished_keys(results)
+        last = last_lines(results)
         progress = EvalProgress(planned=self.plan())
-        todo = [p for p in progress.planned if p.key not in done]
+        todo = []
+        for planned in progress.planned:
+            earlier = last.get(planned.key)
+            if earlier is None or not earlier.get("done"):
+                todo.append(planned)
+            elif changes := changed(earlier.get("made_by"), self.made_by(planned)):
+                progress.changed[planned.key] = changes
+                todo.append(planned)
         progress.skipped = len(progress.planned) - len(todo)
         gate = asyncio.Semaphore(self.concurrency)
 
@@ -178,6 +203,52 @@ class EvalRunner:
                 group.create_task(one(planned))
         return progress
 
+    # --- What made a result ---------------------------------------------------------------
+
+    def made_by(self, planned: Planned) -> dict[str, str]:
+        """What a run's result answers to, stored in its line and compared on resume:
+        digests of the eval's checks, the case, the job and the variant (with `--model`),
+        and the mode (`plain`, `record DIR` or `replay DIR`)."""
+        variant = {"variant": planned.variant.model_dump(mode="json"), "model": self.options.model}
+        return {
+            "checks": self._checks_digest,
+            "case": _digest(planned.case.model_dump(mode="json")),
+            "job": self._job_digest,
+            "variant": _digest(variant),
+            "mode": self.mode,
+        }
+
+    @property
+    def mode(self) -> str:
+        if self.options.record is not None:
+            return f"record {self.options.record.resolve()}"
+        if self.options.replay is not None:
+            return f"replay {self.options.replay.resolve()}"
+        return "plain"
+
+    def _shared_digests(self) -> tuple[str, str]:
+        """The digests of what every run answers to: the eval's checks (with the files of
+        its Python checks and its workspace mode), and the job (its spec file's bytes, or
+        the spec written in the eval file)."""
+        spec = self.loaded.spec
+        files: dict[str, str] = {}
+        try:
+            for reference in self.loaded.functions:
+                where = reference.rpartition(":")[0]
+                if where.endswith(".py"):
+                    code = (self.loaded.folder / where).resolve().read_bytes()
+                    files[where] = hashlib.sha256(code).hexdigest()
+            job = (
+                {"file": hashlib.sha256(spec.job.read_bytes()).hexdigest()}
+                if isinstance(spec.job, Path)
+                else spec.job
+            )
+        except OSError as exc:
+            raise ConfigError(f"cannot read {exc.filename}: {exc.strerror}") from None
+        scorers = [scorer.model_dump(mode="json") for scorer in spec.scorers]
+        checks = {"scorers": scorers, "files": files, "workspace": spec.workspace}
+        return _digest(checks), _digest(job)
+
     # --- One run ------------------------------------------------------------------------
 
     async def run_one(self, planned: Planned) -> Line:
@@ -186,6 +257,7 @@ class EvalRunner:
             "case": planned.case.id,
             "repeat": planned.number,
             "key": planned.key,
+            "made_by": self.made_by(planned),
         }
         try:
             return {**line, **await self._run(planned)}
@@ -335,7 +407,10 @@ class EvalRunner:
         path = self.options.replay / planned.slug.with_suffix(".json")
         if not path.is_file():
             return {}
-        value = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            value = load_json(path.read_bytes(), str(path))
+        except (OSError, JsonInputError) as exc:
+            raise ConfigError(f"cannot read the recording's {path}: {exc}") from None
         return value if isinstance(value, dict) else {}
 
     def _replay_model(
@@ -438,33 +513,56 @@ def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:
     return catalog
 
 
-def finished_keys(results: Path) -> set[str]:
-    """The runs whose last line in `results` says they finished."""
-    last: dict[str, bool] = {}
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def changed(earlier: Any, now: dict[str, str]) -> list[str]:
+    """What changed between the `made_by` of a run's earlier line and the run's now (see
+    `MADE_BY`); nothing: the earlier result answers the eval as it is. A recorded run
+    answers a plain one (it made the same calls, live); a plain run does not answer one to
+    record, nor a replay."""
+    if not isinstance(earlier, dict):
+        return ["made before result lines said what made them"]
+    found = []
+    for part, value in now.items():
+        was = earlier.get(part)
+        if part == "mode" and value == "plain" and str(was).startswith("record "):
+            continue
+        if was != value:
+            found.append(
+                f"{MADE_BY[part]}: {was}, now {value}" if part == "mode" else MADE_BY[part]
+            )
+    return found
+
+
+def last_lines(results: Path) -> dict[str, Line]:
+    """The last line of each run in `results`, by its key. A line that cannot be read is a
+    ConfigError naming the file and the line: skipped, it could hide a failed run."""
     if not results.is_file():
-        return set()
-    for text in results.read_text(encoding="utf-8").splitlines():
+        return {}
+    try:
+        text = results.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the results {results}: {exc}") from None
+    last: dict[str, Line] = {}
+    for number, raw in json_lines(text):
         try:
-            line = json.loads(text)
-        except json.JSONDecodeError:
-            continue  # a line torn by a crash
-        if isinstance(line, dict) and isinstance(line.get("key"), str):
-            last[line["key"]] = bool(line.get("done"))
-    return {key for key, done in last.items() if done}
+            line = load_json(raw, str(results), line=number)
+        except JsonInputError as exc:
+            raise ConfigError(f"{exc}; mend or remove the line (--fresh starts over)") from None
+        if not isinstance(line, dict) or not isinstance(line.get("key"), str):
+            raise ConfigError(
+                f"{results}, line {number}: not a result line (a JSON object with a key)"
+            )
+        last[line["key"]] = line
+    return last
 
 
 def read_lines(results: Path, keys: Sequence[str]) -> list[Line]:
     """The last line of each of `keys` in `results` (the runs of this eval that have one)."""
-    wanted = set(keys)
-    last: dict[str, Line] = {}
-    if results.is_file():
-        for text in results.read_text(encoding="utf-8").splitlines():
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(line, dict) and line.get("key") in wanted:
-                last[line["key"]] = line
+    last = last_lines(results)
     return [last[key] for key in keys if key in last]
 
 

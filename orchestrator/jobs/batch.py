@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import io
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -28,6 +29,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Usage
 from ..security import SecretMask, secrets_from_environment
+from ..security.json_input import JsonInputError, json_lines, load_json
 from .loading import job_dotenv, load_job, read_yaml
 from .runner import JobResult
 from .spec import Job
@@ -52,7 +54,7 @@ def read_rows(path: str | Path) -> list[Row]:
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         records = _jsonl(path, text)
     elif path.suffix.lower() == ".csv":
-        records = list(csv.DictReader(text.splitlines()))
+        records = csv_records(text, f"inputs {path}")
     else:
         raise ConfigError(f"inputs {path}: expected a .csv or .jsonl file")
     rows = [
@@ -67,15 +69,27 @@ def read_rows(path: str | Path) -> list[Row]:
     return rows
 
 
+def csv_records(text: str, source: str) -> list[dict[str, Any]]:
+    """The rows of a CSV text with a header line, read whole: a field may be as long as the
+    text (csv's own limit, 131,072 characters, is raised to that), a line ends only where the
+    CSV says so (not at U+2028 or at a line break inside quotes). A ConfigError names `source`
+    and the line when it is not CSV."""
+    if csv.field_size_limit() < len(text):
+        csv.field_size_limit(len(text))  # the text is already in memory: its size bounds a field
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        raise ConfigError(f"{source}, line {reader.line_num}: not CSV ({exc})") from None
+
+
 def _jsonl(path: Path, text: str) -> list[dict[str, Any]]:
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in json_lines(text):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"inputs {path}, line {number}: not JSON ({exc.msg})") from None
+            record = load_json(line, f"inputs {path}", line=number)
+        except JsonInputError as exc:
+            raise ConfigError(str(exc)) from None
         if not isinstance(record, dict):
             raise ConfigError(f"inputs {path}, line {number}: expected a JSON object")
         records.append(record)
@@ -94,17 +108,25 @@ def _text(value: Any) -> str:
 
 
 def done_rows(results: Path) -> set[str]:
-    """Ids of the rows whose last line in `results` says `completed`."""
+    """Ids of the rows whose last line in `results` says `completed`. A line that cannot be
+    read is a ConfigError naming the file and the line: skipped, it would run a row again."""
     last: dict[str, str] = {}
     if not results.is_file():
         return set()
-    for line in results.read_text(encoding="utf-8").splitlines():
+    try:
+        text = results.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the results {results}: {exc}") from None
+    for number, line in json_lines(text):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line torn by a crash
-        if isinstance(record, dict) and "id" in record:
-            last[str(record["id"])] = str(record.get("status"))
+            record = load_json(line, str(results), line=number)
+        except JsonInputError as exc:
+            raise ConfigError(f"{exc}; mend or remove the line") from None
+        if not isinstance(record, dict) or "id" not in record:
+            raise ConfigError(
+                f"{results}, line {number}: not a results line (a JSON object with an id)"
+            )
+        last[str(record["id"])] = str(record.get("status"))
     return {row for row, status in last.items() if status == "completed"}
 
 

@@ -68,7 +68,7 @@ def _same_json(text: str, value: Any) -> bool:
         value = inner
     try:
         return bool(json.loads(text) == value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

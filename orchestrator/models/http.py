@@ -137,7 +137,7 @@ class Connection:
             return None
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
     async def _attempts(
@@ -314,7 +314,7 @@ def server_message(response: httpx.Response) -> tuple[str, str | None]:
     """
     try:
         data = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
         error = data.get("error")
@@ -332,7 +332,7 @@ def server_message(response: httpx.Response) -> tuple[str, str | None]:
 def _json_or_none(response: httpx.Response) -> Any:
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

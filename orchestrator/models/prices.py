@@ -15,7 +15,6 @@ A name matches exactly, or without a date suffix (`claude-sonnet-4-5-20250929` i
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Usage
+from ..security.json_input import JsonInputError, load_json
 from ..security.yaml_input import YamlInputError, load_yaml
 
 PRICES_CHECKED = "2026-11"
@@ -142,13 +142,12 @@ def load_prices(path: str | Path) -> dict[str, Price]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read ({exc})") from None
     try:
-        data: Any = json.loads(text) if path.suffix == ".json" else load_yaml(text, str(path))
+        is_json = path.suffix == ".json"
+        data: Any = load_json(text, str(path)) if is_json else load_yaml(text, str(path))
+    except JsonInputError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.detail})") from None
     except YamlInputError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc.detail})") from None
-    except ValueError as exc:
-        raise ConfigError(
-            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'} ({exc})"
-        ) from None
     return parse_prices(data or {}, str(path))
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from ..errors import ConfigError, ModelError
 from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
+from ..security.json_input import JsonInputError, load_json
 from .base import Model, ModelRequest, ModelResponse
 from .settings import WireOptions
 
@@ -196,7 +197,7 @@ def load_recording(
     agents: dict[str, RecordedAgent] = {}
     moves = {old: new for old, new in (paths or {}).items() if old}
     first: dict[str, Any] = {}
-    for line in raw.splitlines():
+    for line in raw.split(b"\n"):
         event = _event(line)
         if event is not None:
             _fold(agents.setdefault(event["agent"], RecordedAgent()), event, moves)
@@ -274,8 +275,8 @@ def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
 
 def _event(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        value = load_json(line, "recording line")
+    except JsonInputError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
         return None

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError, ScriptExhausted
 from ..messages import Message, ToolCall, Usage
+from ..security.json_input import JsonInputError, load_json
 from ..security.yaml_input import YamlInputError, load_yaml
 from ..tokens import default_counter
 from .base import Model, ModelRequest, ModelResponse
@@ -146,7 +147,8 @@ def load_script(path: str | Path) -> dict[str, list[Turn]]:
     # JSON is YAML too; a .json script is read as JSON, which is much faster for big scripts.
     try:
         text = file.read_text(encoding="utf-8")
-        data = json.loads(text) if file.suffix.lower() == ".json" else load_yaml(text, str(file))
+        is_json = file.suffix.lower() == ".json"
+        data = load_json(text, str(file)) if is_json else load_yaml(text, str(file))
     except OSError as exc:
         raise ConfigError(f"cannot read model script {file}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -156,8 +158,8 @@ def load_script(path: str | Path) -> dict[str, list[Turn]]:
         ) from None
     except YamlInputError as exc:
         raise ConfigError(f"model script {file} is not valid YAML: {exc.detail}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"model script {file} is not valid JSON: {exc}") from None
+    except JsonInputError as exc:
+        raise ConfigError(f"model script {file} is not valid JSON: {exc.detail}") from None
     return _check_script(data, source=str(file))
 
 

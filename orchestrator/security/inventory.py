@@ -169,8 +169,8 @@ KINDS: tuple[Kind, ...] = (
             "orchestrator.eval.loading:read_cases",
             "orchestrator.eval.runner:EvalRunner._sidecar",
             "orchestrator.eval.runner:EvalRunner._write",
-            "orchestrator.eval.runner:finished_keys",
-            "orchestrator.eval.runner:read_lines",
+            "orchestrator.eval.runner:EvalRunner._shared_digests",
+            "orchestrator.eval.runner:last_lines",
         ),
     ),
     Kind(

@@ -33,7 +33,6 @@ import atexit
 import concurrent.futures
 import contextlib
 import hashlib
-import json
 import os
 import re
 import threading
@@ -47,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..parts import Slot
 from ..security.inventory import MCP_CONFIG_FILES
+from ..security.json_input import JsonInputError, load_json
 from .skill import LoadedSkill, SkillInfo
 from .skill_md import Problem
 
@@ -135,9 +135,9 @@ def config_file_in(folder: Path) -> Path | None:
 def parse_config(data: bytes | str, folder: Path, source: str) -> Declared:
     """The servers of a `.mcp.json` text; ConfigProblem naming the server and field."""
     try:
-        document = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigProblem(f"{source}: not valid JSON ({exc})") from None
+        document = load_json(data, source)
+    except JsonInputError as exc:
+        raise ConfigProblem(f"{source}: not valid JSON ({exc.problem})") from None
     if not isinstance(document, dict):
         raise ConfigProblem(f"{source}: must be a JSON object with `mcpServers`")
     servers = document.get("mcpServers", document.get("servers"))

@@ -15,13 +15,13 @@ trust the fields it reads.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..messages import Message
+from ..security.json_input import JsonInputError, load_json
 from ..security.signing import Signature, user_key, verify_lines
 from .events import Event, is_event
 
@@ -233,8 +233,8 @@ def verify_trace(path: str | Path, key: bytes | None = None) -> Signature:
 
 def _parse(raw: bytes) -> Event | None:
     try:
-        value = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        value = load_json(raw, "trace line")
+    except JsonInputError:
         return None
     return value if is_event(value) else None
 
