@@ -48,7 +48,7 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
-from ..agent import RunResult, TaskResult, ToolContext
+from ..agent import RunResult, Status, TaskResult, ToolContext
 from ..messages import Usage
 from ..tasks import RemoteAgent, TaskRequest
 from ..trace import read_trace
@@ -58,7 +58,7 @@ MAX_OUTPUT_CHARS = 200_000
 CANCEL_WAIT = 5.0
 """Seconds to wait for the remote to take a cancellation."""
 CONNECT_TIMEOUT = 10.0
-FINAL = {
+FINAL: dict[TaskState, Status] = {
     TaskState.TASK_STATE_COMPLETED: "completed",
     TaskState.TASK_STATE_FAILED: "error",
     TaskState.TASK_STATE_CANCELED: "cancelled",
@@ -302,7 +302,8 @@ async def run_remote_task(
     }
     exchange = RemoteTask(request, remote, context)
     timeout = httpx.Timeout(remote.time_limit, connect=min(CONNECT_TIMEOUT, remote.time_limit))
-    status, reason = "error", None
+    status: Status = "error"
+    reason: str | None = None
     try:
         headers = exchange._headers()
         async with httpx.AsyncClient(headers=headers, timeout=timeout, verify=_tls()) as http:
@@ -356,7 +357,7 @@ async def run_remote_task(
     )
 
 
-def _ended(exchange: RemoteTask) -> tuple[str, str | None]:
+def _ended(exchange: RemoteTask) -> tuple[Status, str | None]:
     state = exchange.state
     if state is not None and state in FINAL:
         status = FINAL[state]

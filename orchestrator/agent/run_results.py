@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -24,6 +24,18 @@ Status = Literal[
     "error",
 ]
 TaskStatus = Status | Literal["skipped"]
+STATUSES: frozenset[str] = frozenset(get_args(Status))
+TASK_STATUSES: frozenset[str] = STATUSES | {"skipped"}
+
+
+def is_status(value: object) -> TypeGuard[Status]:
+    """Whether `value` (read from a trace, say) is a run's status."""
+    return value in STATUSES
+
+
+def is_task_status(value: object) -> TypeGuard[TaskStatus]:
+    """Whether `value` (read from a trace, say) is a task's status."""
+    return value in TASK_STATUSES
 
 
 class RunResult(BaseModel):

@@ -29,5 +29,7 @@ def with_executor(job: Job, args: argparse.Namespace) -> Job:
         return job
     spec = job.executor
     address = args.ray_address or (spec.address if spec.type == "ray" else None)
-    chosen = Executor(type=kind, address=address if kind == "ray" else None, workers=spec.workers)
+    chosen = Executor.model_validate(
+        {"type": kind, "address": address if kind == "ray" else None, "workers": spec.workers}
+    )
     return job.model_copy(update={"executor": chosen})

@@ -77,25 +77,30 @@ async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -
     A task that cannot even start (its agent's model cannot be resolved, say) ends `error`;
     one cancelled while it runs ends `cancelled`, with what its agent had done.
     """
-    base = {
-        "id": request.spec.id,
-        "agent": request.agent,
-        "path": request.path,
-        "depends_on": request.spec.depends_on,
-        "started_at": time.time(),
-    }
+    base = TaskResult(
+        id=request.spec.id,
+        agent=request.agent,
+        path=request.path,
+        depends_on=request.spec.depends_on,
+        status="error",
+        started_at=time.time(),
+    )
     try:
         agent = build()
         run = await agent.run(request.prompt)
     except (ConfigError, OSError) as exc:
-        return TaskResult(**base, status="error", reason=str(exc), ended_at=time.time())
+        return base.model_copy(update={"reason": str(exc), "ended_at": time.time()})
     except asyncio.CancelledError:
         if agent.last_result is None:
             raise
         run = agent.last_result
     reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
     return TaskResult(
-        **base,
+        id=base.id,
+        agent=base.agent,
+        path=base.path,
+        depends_on=base.depends_on,
+        started_at=base.started_at,
         status=run.status,
         output=run.output,
         reason=reason,

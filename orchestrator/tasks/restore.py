@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from ..agent import RunResult, TaskResult, ToolContext
+from ..agent.run_results import is_status, is_task_status
 from ..messages import Message
 from ..trace import ENDED_TASK, AgentRecord, Checkpoint, ForkRecord, Trace
 from .task import TaskSpec
@@ -111,7 +112,7 @@ def restored_children(checkpoint: Checkpoint, fork: ForkRecord) -> list[TaskResu
                     id=task.id,
                     agent=task.agent or "general",
                     path=path,
-                    status=task.status if task.status == "skipped" else "cancelled",
+                    status="skipped" if task.status == "skipped" else "cancelled",
                     reason=task.reason,
                     depends_on=task.depends_on,
                     usage=checkpoint.subtree_usage(path),
@@ -129,7 +130,7 @@ def _ended(
     status = task.status if task is not None and task.status is not None else None
     if status is None and record is not None:
         status = record.status  # the run ended, but the trace stops before its task did
-    if status not in ENDED_TASK:
+    if not is_task_status(status) or status not in ENDED_TASK:
         return None
     reason = task.reason if task is not None else None
     if reason is None and status != "completed":
@@ -152,7 +153,7 @@ def _ended(
 
 def _run(checkpoint: Checkpoint, path: str) -> RunResult | None:
     record = checkpoint.agents.get(path)
-    if record is None or record.status is None or record.status == "cancelled":
+    if record is None or not is_status(record.status) or record.status == "cancelled":
         return None
     children = [
         c for fork in checkpoint.forks_of(path) for c in restored_children(checkpoint, fork)
