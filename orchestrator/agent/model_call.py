@@ -303,8 +303,11 @@ async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[
     if answered is None or time.monotonic() - answered > WARM_FOR:
         pending = prefixes.first.get(key)
         if pending is not None:
+            # Not `asyncio.wait_for`: before Python 3.12 it drops a cancellation that arrives
+            # as the event fires, and the cancelled request would go on to the model.
             try:
-                await asyncio.wait_for(pending.wait(), MAX_WAIT)
+                async with asyncio.timeout(MAX_WAIT):
+                    await pending.wait()
             except TimeoutError:
                 pass
         else:
