@@ -174,6 +174,9 @@ def test_a_planner_and_three_sub_agents_are_served_from_the_cache(
         assert len({json.dumps(b["tools"]) for b in agent_bodies}) == 1
         firsts = [b.get("system") or b["messages"][0] for b in agent_bodies]
         assert len({json.dumps(first) for first in firsts}) == 1
+        if provider == "openai":  # and each request starts with the whole one before it
+            for before, after in zip(agent_bodies, agent_bodies[1:], strict=False):
+                assert after["messages"][: len(before["messages"])] == before["messages"]
     if provider == "anthropic":
         assert all(sum(b.breakpoint for b in anthropic_blocks(x)) <= 4 for x in bodies)
 
