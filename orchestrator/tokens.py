@@ -141,12 +141,11 @@ class TokenCounter:
         ratio of the latest reply is the model's until the next. A model that counts fewer
         tokens than we do keeps 1 (our count is then the larger one, and safe); one that
         claims more than `MAX_PROMPT_RATIO` times ours is believed up to that."""
-        if counted <= 0 or reported <= counted:
-            ratio = 1.0
-        else:
-            ratio = min(MAX_PROMPT_RATIO, reported / counted)
+        ratio = reported / counted if reported > counted > 0 else 1.0
+        if ratio > MAX_PROMPT_RATIO:
+            ratio = MAX_PROMPT_RATIO
         key = id(model)
-        if key not in self._ratios and len(self._ratios) >= MAX_CALIBRATED_MODELS:
+        if len(self._ratios) >= MAX_CALIBRATED_MODELS and key not in self._ratios:
             self._ratios.clear()
         # Keyed by identity, the model kept with its ratio (so its id is not reused): the
         # agents of one tree share their model object, and with it what its replies taught.

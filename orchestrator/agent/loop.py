@@ -371,7 +371,8 @@ class AgentLoop:
         fits."""
         counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         fit = state.fit
-        fit.calibrated = self.counter.prompt_ratio(self.model)
+        if fit.window is not None:
+            fit.calibrated = self.counter.prompt_ratio(self.model)
         if refused or fit.needs_compaction(counted):
             await self._compact(state, counted)
             counted = self.counter.count_request(
