@@ -2,6 +2,11 @@
 
 Counting is cached where it matters: a transcript keeps running totals per prefix and the
 counter remembers each tool schema's count, so a loop step counts only what is new.
+
+A server's tokenizer is rarely cl100k, and its chat template adds tokens of its own: the
+counter keeps, per model, the ratio of the prompt tokens the model's last reply reported to
+our count of that request (`calibrate`, `prompt_ratio`), never below 1, so that fitting a
+request to a context window can count in the server's measure.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ REQUEST_OVERHEAD = 3
 MAX_CACHED_TOOLS = 10_000
 MAX_CACHED_TEXTS = 2_048
 MAX_CACHED_TEXT_LENGTH = 4_096
+MAX_CALIBRATED_MODELS = 256
+MAX_PROMPT_RATIO = 4.0
 
 
 @lru_cache(maxsize=8)
@@ -47,6 +54,7 @@ class TokenCounter:
         self._tool_counts: dict[int, tuple[ToolSpec, int]] = {}
         self._text_counts: dict[str, int] = {}
         self._toolset_counts: dict[int, tuple[Sequence[ToolSpec], int]] = {}
+        self._ratios: dict[int, tuple[object, float]] = {}
 
     def encode(self, text: str) -> list[int]:
         """The text's tokens (special tokens read as plain text)."""
@@ -127,6 +135,27 @@ class TokenCounter:
                 self._toolset_counts.clear()
             self._toolset_counts[id(tools)] = (tools, total)
         return total
+
+    def calibrate(self, model: object, counted: int, reported: int) -> None:
+        """Take a model's own count (`reported`) of a prompt we counted `counted` tokens: the
+        ratio of the latest reply is the model's until the next. A model that counts fewer
+        tokens than we do keeps 1 (our count is then the larger one, and safe); one that
+        claims more than `MAX_PROMPT_RATIO` times ours is believed up to that."""
+        ratio = reported / counted if reported > counted > 0 else 1.0
+        if ratio > MAX_PROMPT_RATIO:
+            ratio = MAX_PROMPT_RATIO
+        key = id(model)
+        if len(self._ratios) >= MAX_CALIBRATED_MODELS and key not in self._ratios:
+            self._ratios.clear()
+        # Keyed by identity, the model kept with its ratio (so its id is not reused): the
+        # agents of one tree share their model object, and with it what its replies taught.
+        self._ratios[key] = (model, ratio)
+
+    def prompt_ratio(self, model: object) -> float:
+        """The model's prompt tokens per token of ours, from its latest reply (1 until one
+        reported its prompt tokens)."""
+        found = self._ratios.get(id(model))
+        return found[1] if found is not None and found[0] is model else 1.0
 
 
 @lru_cache(maxsize=8)

@@ -80,7 +80,8 @@ class ProviderServer:
     """Serves scripted replies on 127.0.0.1 at a free port. Use as a context manager.
 
     `usage` is the (input, output) token count reported with every reply, or None to report
-    none. `api_key`, when set, is the only key accepted. `latency` delays every reply.
+    none, or a function of the request body that gives it (a server that counts each
+    prompt). `api_key`, when set, is the only key accepted. `latency` delays every reply.
     `route`, when given, names the script's agent a request body is for (the wire carries no
     agent name): several agents of one run then follow their own turns. `refuse`, when given,
     reads each request body and returns an error payload to answer it with (HTTP 400), or
@@ -92,7 +93,7 @@ class ProviderServer:
         self,
         script: Mapping[str, Sequence[Mapping[str, Any]]] | ScriptedModel,
         *,
-        usage: tuple[Any, ...] | None = (100, 20),
+        usage: tuple[Any, ...] | Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = (100, 20),
         api_key: str | None = None,
         latency: float = 0.0,
         route: Callable[[Mapping[str, Any]], str] | None = None,
@@ -264,15 +265,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         message = provider._reply(body, wire)
         model = str(body.get("model", "test-model"))
+        usage = provider.usage(body) if callable(provider.usage) else provider.usage
         if not body.get("stream"):
             encode = openai_whole if wire == "openai" else anthropic_whole
-            self._json(200, encode(message, provider.usage, model))
+            self._json(200, encode(message, usage, model))
             return
         if wire == "openai":
-            usage = provider.usage if body.get("stream_options", {}).get("include_usage") else None
-            frames = openai_frames(message, usage, model)
+            included = body.get("stream_options", {}).get("include_usage")
+            frames = openai_frames(message, usage if included else None, model)
         else:
-            frames = anthropic_frames(message, provider.usage, model)
+            frames = anthropic_frames(message, usage, model)
         if fault is not None and fault.kind not in ("slow", "pause"):
             provider._failed_mid_stream(message)
         self._stream(wire, frames, fault)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,7 +18,7 @@ from provider_server import ProviderServer
 from test_resume import cut
 
 from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
-from orchestrator.agent.compaction import STUB_MARK
+from orchestrator.agent.compaction import STUB_MARK, ContextFit
 from orchestrator.cli.progress import PlainProgress
 from orchestrator.jobs import fast_forward
 from orchestrator.models import (
@@ -30,7 +32,7 @@ from orchestrator.models import (
 )
 from orchestrator.report.collect import collect
 from orchestrator.tasks import ForkExtension, SubagentDef, SubagentRegistry
-from orchestrator.tokens import default_counter
+from orchestrator.tokens import TokenCounter, default_counter
 from orchestrator.trace import Event, load_checkpoint
 
 WINDOW = 4096
@@ -129,15 +131,16 @@ async def test_a_long_run_in_a_small_window_never_asks_for_more_than_fits(tmp_pa
 
 async def test_the_budget_reserves_only_the_output_that_fits(tmp_path: Path) -> None:
     # A 4,096-token output allowance does not fit a 1,500-token budget; what fits the window
-    # (1,500 less the prompt) does, and that is all the request asks for.
+    # (1,500 less the prompt and the margin kept free) does, and that is all the request asks.
     model = ScriptedModel({"*": [{"content": "short"}]}, context_window=1500)
     agent = Agent(model, max_output_tokens=4096, budget=TokenBudget(1500))
+    fits = 1500 - ContextFit(1500).margin
     # A fork's budget check before a task starts counts the same.
-    assert agent.first_call_tokens("Say something short.") == 1500
+    assert agent.first_call_tokens("Say something short.") == fits
     result = await agent.run("Say something short.")
     assert result.status == "completed"
     (request,) = model.requests
-    assert requested(request) == 1500
+    assert requested(request) == fits
 
 
 async def test_a_stub_is_read_back_through_a_tool(tmp_path: Path) -> None:
@@ -734,3 +737,102 @@ async def test_a_window_probe_refuses_a_reply_past_its_limit() -> None:
     with ProviderServer({"*": []}, pages={"/props": small}) as fine:
         model = resolve_model("openai-compatible:small", base_url=fine.openai_url)
         assert await model.server_window() == 3000
+
+
+PROSE = (
+    "the ledger shows that the invoice was booked twice in the same month and the clerk who "
+    "checked it said the payment had not reached the supplier before the quarter closed so "
+    "the balance carried forward is wrong by the amount of that second entry"
+)
+
+
+def write_prose(folder: Path, count: int, words: int) -> None:
+    """Notes in plain English, where a server's tokenizer differs most from cl100k's."""
+    folder.mkdir(exist_ok=True)
+    vocabulary = PROSE.split(" ")
+    for i in range(count):
+        text = " ".join(vocabulary[(i * 7 + j) % len(vocabulary)] for j in range(words))
+        (folder / f"note{i}.txt").write_text(f"note {i}: {text}")
+
+
+def wire_text(body: Mapping[str, Any]) -> list[str]:
+    """What a server's tokenizer reads of a Chat Completions body: each message (its role,
+    text and tool calls) and each tool's schema as sent."""
+    texts = [json.dumps(tool, separators=(",", ":")) for tool in body.get("tools") or []]
+    for message in body["messages"]:
+        calls = [
+            c["function"]["name"] + c["function"]["arguments"]
+            for c in message.get("tool_calls") or []
+        ]
+        texts.append("\n".join([message["role"], message.get("content") or "", *calls]))
+    return texts
+
+
+SERVER_COUNTS = {
+    # A server whose tokens are shorter than cl100k's, with a chat template of its own.
+    "characters/3": lambda text: math.ceil(len(text) / 3) + 4,
+    "cl100k x 1.15": lambda text: math.ceil(COUNTER.count_text(text) * 1.15) + 4,
+}
+
+
+@pytest.mark.parametrize("measure", list(SERVER_COUNTS))
+async def test_a_declared_window_is_never_overshot_when_the_server_counts_more(
+    tmp_path: Path, measure: str
+) -> None:
+    # The server counts every message, every tool schema and the completion asked for, in
+    # tokens of its own that outnumber ours, and refuses what does not fit 8,000. The agent
+    # fits each request to the window in the server's measure, learned from the prompt
+    # tokens each reply reports: none is refused.
+    window, count = 8000, SERVER_COUNTS[measure]
+
+    def prompt_tokens(body: Mapping[str, Any]) -> int:
+        return sum(count(text) for text in wire_text(body))
+
+    def refuse(body: Mapping[str, Any]) -> Any:
+        asked = int(body.get("max_tokens") or 0)
+        if prompt_tokens(body) + asked <= window:
+            return None
+        return {
+            "error": {
+                "message": f"This model's maximum context length is {window} tokens. However, "
+                f"you requested {prompt_tokens(body) + asked} tokens.",
+                "code": "context_length_exceeded",
+            }
+        }
+
+    write_prose(tmp_path / "notes", 40, words=250)
+    script = {"*": [*reads(40), {"content": "read them all"}]}
+    usage = lambda body: (prompt_tokens(body), 20)  # noqa: E731
+    with ProviderServer(script, refuse=refuse, usage=usage) as server:
+        model = resolve_model(
+            "openai-compatible:small",
+            base_url=server.openai_url,
+            context_window=window,
+            max_retries=0,
+        )
+        path = tmp_path / "t.jsonl"
+        agent = Agent(
+            model, [reader(tmp_path / "notes")], max_steps=60, max_output_tokens=2048, trace=path
+        )
+        result = await agent.run("Read every note.")
+        bodies = server.bodies()
+
+    assert result.status == "completed", result.error
+    sizes = [prompt_tokens(b) + int(b["max_tokens"]) for b in bodies]
+    refused = [size for size in sizes if size > window]
+    assert refused == [], f"{len(refused)} of {len(bodies)} requests refused: {refused}"
+    assert len(bodies) == 41 and compactions(read_trace(path))
+    # The calibration leaves no more than the margin unused at the fullest request.
+    assert max(sizes) >= 0.9 * window
+    check_pairing(result.messages)
+
+
+def test_each_model_keeps_the_ratio_of_its_latest_reply_never_below_one() -> None:
+    counter = TokenCounter()
+    larger, smaller = ScriptedModel({"*": []}), ScriptedModel({"*": []})
+    counter.calibrate(larger, 1000, 1200)
+    counter.calibrate(smaller, 1000, 800)  # fewer than ours: ours is the safe count
+    assert counter.prompt_ratio(larger) == 1.2 and counter.prompt_ratio(smaller) == 1.0
+    counter.calibrate(larger, 2000, 2200)
+    assert counter.prompt_ratio(larger) == 1.1
+    assert counter.prompt_ratio(ScriptedModel({"*": []})) == 1.0  # another model: its own

@@ -174,6 +174,9 @@ def test_a_planner_and_three_sub_agents_are_served_from_the_cache(
         assert len({json.dumps(b["tools"]) for b in agent_bodies}) == 1
         firsts = [b.get("system") or b["messages"][0] for b in agent_bodies]
         assert len({json.dumps(first) for first in firsts}) == 1
+        if provider == "openai":  # and each request starts with the whole one before it
+            for before, after in zip(agent_bodies, agent_bodies[1:], strict=False):
+                assert after["messages"][: len(before["messages"])] == before["messages"]
     if provider == "anthropic":
         assert all(sum(b.breakpoint for b in anthropic_blocks(x)) <= 4 for x in bodies)
 
@@ -262,3 +265,39 @@ async def test_a_failed_first_request_releases_its_siblings_and_warms_nothing() 
     key = warmup.prefix_key(model, request)  # type: ignore[arg-type]
     prefixes = warmup._LOOPS[asyncio.get_running_loop()]
     assert key not in prefixes.answered and key not in prefixes.first
+
+
+async def test_a_request_cancelled_as_its_prefix_warms_is_cancelled() -> None:
+    # The cancellation arrives in the very step in which the first request's answer releases
+    # the request waiting on its prefix (a background task's `cancel_tasks` at that moment).
+    # It must end the waiting request, not be lost while the request goes on to the model.
+    import asyncio
+
+    from orchestrator.agent import model_call as warmup
+    from orchestrator.messages import Message
+    from orchestrator.models import ModelRequest, ScriptedModel
+
+    model = ScriptedModel({"*": []}, name="scripted:warm-cancel")
+    request = ModelRequest(messages=[Message.system("y" * 5000), Message.user("go")])
+    answer = asyncio.Event()
+    sent: list[str] = []
+
+    async def waiting() -> None:
+        async with warmup.warm_prefix(model, request):
+            sent.append("waiting")
+
+    async def first() -> None:
+        async with warmup.warm_prefix(model, request):
+            await answer.wait()
+        # No await between the prefix's release (on leaving the block) and the cancellation.
+        held.cancel()
+
+    opened = asyncio.create_task(first())
+    await asyncio.sleep(0)
+    held = asyncio.create_task(waiting())
+    await asyncio.sleep(0)
+    answer.set()
+    await opened
+    with pytest.raises(asyncio.CancelledError):
+        await held
+    assert held.cancelled() and sent == []

@@ -4,7 +4,8 @@ When the window is known (models/window.py: a setting, the table of known models
 provider's refusal), every request is fitted to it before it is sent (`ContextFit`):
 
 - **The output is cut to the room left.** A request asks for `max_output_tokens`, or for what
-  remains of the window once the prompt is in, whichever is less; the budget reserves what is
+  remains of the window once the prompt (messages and tool schemas) is in and a margin
+  (`WINDOW_MARGIN` of the window) is kept free, whichever is less; the budget reserves what is
   asked. When not even `MIN_ANSWER_TOKENS` fit, the run ends as `context_full`, naming the
   window, instead of sending a request the provider would refuse.
 - **Compaction.** Past `compact_at` of the window (0.8 by default), or when a minimal answer no
@@ -30,11 +31,14 @@ it reads only the tools and system prompt. Compacting rarely and in large steps 
 threshold down to half of it) keeps those misses to one in a long stretch of calls
 (bench/context_window.py measures the share).
 
-A provider's own counts may differ from ours (another tokenizer, a chat template). When a
-provider refuses a request we thought fitted, and its refusal names its count of the prompt,
-`scale` (its tokens per counted token) makes later fitting use its measure; a refusal that
-names no count raises `scale` by at least 15%. Either way the request is compacted and sent
-again, up to `MAX_REFUSALS` times.
+A provider's own counts may differ from ours (another tokenizer, a chat template). Each reply
+that reports its prompt tokens calibrates our count: `calibrated` is the model's ratio of its
+count to ours at its latest reply (`TokenCounter.prompt_ratio`, shared by the agents of one
+model, never below 1), and every request is fitted in that measure. When a provider still
+refuses a request we thought fitted, and its refusal names its count of the prompt, `scale`
+(its tokens per counted token) makes later fitting use its measure; a refusal that names no
+count raises the ratio by at least 15%. Either way the request is compacted and sent again,
+up to `MAX_REFUSALS` times. The larger of `scale` and `calibrated` is the one used (`ratio`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from .tools import Tool, ToolContext
 
 DEFAULT_COMPACT_AT = 0.8
 MIN_ANSWER_TOKENS = 128
+WINDOW_MARGIN = 0.03
 SCALE_MARGIN = 1.05
 UNCOUNTED_MARGIN = 1.15
 MAX_REFUSALS = 3
@@ -74,43 +79,60 @@ class ContextFit:
     """What one run knows of its model's context window, and how it fits each request in it.
 
     `window` is None while unknown. `scale` is the provider's tokens per token of ours,
-    learned from a refusal (1 until then).
+    learned from a refusal (1 until then); `calibrated`, the same ratio at the model's
+    latest reply.
     """
 
     window: int | None
     source: str | None = None
     compact_at: float = DEFAULT_COMPACT_AT
     scale: float = 1.0
+    calibrated: float = 1.0
     compactions: int = 0
 
     def __post_init__(self) -> None:
         if not 0 < self.compact_at <= 1:
             raise ValueError(f"compact_at must be in (0, 1], got {self.compact_at}")
 
+    @property
+    def ratio(self) -> float:
+        """The provider's tokens per token of ours, as fitting uses it."""
+        return max(self.scale, self.calibrated)
+
+    @property
+    def margin(self) -> int:
+        """Tokens of the window kept free: what a count in the provider's measure may still
+        miss (the request's newest part, which no reply has measured yet)."""
+        return 0 if self.window is None else math.ceil(self.window * WINDOW_MARGIN)
+
     def provider_tokens(self, counted: int) -> int:
         """Our count of a prompt in the provider's measure."""
-        return math.ceil(counted * self.scale)
+        return math.ceil(counted * self.ratio)
 
     def room(self, counted: int) -> int | None:
-        """Tokens left for the reply after a prompt of `counted` tokens; None: no known window."""
-        return None if self.window is None else self.window - self.provider_tokens(counted)
+        """Tokens left for the reply after a prompt of `counted` tokens, the margin kept;
+        None: no known window."""
+        if self.window is None:
+            return None
+        return self.window - self.margin - self.provider_tokens(counted)
 
     def needs_compaction(self, counted: int) -> bool:
         if self.window is None:
             return False
         prompt = self.provider_tokens(counted)
-        return prompt > self.compact_at * self.window or prompt + MIN_ANSWER_TOKENS > self.window
+        full = prompt + MIN_ANSWER_TOKENS + self.margin > self.window
+        return prompt > self.compact_at * self.window or full
 
     def excess(self, counted: int) -> int:
         """Counted tokens to cut to bring a prompt down to half the threshold."""
         assert self.window is not None
-        target = self.compact_at * self.window / 2 / self.scale
+        target = self.compact_at * self.window / 2 / self.ratio
         return max(0, math.ceil(counted - target))
 
     def needed(self, counted: int) -> int:
         """Counted tokens a prompt must lose for a minimal answer to fit at all."""
         assert self.window is not None
-        limit = (self.window - MIN_ANSWER_TOKENS) / self.scale
+        limit = (self.window - self.margin - MIN_ANSWER_TOKENS) / self.ratio
         return max(0, math.ceil(counted - limit))
 
     def learn(self, refusal: ContextWindowExceeded, counted: int, asked: int) -> bool:
@@ -122,13 +144,13 @@ class ContextFit:
             self.window, self.source, learned = refusal.window, "refusal", True
         if refusal.prompt_tokens is not None and counted > 0:
             scale = refusal.prompt_tokens / counted * SCALE_MARGIN
-            if scale > self.scale:
+            if scale > self.ratio:
                 self.scale, learned = scale, True
         if not learned and self.window is not None and counted > 0:
             # Refused within a window we knew, without the provider's count: ours fell short,
             # and the prompt it counted was more than the window less what we asked.
             least = (self.window - asked) / counted * SCALE_MARGIN
-            self.scale, learned = max(self.scale * UNCOUNTED_MARGIN, least), True
+            self.scale, learned = max(self.ratio * UNCOUNTED_MARGIN, least), True
         return learned and self.window is not None
 
     def describe(self) -> str:

@@ -372,6 +372,8 @@ class AgentLoop:
         fits."""
         counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         fit = state.fit
+        if fit.window is not None:
+            fit.calibrated = self.counter.prompt_ratio(self.model)
         if refused or fit.needs_compaction(counted):
             await self._compact(state, counted)
             counted = self.counter.count_request(
@@ -421,7 +423,7 @@ class AgentLoop:
                 compact_at=fit.compact_at,
                 tokens_before=counted,
                 tokens_after=after,
-                **({"scale": round(fit.scale, 4)} if fit.scale != 1.0 else {}),
+                **({"scale": round(fit.ratio, 4)} if fit.ratio != 1.0 else {}),
                 replaced=[r.record() for r in done.replaced],
                 **notes,
             )
@@ -431,7 +433,7 @@ class AgentLoop:
         run's budget and trace; its text ("" when it wrote none) and what the event says."""
         fit = state.fit
         assert fit.window is not None
-        limit = int(fit.compact_at * fit.window / 2 / fit.scale)
+        limit = int(fit.compact_at * fit.window / 2 / fit.ratio)
         writer = AgentLoop(
             self.model,
             system=SUMMARY_SYSTEM,
@@ -571,7 +573,8 @@ class AgentLoop:
         counted = self.counter.count_request(messages, specs)
         output = self.max_output_tokens
         if self.window is not None:
-            output = max(0, min(output, self.window.tokens - counted))
+            fit = ContextFit(self.window.tokens, calibrated=self.counter.prompt_ratio(self.model))
+            output = max(0, min(output, fit.room(counted) or 0))
         return counted + output
 
     def _start(self, task: str, trace: Trace | None) -> RunState:

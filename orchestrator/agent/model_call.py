@@ -27,6 +27,8 @@ The loop calls `call_model` once a step. In order:
    numbers means nothing. Money is charged when the model has a price (models/prices.py),
    never a made-up one; a budget that caps money cannot run an unpriced model, and says so.
    The call is recorded as a `model_call` trace event, with any doubt and the raw usage.
+   Believable prompt tokens also calibrate the counter for this model
+   (`TokenCounter.calibrate`): the context window is fitted in the model's own measure.
 """
 
 from __future__ import annotations
@@ -122,6 +124,8 @@ async def call_model(
         reservation.tokens,
     )
     usage = charged.usage
+    if response.usage is not None and charged.doubt is None:
+        counter.calibrate(model, input_tokens, usage.input_tokens)
     price = price_of(model)
     cost = price.cost(usage) if price is not None else None
     budget.settle(reservation, usage.total_tokens, cost or 0.0)
@@ -303,8 +307,11 @@ async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[
     if answered is None or time.monotonic() - answered > WARM_FOR:
         pending = prefixes.first.get(key)
         if pending is not None:
+            # Not `asyncio.wait_for`: before Python 3.12 it drops a cancellation that arrives
+            # as the event fires, and the cancelled request would go on to the model.
             try:
-                await asyncio.wait_for(pending.wait(), MAX_WAIT)
+                async with asyncio.timeout(MAX_WAIT):
+                    await pending.wait()
             except TimeoutError:
                 pass
         else:

@@ -122,8 +122,9 @@ class RelayPump:
         """Drain every `PUMP_SECONDS`, or at once when a task's batch waits for another."""
         while True:
             await self.drain()
-            try:
-                await asyncio.wait_for(self._wake.wait(), PUMP_SECONDS)
+            try:  # not `asyncio.wait_for`, which can drop a cancellation (model_call.py)
+                async with asyncio.timeout(PUMP_SECONDS):
+                    await self._wake.wait()
             except TimeoutError:
                 pass
             self._wake.clear()
