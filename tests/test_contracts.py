@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cli_process import orchestrator as orchestrator_cli
 
-from orchestrator import Agent, Orchestrator, tool
+from orchestrator import Agent, Orchestrator, load_job, tool
 from orchestrator.agent import Extension, Refusal, ToolContext
 from orchestrator.messages import Message, ToolCall, Usage
 from orchestrator.models import (
@@ -235,3 +235,20 @@ def test_an_orchestrator_keeps_nothing_of_a_past_run(tmp_path: Path) -> None:
         result = orchestrator.run_sync("go", trace=tmp_path / f"{name}.jsonl")
         assert result.status == "completed"
     assert orchestrator.permissions.model_dump() == before
+
+
+def test_a_jobs_prices_file_is_read_once(tmp_path: Path) -> None:
+    """The check before a run and the run price with one table: the file is not read again."""
+    (tmp_path / "script.json").write_text('{"*": [{"content": "ok"}]}')
+    (tmp_path / "prices.yaml").write_text("scripted: {input: 2, output: 4}\n")
+    (tmp_path / "job.yaml").write_text(
+        "name: priced\nmodel: scripted:script.json\nprices: prices.yaml\n"
+        "budget: {max_cost_usd: 1}\ngoal: Go.\n"
+    )
+    job = load_job(tmp_path / "job.yaml")
+    orchestrator = Orchestrator.from_job(job)
+    assert orchestrator.preflight(job).problems == []
+    (tmp_path / "prices.yaml").write_text("[not: a price table")  # changed after the check
+    result = orchestrator.run_job_sync(job)
+    assert result.status == "completed"
+    assert job.price_overrides()["scripted"] == Price(input=2, output=4)

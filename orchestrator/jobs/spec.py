@@ -297,6 +297,7 @@ class Job(BaseModel):
 
     _source: Path | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
+    _prices: dict[str, Price] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Job:
@@ -344,10 +345,14 @@ class Job(BaseModel):
         return found
 
     def price_overrides(self) -> dict[str, Price]:
-        """The spec's prices (read from their file when `prices` names one)."""
-        if isinstance(self.prices, Path):
-            return load_prices(self.prices)
-        return parse_prices(self.prices, "prices")
+        """The spec's prices (read from their file when `prices` names one), read once: the
+        check before a run and the run itself price with the same table."""
+        if self._prices is None:
+            if isinstance(self.prices, Path):
+                self._prices = load_prices(self.prices)
+            else:
+                self._prices = parse_prices(self.prices, "prices")
+        return dict(self._prices)
 
     @property
     def source(self) -> Path | None:
