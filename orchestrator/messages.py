@@ -239,22 +239,28 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
 
-_DIGESTS: dict[int, tuple[Sequence[ToolSpec], str]] = {}
+_DIGESTS: dict[int, tuple[Sequence[ToolSpec], int, str]] = {}
 
 
-def tools_digest(tools: Sequence[ToolSpec]) -> str:
-    """A short digest of a request's tool schemas: two requests with the same tools array
-    have the same one (a replay tells a changed schema by it). An agent sends the same array
-    (the same tuple) in every request, so it is serialised once: the entry keeps the tuple,
-    so its id cannot be reused by another while the entry lives."""
+def tools_fingerprint(tools: Sequence[ToolSpec]) -> tuple[int, str]:
+    """A request's tool schemas as JSON: its length in characters, and a short digest (two
+    requests with the same tools array have the same one: a replay tells a changed schema by
+    it, a warm prefix is keyed by it). An agent sends the same array (the same tuple) in every
+    request, so it is serialised once: the entry keeps the tuple, so its id cannot be reused
+    by another while the entry lives."""
     found = _DIGESTS.get(id(tools))
     if found is not None and found[0] is tools:
-        return found[1]
+        return found[1], found[2]
     text = json.dumps(
         [spec.model_dump(mode="json") for spec in tools], sort_keys=True, ensure_ascii=False
     )
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     if len(_DIGESTS) >= 1024:
         _DIGESTS.clear()
-    _DIGESTS[id(tools)] = (tools, digest)
-    return digest
+    _DIGESTS[id(tools)] = (tools, len(text), digest)
+    return len(text), digest
+
+
+def tools_digest(tools: Sequence[ToolSpec]) -> str:
+    """The digest of `tools_fingerprint`."""
+    return tools_fingerprint(tools)[1]

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -43,7 +42,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from ..errors import ModelError
-from ..messages import Message, ToolSpec, Usage, tools_digest
+from ..messages import Message, ToolSpec, Usage, tools_digest, tools_fingerprint
 from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice, price_of
 from ..models.prices import unpriced
 from ..tokens import TokenCounter
@@ -267,28 +266,10 @@ def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
     """The model, the tools array and the system prompt (what a provider caches first) as a
     key; None when they are too short to be cached at all."""
     system = next((m.content or "" for m in request.messages[:1] if m.role == "system"), "")
-    size, tools = _tools_digest(request.tools)
+    size, tools = tools_fingerprint(request.tools)
     if size + len(system) < MIN_PREFIX_CHARS:
         return None
     return hashlib.sha256(f"{model.name}\n{tools}\n{system}".encode()).hexdigest()
-
-
-_DIGESTS: dict[int, tuple[Sequence[ToolSpec], int, str]] = {}
-
-
-def _tools_digest(tools: Sequence[ToolSpec]) -> tuple[int, str]:
-    """The tools array's JSON size and digest. An agent sends the same array (the same
-    tuple) in every request, so it is serialised once, not once a call: the entry keeps the
-    tuple itself, so its id cannot be reused by another while the entry lives."""
-    found = _DIGESTS.get(id(tools))
-    if found is not None and found[0] is tools:
-        return found[1], found[2]
-    text = json.dumps([spec.model_dump() for spec in tools], sort_keys=True, default=str)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    if len(_DIGESTS) >= MAX_REMEMBERED:
-        _DIGESTS.clear()
-    _DIGESTS[id(tools)] = (tools, len(text), digest)
-    return len(text), digest
 
 
 @asynccontextmanager
