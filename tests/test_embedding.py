@@ -269,3 +269,66 @@ async def test_unrelated_runs_do_not_wait_for_each_others_prompt_prefix() -> Non
     assert [r.status for r in results] == ["completed"] * 5
     assert len(model.started) == 5
     assert max(model.started) < min(model.ended)  # every call had begun before any ended
+
+
+@tool
+def overwrite(path: str, text: str, ctx: ToolContext) -> str:
+    """Overwrite a file of the workspace.
+
+    Args:
+        path: The file, relative to the workspace.
+        text: What it will hold.
+    """
+    target = (ctx.permissions.workspace / path).resolve()
+    ctx.permissions.require_writable(target, path)
+    target.write_text(text, encoding="utf-8")
+    return "written"
+
+
+async def test_permissions_given_to_a_run_keep_the_skill_folders_read_only(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    # A catalog folder not named like one (`skills/`): only the run's own rules protect it.
+    skill = write_skill(workspace / "catalog", "notes", description="Notes on the shop.")
+    (skill / "reference.md").write_text("The shop opens at nine.\n", encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    model = ScriptedModel(
+        {
+            "*": [
+                call("overwrite", path="catalog/notes/reference.md", text="hacked"),
+                {"content": "."},
+            ]
+        }
+    )
+    agent = Agent(
+        model,
+        [overwrite],
+        skills=[workspace / "catalog"],
+        permissions=Permissions(workspace=elsewhere),
+    )
+    result = await agent.run("Rewrite the notes.", permissions=Permissions(workspace=workspace))
+    [answer] = [m for m in result.messages if m.role == "tool"]
+    assert answer.error_type == "denied"
+    assert (skill / "reference.md").read_text(encoding="utf-8") == "The shop opens at nine.\n"
+
+
+async def test_a_run_is_refused_permissions_that_refuse_the_code_its_agent_took_in(
+    tmp_path: Path,
+) -> None:
+    from orchestrator import ConfigError
+    from orchestrator.skills import SkillCatalog, SkillsExtension
+
+    workspace = tmp_path / "ws"
+    write_skill(workspace / "skills", "shop", description="Prices.", tools=SHOP_TOOLS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    catalog = SkillCatalog([workspace / "skills"], include_builtin=False)
+    agent = Agent(
+        ScriptedModel({"*": [{"content": "never asked"}]}),
+        skills=SkillsExtension(catalog, preload=["shop"]),
+        permissions=Permissions(workspace=elsewhere),
+    )
+    with pytest.raises(ConfigError, match="skill 'shop'"):
+        await agent.run("Price it.", permissions=Permissions(workspace=workspace))
