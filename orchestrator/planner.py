@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, overload
 
 from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
+from .errors import ConfigError
 from .jobs import (
     Executor,
     Job,
@@ -332,11 +333,17 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = ...,
         stream: TextSink | None = ...,
+        deps: object = ...,
     ) -> JobResult: ...
 
     @overload
     async def run(
-        self, goal: str, *, trace: Trace | str | Path | None = ..., stream: TextSink | None = ...
+        self,
+        goal: str,
+        *,
+        trace: Trace | str | Path | None = ...,
+        stream: TextSink | None = ...,
+        deps: object = ...,
     ) -> RunResult: ...
 
     async def run(
@@ -345,23 +352,25 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
+        deps: object = None,
     ) -> RunResult | JobResult:
         """Run the planner on `goal` until it answers or a limit stops it (a `RunResult`);
         without a goal, run the job this orchestrator was made from (`from_job`, a
         `JobResult`). `stream` is shown the planner's (or the job's output step's) text as
-        the model writes it."""
+        the model writes it. `deps`, the caller's own object, reaches every tool of the run
+        as `ctx.deps`: the planner's, its sub-agents' at any depth, their skills'."""
         if goal is None:
             if self.job is None:
                 raise ValueError("run() needs a goal, or an orchestrator made with from_job(job)")
-            return await self.run_job(self.job, trace=trace, stream=stream)
+            return await self.run_job(self.job, trace=trace, stream=stream, deps=deps)
+        self._check_deps(deps)
         trace, owned = self._open_trace(trace if trace is not None else self.trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
             if self.executor is None:
                 permissions = self._run_permissions(trace)
-                return await self.planner(trace=trace, model=model, permissions=permissions).run(
-                    goal
-                )
+                planner = self.planner(trace=trace, model=model, permissions=permissions)
+                return await planner.run(goal, deps=deps)
             return await self.executor.run_goal(self, goal, trace, model)
         finally:
             if owned and trace is not None:
@@ -374,11 +383,17 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = ...,
         stream: TextSink | None = ...,
+        deps: object = ...,
     ) -> JobResult: ...
 
     @overload
     def run_sync(
-        self, goal: str, *, trace: Trace | str | Path | None = ..., stream: TextSink | None = ...
+        self,
+        goal: str,
+        *,
+        trace: Trace | str | Path | None = ...,
+        stream: TextSink | None = ...,
+        deps: object = ...,
     ) -> RunResult: ...
 
     def run_sync(
@@ -387,11 +402,12 @@ class Orchestrator:
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
+        deps: object = None,
     ) -> RunResult | JobResult:
         """`run` from synchronous code."""
         if goal is None:
-            return run_sync(self.run(trace=trace, stream=stream))
-        return run_sync(self.run(goal, trace=trace, stream=stream))
+            return run_sync(self.run(trace=trace, stream=stream, deps=deps))
+        return run_sync(self.run(goal, trace=trace, stream=stream, deps=deps))
 
     async def run_job(
         self,
@@ -400,10 +416,13 @@ class Orchestrator:
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
+        deps: object = None,
     ) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget
         (or `budget`, shared with other jobs); `stream` is shown the output step's text as
-        the model writes it. `Orchestrator.from_job(job).run()` does the same."""
+        the model writes it; `deps` reaches every tool of every step (`ctx.deps`).
+        `Orchestrator.from_job(job).run()` does the same."""
+        self._check_deps(deps)
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
         permissions = self._run_permissions(opened)
         workspace = WorkspaceRecord.start(job, permissions, opened.path if opened else None)
@@ -414,6 +433,7 @@ class Orchestrator:
             budget=budget,
             workspace=workspace,
             permissions=workspace.permissions(permissions),
+            deps=deps,
         )
         try:
             return await runner.run()
@@ -428,9 +448,10 @@ class Orchestrator:
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
+        deps: object = None,
     ) -> JobResult:
         """`run_job` from synchronous code."""
-        return run_sync(self.run_job(job, trace=trace, stream=stream, budget=budget))
+        return run_sync(self.run_job(job, trace=trace, stream=stream, budget=budget, deps=deps))
 
     @classmethod
     def for_resume(
@@ -528,17 +549,20 @@ class Orchestrator:
         budget: TokenBudget | None = None,
         workspace: WorkspaceRecord | None = None,
         permissions: Permissions | None = None,
+        deps: object = None,
     ) -> JobRunner:
         """The runner of `job`'s steps with this orchestrator's agents, here or on its
         executor (`run_job` makes one and runs it); `permissions` are the run's (this
-        orchestrator's, by default)."""
+        orchestrator's, by default), `deps` the caller's object its tools get."""
         executor = self.executor
         run_permissions = permissions or self.permissions
         return JobRunner(
             job,
             trace,
             build=lambda request, context: self.step_agent(job, request, context, stream),
-            context=lambda step_budget: self.step_context(step_budget, trace, run_permissions),
+            context=lambda step_budget: self.step_context(
+                step_budget, trace, run_permissions, deps
+            ),
             budget=budget if budget is not None else self.new_budget(),
             shared_budget=budget is not None,
             remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
@@ -548,16 +572,21 @@ class Orchestrator:
         )
 
     def step_context(
-        self, budget: TokenBudget, trace: Trace | None, permissions: Permissions | None = None
-    ) -> ToolContext:
+        self,
+        budget: TokenBudget,
+        trace: Trace | None,
+        permissions: Permissions | None = None,
+        deps: object = None,
+    ) -> ToolContext[Any]:
         """The context a job's steps are forked from: the run's permissions (this
-        orchestrator's, by default), budget and trace."""
-        return ToolContext(
+        orchestrator's, by default), budget, trace and the caller's `deps`."""
+        return ToolContext[Any](
             agent="job",
             permissions=permissions or self.permissions,
             budget=budget,
             trace=trace,
             model=self.model,
+            deps=deps,
         )
 
     def step_agent(
@@ -582,6 +611,14 @@ class Orchestrator:
                 permissions=context.permissions,
             )
         return self.fork.build_agent(request, context, model)
+
+    def _check_deps(self, deps: object) -> None:
+        """`deps` are objects of this process: a run whose tasks go to another refuses them."""
+        if deps is not None and self.executor is not None:
+            raise ConfigError(
+                "deps are objects of this process and cannot reach tasks run on an executor "
+                f"({type(self.executor).__name__}); run without an executor to use them"
+            )
 
     def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
         """The run's trace, masking this run's secrets when it opens one."""
@@ -634,9 +671,12 @@ def run_job(
     trace: Trace | str | Path | None = None,
     stream: TextSink | None = None,
     user_skills: bool = False,
+    deps: object = None,
 ) -> Coroutine[Any, Any, JobResult]:
-    """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run(...)`."""
-    return Orchestrator.from_job(job, user_skills=user_skills).run(trace=trace, stream=stream)
+    """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run(...)`;
+    `deps` reaches every tool of the run (`ctx.deps`)."""
+    orchestrator = Orchestrator.from_job(job, user_skills=user_skills)
+    return orchestrator.run(trace=trace, stream=stream, deps=deps)
 
 
 def run_job_sync(
@@ -645,9 +685,10 @@ def run_job_sync(
     trace: Trace | str | Path | None = None,
     stream: TextSink | None = None,
     user_skills: bool = False,
+    deps: object = None,
 ) -> JobResult:
     """`run_job` from synchronous code."""
-    return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills))
+    return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills, deps=deps))
 
 
 def run_sync(work: Coroutine[Any, Any, T]) -> T:

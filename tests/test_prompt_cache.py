@@ -219,9 +219,11 @@ async def test_siblings_wait_for_the_first_request_of_their_shared_prefix() -> N
     import asyncio
 
     from orchestrator import Agent
+    from orchestrator.agent.model_call import run_prefixes
 
     system = "You reconcile ledgers. " * 400  # well over the least a provider caches
-    with ProviderServer({"*": [{"content": "done"}] * 6}, latency=0.2) as server:
+    with ProviderServer({"*": [{"content": "done"}] * 6}, latency=0.2) as server, run_prefixes():
+        # Three agents of one run's tree (as a fork's sub-agents are): one hold for them all.
         model = server.adapter("openai", "key")
         agents = [Agent(model, system=system, name=f"sibling{i}") for i in range(3)]
         results = await asyncio.gather(*(a.run(f"task {i}") for i, a in enumerate(agents)))
@@ -260,10 +262,12 @@ async def test_a_failed_first_request_releases_its_siblings_and_warms_nothing() 
         async with warmup.warm_prefix(model, request):  # type: ignore[arg-type]
             await model.complete(request)
 
-    outcomes = await asyncio.gather(call(), call(), return_exceptions=True)
+    with warmup.run_prefixes():
+        outcomes = await asyncio.gather(call(), call(), return_exceptions=True)
+        key = warmup.prefix_key(model, request)  # type: ignore[arg-type]
+        prefixes = warmup._RUN_PREFIXES.get()
     assert all(isinstance(o, RuntimeError) for o in outcomes)
-    key = warmup.prefix_key(model, request)  # type: ignore[arg-type]
-    prefixes = warmup._LOOPS[asyncio.get_running_loop()]
+    assert prefixes is not None
     assert key not in prefixes.answered and key not in prefixes.first
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator import Orchestrator, load_job, run_job, run_job_sync, tool
+from orchestrator import Agent, Orchestrator, load_job, run_job, run_job_sync, tool
 from orchestrator.models import ScriptedModel
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -41,6 +41,7 @@ def test_run_without_a_goal_needs_a_job() -> None:
 
 def test_every_sync_wrapper_takes_its_async_twins_parameters() -> None:
     pairs = [
+        (Agent.run, Agent.run_sync),
         (Orchestrator.run, Orchestrator.run_sync),
         (Orchestrator.run_job, Orchestrator.run_job_sync),
         (Orchestrator.resume, Orchestrator.resume_sync),

@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 
 from ..errors import ConfigError
 from ..messages import Message, ToolCall
+from ..security import Permissions
 from ..trace import AgentRecord
 from .tools import Refusal, Tool, ToolContext, as_tool
 
@@ -33,6 +34,11 @@ class Extension:
         (agent/turn_calls.py): a refusal becomes the call's error result. A skill's
         `allowed-tools` is enforced this way."""
         return None
+
+    def run_permissions(self, permissions: Permissions) -> Permissions:
+        """The permissions one run was given (`AgentLoop.run(permissions=...)`), as this
+        extension needs them kept: the skills extension keeps its folders read-only."""
+        return permissions
 
     def run_scope(self) -> AbstractAsyncContextManager[object]:
         """Entered before a run's first step and left after its last, errors and cancellation

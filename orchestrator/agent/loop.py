@@ -26,6 +26,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
@@ -34,7 +35,7 @@ from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
-from ..trace import Trace, open_trace
+from ..trace import Trace, TraceBusy, TraceExists, open_trace
 from .compaction import (
     DEFAULT_COMPACT_AT,
     MAX_REFUSALS,
@@ -50,9 +51,9 @@ from .compaction import (
     with_summary,
 )
 from .extension import Extension, assemble
-from .model_call import call_model
+from .model_call import call_model, run_prefixes
 from .restart import CutTurn, restart_from
-from .run_results import RunResult, Status, TaskResult, refusals
+from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
@@ -111,10 +112,12 @@ def _arguments_value(arguments: str) -> object:
 
 @dataclass
 class RunState:
-    """Everything one run of an agent keeps while it goes."""
+    """Everything one run of an agent keeps while it goes: what the agent was built with
+    stays on the agent; what one run was given (`run`'s deps, trace, permissions, limits) is
+    here, in its context and budget."""
 
     transcript: Transcript
-    context: ToolContext
+    context: ToolContext[Any]  # the caller's deps, of whatever type the caller gave
     budget: TokenBudget
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -140,7 +143,10 @@ class AgentLoop:
         max_tokens: This agent's token cap; with a shared `budget`, a cap inside it.
         budget: A `TokenBudget` shared with other agents (a run's one budget).
         trace: A path or a Trace. A trace opened to resume a run makes a run at a path cut
-            off there go on from its last complete turn (agent/restart.py).
+            off there go on from its last complete turn (agent/restart.py). A path is where
+            each run writes: one that already holds a run (an earlier run of this agent, or
+            one going on) makes the run write beside it under the next free numbered name
+            (`agent.jsonl`, `agent-2.jsonl`, ...); `RunResult.trace` says which.
         max_output_tokens: The output allowance each call reserves and asks for.
         tool_concurrency: How many calls of one turn run at once.
         tool_timeout: Seconds a tool call may take, unless its tool sets its own.
@@ -157,6 +163,11 @@ class AgentLoop:
             0.8); used only when the window is known.
         summarize: At each compaction, the model also writes notes on what is cut (one more
             call, on the budget), kept in the conversation in place of the previous notes.
+
+    `run` may override, for one run, what the agent was built with: its `trace`,
+    `permissions`, `max_tokens` and `time_limit`, and give a money cap (`max_cost`) and the
+    caller's own object (`deps`, `ToolContext.deps`). The agent keeps nothing of a run, so one
+    agent may serve many runs, at the same time too.
 
     `last_result` is the latest run's result, kept also when the run was cancelled (and `run`
     re-raised).
@@ -209,38 +220,86 @@ class AgentLoop:
         self.summarize = summarize
         self.last_result: RunResult | None = None
 
-    def run_sync(self, task: str) -> RunResult:
+    def run_sync(
+        self,
+        task: str,
+        *,
+        deps: object = None,
+        trace: Trace | str | Path | None = None,
+        permissions: Permissions | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        time_limit: float | None = None,
+    ) -> RunResult:
         """Run to the end from synchronous code."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(task))
+            return asyncio.run(
+                self.run(
+                    task,
+                    deps=deps,
+                    trace=trace,
+                    permissions=permissions,
+                    max_tokens=max_tokens,
+                    max_cost=max_cost,
+                    time_limit=time_limit,
+                )
+            )
         raise RuntimeError(
             "run_sync was called inside a running event loop; use `await agent.run(...)`"
         )
 
-    async def run(self, task: str) -> RunResult:
+    async def run(
+        self,
+        task: str,
+        *,
+        deps: object = None,
+        trace: Trace | str | Path | None = None,
+        permissions: Permissions | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        time_limit: float | None = None,
+    ) -> RunResult:
         """Run until a final answer or a stop condition.
 
-        Past `time_limit` the run ends as `cancelled` with its record complete. Cancelling the
-        task that awaits this leaves the same record (trace included) and re-raises.
+        `deps` is handed to every tool of the run as `ctx.deps` (forked sub-agents' included);
+        `trace`, `permissions`, `max_tokens` and `time_limit` replace the agent's for this run
+        only, and `max_cost` caps its spend in US dollars. Past the time limit the run ends as
+        `cancelled` with its record complete. Cancelling the task that awaits this leaves the
+        same record (trace included) and re-raises; `last_result` holds the partial result.
         """
+        limit = time_limit if time_limit is not None else self.time_limit
         async with AsyncExitStack() as scopes:
+            scopes.enter_context(run_prefixes())  # this run's tree waits only for itself
             for extension in self.extensions:  # what extensions hold for the run
                 await scopes.enter_async_context(extension.run_scope())
-            trace, own_trace = open_trace(self.trace)
-            state = self._start(task, trace)
+            opened, own_trace = self._open_trace(trace)
+            if own_trace and opened is not None:
+                scopes.callback(opened.close)
+            state = self._start(
+                task,
+                opened,
+                deps=deps,
+                permissions=permissions,
+                max_tokens=max_tokens,
+                max_cost=max_cost,
+            )
             try:
-                async with asyncio.timeout(self.time_limit):
+                async with asyncio.timeout(limit):
                     return await self._loop(state)
             except TimeoutError:
                 if state.result is None:
                     raise
-                state.result.error = f"time limit of {self.time_limit:g} s reached"
+                state.result.error = f"time limit of {limit:g} s reached"
                 return state.result
-            finally:
-                if own_trace and trace is not None:
-                    trace.close()
+
+    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
+        """The run's trace (its own, else the agent's) and whether the run opened it. A path
+        the agent was built with is shared by its runs: each writes a file of its own there."""
+        if trace is None and isinstance(self.trace, str | Path):
+            return _free_trace(Path(self.trace)), True
+        return open_trace(trace if trace is not None else self.trace)
 
     async def _loop(self, state: RunState) -> RunResult:
         try:
@@ -250,13 +309,15 @@ class AgentLoop:
             while state.result is None:
                 await self.step(state)
         except ContextWindowExceeded as exc:
-            await self._end_early(state, "context_full", self._teach(state, exc))
+            text = self._teach(state, exc)
+            await self._end_early(state, "context_full", text, ErrorDetail.of(exc, text))
         except ModelError as exc:
-            await self._end_early(state, "error", str(exc))
+            await self._end_early(state, "error", str(exc), ErrorDetail.of(exc))
         except Exception as exc:
             # A model adapter (or extension) of the user's own failed in a way it should not:
             # the run still ends with a result and a complete record.
-            await self._end_early(state, "error", f"{type(exc).__name__}: {exc}")
+            text = f"{type(exc).__name__}: {exc}"
+            await self._end_early(state, "error", text, ErrorDetail.of(exc, text))
         except asyncio.CancelledError:
             try:
                 await self._settle(state, answered=False)
@@ -497,7 +558,9 @@ class AgentLoop:
         await state.batch.run()
         state.batch = None
 
-    async def _end_early(self, state: RunState, status: Status, error: str) -> None:
+    async def _end_early(
+        self, state: RunState, status: Status, error: str, detail: ErrorDetail
+    ) -> None:
         """End a run cut short (an error, a full window): the work beside it is settled, and
         the run gets its end on the record whatever settling raises."""
         try:
@@ -505,7 +568,7 @@ class AgentLoop:
         except Exception as exc:
             error = f"{error} (then settling its background work failed: {exc!r})"
         finally:
-            self._finish(state, status, _last_answer(state.transcript), error=error)
+            self._finish(state, status, _last_answer(state.transcript), error=error, detail=detail)
 
     async def _settle(self, state: RunState, *, answered: bool) -> bool:
         """Before the run ends, extensions settle the work going on beside it. True when what
@@ -577,18 +640,31 @@ class AgentLoop:
             output = max(0, min(output, fit.room(counted) or 0))
         return counted + output
 
-    def _start(self, task: str, trace: Trace | None) -> RunState:
-        budget = self._run_budget()
-        context = ToolContext(
+    def _start(
+        self,
+        task: str,
+        trace: Trace | None,
+        *,
+        deps: object = None,
+        permissions: Permissions | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+    ) -> RunState:
+        """A new run's state (or a resumed one's, from its trace); the keywords are `run`'s,
+        None for the agent's own."""
+        max_tokens = max_tokens if max_tokens is not None else self.max_tokens
+        budget = self._run_budget(max_tokens, max_cost)
+        context = ToolContext[Any](
             agent=self.name,
             toolset=Toolset(self.tools),
-            permissions=self.permissions,
+            permissions=self._run_permissions(permissions),
             budget=budget,
             trace=trace,
             model=self.model,
             depth=self.depth,
             guards=[extension.guard for extension in self.extensions],
             approve=self.approve,
+            deps=deps,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
         window = self.window
@@ -629,7 +705,7 @@ class AgentLoop:
                 model=self.model.name,
                 tools=context.toolset.names,
                 max_steps=self.max_steps,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens,
                 budget_remaining=budget.remaining,
                 depth=self.depth,
                 **{k: v for e in self.extensions for k, v in e.start_record().items()},
@@ -641,10 +717,22 @@ class AgentLoop:
             self._append(state, Message.user(task))
         return state
 
-    def _run_budget(self) -> TokenBudget:
+    def _run_budget(self, max_tokens: int | None, max_cost: float | None) -> TokenBudget:
         if self.budget is None:
-            return TokenBudget(self.max_tokens)
-        return self.budget if self.max_tokens is None else self.budget.scoped(self.max_tokens)
+            return TokenBudget(max_tokens, max_cost=max_cost)
+        if max_tokens is None and max_cost is None:
+            return self.budget
+        return self.budget.scoped(max_tokens, max_cost)
+
+    def _run_permissions(self, given: Permissions | None) -> Permissions:
+        """The agent's permissions, or those given to one run as each extension keeps them
+        (the skills extension: its folders read-only)."""
+        if given is None:
+            return self.permissions
+        permissions = Permissions.coerce(given)
+        for extension in self.extensions:
+            permissions = extension.run_permissions(permissions)
+        return permissions
 
     def _append(self, state: RunState, message: Message) -> None:
         state.transcript.append(message)
@@ -652,8 +740,15 @@ class AgentLoop:
             state.context.trace.message(self.name, message)
 
     def _finish(
-        self, state: RunState, status: Status, output: str, *, error: str | None = None
+        self,
+        state: RunState,
+        status: Status,
+        output: str,
+        *,
+        error: str | None = None,
+        detail: ErrorDetail | None = None,
     ) -> None:
+        trace = state.context.trace
         state.result = RunResult(
             agent=self.name,
             status=status,
@@ -663,6 +758,8 @@ class AgentLoop:
             cost=state.cost,
             steps=state.steps,
             error=error,
+            error_detail=detail,
+            trace=str(trace.path) if trace is not None and trace.path is not None else None,
             children=list(state.context.children),
             refused=refusals(state.transcript),
         )
@@ -684,6 +781,18 @@ class AgentLoop:
     def __repr__(self) -> str:
         kind = type(self).__name__
         return f"{kind}({self.name!r}, model={self.model.name!r}, tools={len(self.tools)})"
+
+
+def _free_trace(path: Path) -> Trace:
+    """A new trace at `path`, or, when that holds a run (or one is writing it), beside it at
+    the first free numbered name: `agent.jsonl`, `agent-2.jsonl`, `agent-3.jsonl`, ..."""
+    number = 1
+    while True:
+        name = path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+        try:
+            return Trace(name)
+        except (TraceExists, TraceBusy):
+            number += 1
 
 
 def _events(trace: Trace, agent: str) -> Callable[..., None]:

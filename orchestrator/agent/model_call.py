@@ -9,8 +9,10 @@ The loop calls `call_model` once a step. In order:
    array and system prompt. Sent together, their first requests would all miss the
    provider's prompt cache (a prefix is readable only once a request that wrote it was
    answered), and each would pay to write it. So a request whose model and prefix another
-   request has in flight, with no request of that prefix answered yet, waits for that one
-   (at most `MAX_WAIT` seconds) and then reads the prefix instead of writing it. A prefix
+   request of the same run has in flight, with no request of that prefix answered yet, waits
+   for that one (at most `MAX_WAIT` seconds) and then reads the prefix instead of writing it.
+   The hold is one run's (`run_prefixes`: the tree of one `run` call, or one job's steps):
+   unrelated runs in one process never wait for each other, whatever they send. A prefix
    counts as warm for `WARM_FOR` seconds after an answer; one too short for any provider to
    cache (under about 1,024 tokens, `MIN_PREFIX_CHARS` of JSON) is never waited for.
 3. **Call** `model.complete(request)`. On any failure the reservation goes back to the budget.
@@ -36,9 +38,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ..errors import ModelError
@@ -242,7 +244,7 @@ def charge(
 
 
 class _Prefixes:
-    """One event loop's prefixes: those in flight for the first time, and when each was last
+    """One run's prefixes: those in flight for the first time, and when each was last
     answered."""
 
     def __init__(self) -> None:
@@ -257,9 +259,24 @@ class _Prefixes:
             self.answered = {k: t for k, t in self.answered.items() if now - t <= WARM_FOR}
 
 
-_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Prefixes] = (
-    weakref.WeakKeyDictionary()
-)
+_RUN_PREFIXES: ContextVar[_Prefixes | None] = ContextVar("run_prefixes", default=None)
+
+
+@contextmanager
+def run_prefixes() -> Iterator[None]:
+    """The scope of one run's prefix hold, entered by a run (and a job) before its first call.
+
+    Agents started inside it (sub-agents, a job's steps: asyncio tasks copy the context they
+    are made in) share it; a run started where one is open joins it. Calls made outside any
+    run are never held."""
+    if _RUN_PREFIXES.get() is not None:
+        yield
+        return
+    token = _RUN_PREFIXES.set(_Prefixes())
+    try:
+        yield
+    finally:
+        _RUN_PREFIXES.reset(token)
 
 
 def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
@@ -277,12 +294,13 @@ async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[
     """Hold a request back while the first request with its prefix is still unanswered.
 
     Only that first request releases the ones waiting for it, when it ends however it ends;
-    only an answered request makes the prefix warm (a failed one wrote nothing)."""
-    key = prefix_key(model, request)
-    if key is None:
+    only an answered request makes the prefix warm (a failed one wrote nothing). Only
+    requests of one run wait for each other (`run_prefixes`)."""
+    prefixes = _RUN_PREFIXES.get()
+    key = prefix_key(model, request) if prefixes is not None else None
+    if prefixes is None or key is None:
         yield
         return
-    prefixes = _LOOPS.setdefault(asyncio.get_running_loop(), _Prefixes())
     answered = prefixes.answered.get(key)
     first: asyncio.Event | None = None
     if answered is None or time.monotonic() - answered > WARM_FOR:

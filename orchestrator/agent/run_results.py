@@ -12,6 +12,7 @@ from typing import Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, Field, computed_field
 
+from ..errors import ModelError, RetryableModelError
 from ..messages import Message, Usage
 
 Status = Literal[
@@ -38,6 +39,51 @@ def is_task_status(value: object) -> TypeGuard[TaskStatus]:
     return value in TASK_STATUSES
 
 
+class ErrorDetail(BaseModel):
+    """What ended a run as `error`, for a program to act on (`RunResult.error_detail`)."""
+
+    type: str = Field(description="The error's class name, e.g. `RetryableModelError`.")
+    message: str
+    provider: str | None = Field(
+        default=None, description="The provider whose call failed, when a model call did."
+    )
+    status: int | None = Field(default=None, description="The HTTP status, when a reply had one.")
+    retryable: bool = Field(
+        default=False,
+        description="A later attempt may succeed (a 429, a 5xx, a timeout, a dropped "
+        "connection), though the connection's own retries were spent: the caller may run "
+        "again later. False for a refusal that will not change (a 400, a bad key).",
+    )
+    retry_after: float | None = Field(
+        default=None, description="Seconds the provider asked to wait before trying again."
+    )
+
+    @classmethod
+    def of(cls, error: BaseException, message: str | None = None) -> ErrorDetail:
+        """The detail of `error`; `message` replaces its text (the run's `error`)."""
+        text = message if message is not None else str(error) or type(error).__name__
+        if not isinstance(error, ModelError):
+            return cls(type=type(error).__name__, message=text)
+        # A retryable failure the connection gave up on after its own retries is raised as a
+        # plain ModelError caused by it: another attempt later may still succeed.
+        cause = error.__cause__
+        retrying = (
+            error
+            if isinstance(error, RetryableModelError)
+            else cause
+            if isinstance(cause, RetryableModelError)
+            else None
+        )
+        return cls(
+            type=type(error).__name__,
+            message=text,
+            provider=error.provider or None,
+            status=error.status,
+            retryable=retrying is not None,
+            retry_after=retrying.retry_after if retrying is not None else None,
+        )
+
+
 class RunResult(BaseModel):
     """How one agent run ended, what it said, and what it cost."""
 
@@ -51,6 +97,14 @@ class RunResult(BaseModel):
     )
     steps: int = 0
     error: str | None = None
+    error_detail: ErrorDetail | None = Field(
+        default=None,
+        description="A run that ended `error`: what failed, as fields (type, provider, HTTP "
+        "status, whether another attempt may help).",
+    )
+    trace: str | None = Field(
+        default=None, description="The trace file this run wrote to, when it wrote to one."
+    )
     children: list[TaskResult] = Field(default_factory=list)
     refused: dict[str, str] = Field(
         default_factory=dict,

@@ -32,6 +32,7 @@ Also here, because every tool call goes through them:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import inspect
 import json
@@ -39,10 +40,21 @@ import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, get_type_hints, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
+from typing_extensions import TypeVar as DefaultTypeVar
 
 from ..errors import ConfigError
 from ..messages import ToolCall, ToolSpec
@@ -72,8 +84,12 @@ class CallTimedOut(TimeoutError):
 
 
 async def run_in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Await `fn(*args, **kwargs)` run in a daemon thread; cancelling stops only the wait."""
+    """Await `fn(*args, **kwargs)` run in a daemon thread; cancelling stops only the wait.
+
+    The code runs in a copy of the caller's context, so it sees the caller's context
+    variables (a request id, a tenant) as an awaited coroutine would."""
     loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
     future: asyncio.Future[T] = loop.create_future()
 
     def deliver(value: Any, error: BaseException | None) -> None:
@@ -92,7 +108,9 @@ async def run_in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T
         else:
             _call_soon(loop, deliver, value, None)
 
-    threading.Thread(target=work, name=f"tool:{_name(fn)}", daemon=True).start()
+    threading.Thread(
+        target=context.run, args=(work,), name=f"tool:{_name(fn)}", daemon=True
+    ).start()
     return await future
 
 
@@ -220,16 +238,23 @@ Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 """The approval callback: True approves the call; a sync one runs in a thread of its own."""
 
 S = TypeVar("S")
+Deps = DefaultTypeVar("Deps", default=None)
+"""The type of the caller's own object a run carries (`ToolContext[Deps].deps`); None when
+a run is given none, so a bare `ToolContext` is `ToolContext[None]`."""
 
 
 @dataclass
-class ToolContext:
-    """What the loop hands a tool that asks for it (a parameter annotated `ToolContext`).
+class ToolContext(Generic[Deps]):
+    """What the loop hands a tool that asks for it (a parameter annotated `ToolContext`, or
+    `ToolContext[MyDeps]`).
 
-    `agent` is the calling agent's path; `toolset` is its run's tools (extensions add to it);
-    `permissions` are the run's, parsed once when it starts. `budget`, `trace` and `model` are
-    the run's own, for extensions that start agents of their own (a sub-agent draws from the
-    same budget and writes to the same trace), and `children` collects the results of those
+    `deps` is the caller's own object given to the run (`agent.run(task, deps=...)`): a
+    database handle, a client, the user being served. Every agent of the run gets the same
+    one: forked sub-agents at any depth, a job's steps, a skill's tools. `agent` is the
+    calling agent's path; `toolset` is its run's tools (extensions add to it); `permissions`
+    are the run's, parsed once when it starts. `budget`, `trace` and `model` are the run's
+    own, for extensions that start agents of their own (a sub-agent draws from the same
+    budget and writes to the same trace), and `children` collects the results of those
     agents for the run's result. `guards` check every call before it starts, and `approve` is
     the run's approval callback (agent/turn_calls.py); sub-agents get the same. An extension
     keeps its per-run state in an object of its own class, `state_of(ThatClass)`.
@@ -245,6 +270,7 @@ class ToolContext:
     children: list[TaskResult] = field(default_factory=list)
     guards: list[Guard] = field(default_factory=list)
     approve: Approver | None = None
+    deps: Deps = cast(Deps, None)
     _states: dict[type[object], object] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -257,7 +283,7 @@ class ToolContext:
             found = self._states[kind] = kind()
         return cast(S, found)
 
-    def granting(self, permissions: Permissions) -> ToolContext:
+    def granting(self, permissions: Permissions) -> ToolContext[Deps]:
         """This context for one call run with `permissions` (its state still the run's)."""
         scoped = copy.copy(self)
         scoped.permissions = permissions
@@ -488,8 +514,13 @@ def _arguments_model(
 
 
 def _is_context(annotation: Any) -> bool:
-    """`ToolContext`, or `ToolContext | None` for a parameter with a default of None."""
-    return annotation is ToolContext or ToolContext in get_args(annotation)
+    """`ToolContext` or `ToolContext[Deps]`, or either `| None` for a parameter with a
+    default of None."""
+
+    def is_context(kind: Any) -> bool:
+        return kind is ToolContext or get_origin(kind) is ToolContext
+
+    return is_context(annotation) or any(is_context(arg) for arg in get_args(annotation))
 
 
 def _model_name(tool_name: str) -> str:

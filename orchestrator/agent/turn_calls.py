@@ -22,9 +22,12 @@ call waiting for approval has not started:
    observation says no one could be asked.
 
 A refusal or denial is an error observation of type `denied` the model reads; the loop goes
-on. Every decision on a call that needed one is a trace event `approval` (`decision`
-approved/denied, `by` person/policy/nobody, the permission `rule`). An approved call of the
-shell (python) skill runs with `shell` (`python`) granted for that one call.
+on. A tool that raises fails its call the same way, and the exception, traceback included,
+goes to the `orchestrator.tools` logger too: `WARNING` for an unexpected one, `DEBUG` for a
+`ToolError` (a tool's own words to the model). Every decision on a call that needed one is a
+trace event `approval` (`decision` approved/denied, `by` person/policy/nobody, the
+permission `rule`). An approved call of the shell (python) skill runs with `shell`
+(`python`) granted for that one call.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import asyncio
 import difflib
 import inspect
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -56,6 +60,8 @@ DEFAULT_MAX_RESULT_CHARS = 100_000
 NOBODY = (
     "no one can be asked in this run (it is not on a terminal, and no approval callback was given)"
 )
+
+logger = logging.getLogger("orchestrator.tools")
 
 
 class ToolBatch:
@@ -216,26 +222,33 @@ class ToolBatch:
                 async with deadline:
                     value = await found.invoke(kwargs, context)
             return render_result(value), None
-        except TimeoutError:
+        except TimeoutError as exc:
             if deadline.expired():
                 return f"Tool {found.name} timed out after {timeout:g} s.", "timeout"
+            _log_failure(found, context, exc)
             return f"Tool {found.name} raised TimeoutError.", "tool_error"
         except PermissionDenied as exc:
+            _log_failure(found, context, exc, logging.DEBUG)
             return f"Permission denied: {exc}", "denied"
         except ToolInfrastructureError as exc:
+            _log_failure(found, context, exc)
             return (
                 f"Tool {found.name} is unavailable (infrastructure failure): {exc}",
                 "infrastructure",
             )
         except ToolError as exc:
+            _log_failure(found, context, exc, logging.DEBUG)
             return str(exc), "tool_error"
         except ExitFromCode as exc:
+            _log_failure(found, context, exc)
             return f"Tool {found.name} tried to exit: {exc}. The call failed.", "tool_error"
         except (SystemExit, KeyboardInterrupt) as exc:
             # Raised by an async tool's own code: it fails this call, not the process.
+            _log_failure(found, context, exc)
             text = f"Tool {found.name} tried to exit: {type(exc).__name__}. The call failed."
             return text, "tool_error"
         except Exception as exc:
+            _log_failure(found, context, exc)
             return f"Tool {found.name} raised {type(exc).__name__}: {exc}", "tool_error"
 
     def _unknown_tool_text(self, name: str) -> str:
@@ -244,6 +257,22 @@ class ToolBatch:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         available = ", ".join(names) if len(names) <= 30 else f"{len(names)} tools"
         return f"Unknown tool {name!r}.{hint} Available: {available or 'none'}."
+
+
+def _log_failure(
+    found: Tool, context: ToolContext, exc: BaseException, level: int = logging.WARNING
+) -> None:
+    """A tool's exception, with its traceback, for the program running the agent (the model
+    reads only its message)."""
+    logger.log(
+        level,
+        "tool %s of agent %s raised %s: %s",
+        found.name,
+        context.agent,
+        type(exc).__name__,
+        exc,
+        exc_info=exc,
+    )
 
 
 async def admit(call: ToolCall, ctx: ToolContext) -> Refusal | ToolContext:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
+from ..agent.model_call import run_prefixes
 from ..messages import Usage
 from ..skills.servers import server_scope
 from ..tasks import (
@@ -146,7 +147,9 @@ class JobRunner:
 
     def _use(self, budget: TokenBudget) -> None:
         self.context = self.make_context(budget)
-        self.executor: TaskExecutor = self._routed(LocalExecutor(self._build, budget))
+        self.executor: TaskExecutor = self._routed(
+            LocalExecutor(self._build, budget, self.context.deps)
+        )
 
     def _routed(self, executor: TaskExecutor) -> TaskExecutor:
         """`executor`, with the steps whose agent is remote (A2A) sent there."""
@@ -155,13 +158,15 @@ class JobRunner:
         return with_remote_agents(executor, self.subagents, self.context)
 
     async def run(self) -> JobResult:
-        """Run the job's steps here, or on the cluster `remote` opens."""
-        if self.remote is None:
-            return await self._run()
-        async with self.remote(self.budget) as session:
-            self._use(session.budget)
-            self.executor = self._routed(session.executor(TaskOrigin(kind="step"), self._build))
-            return await self._run()
+        """Run the job's steps here, or on the cluster `remote` opens. Its steps share one
+        prompt-prefix hold (agent/model_call.py), as the agents of one run do."""
+        with run_prefixes():
+            if self.remote is None:
+                return await self._run()
+            async with self.remote(self.budget) as session:
+                self._use(session.budget)
+                self.executor = self._routed(session.executor(TaskOrigin(kind="step"), self._build))
+                return await self._run()
 
     async def _run(self) -> JobResult:
         specs = [

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..agent import Extension, Refusal, Tool, ToolContext
 from ..agent.tools import dispatcher, run_in_thread
-from ..errors import PermissionDenied, ToolError
+from ..errors import ConfigError, PermissionDenied, ToolError
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from ..tokens import TokenCounter
@@ -179,6 +179,21 @@ class SkillsExtension(Extension):
 
     def _preload_text(self) -> str | None:
         return render_preloaded(self.preloaded) if self.preload or self.running else None
+
+    def run_permissions(self, permissions: Permissions) -> Permissions:
+        """Permissions given to one run: the skill folders stay read-only to it, and a skill
+        whose code this agent took in when it was built (preloaded, or its tools given
+        eagerly) must be one those permissions allow code from, else the run is refused."""
+        for info in [item.info for item in self.preloaded if item.tools] + [
+            skill.info for skill in self.plan.eager
+        ]:
+            refusal = untrusted_code(info, permissions)
+            if refusal is not None:
+                raise ConfigError(
+                    f"this agent was built with the code of skill {info.name!r}, which the "
+                    f"permissions given to its run refuse: {refusal}"
+                )
+        return permissions.protecting(self.catalog.paths)
 
     def run_scope(self) -> AbstractAsyncContextManager[object]:
         """What a run with these skills holds while it goes: the MCP servers its skills

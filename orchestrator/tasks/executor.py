@@ -71,8 +71,11 @@ RemoteForks = Callable[
 ]
 
 
-async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -> TaskResult:
-    """Build the task's agent, run it on the task's prompt, and report how it went.
+async def run_agent_task(
+    request: TaskRequest, build: Callable[[], AgentLoop], deps: object = None
+) -> TaskResult:
+    """Build the task's agent, run it on the task's prompt (with the run's `deps`), and
+    report how it went.
 
     A task that cannot even start (its agent's model cannot be resolved, say) ends `error`;
     one cancelled while it runs ends `cancelled`, with what its agent had done.
@@ -87,7 +90,7 @@ async def run_agent_task(request: TaskRequest, build: Callable[[], AgentLoop]) -
     )
     try:
         agent = build()
-        run = await agent.run(request.prompt)
+        run = await agent.run(request.prompt, deps=deps)
     except (ConfigError, OSError) as exc:
         return base.model_copy(update={"reason": str(exc), "ended_at": time.time()})
     except asyncio.CancelledError:
@@ -124,16 +127,21 @@ def budget_refusal(budget: TokenBudget | None, agent: AgentLoop, prompt: str) ->
 
 
 class LocalExecutor(TaskExecutor):
-    """Runs tasks as agent loops in this process; `build` makes a task's agent.
+    """Runs tasks as agent loops in this process; `build` makes a task's agent, and each
+    runs with `deps`, the caller's object of the run that started them (`ToolContext.deps`).
 
     Each task's agent is built once, for the budget check before it starts and the run alike.
     """
 
     def __init__(
-        self, build: Callable[[TaskRequest], AgentLoop], budget: TokenBudget | None
+        self,
+        build: Callable[[TaskRequest], AgentLoop],
+        budget: TokenBudget | None,
+        deps: object = None,
     ) -> None:
         self.build = build
         self.budget = budget
+        self.deps = deps
         self._agents: dict[str, AgentLoop] = {}
 
     def agent_for(self, request: TaskRequest) -> AgentLoop:
@@ -149,4 +157,4 @@ class LocalExecutor(TaskExecutor):
         self._agents.pop(request.path, None)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
-        return await run_agent_task(request, lambda: self.agent_for(request))
+        return await run_agent_task(request, lambda: self.agent_for(request), self.deps)

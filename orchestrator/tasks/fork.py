@@ -257,7 +257,7 @@ class ForkExtension(ForksSkills):
     ) -> GraphRun:
         """A fork's graph: its tasks run here (or where the run sends them, a remote agent's
         through `orchestrator.a2a`), in the tree's slots, recorded in the agent's trace."""
-        local = LocalExecutor(build, ctx.budget)
+        local = LocalExecutor(build, ctx.budget, ctx.deps)  # the run's deps, to every depth
         executor = local if self.remote is None else self.remote(ctx, running, local.build)
         executor = with_remote_agents(executor, self.subagents, ctx)
         return GraphRun(
