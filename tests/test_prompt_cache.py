@@ -296,9 +296,10 @@ async def test_a_request_cancelled_as_its_prefix_warms_is_cancelled() -> None:
         # No await between the prefix's release (on leaving the block) and the cancellation.
         held.cancel()
 
-    opened = asyncio.create_task(first())
-    await asyncio.sleep(0)
-    held = asyncio.create_task(waiting())
+    with warmup.run_prefixes():  # both requests are of one run (tasks copy the scope)
+        opened = asyncio.create_task(first())
+        await asyncio.sleep(0)
+        held = asyncio.create_task(waiting())
     await asyncio.sleep(0)
     answer.set()
     await opened
