@@ -11,13 +11,21 @@ permissions mark `ask` (orchestrator.agent.approval); every agent of the tree us
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, overload
+from typing import Any, Literal, Protocol, TypeVar
 
-from .agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, RunResult, TokenBudget, Tool, ToolContext
+from .agent import (
+    DEFAULT_MAX_STEPS,
+    AgentLoop,
+    Approver,
+    RunResult,
+    TokenBudget,
+    Tool,
+    ToolContext,
+    run_sync,
+)
 from .errors import ConfigError
 from .jobs import (
     Executor,
@@ -326,43 +334,18 @@ class Orchestrator:
             approve=self.approve,
         )
 
-    @overload
-    async def run(
-        self,
-        goal: None = None,
-        *,
-        trace: Trace | str | Path | None = ...,
-        stream: TextSink | None = ...,
-        deps: object = ...,
-    ) -> JobResult: ...
-
-    @overload
     async def run(
         self,
         goal: str,
         *,
-        trace: Trace | str | Path | None = ...,
-        stream: TextSink | None = ...,
-        deps: object = ...,
-    ) -> RunResult: ...
-
-    async def run(
-        self,
-        goal: str | None = None,
-        *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
         deps: object = None,
-    ) -> RunResult | JobResult:
-        """Run the planner on `goal` until it answers or a limit stops it (a `RunResult`);
-        without a goal, run the job this orchestrator was made from (`from_job`, a
-        `JobResult`). `stream` is shown the planner's (or the job's output step's) text as
-        the model writes it. `deps`, the caller's own object, reaches every tool of the run
-        as `ctx.deps`: the planner's, its sub-agents' at any depth, their skills'."""
-        if goal is None:
-            if self.job is None:
-                raise ValueError("run() needs a goal, or an orchestrator made with from_job(job)")
-            return await self.run_job(self.job, trace=trace, stream=stream, deps=deps)
+    ) -> RunResult:
+        """Run the planner on `goal` until it answers or a limit stops it (a job runs with
+        `run_job`). `stream` is shown the planner's text as the model writes it. `deps`, the
+        caller's own object, reaches every tool of the run as `ctx.deps`: the planner's, its
+        sub-agents' at any depth, their skills'."""
         self._check_deps(deps)
         trace, owned = self._open_trace(trace if trace is not None else self.trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
@@ -376,42 +359,20 @@ class Orchestrator:
             if owned and trace is not None:
                 trace.close()
 
-    @overload
-    def run_sync(
-        self,
-        goal: None = None,
-        *,
-        trace: Trace | str | Path | None = ...,
-        stream: TextSink | None = ...,
-        deps: object = ...,
-    ) -> JobResult: ...
-
-    @overload
     def run_sync(
         self,
         goal: str,
         *,
-        trace: Trace | str | Path | None = ...,
-        stream: TextSink | None = ...,
-        deps: object = ...,
-    ) -> RunResult: ...
-
-    def run_sync(
-        self,
-        goal: str | None = None,
-        *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
         deps: object = None,
-    ) -> RunResult | JobResult:
+    ) -> RunResult:
         """`run` from synchronous code."""
-        if goal is None:
-            return run_sync(self.run(trace=trace, stream=stream, deps=deps))
         return run_sync(self.run(goal, trace=trace, stream=stream, deps=deps))
 
     async def run_job(
         self,
-        job: Job,
+        job: Job | None = None,
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
@@ -419,9 +380,13 @@ class Orchestrator:
         deps: object = None,
     ) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget
-        (or `budget`, shared with other jobs); `stream` is shown the output step's text as
-        the model writes it; `deps` reaches every tool of every step (`ctx.deps`).
-        `Orchestrator.from_job(job).run()` does the same."""
+        (or `budget`, shared with other jobs): `job`, or the one this orchestrator was made
+        from (`from_job`). `stream` is shown the output step's text as the model writes it;
+        `deps` reaches every tool of every step (`ctx.deps`). The module's `run_job(job)`
+        makes the orchestrator from the spec and calls this."""
+        job = job or self.job
+        if job is None:
+            raise ValueError("run_job() needs a job, or an orchestrator made with from_job(job)")
         self._check_deps(deps)
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
         permissions = self._run_permissions(opened)
@@ -443,7 +408,7 @@ class Orchestrator:
 
     def run_job_sync(
         self,
-        job: Job,
+        job: Job | None = None,
         *,
         trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
@@ -673,10 +638,10 @@ def run_job(
     user_skills: bool = False,
     deps: object = None,
 ) -> Coroutine[Any, Any, JobResult]:
-    """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run(...)`;
+    """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run_job()`;
     `deps` reaches every tool of the run (`ctx.deps`)."""
     orchestrator = Orchestrator.from_job(job, user_skills=user_skills)
-    return orchestrator.run(trace=trace, stream=stream, deps=deps)
+    return orchestrator.run_job(trace=trace, stream=stream, deps=deps)
 
 
 def run_job_sync(
@@ -689,19 +654,6 @@ def run_job_sync(
 ) -> JobResult:
     """`run_job` from synchronous code."""
     return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills, deps=deps))
-
-
-def run_sync(work: Coroutine[Any, Any, T]) -> T:
-    """Run `work` to its end from synchronous code; refused inside a running event loop
-    (`await` it there), the same for every `*_sync` method of the package."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(work)
-    work.close()
-    raise RuntimeError(
-        "a *_sync method was called inside a running event loop: await the async one instead"
-    )
 
 
 def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:

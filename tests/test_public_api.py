@@ -25,18 +25,29 @@ def quickstart(tmp_path: Path) -> Path:
 
 def test_a_job_runs_without_being_named_twice(tmp_path: Path) -> None:
     job = load_job(quickstart(tmp_path))
-    first = Orchestrator.from_job(job).run_sync(trace=tmp_path / "a.jsonl")
+    first = Orchestrator.from_job(job).run_job_sync(trace=tmp_path / "a.jsonl")
     second = run_job_sync(job, trace=tmp_path / "b.jsonl")
     assert first.status == second.status == "completed"
     assert first.output == second.output and first.output
     assert asyncio.run(run_job(job, trace=tmp_path / "c.jsonl")).output == first.output
 
 
-def test_run_without_a_goal_needs_a_job() -> None:
+def test_run_job_without_a_job_needs_an_orchestrator_made_from_one() -> None:
     planner = Orchestrator(ScriptedModel({"planner": [{"content": "hi"}]}))
-    with pytest.raises(ValueError, match="needs a goal"):
-        planner.run_sync()
+    with pytest.raises(ValueError, match="needs a job"):
+        planner.run_job_sync()
     assert planner.run_sync("Say hi.").output == "hi"
+
+
+def test_no_run_returns_a_type_that_depends_on_its_arguments() -> None:
+    """One return type per call: a goal gives a RunResult, a job a JobResult."""
+    hints = {
+        call: inspect.signature(call).return_annotation
+        for call in (Orchestrator.run, Orchestrator.run_sync, Agent.run, Agent.run_sync)
+    }
+    assert all("|" not in str(hint) and "JobResult" not in str(hint) for hint in hints.values())
+    for call in (Orchestrator.run_job, Orchestrator.run_job_sync, run_job_sync):
+        assert "JobResult" in str(inspect.signature(call).return_annotation)
 
 
 def test_every_sync_wrapper_takes_its_async_twins_parameters() -> None:
@@ -58,7 +69,7 @@ async def test_every_sync_wrapper_refuses_a_running_event_loop(tmp_path: Path) -
     planner = Orchestrator.from_job(job)
     calls = [
         lambda: planner.run_sync("Go."),
-        lambda: planner.run_sync(),
+        lambda: planner.run_job_sync(),
         lambda: planner.run_job_sync(job),
         lambda: run_job_sync(job),
         lambda: Orchestrator.resume_sync(tmp_path / "none.jsonl"),

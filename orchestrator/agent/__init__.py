@@ -5,7 +5,7 @@ Nothing here knows of skills, forks or jobs; they extend the loop from the layer
 """
 
 from .extension import Extension
-from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState
+from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState, run_sync
 from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
 from .tools import (
@@ -44,5 +44,6 @@ __all__ = [
     "Toolset",
     "as_tool",
     "render_result",
+    "run_sync",
     "tool",
 ]

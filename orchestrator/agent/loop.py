@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
@@ -57,6 +57,8 @@ from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
+
+T = TypeVar("T")
 
 DEFAULT_MAX_STEPS = 20
 """The most model calls an agent makes unless told otherwise: the same for `Agent`,
@@ -231,23 +233,17 @@ class AgentLoop:
         max_cost: float | None = None,
         time_limit: float | None = None,
     ) -> RunResult:
-        """Run to the end from synchronous code."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(
-                self.run(
-                    task,
-                    deps=deps,
-                    trace=trace,
-                    permissions=permissions,
-                    max_tokens=max_tokens,
-                    max_cost=max_cost,
-                    time_limit=time_limit,
-                )
+        """`run` from synchronous code."""
+        return run_sync(
+            self.run(
+                task,
+                deps=deps,
+                trace=trace,
+                permissions=permissions,
+                max_tokens=max_tokens,
+                max_cost=max_cost,
+                time_limit=time_limit,
             )
-        raise RuntimeError(
-            "run_sync was called inside a running event loop; use `await agent.run(...)`"
         )
 
     async def run(
@@ -809,3 +805,16 @@ def _last_answer(transcript: Transcript) -> str:
         if message.role == "assistant" and message.content:
             return message.content
     return ""
+
+
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to its end from synchronous code; refused inside a running event loop
+    (`await` it there): every `*_sync` method of the package is this around its async twin."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    work.close()
+    raise RuntimeError(
+        "a *_sync method was called inside a running event loop: await the async one instead"
+    )

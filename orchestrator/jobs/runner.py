@@ -1,7 +1,7 @@
 """Running a job spec: its steps as a DAG of agent loops under one budget and one trace.
 
     job = load_job("review.yaml", inputs={"region": "APAC"})
-    result = Orchestrator.from_job(job).run_sync()
+    result = Orchestrator.from_job(job).run_job_sync()
 
 Each step runs as soon as the steps it depends on have completed (up to `max_parallel` at a
 time); its task is the spec's template with `{inputs.x}` and `{steps.id.output}` filled in. A
