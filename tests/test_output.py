@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 from provider_server import ProviderServer
 from pydantic import BaseModel, Field
+from trace_signing import resign
 from typing_extensions import TypedDict
 
 from orchestrator import Agent, Message, RunResult, Trace, tool
@@ -19,9 +21,10 @@ from orchestrator.agent import FINAL_TOOL, OutputSpec, strict_schema
 from orchestrator.agent.run_results import STATUSES
 from orchestrator.cli.rows import STYLES
 from orchestrator.errors import ConfigError
+from orchestrator.jobs import fast_forward
 from orchestrator.models import ChatModel, ForcedTool, ScriptedModel, resolve_model
 from orchestrator.report.markup import STATUS_CLASSES
-from orchestrator.trace import Event
+from orchestrator.trace import Event, load_checkpoint, read_trace
 
 KEY = "sk-test-output-0123456789"
 
@@ -440,6 +443,34 @@ def test_a_union_and_a_json_schema_as_output_types() -> None:
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     raw = Agent(ScriptedModel({"*": [{"content": '{"ok": true}'}]}), output_type=schema)
     assert raw.run_sync("Fine?").data == {"ok": True}
+
+
+async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Path) -> None:
+    script = {"*": [{"content": "seven"}, {"content": '{"result": 7}'}]}
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as trace:
+        whole = await Agent(ScriptedModel(script), output_type=int, trace=trace).run("Count.")
+    assert (whole.status, whole.data) == ("completed", 7)
+    events = read_trace(path)
+    answered = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "message" and e["message"].get("content") == "seven"
+    )
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: answered + 1]))  # killed right after the answer
+    resign(path)
+    checkpoint = load_checkpoint(path)
+    model = ScriptedModel(script)
+    fast_forward(model, checkpoint)
+    with Trace(path, resume=checkpoint) as trace:
+        resumed = await Agent(model, output_type=int, trace=trace).run("Count.")
+    # The recorded answer is judged as a new one would be: sent back, then answered again.
+    assert (resumed.status, resumed.data) == ("completed", 7)
+    assert [m.content for m in resumed.messages if m.role == "user"][1].startswith(
+        "[orchestrator] The answer is not valid JSON"
+    )
+    model.assert_all_used()
 
 
 def test_output_as_gives_the_typed_value_also_after_a_json_round_trip() -> None:
