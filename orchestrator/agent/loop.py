@@ -13,6 +13,9 @@ Repeat detection: a turn repeats the one before when it makes the same calls wit
 arguments, in the same order. At `REPEAT_WARN_AT` repeats in a row the agent gets a note; one
 more ends its run as `loop_detected`.
 
+An agent given an output type has each final answer checked (`output.py`): one that does not
+validate goes back to the model, and with no try left the run ends as `output_invalid`.
+
 `AgentLoop` knows nothing of skills or forks: those are extensions (`extension.py`) that add a
 section to the system prompt and tools, from the layers above.
 """
