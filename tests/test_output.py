@@ -339,7 +339,7 @@ def test_a_native_answer_that_fails_goes_back_naming_the_field_and_the_retry_val
     note = result.messages[-2]
     assert note.role == "user" and note.content is not None
     assert note.content.startswith("[orchestrator] The answer is not valid JSON (Extra data")
-    assert "(1 more try after this one)" in note.content
+    assert "(2 tries left)" in note.content
     assert model.requests[0].output_schema is not None
     assert model.requests[0].output_schema.name == "Invoice"
     [start] = [e for e in events if e["type"] == "run_start"]
@@ -357,18 +357,11 @@ def test_after_the_retries_the_run_ends_output_invalid_with_the_error_and_the_ra
     assert result.error is not None and "- items.0.price: Input should be a valid number" in (
         result.error
     )
-    notes = [m for m in result.messages if m.role == "user"][1:]
-    assert [
-        n.content is not None and n.content.endswith(t)
-        for n, t in zip(
-            notes,
-            [
-                "(1 more try after this one).",
-                "(a last try after this one).",
-            ],
-            strict=True,
-        )
-    ] == [True, True]
+    notes = [m.content or "" for m in result.messages if m.role == "user"][1:]
+    assert [note.rsplit("(", 1)[1] for note in notes] == [
+        "2 tries left).",
+        "this is your last try).",
+    ]
     [end] = [e for e in events if e["type"] == "run_end"]
     assert (end["status"], end["output"]) == ("output_invalid", bad)
     with pytest.raises(ValueError, match="ended output_invalid without a valid answer"):
@@ -432,7 +425,7 @@ def test_in_tool_mode_a_text_answer_is_sent_back_to_call_the_tool() -> None:
     assert (result.status, result.data) == ("completed", 7)
     assert result.messages[2].content == (
         "[orchestrator] Give your final answer by calling final_result, not as text.\n"
-        "Fix it and call final_result again (1 more try after this one)."
+        "Fix it and call final_result again (2 tries left)."
     )
 
 

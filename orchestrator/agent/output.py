@@ -353,10 +353,10 @@ class StructuredOutput(Extension, Generic[T]):
         return can_retry and tries.failed <= self.retries
 
     def _retry_note(self, context: ToolContext, error: str) -> str:
-        left = self.retries - context.state_of(OutputTries).failed
+        left = self.retries - context.state_of(OutputTries).failed + 1  # the next one counts
         again = f"call {self.tool.name} again" if self.tool is not None else "answer again"
-        tries = f"{left} more {'try' if left == 1 else 'tries'}" if left else "a last try"
-        return f"{error}\nFix it and {again} ({tries} after this one)."
+        tries = "this is your last try" if left == 1 else f"{left} tries left"
+        return f"{error}\nFix it and {again} ({tries})."
 
     def __repr__(self) -> str:
         return f"StructuredOutput({self.spec.name!r}, mode={self.mode!r})"
