@@ -27,6 +27,7 @@ from orchestrator.report.markup import STATUS_CLASSES
 from orchestrator.trace import Event, load_checkpoint, read_trace
 
 KEY = "sk-test-output-0123456789"
+Script = dict[str, list[dict[str, Any]]]
 
 
 class Item(BaseModel):
@@ -270,7 +271,7 @@ async def test_anthropic_native_sends_output_config_format() -> None:
 async def test_tool_mode_keeps_one_tools_array_from_the_first_request_to_the_last(
     provider: str,
 ) -> None:
-    script = {
+    script: Script = {
         "*": [
             {"tool_calls": [call("lookup", number="A-7")]},
             {"tool_calls": [call(FINAL_TOOL, number="A-7", items=[{"name": "tea"}])]},
@@ -375,7 +376,7 @@ def test_no_retries_ends_at_the_first_invalid_answer() -> None:
 
 
 def test_the_last_step_allows_no_retry_and_forces_the_final_tool() -> None:
-    script = {
+    script: Script = {
         "*": [
             {"tool_calls": [call("lookup", number="A-7")]},
             {"tool_calls": [call(FINAL_TOOL, number="A-7")]},
@@ -401,7 +402,7 @@ def test_a_valid_final_call_skips_the_turns_other_calls_and_an_invalid_one_lets_
         ran.append(text)
         return "noted"
 
-    script = {
+    script: Script = {
         "*": [
             {"tool_calls": [call(FINAL_TOOL, result="seven"), call("note", text="first")]},
             {"tool_calls": [call("note", text="second"), call(FINAL_TOOL, result=7)]},
@@ -420,7 +421,7 @@ def test_a_valid_final_call_skips_the_turns_other_calls_and_an_invalid_one_lets_
 
 
 def test_in_tool_mode_a_text_answer_is_sent_back_to_call_the_tool() -> None:
-    script = {"*": [{"content": "It is 7."}, {"tool_calls": [call(FINAL_TOOL, result=7)]}]}
+    script: Script = {"*": [{"content": "It is 7."}, {"tool_calls": [call(FINAL_TOOL, result=7)]}]}
     result = Agent(ScriptedModel(script), output_type=int, output_mode="tool").run_sync("Count.")
     assert (result.status, result.data) == ("completed", 7)
     assert result.messages[2].content == (
@@ -460,7 +461,7 @@ async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Pa
         resumed = await Agent(model, output_type=int, trace=trace).run("Count.")
     # The recorded answer is judged as a new one would be: sent back, then answered again.
     assert (resumed.status, resumed.data) == ("completed", 7)
-    assert [m.content for m in resumed.messages if m.role == "user"][1].startswith(
+    assert [m.content or "" for m in resumed.messages if m.role == "user"][1].startswith(
         "[orchestrator] The answer is not valid JSON"
     )
     model.assert_all_used()
