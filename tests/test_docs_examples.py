@@ -31,6 +31,7 @@ OFFLINE = [
     "readme_example_6",
     "readme_example_7",
     "trace_example_1",
+    "typed_outputs_example_1",
 ]
 """The examples that build and run their agents on a scripted model: no provider, no network.
 (README's embed example runs in tests/test_docs_match.py, from its own folder.)"""

@@ -4,8 +4,16 @@ model call and its charging, the token budget and results.
 Nothing here knows of skills, forks or jobs; they extend the loop from the layers above.
 """
 
+from ..models.base import OutputMode
 from .extension import Extension
 from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState, run_sync
+from .output import (
+    DEFAULT_OUTPUT_RETRIES,
+    FINAL_TOOL,
+    OutputSpec,
+    StructuredOutput,
+    strict_schema,
+)
 from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
 from .tools import (
@@ -24,6 +32,8 @@ from .tools import (
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_OUTPUT_RETRIES",
+    "FINAL_TOOL",
     "AgentLoop",
     "ApprovalRequest",
     "Approver",
@@ -31,11 +41,14 @@ __all__ = [
     "Extension",
     "Guard",
     "ModelLike",
+    "OutputMode",
+    "OutputSpec",
     "Refusal",
     "Reservation",
     "RunResult",
     "RunState",
     "Status",
+    "StructuredOutput",
     "TaskResult",
     "TaskStatus",
     "TokenBudget",
@@ -45,5 +58,6 @@ __all__ = [
     "as_tool",
     "render_result",
     "run_sync",
+    "strict_schema",
     "tool",
 ]

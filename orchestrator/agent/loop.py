@@ -13,6 +13,9 @@ Repeat detection: a turn repeats the one before when it makes the same calls wit
 arguments, in the same order. At `REPEAT_WARN_AT` repeats in a row the agent gets a note; one
 more ends its run as `loop_detected`.
 
+An agent given an output type has each final answer checked (`output.py`): one that does not
+validate goes back to the model, and with no try left the run ends as `output_invalid`.
+
 `AgentLoop` knows nothing of skills or forks: those are extensions (`extension.py`) that add a
 section to the system prompt and tools, from the layers above.
 """
@@ -30,7 +33,7 @@ from typing import Any, TypeVar
 
 from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
-from ..models.base import ChatModel, Model, ModelResponse, ToolChoice
+from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice
 from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
@@ -52,6 +55,7 @@ from .compaction import (
 )
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
+from .output import DEFAULT_OUTPUT_RETRIES, Verdict, structured_output
 from .restart import CutTurn, restart_from
 from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
@@ -165,6 +169,13 @@ class AgentLoop:
             0.8); used only when the window is known.
         summarize: At each compaction, the model also writes notes on what is cut (one more
             call, on the budget), kept in the conversation in place of the previous notes.
+        output_type: What the final answer must be (agent/output.py): a Python type (a
+            pydantic model, a dataclass, a TypedDict, a scalar, a union), a JSON Schema dict,
+            or an `OutputSpec`. The validated value is the result's `data`.
+        output_mode: How the model is asked for it: `tool`, `native` or `prompted` (by
+            default the model's own choice: `Model.output_modes`).
+        output_retries: How many answers that do not validate go back to the model before
+            the run ends as `output_invalid`.
 
     `run` may override, for one run, what the agent was built with: its `trace`,
     `permissions`, `max_tokens` and `time_limit`, and give a money cap (`max_cost`) and the
@@ -197,11 +208,16 @@ class AgentLoop:
         approve: Approver | None = None,
         compact_at: float | None = None,
         summarize: bool = False,
+        output_type: object = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.model = resolve_model(model)
-        self.extensions = list(extensions)
+        self.output = structured_output(output_type, output_mode, self.model, output_retries)
+        # The final-answer tool and the schema's prompt section join like an extension's.
+        self.extensions = [*extensions, *([self.output] if self.output is not None else [])]
         self.tools, self.system = assemble(tools, system, self.extensions)
         self.name = name
         self.max_steps = max_steps
@@ -332,16 +348,21 @@ class AgentLoop:
         forced = last_step and self.max_steps > 1  # a one-step agent just answers
         if forced:
             self._append(state, Message.user(FORCED_ANSWER_NOTE))
-        response = await self.call_model(state, "none" if last_step else "auto")
+        choice: ToolChoice = "auto"
+        if last_step:  # tools off, or only the final-answer tool
+            choice = self.output.last_choice() if self.output is not None else "none"
+        response = await self.call_model(state, choice)
         if response is None:
             await self._wrap_up(state)
             return
         message = response.message
         self._append(state, message)
         if not message.tool_calls:
-            if await self._settle(state, answered=True):
-                return  # results of work beside the run came in: the agent answers again
-            self._finish(state, "max_steps" if forced else "completed", message.content or "")
+            await self._answer(state, message, forced=forced, last_step=last_step)
+        elif self.output is not None and self.output.answers_by_tool(message.tool_calls):
+            await self._answer_by_tool(
+                state, message.tool_calls, forced=forced, last_step=last_step
+            )
         elif last_step:
             self._refuse_calls(state, message.tool_calls, "the step limit was reached")
             await self._settle(state, answered=False)
@@ -386,6 +407,7 @@ class AgentLoop:
                     trace=state.context.trace,
                     input_tokens=counted,
                     on_event=state.on_event,
+                    output_schema=self.output.request_schema if self.output else None,
                 )
                 break
             except ContextWindowExceeded as refusal:
@@ -586,9 +608,53 @@ class AgentLoop:
         if cut is not None and cut.calls:
             await self.run_tools(state, cut.calls, cut.known)
         if cut is not None and cut.final is not None:
-            if await self._settle(state, answered=True):
-                return
-            self._finish(state, "completed", cut.final.content or "")
+            last_step = state.steps >= self.max_steps
+            await self._answer(state, cut.final, forced=False, last_step=last_step)
+
+    async def _answer(
+        self, state: RunState, message: Message, *, forced: bool, last_step: bool
+    ) -> None:
+        """A reply without tool calls: the final answer, checked against the output type when
+        the agent has one."""
+        if await self._settle(state, answered=True):
+            return  # results of work beside the run came in: the agent answers again
+        status: Status = "max_steps" if forced else "completed"
+        if self.output is None:
+            self._finish(state, status, message.content or "")
+            return
+        text = message.content or ""
+        self._take(
+            state, self.output.check_text(state.context, text, can_retry=not last_step), status
+        )
+
+    async def _answer_by_tool(
+        self, state: RunState, calls: Sequence[ToolCall], *, forced: bool, last_step: bool
+    ) -> None:
+        """A turn that calls the final-answer tool (agent/output.py): a valid answer ends the
+        run and skips the turn's other calls; an invalid one is the call's error result, and
+        the other calls run."""
+        assert self.output is not None
+        verdict = self.output.check_calls(state.context, calls, can_retry=not last_step)
+        if verdict.retry:
+            await self.run_tools(state, calls, verdict.results)
+            return
+        for result in verdict.results:
+            if result is not None:
+                self._append(state, result)
+        if await self._settle(state, answered=verdict.valid):
+            return
+        self._take(state, verdict, "max_steps" if forced else "completed")
+
+    def _take(self, state: RunState, verdict: Verdict, status: Status) -> None:
+        """End with a checked answer's value; or tell the model what to fix, and go on; or,
+        with no try left, end as `output_invalid` with the last error and the raw answer."""
+        if verdict.valid:
+            self._finish(state, status, verdict.output, data=verdict.value)
+        elif verdict.retry:
+            if verdict.note is not None:
+                self._append(state, verdict.note)
+        else:
+            self._finish(state, "output_invalid", verdict.output, error=verdict.error)
 
     async def _wrap_up(self, state: RunState) -> None:
         """The budget cannot cover another call: one last one with tools disabled, if it fits."""
@@ -743,12 +809,14 @@ class AgentLoop:
         *,
         error: str | None = None,
         detail: ErrorDetail | None = None,
+        data: object = None,
     ) -> None:
         trace = state.context.trace
         state.result = RunResult(
             agent=self.name,
             status=status,
             output=output,
+            data=data,
             messages=list(state.transcript),
             usage=state.usage,
             cost=state.cost,

@@ -45,7 +45,14 @@ from dataclasses import dataclass
 
 from ..errors import ModelError
 from ..messages import Message, ToolSpec, Usage, tools_digest, tools_fingerprint
-from ..models.base import ChatModel, ModelRequest, ModelResponse, ToolChoice, price_of
+from ..models.base import (
+    ChatModel,
+    ModelRequest,
+    ModelResponse,
+    OutputSchema,
+    ToolChoice,
+    price_of,
+)
 from ..models.prices import unpriced
 from ..tokens import TokenCounter
 from ..trace import Trace
@@ -85,10 +92,12 @@ async def call_model(
     trace: Trace | None,
     on_event: Callable[..., None] | None = None,
     input_tokens: int | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> ModelCall | None:
     """Count, reserve, warm, call, settle and charge one call; None when the budget cannot
     cover it. `step` is the number of this call in the agent's run, for the trace;
-    `input_tokens`, the request's count when the caller has just made it."""
+    `input_tokens`, the request's count when the caller has just made it; `output_schema`,
+    the schema a native structured answer follows."""
     if input_tokens is None:
         input_tokens = counter.count_request(messages, tools)
     reservation = reserve(budget, model, input_tokens, max_output_tokens)
@@ -102,6 +111,7 @@ async def call_model(
         agent=agent,
         input_tokens=input_tokens,
         on_event=on_event,
+        output_schema=output_schema,
     )
     began = time.perf_counter()
     try:

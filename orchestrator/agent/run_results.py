@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal, TypeGuard, get_args
+from typing import Any, Literal, TypeGuard, TypeVar, get_args
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, computed_field
 
 from ..errors import ModelError, RetryableModelError
 from ..messages import Message, Usage
@@ -21,10 +21,12 @@ Status = Literal[
     "budget_exhausted",
     "loop_detected",
     "context_full",
+    "output_invalid",
     "cancelled",
     "error",
 ]
 TaskStatus = Status | Literal["skipped"]
+T = TypeVar("T")
 STATUSES: frozenset[str] = frozenset(get_args(Status))
 TASK_STATUSES: frozenset[str] = STATUSES | {"skipped"}
 
@@ -90,6 +92,11 @@ class RunResult(BaseModel):
     agent: str
     status: Status
     output: str = ""
+    data: Any = Field(
+        default=None,
+        description="The validated answer of an agent given an output type (agent/output.py); "
+        "None otherwise, and when no answer validated. `output` then holds its JSON text.",
+    )
     messages: list[Message] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     cost: float | None = Field(
@@ -119,6 +126,20 @@ class RunResult(BaseModel):
         """Completed with a final answer that is empty or only whitespace: the run ended
         cleanly and said nothing, which is rarely what was wanted."""
         return self.status == "completed" and not self.output.strip()
+
+    def output_as(self, output_type: type[T]) -> T:
+        """`data` as a `T`, the type the agent was given: the value itself, or (a result read
+        back from JSON) the value rebuilt from its JSON form.
+
+        Raises ValueError when the run ended without a valid answer, or its data is not a `T`.
+        """
+        if self.data is None and self.status != "completed":
+            why = f": {self.error}" if self.error else ""
+            raise ValueError(f"the run ended {self.status} without a valid answer{why}")
+        try:
+            return TypeAdapter(output_type).validate_python(self.data)
+        except ValidationError as exc:
+            raise ValueError(f"the run's data is not a {output_type!r}: {exc}") from None
 
     def refused_by_agent(self) -> dict[str, dict[str, str]]:
         """`refused` of this agent and of every descendant that has any, by agent path."""

@@ -25,6 +25,7 @@ STYLES = {
     "budget_exhausted": "magenta",
     "loop_detected": "magenta",
     "context_full": "magenta",
+    "output_invalid": "red",
     "cancelled": "red",
     "error": "red",
 }

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel
-from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
+from .base import ModelRequest, ModelResponse, OutputMode, ToolChoice, usage_count
 from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
 from .settings import AnthropicOptions, CacheTTL
 
@@ -94,6 +94,11 @@ def build_body(model: str, request: ModelRequest, options: AnthropicOptions) -> 
     if tools:
         body["tools"] = tools
         body["tool_choice"] = choice
+    if request.output_schema is not None:
+        # Structured outputs (generally available for Claude 4.5 models and later): the reply's
+        # text follows the schema. Older models answer 400, which names the field.
+        format = {"type": "json_schema", "schema": request.output_schema.schema}
+        body["output_config"] = {"format": format}
     if options.stream:
         body["stream"] = True
     if options.prompt_cache:
@@ -430,6 +435,12 @@ class AnthropicModel(HTTPChatModel[AnthropicOptions]):
 
     def parse_whole(self, data: Any) -> ModelResponse:
         return parse_message(data, self.provider)
+
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        """A final-answer tool by default: every Claude model with tools has it; native
+        (`output_config.format`) only on Claude 4.5 models and later."""
+        return ("tool", "native", "prompted")
 
     def assembler(self, request: ModelRequest) -> EventAssembler:
         return EventAssembler(self.provider, request.text)

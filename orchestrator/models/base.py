@@ -34,6 +34,26 @@ class ForcedTool:
 
 ToolChoice = Literal["auto", "none", "required"] | ForcedTool
 
+OutputMode = Literal["tool", "native", "prompted"]
+"""How an agent asks a model for a structured answer (agent/output.py): through a final-answer
+tool, through the provider's own JSON Schema output (`ModelRequest.output_schema`), or with the
+schema in the system prompt."""
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """The JSON Schema a reply's text must follow: the provider's native structured output.
+
+    `schema` is always an object schema. `strict` asks the provider to enforce it exactly; it
+    is False when the schema could not be made to fit a strict mode's rules (the agent warned
+    when it was built).
+    """
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = True
+    description: str | None = None
+
 
 @dataclass
 class ModelRequest:
@@ -45,7 +65,8 @@ class ModelRequest:
     trace (an adapter reports waits for a concurrency slot and retries through it). `text`
     hands the reply's text to `on_text` as it arrives: a stream's fragments one by one, or a
     whole reply's text at once when it calls no tools (set by `TextTap`, for showing an answer
-    while it is written).
+    while it is written). `output_schema`, when set, asks for a reply whose text is JSON that
+    follows it (the `native` output mode); an adapter sends it in its provider's form.
     """
 
     messages: Sequence[Message]
@@ -56,6 +77,7 @@ class ModelRequest:
     input_tokens: int | None = None
     on_event: Callable[..., None] | None = None
     on_text: Callable[[str], None] | None = None
+    output_schema: OutputSchema | None = None
 
     def emit(self, type: str, **fields: Any) -> None:
         if self.on_event is not None:
@@ -140,7 +162,14 @@ class Model(ABC):
         """The model itself, under any wrapper (a `TextTap` shows a model's text)."""
         return self
 
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        """The ways this model can be asked for a structured answer, its default first
+        (agent/output.py). Native output only where the adapter sends `output_schema`."""
+        return DEFAULT_OUTPUT_MODES
 
+
+DEFAULT_OUTPUT_MODES: tuple[OutputMode, ...] = ("tool", "prompted")
 NO_OPTIONS = WireOptions()
 
 
@@ -148,6 +177,12 @@ def options_of(model: ChatModel) -> WireOptions:
     """The settings of `model`: a `Model`'s own; none for a ChatModel that is only a name
     and `complete`."""
     return model.options if isinstance(model, Model) else NO_OPTIONS
+
+
+def output_modes_of(model: ChatModel) -> tuple[OutputMode, ...]:
+    """How `model` can be asked for a structured answer, its default first; a ChatModel that
+    is only a name and `complete` gets a tool or the prompt, never a schema it may not send."""
+    return model.output_modes if isinstance(model, Model) else DEFAULT_OUTPUT_MODES
 
 
 def unwrap(model: ChatModel) -> ChatModel:
@@ -194,6 +229,10 @@ class ModelWrapper(Model):
 
     def unwrapped(self) -> ChatModel:
         return unwrap(self.inner)
+
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        return output_modes_of(self.inner)
 
 
 class PricedModel(ModelWrapper):

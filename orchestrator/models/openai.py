@@ -17,16 +17,26 @@ from typing import Any
 
 from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel, cut_short
-from .base import ModelRequest, ModelResponse, ToolChoice, usage_count
+from .base import (
+    ModelRequest,
+    ModelResponse,
+    OutputMode,
+    OutputSchema,
+    ToolChoice,
+    usage_count,
+)
 from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
 from .settings import OpenAIOptions
 from .window import models_window, props_window
 
 PATH = "/chat/completions"
+NATIVE_OUTPUT_PROVIDERS = frozenset({"openai", "openai-compatible", "ollama"})
 
 
 def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dict[str, Any]:
-    """The JSON body of one request. Without tools, no `tool_choice` is sent either."""
+    """The JSON body of one request. Without tools, no `tool_choice` is sent either. An output
+    schema goes as `response_format` (`json_schema`), which OpenAI, vLLM, Ollama and
+    llama.cpp's server (through a grammar) all enforce."""
     body: dict[str, Any] = {
         "model": model,
         "messages": [_wire_message(m, options.send_reasoning) for m in request.messages],
@@ -36,6 +46,8 @@ def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dic
     if request.tools:
         body["tools"] = [_wire_tool(spec) for spec in request.tools]
         body["tool_choice"] = _wire_choice(request.tool_choice)
+    if request.output_schema is not None:
+        body["response_format"] = _wire_format(request.output_schema)
     if options.stream:
         body["stream"] = True
         if options.include_usage:
@@ -78,6 +90,13 @@ def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
             "parameters": spec.parameters,
         },
     }
+
+
+def _wire_format(output: OutputSchema) -> dict[str, Any]:
+    schema: dict[str, Any] = {"name": output.name, "schema": output.schema, "strict": output.strict}
+    if output.description:
+        schema["description"] = output.description
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def _wire_choice(choice: ToolChoice) -> str | dict[str, Any]:
@@ -251,6 +270,15 @@ class OpenAIChatModel(HTTPChatModel[OpenAIOptions]):
 
     def assembler(self, request: ModelRequest) -> ChunkAssembler:
         return ChunkAssembler(self.provider, request.text)
+
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        """Native (`response_format` with a JSON schema) first where the server enforces it:
+        OpenAI, and the local servers (vLLM, llama.cpp, Ollama, LM Studio); a final-answer tool
+        first elsewhere (DeepSeek knows only `json_object`)."""
+        if self.provider in NATIVE_OUTPUT_PROVIDERS:
+            return ("native", "tool", "prompted")
+        return ("tool", "prompted")
 
     @property
     def asks_server_window(self) -> bool:

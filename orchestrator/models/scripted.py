@@ -18,7 +18,7 @@ from ..messages import Message, ToolCall, Usage
 from ..security.json_input import JsonInputError, load_json
 from ..security.yaml_input import YamlInputError, load_yaml
 from ..tokens import default_counter
-from .base import Model, ModelRequest, ModelResponse
+from .base import Model, ModelRequest, ModelResponse, OutputMode
 from .settings import WireOptions
 
 Turn = Mapping[str, Any]
@@ -91,6 +91,12 @@ class ScriptedModel(Model):
         usage = Usage.of(input_tokens, self._counter.count_message(message))
         finish = "tool_calls" if message.tool_calls else "stop"
         return ModelResponse(message=message, usage=usage, finish_reason=finish)
+
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        """Any: the script writes the answers, whatever a request asks for. Native first: a
+        turn's `content` is the JSON answer, as a provider's native structured output is."""
+        return ("native", "tool", "prompted")
 
     def fast_forward(self, agent: str, calls: int) -> None:
         """Count `calls` turns of `agent` as served already: a resumed run's earlier attempts

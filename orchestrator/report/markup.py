@@ -19,6 +19,7 @@ STATUS_CLASSES = {
     "budget_exhausted": "limit",
     "loop_detected": "limit",
     "context_full": "limit",
+    "output_invalid": "bad",
     "skipped": "skip",
     "running": "run",
     "unfinished": "run",

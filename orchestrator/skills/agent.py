@@ -16,7 +16,17 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..agent import DEFAULT_MAX_STEPS, AgentLoop, Approver, Extension, ModelLike, TokenBudget, Tool
+from ..agent import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_OUTPUT_RETRIES,
+    AgentLoop,
+    Approver,
+    Extension,
+    ModelLike,
+    OutputMode,
+    TokenBudget,
+    Tool,
+)
 from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
@@ -41,7 +51,8 @@ class Agent(AgentLoop):
     Every other argument is `AgentLoop`'s, with the same meaning and default: `model`,
     `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
     `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
-    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `summarize`.
+    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `summarize`, `output_type`,
+    `output_mode`, `output_retries`.
     """
 
     def __init__(
@@ -67,6 +78,9 @@ class Agent(AgentLoop):
         approve: Approver | None = None,
         compact_at: float | None = None,
         summarize: bool = False,
+        output_type: object = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
         extensions = list(extensions)
         parsed = Permissions.coerce(permissions)
@@ -96,4 +110,7 @@ class Agent(AgentLoop):
             approve=approve,
             compact_at=compact_at,
             summarize=summarize,
+            output_type=output_type,
+            output_mode=output_mode,
+            output_retries=output_retries,
         )

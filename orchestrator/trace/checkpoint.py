@@ -24,6 +24,7 @@ ENDED_TASK = (
     "budget_exhausted",
     "loop_detected",
     "context_full",
+    "output_invalid",
 )
 """Task statuses that stand on resume: the task ran to an end and is not run again."""
 RETRIED_TASK = ("error",)

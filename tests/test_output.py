@@ -1,0 +1,512 @@
+"""Structured answers (agent/output.py): the spec of a type or a JSON Schema, the three modes
+as they go on the wire (a real HTTP server speaking each provider's format), and what the loop
+does with an answer that does or does not validate (a scripted model's decisions)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from provider_server import ProviderServer
+from pydantic import BaseModel, Field
+from trace_signing import resign
+from typing_extensions import TypedDict
+
+from orchestrator import Agent, Message, RunResult, Trace, tool
+from orchestrator.agent import FINAL_TOOL, OutputSpec, strict_schema
+from orchestrator.agent.run_results import STATUSES
+from orchestrator.cli.rows import STYLES
+from orchestrator.errors import ConfigError
+from orchestrator.jobs import fast_forward
+from orchestrator.models import ChatModel, ForcedTool, ScriptedModel, resolve_model
+from orchestrator.report.markup import STATUS_CLASSES
+from orchestrator.trace import Event, load_checkpoint, read_trace
+
+KEY = "sk-test-output-0123456789"
+Script = dict[str, list[dict[str, Any]]]
+
+
+class Item(BaseModel):
+    name: str
+    price: float
+
+
+class Invoice(BaseModel):
+    """An invoice read from a document."""
+
+    number: str
+    items: list[Item]
+    note: str | None = None
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Move(TypedDict):
+    piece: str
+    to: str
+
+
+class Fruit(BaseModel):
+    kind: Literal["fruit"]
+    name: str
+
+
+class Vehicle(BaseModel):
+    kind: Literal["vehicle"]
+    wheels: int
+
+
+INVOICE = {"number": "A-7", "items": [{"name": "tea", "price": 3.5}], "note": None}
+
+
+@tool
+def lookup(number: str) -> str:
+    """Look up an invoice by its number."""
+    return f"Invoice {number}: one tea at 3.50."
+
+
+def call(name: str, **arguments: object) -> dict[str, object]:
+    return {"name": name, "arguments": arguments}
+
+
+def tool_names(body: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] if "function" in t else t["name"] for t in body["tools"]]
+
+
+def without_cache_marks(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [without_cache_marks(v) for v in value]
+    return value
+
+
+# The spec: a type or a JSON Schema, and how an answer is read.
+
+
+def test_a_pydantic_model_validates_an_answer_and_names_the_failing_fields() -> None:
+    spec = OutputSpec.of(Invoice)
+    assert spec.schema == Invoice.model_json_schema()
+    assert (spec.name, spec.description, spec.wrapped) == (
+        "Invoice",
+        "An invoice read from a document.",
+        False,
+    )
+    assert spec.parse(json.dumps(INVOICE)) == Invoice.model_validate(INVOICE)
+    with pytest.raises(ValueError) as failed:
+        spec.parse('{"number": 7, "items": [{"name": "tea", "price": "cheap"}]}')
+    text = str(failed.value)
+    assert "- number: Input should be a valid string (got 7)" in text
+    assert "- items.0.price: Input should be a valid number" in text and '(got "cheap")' in text
+
+
+def test_a_fenced_answer_is_read_and_text_that_is_not_json_says_so() -> None:
+    spec = OutputSpec.of(Point)
+    assert spec.parse('Here it is:\n```json\n{"x": 1, "y": 2}\n```\nDone.') == Point(1, 2)
+    with pytest.raises(ValueError, match="not valid JSON"):
+        spec.parse("The point is (1, 2).")
+
+
+def test_dataclasses_and_typed_dicts_are_objects_scalars_and_unions_are_wrapped() -> None:
+    assert not OutputSpec.of(Point).wrapped
+    assert OutputSpec.of(Move).parse('{"piece": "knight", "to": "f3"}') == {
+        "piece": "knight",
+        "to": "f3",
+    }
+    number = OutputSpec.of(int)
+    assert number.wrapped
+    assert number.object_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
+    assert number.validate({"result": 42}, wrapped=True) == 42
+    assert number.parse("42") == 42  # the prompted mode reads the value itself
+    with pytest.raises(ValueError, match='one field, "result"'):
+        number.validate({"value": 42}, wrapped=True)
+    union = OutputSpec.of(Fruit | Vehicle)
+    assert union.wrapped and set(union.object_schema["$defs"]) == {"Fruit", "Vehicle"}
+    value = union.validate({"result": {"kind": "vehicle", "wheels": 4}}, wrapped=True)
+    assert value == Vehicle(kind="vehicle", wheels=4)
+    with pytest.raises(ValueError, match=r"- result\.Vehicle\.wheels: .*\(got \"four\"\)"):
+        union.validate({"result": {"kind": "vehicle", "wheels": "four"}}, wrapped=True)
+
+
+def test_a_json_schema_is_checked_and_answers_validated_with_jsonschema() -> None:
+    schema = {
+        "title": "Score",
+        "type": "object",
+        "properties": {"score": {"type": "integer", "minimum": 0}},
+        "required": ["score"],
+    }
+    spec = OutputSpec.from_schema(schema)
+    assert spec.parse('{"score": 3}') == {"score": 3}
+    with pytest.raises(ValueError, match=r"- score: -1 is less than the minimum of 0"):
+        spec.parse('{"score": -1}')
+    with pytest.raises(ValueError, match="'score' is a required property"):
+        spec.parse("{}")
+    with pytest.raises(ConfigError, match="not valid JSON Schema at properties/score/type"):
+        OutputSpec.from_schema({"type": "object", "properties": {"score": {"type": "int"}}})
+
+
+def test_a_json_schema_without_jsonschema_installed_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # import fails as when not installed
+    with pytest.raises(ConfigError, match=r"needs the jsonschema package: pip install"):
+        OutputSpec.from_schema({"type": "object"})
+
+
+def test_a_schema_is_made_strict_where_it_can_be() -> None:
+    strict, reason = strict_schema(OutputSpec.of(Invoice).object_schema)
+    assert reason is None
+    assert strict["additionalProperties"] is False
+    assert strict["required"] == ["number", "items", "note"]  # the optional one too
+    assert "default" not in strict["properties"]["note"]  # a null default is dropped
+    item = strict["$defs"]["Item"]
+    assert (item["additionalProperties"], item["required"]) == (False, ["name", "price"])
+
+    class Described(BaseModel):
+        item: Item = Field(description="The one item.")
+
+    inlined, _ = strict_schema(OutputSpec.of(Described).object_schema)
+    assert inlined["properties"]["item"]["properties"] == item["properties"]
+
+    class Tagged(BaseModel):
+        thing: Fruit | Vehicle = Field(discriminator="kind")
+
+    branches, _ = strict_schema(OutputSpec.of(Tagged).object_schema)
+    thing = branches["properties"]["thing"]
+    assert "anyOf" in thing and "oneOf" not in thing and "discriminator" not in thing
+
+    class Tally(BaseModel):
+        counts: dict[str, int]
+
+    _, why = strict_schema(OutputSpec.of(Tally).object_schema)
+    assert why == "counts is an object of any keys"
+
+
+# The modes on the wire.
+
+
+def openai_model(server: ProviderServer, provider: str = "openai") -> ChatModel:
+    return resolve_model(
+        f"{provider}:test-model", base_url=server.openai_url, api_key=KEY, backoff_base=0.01
+    )
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_openai_native_sends_a_strict_json_schema_response_format(stream: bool) -> None:
+    with ProviderServer({"*": [{"content": json.dumps(INVOICE)}]}) as server:
+        model = server.adapter("openai", KEY, stream=stream)
+        result = await Agent(model, [lookup], output_type=Invoice).run("Read A-7.")
+    assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
+    assert json.loads(result.output) == INVOICE
+    [body] = server.bodies()
+    strict, _ = strict_schema(Invoice.model_json_schema())
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "Invoice",
+            "schema": strict,
+            "strict": True,
+            "description": "An invoice read from a document.",
+        },
+    }
+    assert tool_names(body) == ["lookup"]  # no final-answer tool in native mode
+
+
+async def test_a_local_server_gets_native_output_by_default_and_a_scalar_is_wrapped() -> None:
+    with ProviderServer({"*": [{"content": '{"result": 12}'}]}) as server:
+        model = openai_model(server, "openai-compatible")
+        result = await Agent(model, output_type=int).run("How many?")
+    assert (result.status, result.data, result.output) == ("completed", 12, "12")
+    [body] = server.bodies()
+    assert body["response_format"]["json_schema"] == {
+        "name": "result",
+        "schema": {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+            "additionalProperties": False,
+        },
+        "strict": True,
+    }
+
+
+async def test_a_schema_that_cannot_be_strict_goes_with_strict_false_and_a_warning() -> None:
+    class Tally(BaseModel):
+        counts: dict[str, int]
+
+    with ProviderServer({"*": [{"content": '{"counts": {"a": 1}}'}]}) as server:
+        with pytest.warns(UserWarning, match="cannot be made strict .*counts is an object"):
+            agent = Agent(openai_model(server), output_type=Tally)
+        result = await agent.run("Count.")
+    assert result.data == Tally(counts={"a": 1})
+    [body] = server.bodies()
+    assert body["response_format"]["json_schema"]["strict"] is False
+    assert body["response_format"]["json_schema"]["schema"] == Tally.model_json_schema()
+
+
+async def test_anthropic_native_sends_output_config_format() -> None:
+    with ProviderServer({"*": [{"content": json.dumps(INVOICE)}]}) as server:
+        model = server.adapter("anthropic", KEY)
+        result = await Agent(model, output_type=Invoice, output_mode="native").run("Read.")
+    assert result.data == Invoice.model_validate(INVOICE)
+    [body] = server.bodies()
+    strict, _ = strict_schema(Invoice.model_json_schema())
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": strict}}
+    assert "tools" not in body
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_tool_mode_keeps_one_tools_array_from_the_first_request_to_the_last(
+    provider: str,
+) -> None:
+    script: Script = {
+        "*": [
+            {"tool_calls": [call("lookup", number="A-7")]},
+            {"tool_calls": [call(FINAL_TOOL, number="A-7", items=[{"name": "tea"}])]},
+            {"content": "Done.", "tool_calls": [call(FINAL_TOOL, **INVOICE)]},
+        ]
+    }
+    with ProviderServer(script) as server:
+        model = server.adapter(provider, KEY)
+        result = await Agent(model, [lookup], output_type=Invoice, output_mode="tool").run("Go.")
+    assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
+    bodies = [without_cache_marks(body) for body in server.bodies()]
+    assert len(bodies) == 3
+    assert all(body["tools"] == bodies[0]["tools"] for body in bodies)
+    assert tool_names(bodies[0]) == ["lookup", FINAL_TOOL]
+    final = bodies[0]["tools"][1]
+    schema = final["input_schema"] if provider == "anthropic" else final["function"]["parameters"]
+    assert schema == Invoice.model_json_schema()
+    assert all("response_format" not in b and "output_config" not in b for b in bodies)
+    # The invalid answer went back as the final tool's error result, naming the field.
+    if provider == "anthropic":
+        [error] = [b for b in bodies[2]["messages"][-1]["content"] if b.get("is_error")]
+        text = error["content"]
+    else:
+        text = bodies[2]["messages"][-1]["content"]
+    assert "- items.0.price: Field required" in text
+
+
+async def test_anthropic_defaults_to_the_tool_mode() -> None:
+    with ProviderServer({"*": [{"tool_calls": [call(FINAL_TOOL, result=3)]}]}) as server:
+        result = await Agent(server.adapter("anthropic", KEY), output_type=int).run("Three?")
+    assert (result.status, result.data) == ("completed", 3)
+    [body] = server.bodies()
+    assert tool_names(body) == [FINAL_TOOL]
+    assert body["tools"][0]["input_schema"]["properties"] == {"result": {"type": "integer"}}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_prompted_mode_puts_the_schema_in_the_system_prompt(provider: str) -> None:
+    answer = f"```json\n{json.dumps(INVOICE)}\n```"
+    with ProviderServer({"*": [{"content": answer}]}) as server:
+        model = server.adapter(provider, KEY)
+        agent = Agent(model, system="Read invoices.", output_type=Invoice, output_mode="prompted")
+        result = await agent.run("Read.")
+    assert result.data == Invoice.model_validate(INVOICE)
+    [body] = server.bodies()
+    if provider == "anthropic":
+        system = body["system"][0]["text"]
+    else:
+        system = body["messages"][0]["content"]
+    assert system.startswith("Read invoices.\n\n## Final answer")
+    assert json.dumps(Invoice.model_json_schema(), ensure_ascii=False) in system
+    assert "tools" not in body and "response_format" not in body and "output_config" not in body
+
+
+# The loop: retries, `output_invalid`, the last step.
+
+
+def test_a_native_answer_that_fails_goes_back_naming_the_field_and_the_retry_validates() -> None:
+    model = ScriptedModel(
+        {"*": [{"content": '{"number": "A-7", "items": []}x'}, {"content": json.dumps(INVOICE)}]}
+    )
+    events: list[Event] = []
+    agent = Agent(model, output_type=Invoice, trace=Trace(listeners=[events.append], secrets=[]))
+    result = agent.run_sync("Read.")
+    assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
+    note = result.messages[-2]
+    assert note.role == "user" and note.content is not None
+    assert note.content.startswith("[orchestrator] The answer is not valid JSON (Extra data")
+    assert "(2 tries left)" in note.content
+    assert model.requests[0].output_schema is not None
+    assert model.requests[0].output_schema.name == "Invoice"
+    [start] = [e for e in events if e["type"] == "run_start"]
+    assert start["output"] == {"mode": "native", "name": "Invoice"}
+
+
+def test_after_the_retries_the_run_ends_output_invalid_with_the_error_and_the_raw_answer() -> None:
+    bad = '{"number": "A-7", "items": [{"name": "tea", "price": "cheap"}]}'
+    model = ScriptedModel({"*": [{"content": bad}] * 3})
+    events: list[Event] = []
+    trace = Trace(listeners=[events.append], secrets=[])
+    result = Agent(model, output_type=Invoice, output_retries=2, trace=trace).run_sync("Read.")
+    assert result.status == "output_invalid"
+    assert (result.output, result.data, result.steps) == (bad, None, 3)
+    assert result.error is not None and "- items.0.price: Input should be a valid number" in (
+        result.error
+    )
+    notes = [m.content or "" for m in result.messages if m.role == "user"][1:]
+    assert [note.rsplit("(", 1)[1] for note in notes] == [
+        "2 tries left).",
+        "this is your last try).",
+    ]
+    [end] = [e for e in events if e["type"] == "run_end"]
+    assert (end["status"], end["output"]) == ("output_invalid", bad)
+    with pytest.raises(ValueError, match="ended output_invalid without a valid answer"):
+        result.output_as(Invoice)
+
+
+def test_no_retries_ends_at_the_first_invalid_answer() -> None:
+    model = ScriptedModel({"*": [{"content": "twelve"}]})
+    result = Agent(model, output_type=int, output_retries=0).run_sync("How many?")
+    assert (result.status, result.output, result.steps) == ("output_invalid", "twelve", 1)
+
+
+def test_the_last_step_allows_no_retry_and_forces_the_final_tool() -> None:
+    script: Script = {
+        "*": [
+            {"tool_calls": [call("lookup", number="A-7")]},
+            {"tool_calls": [call(FINAL_TOOL, number="A-7")]},
+        ]
+    }
+    model = ScriptedModel(script)
+    agent = Agent(model, [lookup], output_type=Invoice, output_mode="tool", max_steps=2)
+    result = agent.run_sync("Read.")
+    assert model.requests[-1].tool_choice == ForcedTool(FINAL_TOOL)
+    assert result.status == "output_invalid"
+    assert result.error is not None and "- items: Field required" in result.error
+    final = result.messages[-1]
+    assert (final.role, final.error_type) == ("tool", "invalid_arguments")
+    assert final.content is not None and "Fix it" not in final.content
+
+
+def test_a_valid_final_call_skips_the_turns_other_calls_and_an_invalid_one_lets_them_run() -> None:
+    ran: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return "noted"
+
+    script: Script = {
+        "*": [
+            {"tool_calls": [call(FINAL_TOOL, result="seven"), call("note", text="first")]},
+            {"tool_calls": [call("note", text="second"), call(FINAL_TOOL, result=7)]},
+        ]
+    }
+    agent = Agent(ScriptedModel(script), [note], output_type=int, output_mode="tool")
+    result = agent.run_sync("Count.")
+    assert (result.status, result.data, ran) == ("completed", 7, ["first"])
+    results = [(m.name, m.error_type, m.content) for m in result.messages if m.role == "tool"]
+    assert results[0][:2] == (FINAL_TOOL, "invalid_arguments")
+    assert results[1:] == [
+        ("note", None, "noted"),
+        ("note", "skipped", "Skipped: the final answer was given in the same turn."),
+        (FINAL_TOOL, None, "Final answer accepted."),
+    ]
+
+
+def test_in_tool_mode_a_text_answer_is_sent_back_to_call_the_tool() -> None:
+    script: Script = {"*": [{"content": "It is 7."}, {"tool_calls": [call(FINAL_TOOL, result=7)]}]}
+    result = Agent(ScriptedModel(script), output_type=int, output_mode="tool").run_sync("Count.")
+    assert (result.status, result.data) == ("completed", 7)
+    assert result.messages[2].content == (
+        "[orchestrator] Give your final answer by calling final_result, not as text.\n"
+        "Fix it and call final_result again (2 tries left)."
+    )
+
+
+def test_a_union_and_a_json_schema_as_output_types() -> None:
+    script = {"*": [{"content": '{"result": {"kind": "fruit", "name": "pear"}}'}]}
+    result = Agent(ScriptedModel(script), output_type=Fruit | Vehicle).run_sync("What?")
+    assert result.data == Fruit(kind="fruit", name="pear")
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    raw = Agent(ScriptedModel({"*": [{"content": '{"ok": true}'}]}), output_type=schema)
+    assert raw.run_sync("Fine?").data == {"ok": True}
+
+
+async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Path) -> None:
+    script = {"*": [{"content": "seven"}, {"content": '{"result": 7}'}]}
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as trace:
+        whole = await Agent(ScriptedModel(script), output_type=int, trace=trace).run("Count.")
+    assert (whole.status, whole.data) == ("completed", 7)
+    events = read_trace(path)
+    answered = next(
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "message" and e["message"].get("content") == "seven"
+    )
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: answered + 1]))  # killed right after the answer
+    resign(path)
+    checkpoint = load_checkpoint(path)
+    model = ScriptedModel(script)
+    fast_forward(model, checkpoint)
+    with Trace(path, resume=checkpoint) as trace:
+        resumed = await Agent(model, output_type=int, trace=trace).run("Count.")
+    # The recorded answer is judged as a new one would be: sent back, then answered again.
+    assert (resumed.status, resumed.data) == ("completed", 7)
+    assert [m.content or "" for m in resumed.messages if m.role == "user"][1].startswith(
+        "[orchestrator] The answer is not valid JSON"
+    )
+    model.assert_all_used()
+
+
+def test_output_as_gives_the_typed_value_also_after_a_json_round_trip() -> None:
+    model = ScriptedModel({"*": [{"content": json.dumps(INVOICE)}]})
+    result = Agent(model, output_type=Invoice).run_sync("Read.")
+    invoice: Invoice = result.output_as(Invoice)
+    assert invoice is result.data
+    again = RunResult.model_validate_json(result.model_dump_json())
+    assert again.data == INVOICE
+    assert again.output_as(Invoice) == invoice
+    with pytest.raises(ValueError, match="is not a"):
+        again.output_as(Point)
+
+
+def test_a_mode_the_model_cannot_give_and_a_mode_without_a_type_are_refused() -> None:
+    with ProviderServer({}) as server:
+        deepseek = resolve_model("deepseek:deepseek-chat", base_url=server.openai_url, api_key=KEY)
+        with pytest.raises(ConfigError, match="cannot give native .*'tool' or 'prompted'"):
+            Agent(deepseek, output_type=int, output_mode="native")
+        assert Agent(deepseek, output_type=int).output is not None
+    with pytest.raises(ConfigError, match="no output_type"):
+        Agent(ScriptedModel({}), output_mode="tool")
+    with pytest.raises(ConfigError, match="two tools are named 'final_result'"):
+
+        @tool
+        def final_result() -> str:
+            """A tool of the user's own that takes the name."""
+            return ""
+
+        Agent(ScriptedModel({}), [final_result], output_type=int, output_mode="tool")
+
+
+def test_every_status_has_a_colour_in_the_live_view_and_the_report() -> None:
+    assert "output_invalid" in STATUSES
+    assert STYLES.keys() >= STATUSES
+    assert STATUS_CLASSES.keys() >= STATUSES
+
+
+def test_messages_are_unchanged_by_an_agent_without_an_output_type() -> None:
+    model = ScriptedModel({"*": [{"content": "plain"}]})
+    result = Agent(model).run_sync("Hi.")
+    assert (result.status, result.output, result.data) == ("completed", "plain", None)
+    assert model.requests[0].output_schema is None
+    assert [m.role for m in result.messages] == ["user", "assistant"]
+    assert isinstance(result.messages[0], Message)
