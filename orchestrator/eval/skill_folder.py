@@ -66,12 +66,6 @@ class TriggerQuery(BaseModel):
         return self.query or self.prompt or ""
 
 
-class _TriggerList(BaseModel):
-    model_config = _LENIENT
-
-    evals: list[TriggerQuery]
-
-
 class SkillEvalCase(BaseModel):
     """One case of `evals/evals.json`."""
 
@@ -154,34 +148,33 @@ def _read(path: Path) -> Any:
 def read_triggers(path: Path) -> list[TriggerQuery]:
     """A trigger eval file, in either layout; EvalError naming the file and each field."""
     data = _read(path)
-    try:
-        if isinstance(data, list):
-            queries = [TriggerQuery.model_validate(item) for item in data]
-            problems = [_one_text(f"[{i}]", q) for i, q in enumerate(queries)]
-        else:
-            queries = _TriggerList.model_validate(data).evals
-            problems = [_one_text(f"evals[{i}]", q) for i, q in enumerate(queries)]
-    except ValidationError as error:
-        raise EvalError(path, _list_problems(error, data)) from None
-    found = [problem for problem in problems if problem is not None]
-    if not queries:
-        found.append(Problem("evals" if isinstance(data, dict) else "file", "no queries"))
-    if found:
-        raise EvalError(path, found)
+    if isinstance(data, list):
+        items, where = data, ""
+    elif isinstance(data, dict) and isinstance(data.get("evals"), list):
+        items, where = data["evals"], "evals"
+    else:
+        expected = 'a list of {"query", "should_trigger"}, or {"evals": [...]} of them'
+        at = "evals" if isinstance(data, dict) else "file"
+        raise EvalError(path, [Problem(at, f"expected {expected}")])
+    problems: list[Problem] = []
+    queries = []
+    for index, item in enumerate(items):
+        at = f"{where}[{index}]"
+        try:
+            query = TriggerQuery.model_validate(item)
+        except ValidationError as error:
+            for problem in problems_from(error, TriggerQuery):
+                path_in = f"{at}.{problem.path}" if problem.path else at
+                problems.append(Problem(path_in, problem.message))
+            continue
+        if (query.query is None) == (query.prompt is None):
+            problems.append(Problem(at, "give the request as `query` or as `prompt` (one of them)"))
+        queries.append(query)
+    if not items:
+        problems.append(Problem(where or "file", "no queries"))
+    if problems:
+        raise EvalError(path, problems)
     return queries
-
-
-def _one_text(where: str, query: TriggerQuery) -> Problem | None:
-    if (query.query is None) == (query.prompt is None):
-        return Problem(where, "give the request as `query` or as `prompt` (one of them)")
-    return None
-
-
-def _list_problems(error: ValidationError, data: Any) -> list[Problem]:
-    problems = problems_from(error, TriggerQuery if isinstance(data, list) else _TriggerList)
-    if isinstance(data, list):  # the list's own items: `[3].should_trigger`
-        return [Problem(re.sub(r"^(\d+)", r"[\1]", p.path), p.message) for p in problems]
-    return problems
 
 
 def read_evals(path: Path) -> SkillEvals:
@@ -323,8 +316,10 @@ def trigger_eval(files: EvalFiles, options: SkillEvalOptions) -> SkillEval:
     ]
     catalogs: list[Catalog] = list(options.catalogs) or ["all"]
     variants = []
-    for model in options.models or [None]:
-        for disclosure in options.disclosures or [None]:
+    models: list[str | None] = [*options.models] or [None]
+    disclosures: list[Disclosure | None] = [*options.disclosures] or [None]
+    for model in models:
+        for disclosure in disclosures:
             for catalog in catalogs:
                 for described, copy in descriptions:
                     parts = [

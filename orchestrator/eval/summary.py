@@ -373,7 +373,7 @@ def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[st
     share of its checks that passed), and `run_summary` per configuration (`pass_rate`,
     `time_seconds`, `tokens`: mean, stddev, min, max) with the `delta` of the first other
     variant over the baseline."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     for line in lines:
         scores = line.get("scores") or []
         passed = sum(bool(s.get("passed")) for s in scores)
@@ -405,9 +405,9 @@ def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[st
         )
     per_config: dict[str, dict[str, Any]] = {}
     for row in summary.rows:
-        mine = [r["result"] for r in runs if r["configuration"] == row.name]
+        mine: list[dict[str, Any]] = [r["result"] for r in runs if r["configuration"] == row.name]
         per_config[row.name] = {
-            "pass_rate": _spread([r["pass_rate"] for r in mine]),
+            "pass_rate": _spread([float(r["pass_rate"]) for r in mine]),
             "time_seconds": _spread([float(r["time_seconds"] or 0) for r in mine]),
             "tokens": _spread([float(r["tokens"] or 0) for r in mine]),
             "runs_passed": row.passed,
