@@ -144,15 +144,16 @@ def test_a_trigger_eval_finds_the_precision_and_recall_the_rule_gives(
 
 
 def test_catalog_sizes_and_a_rewritten_description_are_variants(
-    tmp_path: Path, server: ProviderServer
+    tmp_path: Path, server: ProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     skill = skill_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)  # `out` as the command line gives it: relative
     other = tmp_path / "mine" / "notes"
     other.mkdir(parents=True)
     (other / "SKILL.md").write_text("---\nname: notes\ndescription: Keep meeting notes.\n---\nx\n")
     better = "Read, filter and summarise CSV files and spreadsheet exports."
     options = SkillEvalOptions(
-        out=tmp_path / "out",
+        out=Path("out"),
         models=[MODEL],
         catalog=[tmp_path / "mine"],
         catalogs=["all", "alone"],

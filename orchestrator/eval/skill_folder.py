@@ -286,7 +286,8 @@ def _removed_for(
 
 def _described(files: EvalFiles, text: str, out: Path) -> Path:
     """A copy of the skill folder whose SKILL.md says `text` as its description."""
-    target = out / "descriptions" / _digest(text, _skill_digest(files.folder)) / files.folder.name
+    digest = _digest(text, _skill_digest(files.folder))
+    target = (out / "descriptions" / digest / files.folder.name).resolve()
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(files.folder, target, ignore=shutil.ignore_patterns("__pycache__", ".git"))
