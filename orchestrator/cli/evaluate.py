@@ -355,9 +355,10 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
         if least is None:
             continue
         for row in summary.below_trigger(figure, least):
+            flag = "--min-precision" if figure == "precision" else "--min-recall"
             print(
                 f"variant {row.name}: {figure} {getattr(row.trigger, figure):.0%} is under "
-                f"--min-{figure} {least:.0%}",
+                f"{flag} {least:.0%}",
                 file=sys.stderr,
             )
             failed = True
