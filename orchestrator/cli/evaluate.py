@@ -15,12 +15,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..eval import EvalOptions, load_eval, render_table, run_eval_sync
+from ..eval import EvalOptions, LoadedEval, load_eval, render_table, run_eval_sync
 from ..eval.page import write_page
+from ..eval.skill_folder import (
+    DEFAULT_TRIGGER_STEPS,
+    EVALS_FILE,
+    TRIGGER_FILES,
+    Catalog,
+    SkillEvalOptions,
+    find_eval_files,
+    ignored_fields,
+    skill_folders,
+    trigger_eval,
+    with_without_eval,
+)
 from ..trace.summary import plural
 from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
 
@@ -34,7 +47,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="run a job's cases in variants side by side, and score them",
         description="Run the eval file's cases in each of its variants and score every run.",
     )
-    command.add_argument("eval_file", metavar="EVAL.yaml", help="the eval file")
+    command.add_argument(
+        "eval_file",
+        metavar="EVAL.yaml|SKILL_FOLDER",
+        help="an eval file, or a skill folder (or a folder of them) with its own eval files",
+    )
     command.add_argument("--repeat", type=int, metavar="N", help="runs of each case per variant")
     command.add_argument("--concurrency", type=int, metavar="N", help="runs at once")
     command.add_argument(
@@ -60,7 +77,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="exit 1 when a variant's pass rate is under RATE (0 to 1)",
     )
     command.add_argument(
-        "-m", "--model", metavar="MODEL", help="every variant's model: provider:model or an alias"
+        "-m",
+        "--model",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="every variant's model: provider:model or an alias (a skill folder: repeat it "
+        "to compare models)",
     )
     command.add_argument("--max-tokens", type=int, metavar="N", help="one budget for the eval")
     command.add_argument(
@@ -89,44 +112,208 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
     command.add_argument("--json", action="store_true", help="print the summary as JSON")
     command.add_argument("-q", "--quiet", action="store_true", help="no line per run on stderr")
+    _skill_folder_options(command.add_argument_group("a skill folder's own evals"))
     command.set_defaults(handler=eval_command)
 
 
+def _skill_folder_options(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--triggers-file",
+        type=Path,
+        metavar="FILE",
+        help="the trigger queries (JSON), if not "
+        "evals/trigger_eval.json or evals/eval_queries.json",
+    )
+    group.add_argument(
+        "--evals-file", type=Path, metavar="FILE", help="the cases (JSON), if not evals/evals.json"
+    )
+    group.add_argument(
+        "--only", choices=["trigger", "evals"], help="run only the trigger queries, or the cases"
+    )
+    group.add_argument(
+        "--catalog",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="the skill folders the skill is among (repeatable; default: the working folder's "
+        "skills/, .claude/skills/, .agents/skills/), with the built-in skills",
+    )
+    group.add_argument("--alone", action="store_true", help="a variant with the skill alone")
+    group.add_argument(
+        "--distractors",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="a variant with N other skills of the catalog, drawn at random (repeatable)",
+    )
+    group.add_argument(
+        "--disclosure",
+        action="append",
+        default=[],
+        choices=["progressive", "eager", "auto"],
+        help="a variant in this disclosure mode (repeatable)",
+    )
+    group.add_argument(
+        "--description",
+        action="append",
+        default=[],
+        metavar="TEXT|@FILE",
+        help="a variant with this description instead of the skill's own (repeatable)",
+    )
+    group.add_argument("--judge", metavar="MODEL", help="the model that checks expectations")
+    group.add_argument(
+        "--trigger-steps",
+        type=int,
+        default=DEFAULT_TRIGGER_STEPS,
+        metavar="N",
+        help=f"a trigger run's step cap (default {DEFAULT_TRIGGER_STEPS})",
+    )
+    group.add_argument(
+        "--min-precision", type=float, metavar="RATE", help="exit 1 under this trigger precision"
+    )
+    group.add_argument(
+        "--min-recall", type=float, metavar="RATE", help="exit 1 under this trigger recall"
+    )
+
+
 def eval_command(args: argparse.Namespace) -> int:
+    target = Path(args.eval_file)
     try:
-        loaded = load_eval(args.eval_file)
-        min_pass = args.min_pass if args.min_pass is not None else loaded.spec.min_pass
-        if min_pass is not None and not 0 <= min_pass <= 1:
-            raise ConfigError(f"--min-pass must be between 0 and 1, got {min_pass}")
-        if args.replay is not None and not args.replay.is_dir():
-            raise ConfigError(f"--replay {args.replay}: no such folder")
-        out = args.out or DEFAULT_EVAL_DIR / _safe(loaded.spec.name)
-        options = EvalOptions(
-            out=out,
-            results=args.results,
-            repeat=args.repeat,
-            concurrency=args.concurrency,
-            variants=args.variants,
-            cases=args.cases,
-            model=args.model,
-            max_tokens=args.max_tokens,
-            max_cost_usd=args.max_cost_usd,
-            record=args.record,
-            replay=args.replay,
-            fresh=args.fresh,
-            on_line=None if args.quiet else _show,
-        )
-        result = run_eval_sync(loaded, options)
+        if target.is_dir():
+            return _skill_folders_command(target, args)
+        if len(args.model) > 1:
+            raise ConfigError("-m once for an eval file: compare models with its variants")
+        loaded = load_eval(target)
+        return _run(loaded, args, args.out or DEFAULT_EVAL_DIR / _safe(loaded.spec.name))
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     except KeyboardInterrupt:
         print(
-            f"eval interrupted: the runs that ended are in {options.results_file}; the same "
+            "eval interrupted: the runs that ended are in the results file; the same "
             "command goes on with the others",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+
+
+def _skill_folders_command(path: Path, args: argparse.Namespace) -> int:
+    """Each skill folder's own eval files, as evals: its trigger queries, then its cases
+    with and without it."""
+    folders = skill_folders(path)
+    if not folders:
+        raise ConfigError(f"{path}: no skill folder (a folder with a SKILL.md) there")
+    if args.results is not None:
+        raise ConfigError(
+            "--results names one file: a skill folder's evals keep theirs under --out"
+        )
+    made = []
+    for folder in folders:
+        files = find_eval_files(folder, evals=args.evals_file, triggers=args.triggers_file)
+        kinds = [k for k in ("trigger", "evals") if args.only in (None, k)]
+        found = {"trigger": files.triggers, "evals": files.evals}
+        if not any(found[k] for k in kinds):
+            print(
+                f"skill {files.skill}: no eval files ({EVALS_FILE}, {TRIGGER_FILES[0]} or "
+                f"{TRIGGER_FILES[1]}): nothing to run",
+                file=sys.stderr,
+            )
+            continue
+        root = (args.out or DEFAULT_EVAL_DIR) / _safe(files.skill)
+        options = SkillEvalOptions(
+            out=root,
+            models=args.model,
+            disclosures=args.disclosure,
+            catalog=args.catalog or None,
+            catalogs=_catalogs(args),
+            descriptions=[_description(text) for text in args.description],
+            judge=args.judge,
+            steps=args.trigger_steps,
+        )
+        for path_of in ignored(found[k] for k in kinds):
+            print(f"note: {path_of}", file=sys.stderr)
+        if found["trigger"] and "trigger" in kinds:
+            made.append(trigger_eval(files, options))
+        if found["evals"] and "evals" in kinds:
+            made.append(with_without_eval(files, options))
+        for note in options.notes:
+            print(f"note: {files.skill}: {note}", file=sys.stderr)
+    if not made:
+        raise ConfigError(f"{path}: no eval files in its skill folders")
+    failed = False
+    for index, one in enumerate(made):
+        if index:
+            print()
+        where = _safe(one.files.skill) + "/" + one.kind
+        out = (args.out or DEFAULT_EVAL_DIR) / where
+        code = _run(one.loaded, args, out, sub=where)
+        failed = failed or code != EXIT_OK
+    return EXIT_BELOW_MIN_PASS if failed else EXIT_OK
+
+
+def _catalogs(args: argparse.Namespace) -> list[Catalog]:
+    """The catalog sizes the flags ask for (none: the whole catalog)."""
+    found: list[Catalog] = ["alone"] if args.alone else []
+    for count in args.distractors:
+        if count < 1:
+            raise ConfigError(f"--distractors {count}: give at least 1 (or --alone)")
+        found.append(count)
+    return found
+
+
+def ignored(paths: Iterable[Path | None]) -> list[str]:
+    """What eval files hold that is not read here, to say so."""
+    found = []
+    for path in paths:
+        if path is not None and (fields := ignored_fields(path)):
+            found.append(f"{path}: not read here: {', '.join(fields)}")
+    return found
+
+
+def _description(text: str) -> str:
+    """`--description TEXT`, or `@FILE` for the text of a file."""
+    if not text.startswith("@"):
+        return text
+    try:
+        return Path(text[1:]).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--description {text}: cannot read it: {exc}") from None
+
+
+def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | None = None) -> int:
+    """Run one eval as the flags say; print its table and what it did; its exit code."""
+    min_pass = args.min_pass if args.min_pass is not None else loaded.spec.min_pass
+    for flag, value in (
+        ("--min-pass", min_pass),
+        ("--min-precision", args.min_precision),
+        ("--min-recall", args.min_recall),
+    ):
+        if value is not None and not 0 <= value <= 1:
+            raise ConfigError(f"{flag} must be between 0 and 1, got {value}")
+    if args.replay is not None and not args.replay.is_dir():
+        raise ConfigError(f"--replay {args.replay}: no such folder")
+    record = args.record / sub if args.record is not None and sub else args.record
+    replay = args.replay / sub if args.replay is not None and sub else args.replay
+    if replay is not None and not replay.is_dir():
+        raise ConfigError(f"--replay: no recordings of this eval at {replay}")
+    options = EvalOptions(
+        out=out,
+        results=args.results if sub is None else None,
+        repeat=args.repeat,
+        concurrency=args.concurrency,
+        variants=args.variants,
+        cases=args.cases,
+        model=args.model[0] if args.model and sub is None else None,
+        max_tokens=args.max_tokens,
+        max_cost_usd=args.max_cost_usd,
+        record=record,
+        replay=replay,
+        fresh=args.fresh,
+        on_line=None if args.quiet else _show,
+    )
+    result = run_eval_sync(loaded, options)
     summary = result.summary
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
@@ -147,14 +334,31 @@ def eval_command(args: argparse.Namespace) -> int:
         f"eval {summary.name}: {plural(ran, 'run')}{note}; results: {result.results}",
         file=sys.stderr,
     )
+    if result.benchmark is not None:
+        print(f"benchmark: {result.benchmark}", file=sys.stderr)
     if args.html is not None:
-        print(f"page: {write_page(summary, result.lines, args.html)}", file=sys.stderr)
+        page = (
+            args.html if sub is None else args.html.with_name(f"{args.html.stem}-{_safe(sub)}.html")
+        )
+        print(f"page: {write_page(summary, result.lines, page)}", file=sys.stderr)
     failed = False
     if min_pass is not None:
         for row in summary.below(min_pass):
+            shown = row.trigger.accuracy if row.trigger else row.pass_rate
+            what = "accuracy" if row.trigger else "pass rate"
             print(
-                f"variant {row.name}: pass rate {row.pass_rate:.0%} is under --min-pass "
-                f"{min_pass:.0%}",
+                f"variant {row.name}: {what} {shown:.0%} is under --min-pass {min_pass:.0%}",
+                file=sys.stderr,
+            )
+            failed = True
+    for figure, least in (("precision", args.min_precision), ("recall", args.min_recall)):
+        if least is None:
+            continue
+        for row in summary.below_trigger(figure, least):
+            flag = "--min-precision" if figure == "precision" else "--min-recall"
+            print(
+                f"variant {row.name}: {figure} {getattr(row.trigger, figure):.0%} is under "
+                f"{flag} {least:.0%}",
                 file=sys.stderr,
             )
             failed = True

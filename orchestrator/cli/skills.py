@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TypedDict
 
+from ..eval import EvalError
+from ..eval.skill_folder import EVALS_FILE, TRIGGER_FILES, read_evals, read_triggers
 from ..skills import (
     LoadedSkill,
     SkillCatalog,
@@ -26,6 +28,7 @@ from ..skills.check import FolderReport
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
 from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, with_servers_sync
+from ..skills.skill_md import Problem as SkillProblem
 from ..trace.summary import plural
 
 
@@ -203,13 +206,47 @@ def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSki
 def check_command(args: argparse.Namespace) -> int:
     reports = check_folders(args.dirs)
     for report in reports:
+        found = _eval_files(report)
         _print_report(report)
+        for line in found:
+            print(f"      {line}")
     failed = sum(not report.ok for report in reports)
     print(
         f"\n{plural(len(reports), 'folder')} checked: {len(reports) - failed} valid, "
         f"{failed} with problems"
     )
     return 1 if failed else 0
+
+
+def _eval_files(report: FolderReport) -> list[str]:
+    """What the folder's eval files hold (docs/eval.md, *A skill's own evals*); a file that
+    cannot be read is a problem of the folder."""
+    found: list[str] = []
+    if not report.folder.is_dir():
+        return found
+    for relative in (EVALS_FILE, *TRIGGER_FILES):
+        path = report.folder / relative
+        if not path.is_file():
+            continue
+        try:
+            if relative == EVALS_FILE:
+                cases = read_evals(path).evals
+                checks = sum(len(c.expectations) + len(c.assertions) for c in cases)
+                found.append(
+                    f"{relative}: {plural(len(cases), 'case')}, {plural(checks, 'expectation')}"
+                )
+            else:
+                queries = read_triggers(path)
+                should = sum(q.should_trigger for q in queries)
+                found.append(
+                    f"{relative}: {len(queries)} trigger queries ({should} should load it)"
+                )
+        except EvalError as exc:
+            reasons = "; ".join(map(str, exc.problems))
+            report.problems.append(
+                SkillProblem("eval-file", f"{relative}: cannot be read: {reasons}", False)
+            )
+    return found
 
 
 def _print_report(report: FolderReport) -> None:

@@ -15,7 +15,9 @@ the core (and the HTML report for its page), and the core never imports it. See 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from .recorded import EvalCase, eval_cases
 from .runner import EvalOptions, EvalProgress, EvalRunner, read_lines
 from .scoring import RunRecord, Score
 from .spec import Case, EvalError, EvalSpec, Scorer, Variant
-from .summary import EvalSummary, VariantRow, render_table, summarize, wilson
+from .summary import EvalSummary, VariantRow, benchmark, render_table, summarize, wilson
 
 __all__ = [
     "Case",
@@ -59,6 +61,8 @@ class EvalResult:
     results: Path
     lines: list[dict[str, Any]]
     """The last line of each of the eval's runs in the results file."""
+    benchmark: Path | None = None
+    """Where `benchmark.json` went (an eval with a baseline)."""
 
 
 async def run_eval(loaded: LoadedEval, options: EvalOptions) -> EvalResult:
@@ -68,8 +72,14 @@ async def run_eval(loaded: LoadedEval, options: EvalOptions) -> EvalResult:
     keys = [planned.key for planned in progress.planned]
     lines = read_lines(options.results_file, keys)
     titles = [variant.title() for variant in runner.variants]
-    summary = summarize(loaded.spec.name, titles, lines)
-    return EvalResult(progress, summary, options.results_file, lines)
+    summary = summarize(loaded.spec.name, titles, lines, loaded.spec.baseline)
+    result = EvalResult(progress, summary, options.results_file, lines)
+    if loaded.spec.baseline is not None:
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = json.dumps(benchmark(summary, lines, when), indent=2, default=str)
+        result.benchmark = options.results_file.parent / "benchmark.json"
+        result.benchmark.write_text(text + "\n", encoding="utf-8")
+    return result
 
 
 def run_eval_sync(loaded: LoadedEval, options: EvalOptions) -> EvalResult:

@@ -76,6 +76,7 @@ def load_eval(path: str | Path, *, text: str | None = None) -> LoadedEval:
     jobs = _jobs(spec, source, variants, cases, problems)
     if jobs:
         problems += _case_problems(spec, cases, jobs[0])
+    problems += _compared(spec, variants, cases)
     functions = _functions(spec, cases, source.resolve().parent, problems)
     problems += _schemas(spec, cases)
     if problems:
@@ -280,6 +281,20 @@ def _case_problems(spec: EvalSpec, cases: Sequence[Case], job: Job) -> list[Prob
                                 path, f"{{{kind}.{name}}}: case {case.id!r} has no {kind} {name!r}"
                             )
                         )
+    return problems
+
+
+def _compared(spec: EvalSpec, variants: Sequence[Variant], cases: Sequence[Case]) -> list[Problem]:
+    """The baseline is one of the variants; the files the cases copy in are there."""
+    problems = []
+    titles = [variant.title() for variant in variants]
+    if spec.baseline is not None and spec.baseline not in titles:
+        message = f"{spec.baseline!r} is not a variant{suggest(spec.baseline, titles)}"
+        problems.append(Problem("baseline", f"{message}; variants: {', '.join(titles)}"))
+    for index, case in enumerate(cases):
+        for name, path in case.copies.items():
+            if not path.is_file():
+                problems.append(Problem(f"cases[{index}].copies.{name}", f"{path} is not a file"))
     return problems
 
 

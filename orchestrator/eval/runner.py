@@ -34,7 +34,8 @@ from typing import Any
 from ..agent import TokenBudget
 from ..errors import ConfigError
 from ..jobs import Job, job_folders
-from ..messages import Usage
+from ..jobs.templating import Template, TemplateError
+from ..messages import Message, Usage
 from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSettings, ModelWrapper
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
@@ -45,7 +46,7 @@ from ..skills.discovery import builtin_skills_folder
 from ..trace import Trace
 from .judge import Judge, Verdict, judged
 from .loading import LoadedEval
-from .scoring import RunRecord, Score, score
+from .scoring import RunRecord, Score, score, triggered
 from .spec import Case, Scorer, Variant
 
 IGNORED_IN_COPIES = (".orchestrator", "__pycache__", ".git")
@@ -247,6 +248,8 @@ class EvalRunner:
             raise ConfigError(f"cannot read {exc.filename}: {exc.strerror}") from None
         scorers = [scorer.model_dump(mode="json") for scorer in spec.scorers]
         checks = {"scorers": scorers, "files": files, "workspace": spec.workspace}
+        if spec.until_triggered is not None:  # runs cut short are other runs
+            checks["until_triggered"] = spec.until_triggered
         return _digest(checks), _digest(job)
 
     # --- One run ------------------------------------------------------------------------
@@ -296,7 +299,7 @@ class EvalRunner:
             usage=result.usage,
             cost=result.cost,
             trace=trace_path,
-            task=job.goal or job.step(job.output_step).task,
+            task=_task(job),
         )
         record.read_trajectory()
         scores, verdicts = await self._scores(planned, record, job, sidecar)
@@ -321,6 +324,14 @@ class EvalRunner:
         }
         if divergence:
             line["divergence"] = divergence
+        for check in self.loaded.scorers_for(case):
+            if check.trigger is not None:  # what a trigger eval's summary counts
+                line["trigger"] = {
+                    "skill": check.trigger.skill,
+                    "should": check.trigger.should_trigger,
+                    "fired": triggered(record, check.trigger.skill),
+                    "query": record.task,
+                }
         if verdicts:  # the judge's spend, apart from the job's
             costs = [v.cost for v in verdicts.values() if v.cost is not None]
             line["judge"] = {
@@ -351,12 +362,18 @@ class EvalRunner:
                 root.mkdir(parents=True)
             target = root.resolve()
         for name, text in case.files.items():
-            path = (target / name).resolve()
-            if not path.is_relative_to(target):
-                raise ConfigError(f"case {case.id!r}: files.{name} is outside the workspace")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            self._in_workspace(target, case, f"files.{name}").write_text(text, encoding="utf-8")
+        for name, source_file in case.copies.items():
+            shutil.copyfile(source_file, self._in_workspace(target, case, f"copies.{name}"))
         return target
+
+    @staticmethod
+    def _in_workspace(workspace: Path, case: Case, field: str) -> Path:
+        path = (workspace / field.split(".", 1)[1]).resolve()
+        if not path.is_relative_to(workspace):
+            raise ConfigError(f"case {case.id!r}: {field} is outside the workspace")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def _orchestrator(
         self, job: Job, variant: Variant, workspace: Path, replay: WatchedReplay | None
@@ -371,6 +388,10 @@ class EvalRunner:
         overrides: dict[str, Any] = {"permissions": permissions, "skills": catalog}
         if variant.subagents:
             overrides["subagents"] = [*variant.subagents, *folders.subagents]
+        skill = self.loaded.spec.until_triggered
+        if skill is not None:
+            inner = replay if replay is not None else Orchestrator.from_job(job, **overrides).model
+            return Replayed.from_job(job, model=UntilTriggered(inner, skill), **overrides)
         if replay is not None:
             return Replayed.from_job(job, model=replay, **overrides)
         return Orchestrator.from_job(job, **overrides)
@@ -384,6 +405,7 @@ class EvalRunner:
             found.append(spec.cases)
         if isinstance(spec.job, Path):
             found.append(spec.job)
+        found += [path for case in self.cases for path in case.copies.values()]
         for reference in self.loaded.functions:
             where = reference.rpartition(":")[0]
             if where.endswith(".py"):
@@ -502,6 +524,16 @@ class EvalRunner:
         return masked
 
 
+def _task(job: Job) -> str:
+    """What the job was asked, its inputs filled in (its steps' outputs are not known)."""
+    text = job.goal or job.step(job.output_step).task
+    inputs = {name: value for name, value in job.inputs.items() if value is not None}
+    try:
+        return Template.parse(text).render(inputs, {})
+    except TemplateError:
+        return text
+
+
 def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:
     """The skills a run of `job` sees in `variant`: its added folders first, then the job's,
     less the skills it removes."""
@@ -580,6 +612,40 @@ class WatchedReplay(ModelWrapper):
             if self.divergence is None:
                 self.divergence = str(exc)
             raise
+
+
+class UntilTriggered(ModelWrapper):
+    """A trigger eval's model: once a reply has loaded `skill` (or called one of its tools),
+    the question is answered, and the next call is answered here, without asking the model,
+    so that the run ends at once (its trace says so in that answer)."""
+
+    def __init__(self, inner: ChatModel, skill: str) -> None:
+        super().__init__(inner)
+        self.skill = skill
+        self.fired = False
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.fired:
+            note = f"[trigger eval] {self.skill} was loaded; the run ends here."
+            request.text(note)
+            message = Message(role="assistant", content=note)
+            return ModelResponse(message=message, usage=Usage(), finish_reason="stop")
+        response = await self.inner.complete(request)
+        self.fired = any(
+            self._fires(call.name, call.arguments) for call in response.message.tool_calls
+        )
+        return response
+
+    def _fires(self, name: str, arguments: str) -> bool:
+        if name.startswith(f"{self.skill}__"):
+            return True
+        if name != "load_skill":
+            return False
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and value.get("name") == self.skill
 
 
 class Replayed(Orchestrator):

@@ -152,12 +152,23 @@ def _check(scorer: Scorer, run: RunRecord) -> tuple[bool, str]:  # noqa: C901 - 
         if run.cost is None:
             return False, "the run's cost is unknown (its model has no price)"
         return run.cost <= scorer.max_cost_usd, f"${run.cost:.4f} (at most ${scorer.max_cost_usd})"
+    if scorer.trigger is not None:
+        skill, should = scorer.trigger.skill, scorer.trigger.should_trigger
+        fired = triggered(run, skill)
+        said = "loaded" if fired else "did not load"
+        return fired == should, f"{said} {skill} (should {'' if should else 'not '}load it)"
     if scorer.max_seconds is not None:
         return (
             run.seconds <= scorer.max_seconds,
             f"{run.seconds:.2f} s (at most {scorer.max_seconds})",
         )
     raise ValueError(f"no check of kind {scorer.kind}")
+
+
+def triggered(run: RunRecord, skill: str) -> bool:
+    """Whether the run loaded `skill`, or called one of its tools (eager disclosure)."""
+    prefix = f"{skill}__"
+    return skill in run.skills_loaded or any(t.startswith(prefix) for t in run.tools_called)
 
 
 def _shown(text: str) -> str:

@@ -111,6 +111,16 @@ class JudgeSpec(BaseModel):
     """The least score (0 to 1) that passes."""
 
 
+class TriggerCheck(BaseModel):
+    """Whether the run loaded a skill (or, with eager disclosure, called one of its tools)
+    before its answer, against whether it should have."""
+
+    model_config = _CONFIG
+
+    skill: Name
+    should_trigger: StrictBool
+
+
 ScorerKind = Literal[
     "status",
     "equals",
@@ -131,6 +141,7 @@ ScorerKind = Literal[
     "max_seconds",
     "python",
     "judge",
+    "trigger",
 ]
 KINDS: tuple[str, ...] = get_args(ScorerKind)
 
@@ -175,6 +186,7 @@ class Scorer(BaseModel):
     """`file.py:function` (beside the eval file) or `module:function`: called with the run
     (`orchestrator.eval.RunRecord`); returns a bool, a score from 0 to 1, or a `Score`."""
     judge: JudgeSpec | None = None
+    trigger: TriggerCheck | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Scorer:
@@ -195,6 +207,8 @@ class Scorer(BaseModel):
         value = getattr(self, self.kind)
         if isinstance(value, Range):
             shown = str(value)
+        elif isinstance(value, TriggerCheck):
+            shown = f"{value.skill} {'yes' if value.should_trigger else 'no'}"
         elif isinstance(value, BaseModel):
             shown = getattr(value, "path", None) or "rubric"
         elif isinstance(value, list):
@@ -233,6 +247,9 @@ class Case(BaseModel):
     """Values scorers name as `{expected.NAME}`."""
     files: dict[Text, str] = Field(default_factory=dict)
     """Files written into the run's workspace before it starts (path: text)."""
+    copies: dict[Text, Location] = Field(default_factory=dict)
+    """Files copied into the run's workspace before it starts, as they are (path in the
+    workspace: the file to copy, named from the eval file's folder)."""
     scorers: list[Scorer] = Field(default_factory=list)
     """Checks of this case alone, after the eval's own."""
 
@@ -317,3 +334,9 @@ class EvalSpec(BaseModel):
     workspace: Literal["copy", "shared"] = "copy"
     """`copy`: each run works in a copy of the job's workspace (its files checked apart);
     `shared`: every run in the workspace itself, one at a time."""
+    until_triggered: Name | None = None
+    """A trigger eval: each run ends as soon as it has loaded this skill (or, eagerly, called
+    one of its tools), with no further model call; a run that answers first did not."""
+    baseline: Name | None = None
+    """The variant the others are compared to: each one's lift in pass rate over it, with
+    its 95% interval, and a `benchmark.json` beside the results (skill-creator's layout)."""

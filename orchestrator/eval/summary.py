@@ -1,10 +1,13 @@
 """What an eval's result lines add up to: a row per variant (pass rate with its 95% interval,
 mean score, tokens, cached share, cost, time), the cases that flipped between variants, and
-the runs that diverged from their recording."""
+the runs that diverged from their recording. A trigger eval's rows add precision, recall and
+accuracy, and the queries that misfired each way; an eval with a baseline adds each variant's
+lift over it, and its `benchmark.json` in skill-creator's layout."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +27,89 @@ def wilson(passed: int, runs: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def lift_interval(passed: int, runs: int, base_passed: int, base_runs: int) -> tuple[float, float]:
+    """Newcombe's interval (from the two Wilson intervals) of a difference of pass rates:
+    sound for few runs, as theirs are."""
+    rate, base = passed / runs if runs else 0.0, base_passed / base_runs if base_runs else 0.0
+    low, high = wilson(passed, runs)
+    base_low, base_high = wilson(base_passed, base_runs)
+    below = math.sqrt((rate - low) ** 2 + (base_high - base) ** 2)
+    above = math.sqrt((high - rate) ** 2 + (base - base_low) ** 2)
+    return max(-1.0, rate - base - below), min(1.0, rate - base + above)
+
+
+@dataclass
+class TriggerCounts:
+    """A trigger eval's figures of one variant: how its queries fired against how they
+    should have, and the ones that misfired each way."""
+
+    fired_right: int = 0
+    """Should load the skill, and did."""
+    fired_wrong: int = 0
+    """Should not, and did."""
+    missed: int = 0
+    """Should, and did not."""
+    held: int = 0
+    """Should not, and did not."""
+    missed_queries: list[str] = field(default_factory=list)
+    false_queries: list[str] = field(default_factory=list)
+
+    def add(self, record: dict[str, Any]) -> None:
+        should, fired, query = bool(record.get("should")), bool(record.get("fired")), ""
+        query = str(record.get("query") or "")
+        if should and fired:
+            self.fired_right += 1
+        elif should:
+            self.missed += 1
+            self.missed_queries.append(query)
+        elif fired:
+            self.fired_wrong += 1
+            self.false_queries.append(query)
+        else:
+            self.held += 1
+
+    @property
+    def runs(self) -> int:
+        return self.fired_right + self.fired_wrong + self.missed + self.held
+
+    @property
+    def precision(self) -> float | None:
+        fired = self.fired_right + self.fired_wrong
+        return self.fired_right / fired if fired else None
+
+    @property
+    def recall(self) -> float | None:
+        should = self.fired_right + self.missed
+        return self.fired_right / should if should else None
+
+    @property
+    def right(self) -> int:
+        return self.fired_right + self.held
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.runs if self.runs else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        low, high = wilson(self.right, self.runs)
+        return {
+            "precision": _rounded(self.precision),
+            "recall": _rounded(self.recall),
+            "accuracy": round(self.accuracy, 4),
+            "accuracy_interval": [round(low, 4), round(high, 4)],
+            "fired_right": self.fired_right,
+            "fired_wrong": self.fired_wrong,
+            "missed": self.missed,
+            "held": self.held,
+            "missed_queries": self.missed_queries,
+            "false_triggers": self.false_queries,
+        }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
 @dataclass
 class VariantRow:
     """One variant's figures over its runs."""
@@ -41,6 +127,10 @@ class VariantRow:
     seconds: float = 0.0
     judge_tokens: int = 0
     judge_cost: float | None = None
+    trigger: TriggerCounts | None = None
+    """A trigger eval's figures (its lines carry a `trigger` record)."""
+    lift: tuple[float, float, float] | None = None
+    """The lift in pass rate over the eval's baseline, and its 95% interval."""
 
     @property
     def pass_rate(self) -> float:
@@ -75,6 +165,9 @@ class VariantRow:
         self.judge_tokens += int((judge.get("usage") or {}).get("total_tokens") or 0)
         if judge.get("cost") is not None:
             self.judge_cost = (self.judge_cost or 0.0) + float(judge["cost"])
+        if isinstance(line.get("trigger"), dict):
+            self.trigger = self.trigger or TriggerCounts()
+            self.trigger.add(line["trigger"])
 
     def as_dict(self) -> dict[str, Any]:
         low, high = self.interval
@@ -93,6 +186,15 @@ class VariantRow:
             "diverged": self.diverged,
             "judge_tokens": self.judge_tokens,
             "judge_cost_usd": self.judge_cost,
+            **({"trigger": self.trigger.as_dict()} if self.trigger else {}),
+            **(
+                {
+                    "lift": round(self.lift[0], 4),
+                    "lift_interval": [round(self.lift[1], 4), round(self.lift[2], 4)],
+                }
+                if self.lift
+                else {}
+            ),
         }
 
 
@@ -113,14 +215,26 @@ class EvalSummary:
     flips: list[Flip] = field(default_factory=list)
     divergences: list[Line] = field(default_factory=list)
     errors: list[Line] = field(default_factory=list)
+    baseline: str | None = None
 
     def below(self, min_pass: float) -> list[VariantRow]:
-        """The variants whose pass rate is under `min_pass`."""
-        return [row for row in self.rows if row.pass_rate < min_pass]
+        """The variants whose pass rate is under `min_pass` (a trigger eval: its accuracy)."""
+        return [row for row in self.rows if _rate(row) < min_pass]
+
+    def below_trigger(self, figure: str, least: float) -> list[VariantRow]:
+        """The variants of a trigger eval whose `precision` or `recall` is under `least`
+        (a figure with nothing to count, no query that should or did fire, is not under)."""
+        found = []
+        for row in self.rows:
+            value = getattr(row.trigger, figure) if row.trigger else None
+            if value is not None and value < least:
+                found.append(row)
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "eval": self.name,
+            **({"baseline": self.baseline} if self.baseline else {}),
             "variants": [row.as_dict() for row in self.rows],
             "flips": [{"case": f.case, "passes": f.passes} for f in self.flips],
             "diverged": [
@@ -130,7 +244,13 @@ class EvalSummary:
         }
 
 
-def summarize(name: str, variants: Sequence[str], lines: Sequence[Line]) -> EvalSummary:
+def _rate(row: VariantRow) -> float:
+    return row.trigger.accuracy if row.trigger else row.pass_rate
+
+
+def summarize(
+    name: str, variants: Sequence[str], lines: Sequence[Line], baseline: str | None = None
+) -> EvalSummary:
     rows = {variant: VariantRow(variant) for variant in variants}
     per_case: dict[str, dict[str, list[bool]]] = {}
     for line in lines:
@@ -146,33 +266,66 @@ def summarize(name: str, variants: Sequence[str], lines: Sequence[Line]) -> Eval
         if len(set(verdicts.values())) > 1:
             passes = {variant: f"{sum(r)}/{len(r)}" for variant, r in results.items()}
             flips.append(Flip(case, passes))
+    base = rows.get(baseline) if baseline is not None else None
+    if base is not None:
+        for row in rows.values():
+            if row is not base and row.runs and base.runs:
+                low, high = lift_interval(row.passed, row.runs, base.passed, base.runs)
+                row.lift = (row.pass_rate - base.pass_rate, low, high)
     return EvalSummary(
         name,
         list(rows.values()),
         flips,
         [line for line in lines if line.get("status") == "diverged"],
         [line for line in lines if line.get("status") == "error"],
+        baseline,
     )
 
 
 def render_table(summary: EvalSummary) -> str:
-    """The summary as plain text: the table, then flips, divergences and errors."""
-    head = ["variant", "pass", "95% interval", "score", "tokens/run", "cached", "cost", "s/run"]
+    """The summary as plain text: the table, then flips, misfires, divergences and errors."""
+    trigger = any(row.trigger for row in summary.rows)
+    head = (
+        ["variant", "precision", "recall", "accuracy", "95% interval"]
+        if trigger
+        else ["variant", "pass", "95% interval", "score"]
+    )
+    if summary.baseline is not None:
+        head.append(f"lift over {summary.baseline}")
+    head += ["tokens/run", "cached", "cost", "s/run"]
     body = []
     for row in summary.rows:
-        low, high = row.interval
-        body.append(
-            [
+        if row.trigger:
+            counts = row.trigger
+            low, high = wilson(counts.right, counts.runs)
+            cells = [
+                row.name,
+                _share(counts.precision),
+                _share(counts.recall),
+                f"{counts.right}/{counts.runs} {counts.accuracy:.0%}",
+                f"{low:.0%}-{high:.0%}",
+            ]
+        else:
+            low, high = row.interval
+            cells = [
                 row.name,
                 f"{row.passed}/{row.runs} {row.pass_rate:.0%}",
                 f"{low:.0%}-{high:.0%}",
                 f"{row.mean_score:.2f}",
-                f"{row.tokens // row.runs:,}" if row.runs else "-",
-                f"{row.cached_share:.0%}",
-                f"${row.cost:.4f}" if row.cost is not None else "-",
-                f"{row.seconds / row.runs:.2f}" if row.runs else "-",
             ]
-        )
+        if summary.baseline is not None:
+            cells.append(
+                f"{row.lift[0]:+.0%} ({row.lift[1]:+.0%} to {row.lift[2]:+.0%})"
+                if row.lift
+                else "-"
+            )
+        cells += [
+            f"{row.tokens // row.runs:,}" if row.runs else "-",
+            f"{row.cached_share:.0%}",
+            f"${row.cost:.4f}" if row.cost is not None else "-",
+            f"{row.seconds / row.runs:.2f}" if row.runs else "-",
+        ]
+        body.append(cells)
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = [f"eval {summary.name}"]
     for cells in [head, *body]:
@@ -191,8 +344,106 @@ def render_table(summary: EvalSummary) -> str:
         for flip in summary.flips:
             shown = ", ".join(f"{v} {p}" for v, p in flip.passes.items())
             lines.append(f"  {flip.case}: {shown}")
+    for row in summary.rows:
+        if row.trigger and row.trigger.missed_queries:
+            lines.append(f"did not load when it should ({row.name}):")
+            lines += [f"  {_query(q)}" for q in row.trigger.missed_queries]
+        if row.trigger and row.trigger.false_queries:
+            lines.append(f"loaded when it should not ({row.name}):")
+            lines += [f"  {_query(q)}" for q in row.trigger.false_queries]
     for line in summary.divergences:
         lines.append(f"diverged: {line['key']}: {line.get('divergence')}")
     for line in summary.errors:
         lines.append(f"error: {line['key']}: {line.get('error')}")
     return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _query(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 100 else line[:97] + "..."
+
+
+def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[str, Any]:
+    """The eval in skill-creator's `benchmark.json` layout, so its viewer and other tools
+    read it: each run as a `configuration` (the variant) with its `result` (`pass_rate`: the
+    share of its checks that passed), and `run_summary` per configuration (`pass_rate`,
+    `time_seconds`, `tokens`: mean, stddev, min, max) with the `delta` of the first other
+    variant over the baseline."""
+    runs: list[dict[str, Any]] = []
+    for line in lines:
+        scores = line.get("scores") or []
+        passed = sum(bool(s.get("passed")) for s in scores)
+        runs.append(
+            {
+                "eval_id": line.get("case"),
+                "eval_name": str(line.get("case")),
+                "configuration": line.get("variant"),
+                "run_number": line.get("repeat"),
+                "result": {
+                    "pass_rate": round(passed / len(scores), 4) if scores else 0.0,
+                    "passed": passed,
+                    "failed": len(scores) - passed,
+                    "total": len(scores),
+                    "time_seconds": line.get("seconds"),
+                    "tokens": (line.get("usage") or {}).get("total_tokens", 0),
+                    "tool_calls": len(line.get("tools_called") or []),
+                    "errors": int(line.get("status") == "error"),
+                },
+                "expectations": [
+                    {
+                        "text": s.get("name"),
+                        "passed": bool(s.get("passed")),
+                        "evidence": s.get("reason"),
+                    }
+                    for s in scores
+                ],
+            }
+        )
+    per_config: dict[str, dict[str, Any]] = {}
+    for row in summary.rows:
+        mine: list[dict[str, Any]] = [r["result"] for r in runs if r["configuration"] == row.name]
+        per_config[row.name] = {
+            "pass_rate": _spread([float(r["pass_rate"]) for r in mine]),
+            "time_seconds": _spread([float(r["time_seconds"] or 0) for r in mine]),
+            "tokens": _spread([float(r["tokens"] or 0) for r in mine]),
+            "runs_passed": row.passed,
+            "runs": row.runs,
+        }
+    run_summary: dict[str, Any] = dict(per_config)
+    others = [row for row in summary.rows if row.name != summary.baseline]
+    if summary.baseline in per_config and others:
+        base, top = per_config[summary.baseline], per_config[others[0].name]
+        run_summary["delta"] = {
+            key: f"{top[key]['mean'] - base[key]['mean']:+.{2 if key == 'pass_rate' else 1}f}"
+            for key in ("pass_rate", "time_seconds", "tokens")
+        }
+    return {
+        "metadata": {
+            "skill_name": summary.name,
+            "timestamp": when,
+            "evals_run": list(dict.fromkeys(line.get("case") for line in lines)),
+            "runs_per_configuration": max(
+                (sum(1 for r in runs if r["configuration"] == row.name) for row in summary.rows),
+                default=0,
+            ),
+        },
+        "runs": runs,
+        "run_summary": run_summary,
+        "notes": [],
+    }
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"mean": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
+    deviation = statistics.stdev(values) if len(values) > 1 else 0.0
+    return {
+        "mean": round(statistics.fmean(values), 4),
+        "stddev": round(deviation, 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
