@@ -370,7 +370,7 @@ def build_app(
     return Guard(app, tokens=tokens, max_bytes=max_request_bytes), agent
 
 
-SHUTDOWN_GRACE = 5.0
+SHUTDOWN_GRACE = 5
 """Seconds a stopping server waits for its connections once the runs are cancelled."""
 
 
