@@ -55,7 +55,7 @@ from .models import (
 from .models.prices import STANDARD_PRICES, Price, unpriced
 from .parts import Slot
 from .security import Permissions
-from .security.secrets import secrets_from_environment
+from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
 from .skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from .skills.preload import refused_code, warn_refused_code
@@ -277,14 +277,16 @@ class Orchestrator:
 
     def secrets(self) -> list[str]:
         """Values to mask in traces: secret-looking variables of this run's environment
-        (`.env` files included) and every key a model names with `api_key_env`."""
-        names = [
-            settings.api_key_env
-            for settings in self._model_settings()
-            if settings is not None and settings.api_key_env
+        (`.env` files included), every key a model names with `api_key_env` and the values of
+        its `headers`, and the token every remote agent names with `token_env`."""
+        models = [settings for settings in self._model_settings() if settings is not None]
+        names = [settings.api_key_env for settings in models]
+        names += [d.remote.token_env for d in self.subagents if d.remote is not None]
+        headers = [str(v) for s in models for v in dict(s.options().get("headers") or {}).values()]
+        return [
+            *secrets_from_environment(self.environ),
+            *named_secrets(names, self.environ, headers),
         ]
-        named = [self.environ[name] for name in names if self.environ.get(name)]
-        return [*secrets_from_environment(self.environ), *named]
 
     def _model_settings(self) -> list[ModelSettings | None]:
         found: list[ModelSettings | None] = [*self._models.settings()]

@@ -3,8 +3,9 @@
 - `sdk_agent`: an agent built with the Python SDK alone (its card and JSON-RPC routes, its
   request handler), whose executor echoes the task, or waits until it is cancelled.
 - `hostile_agent`: a hand-made HTTP server with a valid card whose task endpoint misbehaves
-  (never answers, drops the stream, sends a malformed event, or sends its card's interface
-  to another host).
+  (never answers, drops the stream, sends a malformed event, sends its card's interface
+  to another host, floods appended artifact chunks, chatters status updates without end,
+  or echoes the caller's `Authorization` header back).
 """
 
 from __future__ import annotations
@@ -161,7 +162,16 @@ async def sdk_agent(agent: EchoAgent, token: str | None = None) -> AsyncIterator
         yield url
 
 
-Misbehaviour = Literal["silent", "drop", "malformed", "elsewhere"]
+Misbehaviour = Literal[
+    "silent", "drop", "malformed", "elsewhere", "flood", "chatter", "echo_credentials"
+]
+FLOOD_CHUNKS = 40
+FLOOD_CHUNK_CHARS = 1_000_000
+
+
+def _agent_status(state: str, text: str) -> dict[str, Any]:
+    message = {"messageId": "m1", "role": "ROLE_AGENT", "parts": [{"text": text}]}
+    return {"taskId": "t1", "contextId": "c1", "status": {"state": state, "message": message}}
 
 
 @contextlib.asynccontextmanager
@@ -207,10 +217,45 @@ async def hostile_agent(how: Misbehaviour) -> AsyncIterator[tuple[str, list[str]
         }
         first = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {"statusUpdate": status}})
 
+        def event(result: dict[str, Any]) -> bytes:
+            line = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result})
+            return f"data: {line}\n\n".encode()
+
         async def events() -> AsyncIterator[bytes]:
             yield f"data: {first}\n\n".encode()
             if how == "malformed":
                 yield b"data: {this is not json\n\n"
+            elif how == "flood":  # appended chunks, each within any size limit, without end
+                for _ in range(FLOOD_CHUNKS):
+                    artifact = {
+                        "artifactId": "a1",
+                        "name": "big.txt",
+                        "parts": [{"text": "x" * FLOOD_CHUNK_CHARS}],
+                    }
+                    yield event(
+                        {
+                            "artifactUpdate": {
+                                "taskId": "t1",
+                                "contextId": "c1",
+                                "artifact": artifact,
+                                "append": True,
+                            }
+                        }
+                    )
+                yield event({"statusUpdate": _agent_status("TASK_STATE_COMPLETED", "done")})
+            elif how == "chatter":  # status updates, as fast as the caller takes them
+                while True:
+                    text = "still working " + "." * 400
+                    yield event({"statusUpdate": _agent_status("TASK_STATE_WORKING", text)})
+                    await asyncio.sleep(0)  # let the server see the caller hang up
+            elif how == "echo_credentials":
+                said = f"you sent {request.headers.get('authorization', '')}"
+                yield event({"statusUpdate": _agent_status("TASK_STATE_WORKING", said)})
+                artifact = {"artifactId": "a1", "name": said, "parts": [{"text": said}]}
+                yield event(
+                    {"artifactUpdate": {"taskId": "t1", "contextId": "c1", "artifact": artifact}}
+                )
+                yield event({"statusUpdate": _agent_status("TASK_STATE_COMPLETED", said)})
 
         return StreamingResponse(events(), media_type="text/event-stream")
 

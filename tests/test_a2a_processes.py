@@ -10,6 +10,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -165,3 +167,61 @@ def test_the_overhead_benchmark_runs() -> None:
     assert len(found["local_ms"]) == len(found["remote_ms"]) == 2
     difference = found["remote_fork_ms_median"] - found["local_fork_ms_median"]
     assert abs(found["remote_overhead_ms_median"] - difference) <= 0.011  # two roundings
+
+
+SLEEPER = """\
+name: sleeper
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: true}
+goal: Replaced by each message.
+"""
+SLEEPER_SCRIPT = {
+    "goal": [
+        call("load_skill", name="shell"),
+        call("shell__run", command="sleep 120", timeout_seconds=300),
+        {"content": "slept"},
+    ]
+}
+
+
+def test_ctrl_c_cancels_the_running_tasks_and_stops_the_server(tmp_path: Path) -> None:
+    write_job(tmp_path, SLEEPER, SLEEPER_SCRIPT, "sleeper")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "serve", "sleeper.yaml", "--port", "0",
+         "--trace-dir", "runs"],
+        cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    answers: list[dict[str, Any]] = []
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        assert first.startswith("serving "), first + process.stderr.read()
+        url = first.rsplit(" at ", 1)[1].strip()
+        message = {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "Sleep."}]}
+        # A client that waits for the task's end on an open request, as a blocking send does.
+        request = rpc("SendMessage", {"message": message})
+        waiting = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(url, json=request, headers=VERSION, timeout=60).json()
+            )
+        )
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not any("shell__run" in p.read_text() for p in (tmp_path / "runs").glob("*.jsonl")):
+            assert time.monotonic() < deadline, "the run never started its command"
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        process.wait(timeout=20)
+        stopped_in = time.monotonic() - started
+        waiting.join(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert stopped_in < 10, f"stopped in {stopped_in:.1f} s"
+    [answer] = answers
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    [trace] = (tmp_path / "runs").glob("*.jsonl")
+    events = list(read_trace(trace))
+    assert events[-1]["type"] == "job_end" and events[-1]["status"] == "cancelled"

@@ -377,7 +377,7 @@ async def test_a_token_guards_every_request_but_the_card(tmp_path: Path) -> None
     job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "none"}}
     async with (
-        served([job], tmp_path / "runs", token="s3cret") as url,
+        served([job], tmp_path / "runs", tokens=["s3cret"]) as url,
         httpx.AsyncClient() as http,
     ):
         card = await http.get(url + ".well-known/agent-card.json")
@@ -517,3 +517,18 @@ def test_two_jobs_of_one_name_are_refused(tmp_path: Path) -> None:
     two = load_served(write_job(tmp_path / "b", WRITER, WRITER_SCRIPT, "writer"))
     with pytest.raises(ServeError, match="two jobs are named writer"):
         JobAgent([one, two])
+
+
+async def test_a_served_runs_trace_is_named_by_its_run_id(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
+        client = await client_for(url, streaming=False)
+        [response] = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Write it"))))  # fmt: skip
+        await client.close()
+    said = MessageToDict(response.task.status.message)["parts"][1]["data"]
+    [path] = runs.glob("*.jsonl")
+    events = list(read_trace(path))
+    assert {event["run"] for event in events} == {said["run"]}
+    assert path.name.startswith(said["run"] + "-a2a-") and str(path) == said["trace"]

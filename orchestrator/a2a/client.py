@@ -3,9 +3,11 @@
 The agent's card is read from its URL (the base URL, or the card's own), its JSON-RPC
 interface must be on the same origin as that URL (a card cannot send our task, or our bearer
 token, to another host), and the task goes as one streamed message. What streams back is
-written to the trace (`a2a_task` with the remote task id, then `a2a_status` per update), and
-the task ends with the remote's final message and artifacts as its output: untrusted text,
-capped, marked as coming from the remote agent. A remote that reports its usage (metadata
+written to the trace (`a2a_task` with the remote task id, then `a2a_status` per update: past
+the first `STATUS_BURST`, at most one a second, the updates between counted as coalesced),
+and the task ends with the remote's final message and artifacts as its output: untrusted
+text, capped as it arrives (what comes past the cap is counted, not kept), marked as coming
+from the remote agent. A remote that reports its usage (metadata
 `usage`) is charged on the run's budget; otherwise the result says the cost is unknown.
 
 Whatever goes wrong ends the task `error` with the reason, never a hang: a card or a stream
@@ -55,6 +57,10 @@ from ..trace import read_trace
 
 MAX_OUTPUT_CHARS = 200_000
 """The most text a remote task brings back (its message and artifacts together)."""
+STATUS_BURST = 50
+"""Status updates of one remote task written to the trace as they come; past them, at most
+one per `STATUS_INTERVAL`, the others counted in the next one written (`coalesced`)."""
+STATUS_INTERVAL = 1.0
 CANCEL_WAIT = 5.0
 """Seconds to wait for the remote to take a cancellation."""
 CONNECT_TIMEOUT = 10.0
@@ -103,7 +109,17 @@ class RemoteTask:
         self.state: TaskState | None = None
         self.texts: list[str] = []
         self.artifacts: dict[str, list[str]] = {}
-        self.metadata: dict[str, Any] = {}
+        self.usage_reported: dict[str, Any] | None = None
+        self.kept_chars = 0
+        """Characters held in `texts` and `artifacts`: never more than MAX_OUTPUT_CHARS."""
+        self.dropped_chars = 0
+        """Characters the remote sent past the cap: counted, not kept."""
+        self.status_updates = 0
+        self.status_written = 0
+        self.coalesced = 0
+        """Status updates not written since the last one that was."""
+        self.coalesced_total = 0
+        self._status_written_at = 0.0
 
     def emit(self, type: str, **fields: Any) -> None:
         if self.context.trace is not None:
@@ -193,10 +209,10 @@ class RemoteTask:
             name = artifact.name or artifact.artifact_id or "artifact"
             chunks = self.artifacts.setdefault(name, [])
             if not response.artifact_update.append:
-                chunks.clear()
-            chunks.extend(_part_text(part) for part in artifact.parts)
+                self._drop(chunks)
+            chunks.extend(self._keep(_part_text(part)) for part in artifact.parts)
         elif kind == "message":
-            self.texts.append(get_message_text(response.message))
+            self.texts.append(self._keep(get_message_text(response.message)))
             self.state = TaskState.TASK_STATE_COMPLETED  # a direct reply ends the exchange
         else:
             raise RemoteFailure("it sent an event with no payload")
@@ -210,38 +226,74 @@ class RemoteTask:
         self._note_task(task.id, task.context_id)
         for artifact in task.artifacts:
             name = artifact.name or artifact.artifact_id or "artifact"
-            self.artifacts[name] = [_part_text(part) for part in artifact.parts]
+            self._drop(self.artifacts.get(name, []))
+            self.artifacts[name] = [self._keep(_part_text(part)) for part in artifact.parts]
         self._take_status(task.status.state, task)
+
+    def _keep(self, text: str) -> str:
+        """What of `text` fits under the cap (the rest is counted as dropped)."""
+        room = max(0, MAX_OUTPUT_CHARS - self.kept_chars)
+        kept = text[:room]
+        self.kept_chars += len(kept)
+        self.dropped_chars += len(text) - len(kept)
+        return kept
+
+    def _drop(self, chunks: list[str]) -> None:
+        """Forget `chunks` (a replaced artifact, an earlier text): they no longer count."""
+        self.kept_chars -= sum(len(chunk) for chunk in chunks)
+        chunks.clear()
 
     def _take_status(self, state: TaskState, source: Any) -> None:
         self.state = state
         message = source.status.message
         text = get_message_text(message) if message.parts else ""
-        metadata = MessageToDict(source.metadata) if source.HasField("metadata") else {}
-        self.metadata.update(metadata)
-        for part in message.parts:
-            if part.HasField("data"):
-                data = MessageToDict(part.data)
-                if isinstance(data, dict):
-                    self.metadata.update(data)
+        found = [MessageToDict(source.metadata)] if source.HasField("metadata") else []
+        found += [MessageToDict(part.data) for part in message.parts if part.HasField("data")]
+        for data in found:  # only `usage` is read: nothing else a remote sends is kept
+            if isinstance(data, dict) and isinstance(data.get("usage"), dict):
+                self.usage_reported = data["usage"]
+        ended = self.state in FINAL or self.state in WAITING
+        self._note_status(state, text, ended)
+        if ended and text:
+            self._drop(self.texts)
+            self.texts = [self._keep(text)]
+
+    def _note_status(self, state: TaskState, text: str, ended: bool) -> None:
+        """Write the update to the trace, unless the remote sends them faster than a trace
+        should grow: then it is counted in the next one written."""
+        self.status_updates += 1
+        now = time.monotonic()
+        if (
+            not ended
+            and self.status_written >= STATUS_BURST
+            and now - self._status_written_at < STATUS_INTERVAL
+        ):
+            self.coalesced += 1
+            self.coalesced_total += 1
+            return
         name = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
-        self.emit("a2a_status", state=name, text=text[:500])
-        if self.state in FINAL or self.state in WAITING:
-            self.texts = [text] if text else self.texts
+        extra = {"coalesced": self.coalesced} if self.coalesced else {}
+        self.emit("a2a_status", state=name, text=text[:500], **extra)
+        self.status_written += 1
+        self.coalesced = 0
+        self._status_written_at = now
 
     def output(self) -> str:
         parts = [t for t in self.texts if t]
         for name, chunks in self.artifacts.items():
             parts.append(f'<artifact name="{name}">\n' + "".join(chunks) + "\n</artifact>")
         text = "\n\n".join(parts)
-        if len(text) > MAX_OUTPUT_CHARS:
-            text = text[:MAX_OUTPUT_CHARS] + f"\n[... cut at {MAX_OUTPUT_CHARS} characters]"
         head = f"[untrusted: the answer of the remote agent at {self.remote.url}]"
+        if self.dropped_chars:  # said first: the observation may show only the beginning
+            head += (
+                f"\n[{self.dropped_chars} characters not kept: the remote sent more than "
+                f"{MAX_OUTPUT_CHARS} characters]"
+            )
         return f"{head}\n{text}" if text else ""
 
     def usage(self) -> Usage | None:
-        reported = self.metadata.get("usage")
-        if not isinstance(reported, dict):
+        reported = self.usage_reported
+        if reported is None:
             return None
         numbers = {k: int(v) for k, v in reported.items() if isinstance(v, int | float)}
         given = {k: max(0, numbers.get(k, 0)) for k in ("input_tokens", "output_tokens")}
@@ -336,7 +388,15 @@ async def run_remote_task(
         _charge(context, usage)
     unknown = "" if usage is not None else "; its cost is unknown (the remote reported none)"
     reported = usage.record() if usage is not None else None
-    exchange.emit("a2a_end", status=status, usage_reported=usage is not None, usage=reported)
+    exchange.emit(
+        "a2a_end",
+        status=status,
+        usage_reported=usage is not None,
+        usage=reported,
+        status_updates=exchange.status_updates,
+        **({"status_coalesced": exchange.coalesced_total} if exchange.coalesced_total else {}),
+        **({"truncated_chars": exchange.dropped_chars} if exchange.dropped_chars else {}),
+    )
     output = exchange.output()
     if status != "completed":
         reason = f"remote agent {request.agent!r}: {reason}" if reason else None

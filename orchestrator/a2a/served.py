@@ -91,7 +91,7 @@ class ServedRun:
         self,
         task_id: str,
         job: Job,
-        trace_path: Path,
+        trace_dir: Path,
         *,
         user_skills: bool,
         approval_timeout: float,
@@ -110,10 +110,11 @@ class ServedRun:
         self._approving = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
         self.orchestrator = Orchestrator.from_job(job, user_skills=user_skills, approve=self.ask)
+        run_id = new_run_id()  # the trace's file is named by the run it holds
         self.trace = Trace(
-            trace_path,
+            trace_dir / f"{run_id}-a2a-{task_id[:36]}.jsonl",
             listeners=[self._listen],
-            run_id=new_run_id(),
+            run_id=run_id,
             secrets=self.orchestrator.secrets(),  # the environment's and the .env files'
         )
         self.job = job
@@ -294,11 +295,10 @@ class JobAgent(AgentExecutor):
             return
         job = self.jobs[self._job_name(context)]
         text = get_message_text(context.message) if context.message is not None else ""
-        path = self.trace_dir / f"{new_run_id()}-a2a-{task_id[:36]}.jsonl"
         run = ServedRun(
             task_id,
             job_for_message(job, text),
-            path,
+            self.trace_dir,
             user_skills=self.user_skills,
             approval_timeout=self.approval_timeout,
             workspace=self.workspaces.setdefault(
@@ -409,24 +409,25 @@ def masked(update: Update, mask: SecretMask) -> Update:
 
 async def _send_file(updater: TaskUpdater, path: Path, root: Path, mask: SecretMask) -> None:
     """One file the run wrote, as an artifact named by its file name (its bytes when it is
-    small enough, else only its name and size), text with its secrets masked. Only a regular
-    file inside the workspace is read: a link the model made to a file elsewhere is named,
-    never followed."""
+    small enough, else only its name and size), its name and text with their secrets masked
+    (a model may name a file after one). Only a regular file inside the workspace is read: a
+    link the model made to a file elsewhere is named, never followed."""
+    name = mask(path.name)
     try:
         size, data = await asyncio.to_thread(_read_small, path, root)
     except OSError as exc:
-        await updater.add_artifact([Part(text=f"cannot be read: {exc.strerror}")], name=path.name)
+        await updater.add_artifact([Part(text=f"cannot be read: {exc.strerror}")], name=name)
         return
     media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     if data is None:
-        note = f"{path.name}: {size} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit; not sent"
-        await updater.add_artifact([Part(text=note)], name=path.name)
+        note = f"{name}: {size} bytes, over the {MAX_ARTIFACT_BYTES}-byte limit; not sent"
+        await updater.add_artifact([Part(text=note)], name=name)
         return
     try:
-        part = Part(text=mask(data.decode("utf-8")), media_type=media, filename=path.name)
+        part = Part(text=mask(data.decode("utf-8")), media_type=media, filename=name)
     except UnicodeDecodeError:
-        part = Part(raw=data, media_type=media, filename=path.name)
-    await updater.add_artifact([part], name=path.name)
+        part = Part(raw=data, media_type=media, filename=name)
+    await updater.add_artifact([part], name=name)
 
 
 def _read_small(path: Path, root: Path) -> tuple[int, bytes | None]:

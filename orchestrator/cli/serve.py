@@ -2,7 +2,8 @@
 
 Each job is a skill of the agent; a message runs the job it names (metadata `skill`) or the
 first. Every task is a run of its own, with its own trace under `--trace-dir`. On an address
-other than loopback a bearer token is required (`--token-env NAME`: the variable holding it).
+other than loopback a bearer token is required (`--token-env NAME`: the variable holding it,
+or several, one per client, separated by commas or spaces).
 The SDK lives in the `[a2a]` extra; without it the command says so.
 """
 
@@ -39,14 +40,27 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument(
         "--token-env",
         metavar="NAME",
-        help="environment variable holding the bearer token every request must carry "
-        "(required on an address other than loopback)",
+        help="environment variable holding the bearer token every request must carry, or "
+        "several (one per client) separated by commas or spaces; a task belongs to the token "
+        "that created it (required on an address other than loopback)",
     )
     serve.add_argument(
         "--max-request-bytes",
         type=int,
         default=1_000_000,
         help="requests with a larger body are refused (1000000)",
+    )
+    serve.add_argument(
+        "--keep-tasks",
+        type=int,
+        default=100,
+        help="ended tasks kept for GetTask; the oldest are forgotten first (100)",
+    )
+    serve.add_argument(
+        "--keep-seconds",
+        type=float,
+        default=3600.0,
+        help="how long an ended task is kept for GetTask (3600)",
     )
     serve.add_argument(
         "--trace-dir",
@@ -63,9 +77,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def serve_command(args: argparse.Namespace) -> int:
     try:
         jobs = [_load(path, args.user_skills) for path in args.jobs]
-        token = _token(args.token_env)
+        tokens = _tokens(args.token_env)
         if args.max_tasks < 1:
             raise ConfigError("--max-tasks must be at least 1")
+        if args.keep_tasks < 0 or args.keep_seconds < 0:
+            raise ConfigError("--keep-tasks and --keep-seconds cannot be negative")
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
@@ -86,8 +102,10 @@ def serve_command(args: argparse.Namespace) -> int:
                 jobs,
                 host=args.host,
                 port=args.port,
-                token=token,
+                tokens=tokens,
                 max_tasks=args.max_tasks,
+                keep_tasks=args.keep_tasks,
+                keep_seconds=args.keep_seconds,
                 max_request_bytes=args.max_request_bytes,
                 trace_dir=args.trace_dir,
                 user_skills=args.user_skills,
@@ -110,10 +128,11 @@ def _load(path: str, user_skills: bool) -> Job:
     return load_job(path, user_skills=user_skills, open_inputs=True)
 
 
-def _token(name: str | None) -> str | None:
+def _tokens(name: str | None) -> list[str]:
+    """The tokens the variable `name` holds (commas or spaces between them)."""
     if name is None:
-        return None
-    token = os.environ.get(name)
-    if not token:
+        return []
+    tokens = os.environ.get(name, "").replace(",", " ").split()
+    if not tokens:
         raise ConfigError(f"--token-env {name}: the environment variable is not set or empty")
-    return token
+    return tokens

@@ -30,6 +30,16 @@ def secrets_from_environment(environ: Mapping[str, str] | None = None) -> list[s
     return sorted(values, key=len, reverse=True)
 
 
+def named_secrets(
+    names: Iterable[str | None], environ: Mapping[str, str], literal: Iterable[str] = ()
+) -> list[str]:
+    """Values a spec names as credentials, whatever their variables are called: those of the
+    environment variables `names` (a model's `api_key_env`, a remote agent's `token_env`), and
+    the `literal` values written into it (a model's `headers`) long enough to be one."""
+    named = [environ[name] for name in names if name and environ.get(name)]
+    return named + [value for value in literal if len(value) >= MIN_SECRET_LENGTH]
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name says its value is secret."""
     return name.upper() not in NOT_SECRET and SECRET_NAME.search(name) is not None

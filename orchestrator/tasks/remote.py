@@ -3,14 +3,15 @@
 `with_remote_agents` wraps the executor of a fork (or of a job's steps): a task whose agent
 is remote goes to the protocol that serves it (A2A, the optional `orchestrator.a2a`, found
 through `REMOTE_AGENTS` the first time such a task runs: without the `[a2a]` extra the task
-ends `error`, saying so); every other task goes to
-the executor it wraps. A remote agent's `max_calls` caps the tasks one run sends it; its
+ends `error`, saying so); every other task goes to the executor it wraps. A remote agent's
+`max_calls` caps the tasks one run sends it, its whole tree counted together; its
 `time_limit` is kept by the A2A client.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..agent import TaskResult, ToolContext
@@ -29,9 +30,15 @@ REMOTE_AGENTS: Slot[SendTask] = Slot("remote agent protocol", "orchestrator.remo
 
 @dataclass
 class RemoteCalls:
-    """How many tasks a run has sent each remote agent (`ctx.state_of(RemoteCalls)`)."""
+    """How many tasks a run has sent each remote agent: one count for the run's whole tree,
+    kept by the agent that forked first (`ctx.state_of(RemoteCalls)`) and lent to the
+    sub-agents it runs (`_RUN_CALLS`), so that their forks count in it too."""
 
     sent: dict[str, int] = field(default_factory=dict)
+
+
+_RUN_CALLS: ContextVar[RemoteCalls | None] = ContextVar("remote_calls", default=None)
+"""The run's count, while one of its sub-agents runs (asyncio tasks inherit it)."""
 
 
 class RemoteAgentsExecutor(TaskExecutor):
@@ -43,6 +50,7 @@ class RemoteAgentsExecutor(TaskExecutor):
         self.inner = inner
         self.subagents = subagents
         self.context = context
+        self.calls = _RUN_CALLS.get() or context.state_of(RemoteCalls)
 
     def remote_of(self, request: TaskRequest) -> RemoteAgent | None:
         definition = self.subagents.get(request.agent)
@@ -55,12 +63,12 @@ class RemoteAgentsExecutor(TaskExecutor):
         remaining = self.context.budget.remaining if self.context.budget is not None else None
         if remaining is not None and remaining <= 0:
             return f"budget: no tokens left for remote agent {request.agent!r}"
-        sent = self.context.state_of(RemoteCalls).sent.get(request.agent, 0)
+        return self._over_cap(request.agent, remote)
+
+    def _over_cap(self, agent: str, remote: RemoteAgent) -> str | None:
+        sent = self.calls.sent.get(agent, 0)
         if remote.max_calls is not None and sent >= remote.max_calls:
-            return (
-                f"remote agent {request.agent!r} was sent {sent} tasks, its cap for one run "
-                "(max_calls)"
-            )
+            return f"remote agent {agent!r} was sent {sent} tasks, its cap for one run (max_calls)"
         return None
 
     def placement(self, request: TaskRequest) -> dict[str, object]:
@@ -72,21 +80,34 @@ class RemoteAgentsExecutor(TaskExecutor):
     async def run_task(self, request: TaskRequest) -> TaskResult:
         remote = self.remote_of(request)
         if remote is None:
-            return await self.inner.run_task(request)
-        sent = self.context.state_of(RemoteCalls).sent
+            lent = _RUN_CALLS.set(self.calls)
+            try:
+                return await self.inner.run_task(request)
+            finally:
+                _RUN_CALLS.reset(lent)
+        # Checked again as the task starts: siblings that passed the gate together count here.
+        refusal = self._over_cap(request.agent, remote)
+        if refusal is not None:
+            return self._refused(request, refusal)
+        sent = self.calls.sent
         sent[request.agent] = sent.get(request.agent, 0) + 1
         try:
             send = REMOTE_AGENTS.get("a2a")
         except MissingPart as exc:
-            return TaskResult(
-                id=request.spec.id,
-                agent=request.agent,
-                path=request.path,
-                depends_on=request.spec.depends_on,
-                status="error",
-                reason=f"remote agent {request.agent!r} cannot be reached: {exc}",
+            return self._refused(
+                request, f"remote agent {request.agent!r} cannot be reached: {exc}"
             )
         return await send(request, remote, self.context)
+
+    def _refused(self, request: TaskRequest, reason: str) -> TaskResult:
+        return TaskResult(
+            id=request.spec.id,
+            agent=request.agent,
+            path=request.path,
+            depends_on=request.spec.depends_on,
+            status="error",
+            reason=reason,
+        )
 
 
 def with_remote_agents(
