@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..events import Event
 from ..messages import Message, Usage
-from .events import Event
 from .reader import TraceReader, apply_compaction
 
 ENDED_TASK = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .events import Event
+from ..events import Event
 from .lock import is_locked
 from .reader import TraceReader
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..events import Event, is_event
 from ..messages import Message
 from ..security.json_input import JsonInputError, load_json
 from ..security.signing import Signature, user_key, verify_lines
-from .events import Event, is_event
 
 MAX_PROBLEMS = 20
 """How many skipped lines are named in `problems` (the rest are only counted)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .events import Event
+from ..events import Event
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

@@ -3,8 +3,9 @@
 Every event has `seq`, `ts`, `run` (the run's id), `attempt`, `agent` (a path such as
 `planner/summarize`) and `type`. Events of type `message` carry whole messages, so
 `rebuild_conversations` can restore every conversation from the file alone. Values of
-secret-looking environment variables are masked before a line is written. The event types are
-documented in docs/trace.md.
+secret-looking environment variables are masked before a line is written. The event kinds and
+their fields are typed in orchestrator/events.py; the first event of each attempt carries
+`schema`, the version of the format.
 
 One file holds one run: a Trace refuses a file that already holds events, except to resume
 the run recorded there (`Trace(path, resume=checkpoint)`), which appends its next attempt
@@ -29,11 +30,11 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from ..errors import ConfigError
+from ..events import EVENT_SCHEMA_VERSION, Event, Listener, new_run_id
 from ..messages import Message
 from ..security.secrets import SecretMask
 from ..security.signing import LineSigner, user_key
 from .checkpoint import Checkpoint
-from .events import Event, Listener, new_run_id
 from .lock import FileBusy, lock_file
 
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
@@ -113,6 +114,7 @@ class Trace:
         self.run_id = resume.run_id if resume and resume.run_id else run_id or new_run_id()
         self.attempt = resume.attempts + 1 if resume else 1
         self._seq = resume.last_seq if resume else 0
+        self._first_seq = self._seq + 1
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         self._signer: LineSigner | None = None
@@ -167,6 +169,8 @@ class Trace:
                 "agent": agent,
                 "type": type,
             }
+            if self._seq == self._first_seq:
+                event["schema"] = EVENT_SCHEMA_VERSION  # the format the attempt writes in
             event.update(fields)
             if self._file is not None:
                 line = self.mask(_ENCODER.encode(event))
