@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, KeysView, Mapping
 from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
@@ -104,7 +104,8 @@ class CompactedResult(_Part):
 
 class EventBase(BaseModel):
     """What every event has. Reading an event as the mapping its line was (`event["x"]`,
-    `event.get("x")`, `"x" in event`) works too, for code written against dict events."""
+    `event.get("x")`, `"x" in event`, `{**event}`) works too, for code written against dict
+    events; it builds the line each time, so the package itself reads attributes."""
 
     model_config = _CONFIG
 
@@ -134,6 +135,9 @@ class EventBase(BaseModel):
 
     def __contains__(self, key: object) -> bool:
         return key in self._line()
+
+    def keys(self) -> KeysView[str]:
+        return self._line().keys()
 
 
 # --- An agent's run ------------------------------------------------------------------------
