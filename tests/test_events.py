@@ -9,11 +9,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import orchestrator
 from orchestrator import Agent, Trace, read_trace
 from orchestrator.events import (
     EVENT_KINDS,
     EVENT_SCHEMA_VERSION,
+    ListenerError,
     MessageEvent,
     ModelCall,
     TaskEnd,
@@ -132,3 +135,24 @@ def test_unknown_kinds_and_wrong_shapes_are_none_and_extra_fields_are_kept() -> 
     assert message["message"] == {"role": "tool", "content": "x", "is_error": True}
     ended = parse_event({**base, "type": "task_end", "status": "completed", "worker": "w1"})
     assert isinstance(ended, TaskEnd) and ended.get("worker") == "w1" and "reason" not in ended
+
+
+def test_a_listener_that_raises_never_ends_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(event: dict[str, Any]) -> None:
+        raise RuntimeError("the listener broke")
+
+    seen: list[str] = []
+    path = tmp_path / "t.jsonl"
+    with Trace(path, listeners=[broken, lambda e: seen.append(e["type"])]) as trace:
+        agent = Agent(ScriptedModel({"*": [{"content": "done"}]}), trace=trace)
+        result = agent.run_sync("go")
+
+    assert result.status == "completed" and result.output == "done"
+    # The others kept hearing every event, the failure's own included.
+    assert seen[0] == "run_start" and seen[-1] == "run_end" and "listener_error" in seen
+    errors = [e for e in read_trace(path) if isinstance(e, ListenerError)]
+    assert len(errors) == 1 and errors[0].error == "RuntimeError: the listener broke"
+    assert "broken" in errors[0].listener
+    assert capsys.readouterr().err.count("the listener broke") == 1

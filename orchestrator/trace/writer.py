@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 import threading
 import time
 import warnings
@@ -116,6 +117,7 @@ class Trace:
         self._seq = resume.last_seq if resume else 0
         self._first_seq = self._seq + 1
         self._lock = threading.Lock()
+        self._failed_listeners: set[int] = set()
         self._file: IO[str] | None = None
         self._signer: LineSigner | None = None
         if self.path is not None:
@@ -178,9 +180,30 @@ class Trace:
                     line = self._signer.sign(line)
                 self._file.write(line + "\n")
                 self._file.flush()
+        failed: list[tuple[Listener, Exception]] = []
         for listener in self.listeners:
-            listener(event)
+            try:
+                listener(event)
+            except Exception as exc:  # a listener's failure never ends the run it listens to
+                failed.append((listener, exc))
+        for listener, error in failed:  # after every listener had this event: in order
+            self._listener_failed(listener, error)
         return event
+
+    def _listener_failed(self, listener: Listener, exc: Exception) -> None:
+        """Say once per listener, on stderr and in the trace, that it raised; it is still
+        called with the events that follow, and so are the others."""
+        with self._lock:
+            if id(listener) in self._failed_listeners:
+                return
+            self._failed_listeners.add(id(listener))
+        error = f"{type(exc).__name__}: {exc}"
+        print(
+            f"orchestrator: a trace listener ({listener!r}) raised {error}; the run goes on "
+            "(its later errors are not reported)",
+            file=sys.stderr,
+        )
+        self.emit("listener_error", "trace", listener=repr(listener), error=error)
 
     def message(self, agent: str, message: Message) -> None:
         self.emit("message", agent, message=message.to_dict())
