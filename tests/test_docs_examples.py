@@ -25,7 +25,13 @@ from orchestrator.models import ScriptedModel
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-OFFLINE = ["readme_example_1", "readme_example_3", "readme_example_6", "trace_example_1"]
+OFFLINE = [
+    "readme_example_1",
+    "readme_example_3",
+    "readme_example_5",
+    "readme_example_7",
+    "trace_example_1",
+]
 """The examples that build and run their agents on a scripted model: no provider, no network.
 (README's embed example runs in tests/test_docs_match.py, from its own folder.)"""
 SHOWN_OUTPUT = re.compile(r"^print\(.*\)  # (.+)$", re.MULTILINE)

@@ -26,7 +26,8 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -204,6 +205,15 @@ class Trace:
             file=sys.stderr,
         )
         self.emit("listener_error", "trace", listener=repr(listener), error=error)
+
+    @contextmanager
+    def listening(self, listener: Listener) -> Iterator[None]:
+        """`listener` hears the events emitted while inside (as one of `listeners`)."""
+        self.listeners = [*self.listeners, listener]  # a new list: `emit` may be iterating
+        try:
+            yield
+        finally:
+            self.listeners = [known for known in self.listeners if known is not listener]
 
     def message(self, agent: str, message: Message) -> None:
         self.emit("message", agent, message=message.to_dict())
