@@ -124,20 +124,21 @@ class EventBase(BaseModel):
     schema_version: int | None = Field(default=None, alias="schema")
     """`EVENT_SCHEMA_VERSION` of the writer, on the first event each attempt writes."""
 
-    def _line(self) -> dict[str, Any]:
+    def as_line(self) -> Event:
+        """The event as its line had it: the fields it was given, as JSON values."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     def __getitem__(self, key: str) -> Any:
-        return self._line()[key]
+        return self.as_line()[key]
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._line().get(key, default)
+        return self.as_line().get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._line()
+        return key in self.as_line()
 
     def keys(self) -> KeysView[str]:
-        return self._line().keys()
+        return self.as_line().keys()
 
 
 # --- An agent's run ------------------------------------------------------------------------
