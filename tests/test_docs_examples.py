@@ -28,8 +28,9 @@ PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 OFFLINE = [
     "readme_example_1",
     "readme_example_3",
-    "readme_example_6",
+    "readme_example_5",
     "readme_example_7",
+    "readme_example_8",
     "trace_example_1",
     "typed_outputs_example_1",
 ]

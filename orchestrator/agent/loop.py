@@ -23,6 +23,7 @@ section to the system prompt and tools, from the layers above.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from contextlib import AsyncExitStack
@@ -57,6 +58,7 @@ from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .output import DEFAULT_OUTPUT_RETRIES, Verdict, structured_output
 from .restart import CutTurn, restart_from
+from .run_events import AgentRun
 from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
@@ -312,6 +314,28 @@ class AgentLoop:
         if trace is None and isinstance(self.trace, str | Path):
             return _free_trace(Path(self.trace)), True
         return open_trace(trace if trace is not None else self.trace)
+
+    def iter(self, task: str) -> AgentRun:
+        """The run's typed events as they happen, every agent of its tree included, and its
+        result at the end (agent/run_events.py):
+
+            async with agent.iter(task) as run:
+                async for event in run:
+                    ...
+            result = run.result
+
+        Leaving the `async with` early cancels the run (its record stays complete).
+        """
+        return AgentRun(partial(self._run_on, task=task), self.trace)
+
+    async def _run_on(self, trace: Trace, *, task: str) -> RunResult:
+        """`run(task)` writing to `trace` (a copy of this agent runs it: the agent is not
+        changed, only its `last_result` set)."""
+        runner = copy.copy(self)
+        runner.trace = trace
+        result = await runner.run(task)
+        self.last_result = runner.last_result
+        return result
 
     async def _loop(self, state: RunState) -> RunResult:
         try:

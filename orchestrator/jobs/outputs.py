@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..events import JobEnd, JobStart
 from ..security import Permissions, is_inside
 from ..trace import TraceReader
 from .spec import Job
@@ -115,11 +116,10 @@ def _outputs_of(path: Path, spec: str) -> list[str] | None:
     """The last `job_end` outputs in the trace at `path` if it is a run of `spec`."""
     found: list[str] | None = None
     for number, event in enumerate(TraceReader(path)):
-        if number == 0 and (event.get("type") != "job_start" or event.get("spec") != spec):
+        if number == 0 and not (isinstance(event, JobStart) and event.spec == spec):
             return None
-        outputs = event.get("outputs") if event.get("type") == "job_end" else None
-        if isinstance(outputs, list) and all(isinstance(p, str) for p in outputs):
-            found = outputs
+        if isinstance(event, JobEnd) and event.outputs is not None:
+            found = event.outputs
     return found
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..events import JobStart
 from ..messages import Usage
 from ..models import ChatModel, ScriptedModel, unwrap
 from ..skills.disclosure import DISCLOSURES
@@ -27,7 +28,7 @@ from ..trace import Checkpoint, load_checkpoint
 from ..trace.lock import is_locked
 from ..trace.reader import verify_trace
 from .loading import load_job
-from .runner import JobResult, permissions_record, spec_digest
+from .runner import JobResult, is_job_status, permissions_record, spec_digest
 from .spec import Job
 
 
@@ -85,20 +86,20 @@ def prepare_resume(
         if not failed and checkpoint.finished:
             raise ResumeError(
                 f"run {checkpoint.run_id} in {path} has no failed step or sub-agent to retry "
-                f"(it ended {checkpoint.job_end.get('status') if checkpoint.job_end else '?'})"
+                f"(it ended {checkpoint.job_end.status if checkpoint.job_end else '?'})"
             )
         checkpoint.reopen(failed)
         checkpoint.retrying = failed
     if checkpoint.finished:
         return Resumption(path, checkpoint, finished=recorded_result(checkpoint, path))
     spec = _spec(path, record, force)
-    inputs = {str(k): str(v) for k, v in (record.get("inputs") or {}).items()}
-    user_skills = user_skills or record.get("user_skills") is True
+    inputs = {str(k): str(v) for k, v in (record.inputs or {}).items()}
+    user_skills = user_skills or record.user_skills is True
     job = load_job(
         spec, model=model, model_options=model_options, inputs=inputs, user_skills=user_skills
     )
-    recorded = record.get("disclosure")  # as the run had it: the spec's, or --disclosure
-    if isinstance(recorded, str) and recorded in DISCLOSURES and recorded != job.disclosure:
+    recorded = record.disclosure  # as the run had it: the spec's, or --disclosure
+    if recorded is not None and recorded in DISCLOSURES and recorded != job.disclosure:
         job = job.model_copy(update={"disclosure": recorded})
     if not force:
         overridden = model is not None or bool(model_options)
@@ -118,15 +119,13 @@ def _require_own_run(path: Path) -> None:
         )
 
 
-def _require_same_settings(
-    path: Path, record: dict[str, Any], job: Job, *, overridden: bool
-) -> None:
+def _require_same_settings(path: Path, record: JobStart, job: Job, *, overridden: bool) -> None:
     """Refuse to resume with a model or permissions other than the run had: the spec on disk
     (with the flags given now) decides them, never the trace, and a difference is a choice
     the user makes with flags or `--force`."""
     differences = []
     if not overridden:
-        ran = _flags(record.get("model"), record.get("model_options"))
+        ran = _flags(record.model, record.model_options)
         now = _flags(job.model.name, job.model.options())
         if ran != now:
             had = " ".join(flag for flag in ran if flag not in now)
@@ -135,7 +134,7 @@ def _require_same_settings(
                 f"the run had `{had or 'none of these'}` where the spec now gives "
                 f"`{lost or 'nothing'}`: pass the flags the run had (or others) to resume"
             )
-    recorded = record.get("permissions")
+    recorded = record.permissions
     if recorded is not None and recorded != permissions_record(job):
         differences.append("the run's permissions differ from the spec's now")
     if differences:
@@ -163,13 +162,13 @@ def _recorded_model(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _spec(trace: Path, record: dict[str, Any], force: bool) -> Path:
-    if not record.get("spec"):
+def _spec(trace: Path, record: JobStart, force: bool) -> Path:
+    if not record.spec:
         raise ResumeError(f"the job in {trace} was not run from a spec file, so it cannot resume")
-    spec = Path(record["spec"])
+    spec = Path(record.spec)
     if not spec.is_file():
         raise ResumeError(f"the job's spec {spec} is gone; the run in {trace} cannot resume")
-    recorded, now = record.get("spec_sha256"), spec_digest(spec)
+    recorded, now = record.spec_sha256, spec_digest(spec)
     if recorded != now and not force:
         raise ResumeError(
             f"the job's spec {spec} changed since the run in {trace} (sha256 {str(recorded)[:12]} "
@@ -180,14 +179,15 @@ def _spec(trace: Path, record: dict[str, Any], force: bool) -> Path:
 
 def recorded_result(checkpoint: Checkpoint, path: Path | None = None) -> JobResult:
     """The result of a finished job, as its trace recorded it."""
-    record = checkpoint.job or {}
+    record, end = checkpoint.job, checkpoint.job_end
     steps = next((f for f in checkpoint.forks if f.caller == "job"), None)
     results = restored_children(checkpoint, steps) if steps is not None else []
-    output_step = str(record.get("output_step") or (results[-1].id if results else ""))
-    end = checkpoint.job_end or {}
+    recorded_step = record.output_step if record is not None else None
+    output_step = recorded_step or (results[-1].id if results else "")
+    status = end.status if end is not None else None
     return JobResult(
-        name=str(record.get("name") or "job"),
-        status=end.get("status") or "failed",
+        name=(record.name if record is not None else None) or "job",
+        status=status if is_job_status(status) else "failed",
         output=next((r.output for r in results if r.id == output_step), ""),
         output_step=output_step,
         usage=sum((r.usage for r in results), Usage()),

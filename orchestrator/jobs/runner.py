@@ -26,7 +26,7 @@ import asyncio
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, Field
 
@@ -50,6 +50,11 @@ from .outputs import WorkspaceRecord
 from .spec import Job
 
 JobStatus = Literal["completed", "failed", "budget_exhausted", "cancelled"]
+
+
+def is_job_status(value: object) -> TypeGuard[JobStatus]:
+    """Whether `value` (read from a trace, say) is a job's status."""
+    return value in get_args(JobStatus)
 
 
 class JobResult(BaseModel):

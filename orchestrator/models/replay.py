@@ -22,8 +22,9 @@ and each turn is compared with the conversation as that request had it, stubs an
 window learned from a provider's refusal is not replayed (the replay refuses nothing), nor
 are several windows in one recording: such runs depart from it at their first compaction.
 
-The recording is read here, with a reader of its own: models sit beside the trace package,
-not above it (docs/architecture.md).
+The recording's lines are read here, each parsed with `orchestrator.events.parse_event` (the
+same typed events every reader uses): models sit beside the trace package, not above it, so
+they do not use its reader (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError, ModelError
+from ..events import Compact, MessageEvent, ModelCall, RunStart, TraceEvent, parse_event
 from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
 from ..security.json_input import JsonInputError, load_json
@@ -66,7 +67,7 @@ class RecordedAgent:
 
     conversation: list[Message] = field(default_factory=list)
     turns: list[RecordedTurn] = field(default_factory=list)
-    pending: dict[str, Any] | None = None  # the last model_call, until its message comes
+    pending: ModelCall | None = None  # the last model_call, until its message comes
     sent: list[list[Message]] = field(default_factory=list)
     """The conversation each turn's request had, kept from the first compaction on."""
     compacted: bool = False
@@ -101,10 +102,10 @@ class ReplayModel(Model):
     ) -> None:
         self.path = Path(trace)
         self.agents, first_compaction = load_recording(self.path, paths)
-        window, compact_at = first_compaction.get("window"), first_compaction.get("compact_at")
+        window = first_compaction.window if first_compaction is not None else None
         self.options = WireOptions(
-            context_window=window if isinstance(window, int) and window > 0 else None,
-            compact_at=compact_at if isinstance(compact_at, float | int) else None,
+            context_window=window if window is not None and window > 0 else None,
+            compact_at=first_compaction.compact_at if first_compaction is not None else None,
         )
         self.check = check
         self.name = name or f"replay:{self.path}"
@@ -187,63 +188,56 @@ class ReplayModel(Model):
 
 def load_recording(
     path: Path, paths: Mapping[str, str] | None = None
-) -> tuple[dict[str, RecordedAgent], dict[str, Any]]:
+) -> tuple[dict[str, RecordedAgent], Compact | None]:
     """Every agent's conversation and responses in a trace file, and its first `compact`
-    event ({} when there is none); `paths`: recorded folders and where they are now."""
+    event (None when there is none); `paths`: recorded folders and where they are now."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the recording {path}: {exc.strerror}") from None
     agents: dict[str, RecordedAgent] = {}
     moves = {old: new for old, new in (paths or {}).items() if old}
-    first: dict[str, Any] = {}
+    first: Compact | None = None
     for line in raw.split(b"\n"):
         event = _event(line)
         if event is not None:
-            _fold(agents.setdefault(event["agent"], RecordedAgent()), event, moves)
-            if event["type"] == "compact" and not first:
+            _fold(agents.setdefault(event.agent, RecordedAgent()), event, moves)
+            if isinstance(event, Compact) and first is None:
                 first = event
     if not any(a.turns for a in agents.values()):
         raise ConfigError(f"the recording {path} has no model responses to replay")
     return agents, first
 
 
-def _fold(agent: RecordedAgent, event: dict[str, Any], moves: Mapping[str, str]) -> None:
-    kind = event["type"]
-    if kind == "run_start" and event.get("resumed"):
-        kept = event.get("kept")
-        if isinstance(kept, int):
-            del agent.conversation[kept:]
-    elif kind == "model_call":
+def _fold(agent: RecordedAgent, event: TraceEvent, moves: Mapping[str, str]) -> None:
+    if isinstance(event, RunStart) and event.resumed:
+        if event.kept is not None:
+            del agent.conversation[event.kept :]
+    elif isinstance(event, ModelCall):
         agent.pending = event
-    elif kind == "message":
-        message = _moved(Message.model_validate(event["message"]), moves)
+    elif isinstance(event, MessageEvent):
+        message = _moved(event.message, moves)
         if message.role == "assistant" and agent.compacted:
             agent.sent.append(list(agent.conversation))
         agent.conversation.append(message)
         if message.role == "assistant":
-            agent.turns.append(_turn(message, agent.pending or {}))
+            agent.turns.append(_turn(message, agent.pending))
             agent.pending = None
-    elif kind == "compact":
+    elif isinstance(event, Compact):
         _compact(agent, event)
 
 
-def _compact(agent: RecordedAgent, event: dict[str, Any]) -> None:
+def _compact(agent: RecordedAgent, event: Compact) -> None:
     """Put a `compact` event's stubs in the conversation (as trace/reader.py does), keeping
     from the first one on the conversation each turn was sent."""
     if not agent.compacted:
         agent.sent = [agent.prefix(turn) for turn in range(len(agent.turns))]
         agent.compacted = True
-    for entry in event.get("replaced") or []:
-        if not isinstance(entry, dict):
-            continue
-        index, stub = entry.get("index"), entry.get("stub")
-        if not (isinstance(index, int) and isinstance(stub, str)):
-            continue
-        if 0 <= index < len(agent.conversation):
-            message = agent.conversation[index]
-            if message.role == "tool" and message.tool_call_id == entry.get("call_id"):
-                agent.conversation[index] = message.model_copy(update={"content": stub})
+    for entry in event.replaced or []:
+        if 0 <= entry.index < len(agent.conversation):
+            message = agent.conversation[entry.index]
+            if message.role == "tool" and message.tool_call_id == entry.call_id:
+                agent.conversation[entry.index] = message.model_copy(update={"content": entry.stub})
 
 
 def _moved(message: Message, moves: Mapping[str, str]) -> Message:
@@ -261,27 +255,26 @@ def _moved(message: Message, moves: Mapping[str, str]) -> Message:
     return message.model_copy(update={"content": content, "tool_calls": calls})
 
 
-def _turn(message: Message, call: dict[str, Any]) -> RecordedTurn:
-    usage = call.get("usage")
+def _turn(message: Message, call: ModelCall | None) -> RecordedTurn:
+    if call is None:
+        return RecordedTurn(message=message, extra={"model": None, "id": None})
     return RecordedTurn(
         message=message,
-        usage=Usage.model_validate(usage) if isinstance(usage, dict) else None,
-        finish_reason=call.get("finish_reason"),
-        extra={"model": call.get("response_model"), "id": call.get("response_id")},
-        tools=[str(n) for n in tools] if isinstance(tools := call.get("tools"), list) else None,
-        tools_digest=digest if isinstance(digest := call.get("tools_digest"), str) else None,
+        usage=Usage.model_validate(call.usage.model_dump()),
+        finish_reason=call.finish_reason,
+        extra={"model": call.response_model, "id": call.response_id},
+        tools=call.tools,
+        tools_digest=call.tools_digest,
     )
 
 
-def _event(line: bytes) -> dict[str, Any] | None:
+def _event(line: bytes) -> TraceEvent | None:
+    """The recording's event on `line`; None for a line that is none (torn, or garbage)."""
     try:
         value = load_json(line, "recording line")
     except JsonInputError:
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
-        return None
-    kinds = ("run_start", "model_call", "message", "compact")
-    return value if value.get("type") in kinds else None
+    return parse_event(value) if isinstance(value, dict) else None
 
 
 def difference(recorded: Message, sent: Message) -> str:

@@ -36,7 +36,8 @@ def write_report(
     the caller wants to see afterwards what it skipped (`reader.problems`)."""
     trace = Path(trace)
     target = Path(output) if output is not None else trace.with_suffix(".html")
-    page = render_report(reader or iter_trace(trace), source=str(trace))
+    events = (event.as_line() for event in reader or iter_trace(trace))  # the report reads lines
+    page = render_report(events, source=str(trace))
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
     return target

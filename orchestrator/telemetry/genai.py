@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..trace.events import Event
+from ..events import Event
 from ..trace.summary import number
 
 Attributes = dict[str, Any]

@@ -29,7 +29,7 @@ from opentelemetry import trace as otel
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
-from ..trace.events import Event
+from ..events import Event
 from ..trace.summary import number
 from . import genai
 

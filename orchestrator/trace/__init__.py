@@ -1,5 +1,6 @@
 """The run's record: the JSONL trace writer, reading it back, checkpoints and summaries."""
 
+from ..events import Event, Listener, is_event, new_run_id
 from .checkpoint import (
     ENDED_TASK,
     AgentRecord,
@@ -8,7 +9,6 @@ from .checkpoint import (
     TaskRecord,
     load_checkpoint,
 )
-from .events import Event, Listener, is_event, new_run_id
 from .reader import TraceEvents, TraceReader, iter_trace, read_trace, rebuild_conversations
 from .writer import Sink, Trace, TraceBusy, TraceExists, add_sink, open_trace, remove_sink
 

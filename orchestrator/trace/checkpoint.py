@@ -9,12 +9,30 @@ it. `resume` (jobs/, tasks/, agent/restart.py) rebuilds the run from this alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..events import (
+    BackgroundDelivered,
+    Compact,
+    ContextWindow,
+    Fork,
+    JobEnd,
+    JobStart,
+    MessageEvent,
+    ModelCall,
+    Retry,
+    RunEnd,
+    RunStart,
+    SkillLoaded,
+    TaskEnd,
+    TaskStart,
+    ToolEnd,
+    ToolStart,
+    TraceEvent,
+)
 from ..messages import Message, Usage
-from .events import Event
 from .reader import TraceReader, apply_compaction
 
 ENDED_TASK = (
@@ -108,9 +126,9 @@ class Checkpoint:
     """The signature of the last event, which the next attempt's first line chains to."""
     runs: set[str] = field(default_factory=set)
     """Every run id the trace's events name: one, unless the file was tampered with."""
-    job: Event | None = None
+    job: JobStart | None = None
     """The run's first `job_start`: spec, inputs, model."""
-    job_end: Event | None = None
+    job_end: JobEnd | None = None
     """The latest attempt's `job_end`, if it got that far."""
     agents: dict[str, AgentRecord] = field(default_factory=dict)
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
@@ -131,7 +149,7 @@ class Checkpoint:
     @property
     def finished(self) -> bool:
         """The run ended (completed, failed or out of budget); a cancelled one did not."""
-        return self.job_end is not None and self.job_end.get("status") != "cancelled"
+        return self.job_end is not None and self.job_end.status != "cancelled"
 
     def agent(self, path: str) -> AgentRecord:
         if path not in self.agents:
@@ -264,169 +282,112 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     return checkpoint
 
 
-def fold(events: Iterable[Event]) -> Checkpoint:
+def fold(events: Iterable[TraceEvent]) -> Checkpoint:
     checkpoint = Checkpoint()
     for event in events:
-        checkpoint.last_seq = max(checkpoint.last_seq, event["seq"])
-        checkpoint.attempts = max(checkpoint.attempts, _int(event.get("attempt"), 1))
-        checkpoint.run_id = checkpoint.run_id or event.get("run")
-        checkpoint.runs.add(str(event.get("run")))
-        mac = event.get("mac")
-        checkpoint.last_mac = mac if isinstance(mac, str) else ""
-        handler = _HANDLERS.get(event["type"])
-        if handler is not None:
-            handler(checkpoint, event)
+        checkpoint.last_seq = max(checkpoint.last_seq, event.seq)
+        checkpoint.attempts = max(checkpoint.attempts, event.attempt)
+        checkpoint.run_id = checkpoint.run_id or event.run
+        checkpoint.runs.add(str(event.run))
+        checkpoint.last_mac = event.mac or ""
+        _fold_one(checkpoint, event)
     return checkpoint
 
 
-def _job_start(c: Checkpoint, event: Event) -> None:
-    c.job = c.job or event
-    c.job_end = None
+def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one case per kind
+    match event:
+        case JobStart():
+            c.job = c.job or event
+            c.job_end = None
+        case JobEnd():
+            c.job_end = event
+        case Fork():
+            _fork(c, event)
+        case TaskStart():
+            task = c.tasks.get(event.agent)
+            if task is not None:
+                task.started_at = event.ts
+        case TaskEnd():
+            task = c.tasks.get(event.agent)
+            if task is not None:
+                task.status, task.reason, task.ended_at = event.status, event.reason, event.ts
+        case RunStart():
+            _run_start(c, event)
+        case RunEnd():
+            record = c.agent(event.agent)
+            record.status, record.output = event.status or "error", event.output or ""
+            record.error, record.ended_at = event.error, event.ts
+        case ModelCall():
+            _model_call(c, event)
+        case MessageEvent():
+            c.agent(event.agent).messages.append(event.message)
+        case ToolStart():
+            record = c.agent(event.agent)
+            record.started_calls.add(str(event.call_id))
+            record.open_call = str(event.call_id)
+        case ToolEnd():
+            record = c.agent(event.agent)
+            record.ended_calls.add(str(event.call_id))
+            if record.open_call == str(event.call_id):
+                record.open_call = None
+        case SkillLoaded():
+            skills = c.agent(event.agent).skills
+            if event.skill not in skills:
+                skills.append(event.skill)
+        case Retry():
+            c.reopen(event.paths)
+        case BackgroundDelivered():
+            c.agent(event.agent).delivered.update(event.ids)
+        case Compact():
+            record = c.agent(event.agent)
+            for index, text in apply_compaction(record.messages, event).items():
+                record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
+            record.compactions += 1
+        case ContextWindow():
+            record = c.agent(event.agent)
+            record.asked_server = True
+            tokens = event.tokens
+            record.server_window = tokens if tokens is not None and tokens > 0 else None
 
 
-def _job_end(c: Checkpoint, event: Event) -> None:
-    c.job_end = event
-
-
-def _fork(c: Checkpoint, event: Event) -> None:
-    caller = event["agent"]
+def _fork(c: Checkpoint, event: Fork) -> None:
+    caller = event.agent
     prefix = "" if caller == "job" else f"{caller}/"
     paths = []
-    for task in event.get("tasks") or []:
-        path = task.get("path") or f"{prefix}{task['id']}"
+    for task in event.tasks:
+        path = task.path or f"{prefix}{task.id}"
         paths.append(path)
         known = c.tasks.get(path)
-        record = TaskRecord(path, str(task["id"]), caller, task.get("agent"))
-        record.depends_on = list(task.get("depends_on") or [])
+        record = TaskRecord(path, str(task.id), caller, task.agent)
+        record.depends_on = list(task.depends_on)
         if known is not None:  # the same graph again, in a later attempt: keep how it ended
             record.status, record.reason = known.status, known.reason
             record.started_at, record.ended_at = known.started_at, known.ended_at
         c.tasks[path] = record
     call = c.agents[caller].open_call if caller in c.agents else None
-    background = bool(event.get("background"))
+    background = bool(event.background)
     again = any(f.caller == caller and f.paths == paths and f.background for f in c.forks)
     if not (background and again):  # a background fork started again on resume is the same
         c.forks.append(ForkRecord(caller, call, paths, background))
 
 
-def _task_start(c: Checkpoint, event: Event) -> None:
-    task = c.tasks.get(event["agent"])
-    if task is not None:
-        task.started_at = event.get("ts")
-
-
-def _task_end(c: Checkpoint, event: Event) -> None:
-    task = c.tasks.get(event["agent"])
-    if task is not None:
-        task.status, task.reason = event.get("status"), event.get("reason")
-        task.ended_at = event.get("ts")
-
-
-def _run_start(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    if event.get("resumed"):
-        del record.messages[_int(event.get("kept"), len(record.messages)) :]
+def _run_start(c: Checkpoint, event: RunStart) -> None:
+    record = c.agent(event.agent)
+    if event.resumed:
+        del record.messages[event.kept if event.kept is not None else len(record.messages) :]
         record.status = None
         return
     calls = record.calls
-    c.agents[record.path] = AgentRecord(record.path, calls=calls, started_at=event.get("ts"))
+    c.agents[record.path] = AgentRecord(record.path, calls=calls, started_at=event.ts)
 
 
-def _run_end(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    record.status, record.output = event.get("status") or "error", event.get("output") or ""
-    record.error, record.ended_at = event.get("error"), event.get("ts")
-
-
-def _model_call(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    usage = _usage(event.get("usage"))
+def _model_call(c: Checkpoint, event: ModelCall) -> None:
+    record = c.agent(event.agent)
+    usage = Usage.model_validate(event.usage.model_dump())
     record.usage, c.usage = record.usage + usage, c.usage + usage
-    cost = event.get("cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+    cost = event.cost
+    if cost is not None and cost >= 0:
         record.cost = (record.cost or 0.0) + float(cost)
         c.cost += float(cost)
-    record.steps = _int(event.get("step"), record.steps + 1)
+    record.steps = event.step
     record.calls += 1
-
-
-def _message(c: Checkpoint, event: Event) -> None:
-    c.agent(event["agent"]).messages.append(Message.model_validate(event["message"]))
-
-
-def _compact(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    for index, text in apply_compaction(record.messages, event).items():
-        record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
-    record.compactions += 1
-
-
-def _tool_start(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    record.started_calls.add(str(event.get("call_id")))
-    record.open_call = str(event.get("call_id"))
-
-
-def _tool_end(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    record.ended_calls.add(str(event.get("call_id")))
-    if record.open_call == str(event.get("call_id")):
-        record.open_call = None
-
-
-def _context_window(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    tokens = event.get("tokens")
-    record.asked_server = True
-    record.server_window = tokens if isinstance(tokens, int) and tokens > 0 else None
-
-
-def _retry(c: Checkpoint, event: Event) -> None:
-    c.reopen(str(path) for path in event.get("paths") or [])
-
-
-def _skill_loaded(c: Checkpoint, event: Event) -> None:
-    record = c.agent(event["agent"])
-    if event.get("skill") not in record.skills:
-        record.skills.append(str(event.get("skill")))
-
-
-def _background_delivered(c: Checkpoint, event: Event) -> None:
-    ids = event.get("ids")
-    if isinstance(ids, list):
-        c.agent(event["agent"]).delivered.update(str(i) for i in ids)
-
-
-def _usage(value: object) -> Usage:
-    data = value if isinstance(value, dict) else {}
-    return Usage(
-        input_tokens=_int(data.get("input_tokens"), 0),
-        output_tokens=_int(data.get("output_tokens"), 0),
-        total_tokens=_int(data.get("total_tokens"), 0),
-        cache_read_tokens=_int(data.get("cache_read_tokens"), 0),
-        cache_write_tokens=_int(data.get("cache_write_tokens"), 0),
-    )
-
-
-def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-_HANDLERS: dict[str, Callable[[Checkpoint, Event], None]] = {
-    "job_start": _job_start,
-    "job_end": _job_end,
-    "fork": _fork,
-    "task_start": _task_start,
-    "task_end": _task_end,
-    "run_start": _run_start,
-    "run_end": _run_end,
-    "model_call": _model_call,
-    "message": _message,
-    "tool_start": _tool_start,
-    "tool_end": _tool_end,
-    "skill_loaded": _skill_loaded,
-    "retry": _retry,
-    "background_delivered": _background_delivered,
-    "compact": _compact,
-    "context_window": _context_window,
-}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .events import Event
+from ..events import JobEnd, JobStart, MessageEvent, ModelCall, RunEnd, TraceEvent
 from .lock import is_locked
 from .reader import TraceReader
 
@@ -48,15 +48,12 @@ def run_info(path: str | Path) -> RunInfo:
     reader = TraceReader(path)
     for event in reader:
         _fold(info, event)
-        if event["type"] == "job_start":
+        if isinstance(event, JobStart):
             ended = None
-        elif (
-            event["type"] == "job_end"
-            or event["type"] == "run_end"
-            and info.job is None
-            and "/" not in event["agent"]
+        elif isinstance(event, JobEnd) or (
+            isinstance(event, RunEnd) and info.job is None and "/" not in event.agent
         ):
-            ended = str(event.get("status"))
+            ended = str(event.status)
     info.skipped = reader.problems
     if ended is not None:
         info.status = ended
@@ -65,25 +62,20 @@ def run_info(path: str | Path) -> RunInfo:
     return info
 
 
-def _fold(info: RunInfo, event: Event) -> None:
-    info.run_id = info.run_id or event.get("run")
-    attempt = event.get("attempt")
-    info.attempts = max(info.attempts, attempt if isinstance(attempt, int) else 1)
-    if info.started is None and isinstance(event.get("ts"), int | float):
-        info.started = float(event["ts"])
-    if event["type"] == "job_start":
-        info.job = info.job or event.get("name")
-    elif event["type"] == "message" and info.goal is None and "/" not in str(event["agent"]):
-        message = event.get("message")
-        if isinstance(message, dict) and message.get("role") == "user":
-            info.goal = str(message.get("content") or "")
-    elif event["type"] == "model_call":
-        usage = event.get("usage") or {}
-        total = usage.get("total_tokens") if isinstance(usage, dict) else None
-        info.tokens += total if isinstance(total, int) else 0
-        cost = event.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
-            info.cost = (info.cost or 0.0) + float(cost)
+def _fold(info: RunInfo, event: TraceEvent) -> None:
+    info.run_id = info.run_id or event.run
+    info.attempts = max(info.attempts, event.attempt)
+    if info.started is None and event.ts is not None:
+        info.started = event.ts
+    if isinstance(event, JobStart):
+        info.job = info.job or event.name
+    elif isinstance(event, MessageEvent) and info.goal is None and "/" not in event.agent:
+        if event.message.role == "user":
+            info.goal = event.message.content or ""
+    elif isinstance(event, ModelCall):
+        info.tokens += event.usage.total_tokens
+        if event.cost is not None:
+            info.cost = (info.cost or 0.0) + float(event.cost)
 
 
 def list_runs(folder: str | Path, *, limit: int | None = None) -> list[RunInfo]:
@@ -121,7 +113,7 @@ def traces_in(folder: str | Path) -> list[Path]:
 def _holds_job(path: Path, *, within: int = 8) -> bool:
     """Whether the trace's first events hold a `job_start` (a job's run, not an `ask`)."""
     for number, event in enumerate(TraceReader(path)):
-        if event["type"] == "job_start":
+        if isinstance(event, JobStart):
             return True
         if number >= within:
             break

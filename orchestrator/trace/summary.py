@@ -9,10 +9,23 @@ attempt, the skills each loaded, and every error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .events import Event
+from ..events import (
+    A2AEnd,
+    BackgroundSettle,
+    Fork,
+    JobEnd,
+    JobStart,
+    MessageEvent,
+    ModelCall,
+    RunEnd,
+    RunStart,
+    SkillLoaded,
+    TaskEnd,
+    TraceEvent,
+)
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -86,10 +99,9 @@ class RunSummary:
     skipped: list[str] = field(default_factory=list)
     """Why lines were skipped, by line number (the first few; see `reader.MAX_PROBLEMS`)."""
 
-    def error(self, event: Event, text: str) -> None:
+    def error(self, event: TraceEvent, text: str) -> None:
         self.errors.append(text)
-        attempt = event.get("attempt")
-        self.error_attempts.append(attempt if isinstance(attempt, int) else 1)
+        self.error_attempts.append(event.attempt)
 
     def agent(self, path: str) -> AgentSummary:
         if path not in self.agents:
@@ -155,17 +167,14 @@ class RunSummary:
         return ordered
 
 
-def summarize(events: Iterable[Event], *, live: bool = False) -> RunSummary:
+def summarize(events: Iterable[TraceEvent], *, live: bool = False) -> RunSummary:
     """Fold a trace's events into a summary. Agents still running when the trace ends are
     `unfinished`, unless the run is `live` (still being written)."""
     summary = RunSummary()
     for event in events:
-        summary.run_id = summary.run_id or event.get("run")
-        attempt = event.get("attempt")
-        summary.attempts = max(summary.attempts, attempt if isinstance(attempt, int) else 1)
-        handler = _HANDLERS.get(event["type"])
-        if handler is not None:
-            handler(summary, event)
+        summary.run_id = summary.run_id or event.run
+        summary.attempts = max(summary.attempts, event.attempt)
+        _fold(summary, event)
     skipped = getattr(events, "skipped", 0)
     summary.skipped_lines = skipped if isinstance(skipped, int) else 0
     summary.skipped = list(getattr(events, "problems", []))
@@ -176,105 +185,66 @@ def summarize(events: Iterable[Event], *, live: bool = False) -> RunSummary:
     return summary
 
 
-def _job_start(summary: RunSummary, event: Event) -> None:
-    summary.job = event.get("name")
-    summary.job_status = None
+def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one case per kind
+    match event:
+        case JobStart():
+            summary.job, summary.job_status = event.name, None
+        case JobEnd():
+            summary.job_status = event.status
+        case Fork():
+            for task in event.tasks:
+                agent = summary.agent(task.path)
+                agent.depends_on = list(task.depends_on)
+                agent.background = agent.background or bool(event.background)
+        case RunStart():
+            agent = summary.agent(event.agent)
+            agent.status = "running"
+            if not event.resumed or agent.started is None:
+                agent.started = event.ts
+            if event.preloaded is not None:
+                agent.preloaded = list(event.preloaded)
+        case ModelCall():
+            _model_call(summary, event)
+        case A2AEnd():
+            # A remote (A2A) task's end: the tokens its agent reported, when it did.
+            if event.usage is not None:
+                summary.agent(event.agent).tokens += event.usage.total_tokens
+        case TaskEnd():
+            agent = summary.agent(event.agent)
+            agent.restored = agent.restored or bool(event.restored)
+            agent.overlap = event.overlap_s if event.overlap_s is not None else agent.overlap
+            if event.status == "skipped" or agent.status in ("not started", "running"):
+                agent.status, agent.reason = event.status, event.reason
+        case SkillLoaded():
+            skills = summary.agent(event.agent).skills
+            if event.skill not in skills:
+                skills.append(event.skill)
+        case MessageEvent():
+            message = event.message
+            if message.role == "tool" and message.is_error:
+                first_line = (message.content or "").strip().splitlines()[:1]
+                text = first_line[0] if first_line else ""
+                kind = message.error_type or "error"
+                summary.error(event, f"{event.agent}: {message.name} [{kind}] {text}")
+        case RunEnd():
+            agent = summary.agent(event.agent)
+            agent.status, agent.ended = event.status, event.ts
+            if event.error:
+                agent.reason = event.error
+                summary.error(event, f"{agent.path}: run ended {event.status}: {event.error}")
+        case BackgroundSettle():
+            verb = "waited for" if event.choice == "wait" else "cancelled"
+            summary.agent(event.agent).settled.append(f"{verb} {', '.join(event.ids)}")
 
 
-def _job_end(summary: RunSummary, event: Event) -> None:
-    summary.job_status = event.get("status")
-
-
-def _fork(summary: RunSummary, event: Event) -> None:
-    for task in event["tasks"]:
-        agent = summary.agent(task["path"])
-        agent.depends_on = list(task["depends_on"])
-        agent.background = agent.background or bool(event.get("background"))
-
-
-def _background_settle(summary: RunSummary, event: Event) -> None:
-    verb = "waited for" if event["choice"] == "wait" else "cancelled"
-    summary.agent(event["agent"]).settled.append(f"{verb} {', '.join(event['ids'])}")
-
-
-def _run_start(summary: RunSummary, event: Event) -> None:
-    agent = summary.agent(event["agent"])
-    agent.status = "running"
-    if not event.get("resumed") or agent.started is None:
-        agent.started = event["ts"]
-    preloaded = event.get("preloaded")
-    if isinstance(preloaded, list):
-        agent.preloaded = [str(name) for name in preloaded]
-
-
-def _model_call(summary: RunSummary, event: Event) -> None:
-    agent = summary.agent(event["agent"])
-    agent.steps = event["step"]
-    usage = event["usage"]
-    agent.tokens += usage["total_tokens"]
-    agent.cache_read += _count(usage.get("cache_read_tokens"))
-    agent.cache_write += _count(usage.get("cache_write_tokens"))
-    cost = number(event.get("cost"))
-    if cost is not None:
-        agent.cost = (agent.cost or 0.0) + cost
-
-
-def _a2a_end(summary: RunSummary, event: Event) -> None:
-    """A remote (A2A) task's end: the tokens its agent reported, when it did."""
-    usage = event.get("usage")
-    if isinstance(usage, dict):
-        summary.agent(event["agent"]).tokens += _count(usage.get("total_tokens"))
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _task_end(summary: RunSummary, event: Event) -> None:
-    agent = summary.agent(event["agent"])
-    agent.restored = agent.restored or bool(event.get("restored"))
-    overlap = number(event.get("overlap_s"))
-    agent.overlap = overlap if overlap is not None else agent.overlap
-    if event["status"] == "skipped" or agent.status in ("not started", "running"):
-        agent.status, agent.reason = event["status"], event.get("reason")
-
-
-def _skill_loaded(summary: RunSummary, event: Event) -> None:
-    skills = summary.agent(event["agent"]).skills
-    if event["skill"] not in skills:
-        skills.append(event["skill"])
-
-
-def _message(summary: RunSummary, event: Event) -> None:
-    message = event["message"]
-    if message.get("role") == "tool" and message.get("is_error"):
-        first_line = (message.get("content") or "").strip().splitlines()[:1]
-        text = first_line[0] if first_line else ""
-        kind = message.get("error_type") or "error"
-        summary.error(event, f"{event['agent']}: {message.get('name')} [{kind}] {text}")
-
-
-def _run_end(summary: RunSummary, event: Event) -> None:
-    agent = summary.agent(event["agent"])
-    agent.status, agent.ended = event["status"], event["ts"]
-    if event.get("error"):
-        agent.reason = event["error"]
-        summary.error(event, f"{agent.path}: run ended {event['status']}: {event['error']}")
-
-
-_HANDLERS: dict[str, Callable[[RunSummary, Event], None]] = {
-    "job_start": _job_start,
-    "job_end": _job_end,
-    "fork": _fork,
-    "run_start": _run_start,
-    "model_call": _model_call,
-    "a2a_end": _a2a_end,
-    "task_end": _task_end,
-    "skill_loaded": _skill_loaded,
-    "message": _message,
-    "run_end": _run_end,
-    "background_settle": _background_settle,
-}
+def _model_call(summary: RunSummary, event: ModelCall) -> None:
+    agent = summary.agent(event.agent)
+    agent.steps = event.step
+    agent.tokens += event.usage.total_tokens
+    agent.cache_read += event.usage.cache_read_tokens
+    agent.cache_write += event.usage.cache_write_tokens
+    if event.cost is not None:
+        agent.cost = (agent.cost or 0.0) + event.cost
 
 
 def render(summary: RunSummary) -> str:

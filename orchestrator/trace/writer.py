@@ -3,8 +3,9 @@
 Every event has `seq`, `ts`, `run` (the run's id), `attempt`, `agent` (a path such as
 `planner/summarize`) and `type`. Events of type `message` carry whole messages, so
 `rebuild_conversations` can restore every conversation from the file alone. Values of
-secret-looking environment variables are masked before a line is written. The event types are
-documented in docs/trace.md.
+secret-looking environment variables are masked before a line is written. The event kinds and
+their fields are typed in orchestrator/events.py; the first event of each attempt carries
+`schema`, the version of the format.
 
 One file holds one run: a Trace refuses a file that already holds events, except to resume
 the run recorded there (`Trace(path, resume=checkpoint)`), which appends its next attempt
@@ -21,19 +22,21 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from ..errors import ConfigError
+from ..events import EVENT_SCHEMA_VERSION, Event, Listener, new_run_id
 from ..messages import Message
 from ..security.secrets import SecretMask
 from ..security.signing import LineSigner, user_key
 from .checkpoint import Checkpoint
-from .events import Event, Listener, new_run_id
 from .lock import FileBusy, lock_file
 
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
@@ -113,7 +116,9 @@ class Trace:
         self.run_id = resume.run_id if resume and resume.run_id else run_id or new_run_id()
         self.attempt = resume.attempts + 1 if resume else 1
         self._seq = resume.last_seq if resume else 0
+        self._first_seq = self._seq + 1
         self._lock = threading.Lock()
+        self._failed_listeners: set[int] = set()
         self._file: IO[str] | None = None
         self._signer: LineSigner | None = None
         if self.path is not None:
@@ -167,6 +172,8 @@ class Trace:
                 "agent": agent,
                 "type": type,
             }
+            if self._seq == self._first_seq:
+                event["schema"] = EVENT_SCHEMA_VERSION  # the format the attempt writes in
             event.update(fields)
             if self._file is not None:
                 line = self.mask(_ENCODER.encode(event))
@@ -174,9 +181,39 @@ class Trace:
                     line = self._signer.sign(line)
                 self._file.write(line + "\n")
                 self._file.flush()
+        failed: list[tuple[Listener, Exception]] = []
         for listener in self.listeners:
-            listener(event)
+            try:
+                listener(event)
+            except Exception as exc:  # a listener's failure never ends the run it listens to
+                failed.append((listener, exc))
+        for listener, error in failed:  # after every listener had this event: in order
+            self._listener_failed(listener, error)
         return event
+
+    def _listener_failed(self, listener: Listener, exc: Exception) -> None:
+        """Say once per listener, on stderr and in the trace, that it raised; it is still
+        called with the events that follow, and so are the others."""
+        with self._lock:
+            if id(listener) in self._failed_listeners:
+                return
+            self._failed_listeners.add(id(listener))
+        error = f"{type(exc).__name__}: {exc}"
+        print(
+            f"orchestrator: a trace listener ({listener!r}) raised {error}; the run goes on "
+            "(its later errors are not reported)",
+            file=sys.stderr,
+        )
+        self.emit("listener_error", "trace", listener=repr(listener), error=error)
+
+    @contextmanager
+    def listening(self, listener: Listener) -> Iterator[None]:
+        """`listener` hears the events emitted while inside (as one of `listeners`)."""
+        self.listeners = [*self.listeners, listener]  # a new list: `emit` may be iterating
+        try:
+            yield
+        finally:
+            self.listeners = [known for known in self.listeners if known is not listener]
 
     def message(self, agent: str, message: Message) -> None:
         self.emit("message", agent, message=message.to_dict())

@@ -1,0 +1,620 @@
+"""The events of a run: one typed model per kind, and the union every reader parses into.
+
+A trace is one JSON object per line, one event each (trace/writer.py writes them). Every event
+has `seq`, `ts`, `run`, `attempt`, `agent` and `type` (`EventBase`); `type` names its kind,
+and the kind's model below says what else it carries. `parse_event` turns one line's object
+into its model, or None when the line is no event of a known kind and shape (from a newer
+version of the format, or damaged): readers skip and count those. This module is the
+reference of the trace format (docs/trace.md lists the kinds).
+
+Extra fields are allowed on every kind (`extra="allow"`, kept in `model_extra`): a field a
+newer version adds, or one an executor adds (a Ray worker's `worker`), neither makes an older
+reader skip the event nor is lost to a reader that wants it. What a kind declares is checked
+strictly (no text read as a number, no number as true/false), so a reader can trust it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, KeysView, Mapping
+from typing import Annotated, Any, Literal, TypeGuard, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+
+from .messages import Message
+
+EVENT_SCHEMA_VERSION = 1
+"""The version of the trace format; the first event each attempt writes carries it (`schema`)."""
+
+Event = dict[str, Any]
+"""An event as its line holds it: what `Trace.emit` writes and hands its listeners."""
+Listener = Callable[[Event], None]
+
+Number = int | float
+
+
+def is_event(value: object) -> TypeGuard[Event]:
+    """True for a dict with an integer `seq` and text `type` and `agent`: an event."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("seq"), int)
+        and not isinstance(value.get("seq"), bool)
+        and isinstance(value.get("type"), str)
+        and isinstance(value.get("agent"), str)
+    )
+
+
+def new_run_id() -> str:
+    """A run id, unique across runs started in the same second: `20260514-153012-4f9a2c`."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+_CONFIG = ConfigDict(
+    strict=True, extra="allow", use_attribute_docstrings=True, populate_by_name=True
+)
+
+
+class _Part(BaseModel):
+    model_config = _CONFIG
+
+
+class TokenCounts(_Part):
+    """Tokens as an event records them (`Usage.record()`): the cache counts only when some."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Input tokens the provider's prompt cache served."""
+    cache_write_tokens: int = 0
+    """Input tokens the provider wrote to its prompt cache."""
+
+
+class CallUsage(TokenCounts):
+    """A model call's tokens: the three counts are always there."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class ForkTask(_Part):
+    """One task of a `fork` event's graph."""
+
+    id: str | int
+    path: str
+    """The task's agent path: the caller's path plus `/id` (a job's steps: just `id`)."""
+    agent: str | None = None
+    """The sub-agent (definition) that runs it."""
+    depends_on: list[str]
+
+
+class CompactedResult(_Part):
+    """One tool result a compaction replaced by its stub."""
+
+    index: int
+    """Its index in the conversation."""
+    call_id: str | None = None
+    tool: str | None = None
+    tokens: int | None = None
+    """Our count of the result it replaced."""
+    stub: str
+
+
+class EventBase(BaseModel):
+    """What every event has. Reading an event as the mapping its line was (`event["x"]`,
+    `event.get("x")`, `"x" in event`, `{**event}`) works too, for code written against dict
+    events; it builds the line each time, so the package itself reads attributes."""
+
+    model_config = _CONFIG
+
+    seq: int
+    """1, 2, 3, ... in the order events were recorded, across all agents and attempts."""
+    ts: float | None = None
+    """Unix time in seconds."""
+    run: str | None = None
+    """The run's id: the same in every event of a trace."""
+    attempt: int = 1
+    """1; 2, 3, ... for the events a resumed run appended."""
+    agent: str
+    """The agent's path (`planner/summarize`); `job` for a job's own events."""
+    mac: str | None = None
+    """The line's signature, chained to the line before it (security/signing.py)."""
+    schema_version: int | None = Field(default=None, alias="schema")
+    """`EVENT_SCHEMA_VERSION` of the writer, on the first event each attempt writes."""
+
+    def as_line(self) -> Event:
+        """The event as its line had it: the fields it was given, as JSON values."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_line()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.as_line().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.as_line()
+
+    def keys(self) -> KeysView[str]:
+        return self.as_line().keys()
+
+
+# --- An agent's run ------------------------------------------------------------------------
+
+
+class RunStart(EventBase):
+    """An agent's run begins."""
+
+    type: Literal["run_start"]
+    ts: float
+    model: str | None = None
+    """The agent's model string."""
+    tools: list[str] | None = None
+    """The names of its tools array."""
+    max_steps: int | None = None
+    max_tokens: int | None = None
+    budget_remaining: Number | None = None
+    depth: int | None = None
+    preloaded: list[str] | None = None
+    """The skills it starts with loaded, when any."""
+    resumed: bool | None = None
+    """A run resumed from an earlier attempt: it goes on in the same conversation."""
+    kept: int | None = None
+    """For a resumed run, how many of its recorded messages it goes on from."""
+    steps: int | None = None
+    """For a resumed run, its steps so far."""
+    usage: TokenCounts | None = None
+    """For a resumed run, its tokens so far."""
+    task: str | None = None
+
+
+class RunEnd(EventBase):
+    """An agent's run ended."""
+
+    type: Literal["run_end"]
+    ts: float
+    status: str
+    """`completed`, `max_steps`, `budget_exhausted`, `loop_detected`, `cancelled`, `error`..."""
+    output: str | None = None
+    steps: int | None = None
+    usage: TokenCounts | None = None
+    cost: Number | None = None
+    """US dollars, when its model has a price."""
+    error: str | None = None
+    refused: dict[str, str] | None = None
+    """What the run's safety rules refused every time it was tried."""
+    empty_answer: bool | None = None
+    """It completed with an empty answer."""
+
+
+class MessageEvent(EventBase):
+    """A message joins the agent's conversation (system, user, assistant, tool)."""
+
+    type: Literal["message"]
+    ts: float
+    message: Message
+    """The whole message (its fields at their defaults left out of the line)."""
+
+
+class ModelCall(EventBase):
+    """A model call returned."""
+
+    type: Literal["model_call"]
+    ts: float
+    step: int
+    model: str | None = None
+    """The agent's model string."""
+    response_model: JsonValue = None
+    """The model the provider said answered, or null."""
+    response_id: JsonValue = None
+    """The provider's id of the response, or null."""
+    tool_choice: str | None = None
+    tools: list[str] | None = None
+    """The names in the request's tools array, in order."""
+    tools_digest: str | None = None
+    """A digest of the tools' schemas: a replay tells a changed array or schema by it."""
+    input_estimate: int | None = None
+    """Our count of the request."""
+    usage: CallUsage
+    """What the call was charged."""
+    reported: bool | None = None
+    """True if the provider's usage was taken as it came."""
+    finish_reason: str | None = None
+    duration_ms: Number | None = None
+    budget_remaining: Number | None = None
+    budget_remaining_usd: Number | None = None
+    cost: Number | None = None
+    """US dollars, when the model has a price."""
+    usage_doubt: str | None = None
+    """Why the provider's usage was not believed."""
+    usage_raw: JsonValue = None
+    """What the provider sent as usage, when it was not believed."""
+
+
+class ModelError(EventBase):
+    """A model call failed (after its retries) or was cancelled."""
+
+    type: Literal["model_error"]
+    ts: float
+    step: int | None = None
+    model: str | None = None
+    error: str | None = None
+    cancelled: bool | None = None
+    duration_ms: Number | None = None
+    """How long it waited."""
+
+
+class ModelRetry(EventBase):
+    """A model adapter retries a request (docs/models.md)."""
+
+    type: Literal["model_retry"]
+    provider: str | None = None
+    status: int | None = None
+    """The HTTP status that asked for the retry (null: the connection failed)."""
+    delay: Number | None = None
+    """Seconds before the retry."""
+    error: str | None = None
+
+
+class ModelWait(EventBase):
+    """A model call waited for one of its endpoint's concurrency slots."""
+
+    type: Literal["model_wait"]
+    provider: str | None = None
+    endpoint: str | None = None
+    waited_ms: Number | None = None
+    limit: int | None = None
+
+
+class ModelStreamFallback(EventBase):
+    """A streamed request the server could not serve is asked for again whole."""
+
+    type: Literal["model_stream_fallback"]
+    provider: str | None = None
+    endpoint: str | None = None
+    request: str | None = None
+    """The request's shape: whether tools were offered, and the tool choice."""
+    error: str | None = None
+
+
+class ToolStart(EventBase):
+    """A tool call starts running."""
+
+    type: Literal["tool_start"]
+    ts: float
+    call_id: str | None = None
+    name: str | None = None
+    via: str | None = None
+    """`call_skill_tool` when the model called it through the dispatcher."""
+    args: dict[str, JsonValue] | None = None
+
+
+class ToolEnd(EventBase):
+    """A tool call finished (or failed)."""
+
+    type: Literal["tool_end"]
+    ts: float
+    call_id: str | None = None
+    name: str | None = None
+    error_type: str | None = None
+    """The kind of failure; null on success."""
+    duration_ms: Number | None = None
+
+
+class Approval(EventBase):
+    """A tool call was admitted or refused by the permissions or a person."""
+
+    type: Literal["approval"]
+    call_id: str | None = None
+    name: str | None = None
+    decision: str | None = None
+    by: str | None = None
+    rule: str | None = None
+    reason: str | None = None
+
+
+class Compact(EventBase):
+    """The conversation was compacted to fit the model's context window."""
+
+    type: Literal["compact"]
+    step: int | None = None
+    """The model call it was made for."""
+    window: int | None = None
+    window_source: str | None = None
+    """`setting`, `known model`, `server` or `refusal`."""
+    compact_at: Number | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    scale: Number | None = None
+    """The provider's tokens per token of ours, once a refusal taught it."""
+    replaced: list[CompactedResult] | None = None
+    summary_agent: str | None = None
+    """The path of the one-step agent that wrote notes on what was cut."""
+    summary_error: str | None = None
+
+
+class ContextWindow(EventBase):
+    """The model's server was asked for its context window."""
+
+    type: Literal["context_window"]
+    tokens: int | None = None
+    """What it said; null when it did not say."""
+    source: str | None = None
+
+
+class SkillLoaded(EventBase):
+    """`load_skill` added a skill to the agent (not on a repeat load)."""
+
+    type: Literal["skill_loaded"]
+    skill: str
+    tools: list[str] | None = None
+    """The tool names it added."""
+
+
+# --- Task graphs ---------------------------------------------------------------------------
+
+
+class Fork(EventBase):
+    """A task graph is about to run: a `fork` call (agent: the caller) or a job's steps."""
+
+    type: Literal["fork"]
+    tasks: list[ForkTask]
+    """Its tasks in the order given."""
+    background: bool | None = None
+    """Started by `fork(..., wait=false)`."""
+
+
+class TaskStart(EventBase):
+    """A task starts, its dependencies done (agent: the task's path)."""
+
+    type: Literal["task_start"]
+    id: str | None = None
+    depends_on: list[str] | None = None
+    executor: str | None = None
+    """`local`, `ray` or `a2a`."""
+    worker: str | None = None
+
+
+class TaskRetry(EventBase):
+    """A task's Ray worker died while it ran; it starts again on another worker."""
+
+    type: Literal["task_retry"]
+    id: str | None = None
+    reason: str | None = None
+    worker: str | None = None
+    """The new worker."""
+
+
+class TaskEnd(EventBase):
+    """A task ended, or was skipped without starting (agent: the task's path)."""
+
+    type: Literal["task_end"]
+    id: str | None = None
+    status: str
+    reason: str | None = None
+    usage: TokenCounts | None = None
+    """The task's whole subtree, when it ran."""
+    restored: bool | None = None
+    """Kept by a resumed run from an earlier attempt."""
+    steps: int | None = None
+    background: bool | None = None
+    overlap_s: Number | None = None
+    """Seconds a background task ran while its caller did its own work."""
+
+
+class BackgroundDelivered(EventBase):
+    """Results of background tasks reached the agent that started them."""
+
+    type: Literal["background_delivered"]
+    ids: list[str]
+    via: str | None = None
+    """`turn`, `wait_tasks`, `cancel_tasks` or `answer`."""
+
+
+class BackgroundCancel(EventBase):
+    """`cancel_tasks` ends background tasks."""
+
+    type: Literal["background_cancel"]
+    ids: list[str] | None = None
+
+
+class BackgroundSettle(EventBase):
+    """An agent's run is about to end with background tasks still running."""
+
+    type: Literal["background_settle"]
+    choice: str
+    """`wait` or `cancel`."""
+    ids: list[str]
+    reason: str | None = None
+
+
+# --- A job -----------------------------------------------------------------------------------
+
+
+class JobStart(EventBase):
+    """A job run (or attempt) begins (agent: `job`)."""
+
+    type: Literal["job_start"]
+    name: str | None = None
+    steps: int | None = None
+    spec: str | None = None
+    """The spec file."""
+    spec_sha256: str | None = None
+    inputs: dict[str, JsonValue] | None = None
+    model: JsonValue = None
+    """The model's name (a mapping with a `name` in older traces)."""
+    model_options: dict[str, JsonValue] | None = None
+    permissions: dict[str, JsonValue] | None = None
+    disclosure: str | None = None
+    user_skills: bool | None = None
+    output_step: str | None = None
+    resumed: bool | None = None
+
+
+class JobEnd(EventBase):
+    """A job run (or attempt) ends, also when cancelled (agent: `job`)."""
+
+    type: Literal["job_end"]
+    status: str | None = None
+    usage: TokenCounts | None = None
+    cost: Number | None = None
+    error: str | None = None
+    outputs: list[str] | None = None
+    """Paths the run and earlier runs of the job created in the workspace."""
+    written: list[str] | None = None
+    """Files this run created or changed."""
+
+
+class Retry(EventBase):
+    """`resume --retry-failed`: the failed tasks this attempt runs again (agent: `job`)."""
+
+    type: Literal["retry"]
+    paths: list[str]
+
+
+# --- A2A (remote agents) ---------------------------------------------------------------------
+
+
+class A2ASend(EventBase):
+    """A task is sent to a remote agent."""
+
+    type: Literal["a2a_send"]
+    url: str | None = None
+
+
+class A2AStatus(EventBase):
+    """A remote task's status changed."""
+
+    type: Literal["a2a_status"]
+    state: str | None = None
+    text: str | None = None
+
+
+class A2ATask(EventBase):
+    """A remote task's ids became known (or, served, a task arrived)."""
+
+    type: Literal["a2a_task"]
+    task_id: str | None = None
+    context_id: str | None = None
+    url: str | None = None
+    resumed: bool | None = None
+
+
+class A2ACancel(EventBase):
+    """A remote task was asked to cancel."""
+
+    type: Literal["a2a_cancel"]
+    task_id: str | None = None
+    ok: bool | None = None
+    error: str | None = None
+
+
+class A2AEnd(EventBase):
+    """A remote task ended."""
+
+    type: Literal["a2a_end"]
+    status: str | None = None
+    usage_reported: bool | None = None
+    usage: TokenCounts | None = None
+    """What the remote reported, when it did."""
+
+
+# --- The trace itself ------------------------------------------------------------------------
+
+
+class ListenerError(EventBase):
+    """A listener of the trace raised; the run went on without it for that event."""
+
+    type: Literal["listener_error"]
+    listener: str
+    """What the listener is (its repr)."""
+    error: str
+
+
+TraceEvent = Annotated[
+    RunStart
+    | RunEnd
+    | MessageEvent
+    | ModelCall
+    | ModelError
+    | ModelRetry
+    | ModelWait
+    | ModelStreamFallback
+    | ToolStart
+    | ToolEnd
+    | Approval
+    | Compact
+    | ContextWindow
+    | SkillLoaded
+    | Fork
+    | TaskStart
+    | TaskRetry
+    | TaskEnd
+    | BackgroundDelivered
+    | BackgroundCancel
+    | BackgroundSettle
+    | JobStart
+    | JobEnd
+    | Retry
+    | A2ASend
+    | A2AStatus
+    | A2ATask
+    | A2ACancel
+    | A2AEnd
+    | ListenerError,
+    Field(discriminator="type"),
+]
+"""Every event a run writes, told apart by `type`."""
+
+_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+
+EVENT_KINDS: frozenset[str] = frozenset(
+    kind
+    for model in get_args(get_args(TraceEvent)[0])
+    for kind in get_args(model.model_fields["type"].annotation)
+)
+"""The `type` of every kind of event."""
+
+
+def parse_event(data: Mapping[str, Any]) -> TraceEvent | None:
+    """The typed event `data` is, or None when it is no event of a known kind and shape."""
+    return event_or_problem(data)[0]
+
+
+def event_or_problem(data: Mapping[str, Any]) -> tuple[TraceEvent | None, str | None]:
+    """The typed event `data` is, or None and what is wrong with it (for a reader to say)."""
+    if not is_event(data):
+        return None, "not an event"
+    try:
+        return _ADAPTER.validate_python(data), None
+    except ValidationError as error:
+        return None, _problem(str(data["type"]), error)
+
+
+_WANTED = {
+    "string_type": "text",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true/false",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "list_type": "a list",
+    "literal_error": "one of its known values",
+}
+
+
+def _problem(kind: str, error: ValidationError) -> str:
+    first = error.errors(include_url=False)[0]
+    if first["type"] == "union_tag_invalid":
+        return f"an event of an unknown kind {kind!r}"
+    where = [str(part) for part in first["loc"][1:]]
+    name = where[0] if len(where) == 1 else ".".join(where)
+    if first["type"] == "missing":
+        return f"a {kind} event without {name!r}"
+    given = first["input"]
+    wanted = _WANTED.get(first["type"])
+    if wanted is not None:
+        return f"a {kind} event whose {name!r} is {type(given).__name__}, not {wanted}"
+    return f"a {kind} event whose {name!r} is wrong: {first['msg']}"

@@ -1,0 +1,158 @@
+"""The typed events of a run (orchestrator/events.py): every kind the package emits is a kind
+of the union, a real run's trace parses with no event skipped, unknown kinds and wrong shapes
+are None, and extra fields are kept."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import orchestrator
+from orchestrator import Agent, Trace, read_trace
+from orchestrator.events import (
+    EVENT_KINDS,
+    EVENT_SCHEMA_VERSION,
+    ListenerError,
+    MessageEvent,
+    ModelCall,
+    TaskEnd,
+    parse_event,
+)
+from orchestrator.models import ScriptedModel
+from orchestrator.tasks import ForkExtension, SubagentRegistry
+from orchestrator.trace import load_checkpoint
+
+PACKAGE = Path(orchestrator.__file__).parent
+
+
+def emitted_kinds() -> dict[str, str]:
+    """Every event kind a call of `emit` or `_emit` in the package names, and where."""
+    kinds: dict[str, str] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            if node.func.attr not in ("emit", "_emit"):
+                continue
+            # The kind is the first text given: `emit(kind, agent, ...)`, `_emit(ctx, kind, ...)`.
+            named = [a.value for a in node.args[:2] if isinstance(a, ast.Constant)]
+            kind = next((k for k in named if isinstance(k, str)), None)
+            if kind is not None:
+                kinds[kind] = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+    return kinds
+
+
+def test_every_kind_the_package_emits_is_a_kind_of_the_union() -> None:
+    kinds = emitted_kinds()
+    assert len(kinds) >= 29, sorted(kinds)
+    unknown = {kind: where for kind, where in kinds.items() if kind not in EVENT_KINDS}
+    assert not unknown
+
+
+def test_a_real_run_parses_with_no_event_skipped(tmp_path: Path) -> None:
+    skills = tmp_path / "skills" / "notes"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Take notes.\n---\nWrite short notes.\n", encoding="utf-8"
+    )
+    fork = {"name": "fork", "arguments": {"tasks": [{"id": "a", "task": "x"}]}}
+    script: dict[str, list[dict[str, Any]]] = {
+        "planner": [
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "notes"}}]},
+            {"tool_calls": [fork]},
+            {"content": "done"},
+        ],
+        "planner/a": [{"content": "a done"}],
+    }
+    path = tmp_path / "t.jsonl"
+    agent = Agent(
+        ScriptedModel(script),
+        name="planner",
+        skills=[tmp_path / "skills"],
+        extensions=[ForkExtension(SubagentRegistry())],
+        trace=path,
+    )
+    assert agent.run_sync("go").status == "completed"
+    with Trace(path, resume=_retrying(path)) as trace:  # what `resume --retry-failed` writes
+        trace.emit("job_end", "job", status="completed")
+
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    parsed = [parse_event(line) for line in lines]
+    assert None not in parsed
+    kinds = {event.type for event in parsed if event is not None}
+    assert {"skill_loaded", "fork", "task_start", "task_end", "retry", "run_end"} <= kinds
+    read = read_trace(path)
+    assert read.skipped == 0 and len(read) == len(lines)
+    # The first event of each attempt says which version of the format it is written in.
+    firsts = [e for e in lines if e["seq"] in (1, lines[-2]["seq"])]
+    assert [e.get("schema") for e in firsts] == [EVENT_SCHEMA_VERSION, EVENT_SCHEMA_VERSION]
+
+
+def _retrying(path: Path) -> Any:
+    checkpoint = load_checkpoint(path)
+    checkpoint.retrying = ["planner/a"]
+    return checkpoint
+
+
+def test_compaction_events_parse(tmp_path: Path) -> None:
+    def note(name: str) -> str:
+        """Read a note."""
+        return f"{name}: " + "word " * 400
+
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "note", "arguments": {"name": f"n{i}"}}]} for i in range(12)
+    ]
+    model = ScriptedModel({"*": [*turns, {"content": "read"}]}, context_window=4096)
+    path = tmp_path / "t.jsonl"
+    Agent(model, [note], max_steps=20, max_output_tokens=512, trace=path).run_sync("Read.")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    parsed = [parse_event(json.loads(line)) for line in lines]
+    assert None not in parsed
+    assert any(e is not None and e.type == "compact" and e.replaced for e in parsed)
+
+
+def test_unknown_kinds_and_wrong_shapes_are_none_and_extra_fields_are_kept() -> None:
+    base = {"seq": 3, "ts": 1.5, "run": "r", "attempt": 1, "agent": "planner"}
+    assert parse_event({**base, "type": "from_a_newer_version"}) is None
+    assert parse_event({**base, "type": "model_call", "step": 1, "usage": "x"}) is None
+    assert parse_event({**base, "type": "task_end", "status": 5}) is None
+    assert parse_event({**base, "type": "task_end", "status": "error", "overlap_s": True}) is None
+    assert parse_event({"type": "run_end"}) is None
+
+    usage = {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
+    call = parse_event({**base, "type": "model_call", "step": 1, "usage": usage, "new": [1]})
+    assert isinstance(call, ModelCall) and call.usage.total_tokens == 5
+    assert call.model_extra == {"new": [1]}
+    message = parse_event(
+        {**base, "type": "message", "message": {"role": "tool", "content": "x", "is_error": True}}
+    )
+    assert isinstance(message, MessageEvent) and message.message.is_error
+    # Read as the mapping its line was, for code written against dict events.
+    assert message["message"] == {"role": "tool", "content": "x", "is_error": True}
+    ended = parse_event({**base, "type": "task_end", "status": "completed", "worker": "w1"})
+    assert isinstance(ended, TaskEnd) and ended.get("worker") == "w1" and "reason" not in ended
+
+
+def test_a_listener_that_raises_never_ends_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(event: dict[str, Any]) -> None:
+        raise RuntimeError("the listener broke")
+
+    seen: list[str] = []
+    path = tmp_path / "t.jsonl"
+    with Trace(path, listeners=[broken, lambda e: seen.append(e["type"])]) as trace:
+        agent = Agent(ScriptedModel({"*": [{"content": "done"}]}), trace=trace)
+        result = agent.run_sync("go")
+
+    assert result.status == "completed" and result.output == "done"
+    # The others kept hearing every event, the failure's own included.
+    assert seen[0] == "run_start" and seen[-1] == "run_end" and "listener_error" in seen
+    errors = [e for e in read_trace(path) if isinstance(e, ListenerError)]
+    assert len(errors) == 1 and errors[0].error == "RuntimeError: the listener broke"
+    assert "broken" in errors[0].listener
+    assert capsys.readouterr().err.count("the listener broke") == 1
