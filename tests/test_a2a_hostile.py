@@ -18,6 +18,7 @@ pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import (
+    CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -120,6 +121,11 @@ async def test_a_client_neither_sees_nor_steers_another_clients_task(tmp_path: P
             await mallory.get_task(GetTaskRequest(id=task_id))
         with pytest.raises(A2AError, match="not found"):
             await ended(mallory, "yes", task_id=task_id, context_id=context_id)
+        with pytest.raises(A2AError, match="not found"):  # nor cancel her run
+            await mallory.cancel_task(CancelTaskRequest(id=task_id))
+        await asyncio.sleep(0.2)
+        (trace,) = (tmp_path / "runs").glob("*.jsonl")
+        assert [e for e in read_trace(trace) if e["type"] in ("run_end", "job_end")] == []
         # Alice's task still waits for her, and she sees it.
         mine = await alice.get_task(GetTaskRequest(id=task_id))
         assert mine.status.state == TaskState.TASK_STATE_INPUT_REQUIRED

@@ -48,7 +48,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT
-from a2a.utils.errors import InvalidRequestError
+from a2a.utils.errors import InvalidRequestError, TaskNotCancelableError
 from starlette.applications import Starlette
 from starlette.requests import Request
 
@@ -239,11 +239,16 @@ class JobRequestHandler(DefaultRequestHandler):
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
+        # The store answers "not found" to a caller who does not own the task: its run is
+        # left alone. A task waiting for input is not cancelable in the SDK's eyes, but its
+        # owner's cancel still ends the run.
         try:
             task: Task | None = await super().on_cancel_task(params, context)
-            return task
-        finally:
+        except TaskNotCancelableError:
             await self.agent.stop(params.id)
+            raise
+        await self.agent.stop(params.id)
+        return task
 
 
 class Guard:
