@@ -352,10 +352,8 @@ class Orchestrator:
         trace, owned = self._open_trace(trace if trace is not None else self.trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
-            if self.executor is None:
-                permissions = self._run_permissions(trace)
-                planner = self.planner(trace=trace, model=model, permissions=permissions)
-                return await planner.run(goal, deps=deps)
+            if self.executor is None:  # the planner keeps its trace read-only to itself
+                return await self.planner(trace=trace, model=model).run(goal, deps=deps)
             return await self.executor.run_goal(self, goal, trace, model)
         finally:
             if owned and trace is not None:

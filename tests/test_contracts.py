@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cli_process import orchestrator as orchestrator_cli
 
-from orchestrator import Agent, Orchestrator, load_job, tool
+from orchestrator import Agent, Orchestrator, Permissions, load_job, read_trace, tool
 from orchestrator.agent import Extension, Refusal, ToolContext
 from orchestrator.messages import Message, ToolCall, Usage
 from orchestrator.models import (
@@ -252,3 +252,26 @@ def test_a_jobs_prices_file_is_read_once(tmp_path: Path) -> None:
     result = orchestrator.run_job_sync(job)
     assert result.status == "completed"
     assert job.price_overrides()["scripted"] == Price(input=2, output=4)
+
+
+@pytest.mark.parametrize("given", ["agent", "run"])
+def test_an_agents_trace_is_read_only_to_its_own_file_tools(tmp_path: Path, given: str) -> None:
+    """The trace is the run's checkpoint: a model that rewrites it would decide how its run
+    resumes. An `Agent` keeps it read-only, given at construction or to one run."""
+    trace = tmp_path / "work" / "run.jsonl"
+    trace.parent.mkdir()
+    forge = {"name": "files__write_file", "arguments": {"path": "run.jsonl", "content": "x"}}
+    load = {"name": "load_skill", "arguments": {"name": "files"}}
+    turns = [{"tool_calls": [load]}, {"tool_calls": [forge]}, {"content": "done"}]
+    model = ScriptedModel({"*": turns})
+    permissions = Permissions(workspace=tmp_path / "work")
+    if given == "agent":
+        agent = Agent(model, skills=[], permissions=permissions, trace=trace)
+        result = agent.run_sync("Forge your trace.")
+    else:
+        agent = Agent(model, skills=[], permissions=permissions)
+        result = agent.run_sync("Forge your trace.", trace=trace)
+    assert result.status == "completed"
+    answer = [m for m in result.messages if m.role == "tool"][-1]
+    assert "run.jsonl" in (answer.content or "") and "cannot change it" in (answer.content or "")
+    assert read_trace(trace)[0]["type"] == "run_start"  # still the run's own record

@@ -288,14 +288,18 @@ class AgentLoop:
             scopes.enter_context(run_prefixes())  # this run's tree waits only for itself
             for extension in self.extensions:  # what extensions hold for the run
                 await scopes.enter_async_context(extension.run_scope())
+            run_permissions = self._run_permissions(permissions)  # before a trace is opened
             opened, own_trace = self._open_trace(trace)
             if own_trace and opened is not None:
                 scopes.callback(opened.close)
+            if opened is not None and opened.path is not None:
+                # The run's trace is its checkpoint: read-only to its agents' file tools.
+                run_permissions = run_permissions.protecting([opened.path])
             state = self._start(
                 task,
                 opened,
                 deps=deps,
-                permissions=permissions,
+                permissions=run_permissions,
                 max_tokens=max_tokens,
                 max_cost=max_cost,
             )
@@ -732,18 +736,18 @@ class AgentLoop:
         trace: Trace | None,
         *,
         deps: object = None,
-        permissions: Permissions | None = None,
+        permissions: Permissions,
         max_tokens: int | None = None,
         max_cost: float | None = None,
     ) -> RunState:
-        """A new run's state (or a resumed one's, from its trace); the keywords are `run`'s,
-        None for the agent's own."""
+        """A new run's state (or a resumed one's, from its trace) with the run's permissions;
+        the other keywords are `run`'s, None for the agent's own."""
         max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         budget = self._run_budget(max_tokens, max_cost)
         context = ToolContext[Any](
             agent=self.name,
             toolset=Toolset(self.tools),
-            permissions=self._run_permissions(permissions),
+            permissions=permissions,
             budget=budget,
             trace=trace,
             model=self.model,
