@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Usage
 from ..models import ScriptedModel
+from ..security.signing import TraceKeyRefused
 from ..skills.disclosure import DISCLOSURES
 from ..tasks import restored_children
 from ..trace import Checkpoint, load_checkpoint
@@ -108,7 +109,12 @@ def prepare_resume(
 
 def _require_own_run(path: Path) -> None:
     """Refuse a trace that the user's own runs did not write, as its signatures tell."""
-    signature = verify_trace(path)
+    try:
+        signature = verify_trace(path)
+    except TraceKeyRefused as refused:
+        raise ResumeError(
+            f"trace {path} cannot be checked, so it cannot direct a resume: {refused}"
+        ) from None
     if not signature.valid:
         raise ResumeError(
             f"trace {path} cannot direct a resume: line {signature.bad_line} {signature.reason}. "

@@ -31,7 +31,7 @@ from typing import IO, Any, Protocol
 from ..errors import ConfigError
 from ..messages import Message
 from ..security.secrets import SecretMask
-from ..security.signing import LineSigner, user_key
+from ..security.signing import LineSigner, TraceKeyRefused, user_key
 from .checkpoint import Checkpoint
 from .events import Event, Listener, new_run_id
 from .lock import FileBusy, lock_file
@@ -199,8 +199,15 @@ class Trace:
 
 def _signer(resume: Checkpoint | None) -> LineSigner | None:
     """The signer of a trace file's lines (security/signing.py), going on from the last
-    signed line when the run resumes; None, with a warning, when the user has no key."""
-    key = user_key()
+    signed line when the run resumes; None, with a warning, when the user has no key or it is
+    open to other users."""
+    try:
+        key = user_key()
+    except TraceKeyRefused as refused:
+        warnings.warn(
+            f"{refused}; until then traces are not signed, and cannot be resumed", stacklevel=3
+        )
+        return None
     if key is None:
         warnings.warn(
             "the trace key in your configuration folder can be neither read nor made, so this "
