@@ -105,6 +105,51 @@ def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".orchestrator/runs/*"))  # run started nothing
 
 
+def test_a_misspelt_skill_in_a_step_is_a_validate_error_with_the_close_name(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "skills" / "loud").mkdir(parents=True)
+    (tmp_path / "skills" / "loud" / "SKILL.md").write_text(
+        "---\nname: loud\ndescription: Says things loudly.\n---\nShout.\n"
+    )
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nskills: [./skills]\n"
+        "steps:\n  - {id: a, task: Shout., skills: [luod]}\n"
+    )
+    (tmp_path / "script.yaml").write_text("a: [{content: hi}]\n")
+    for command in ("validate", "run"):
+        done = orchestrator(command, "job.yaml", cwd=tmp_path)
+        no_traceback(done)
+        assert done.returncode == 2, done.stderr
+        assert "steps[0].skills: 'luod' names no skill (did you mean 'loud'?)" in done.stderr
+    assert not list(tmp_path.glob(".orchestrator/runs/*"))  # run started nothing
+
+
+@pytest.mark.parametrize(
+    ("spec", "flags", "field"),
+    [
+        ("model: opnai:gpt-4o\ngoal: Hi.\n", (), "model"),
+        (
+            "model: scripted:script.yaml\nsteps:\n  - {id: a, task: Hi., model: opnai:gpt-4o}\n",
+            (),
+            "steps[0].model",
+        ),
+        (GOOD_JOB.removeprefix("name: x\n"), ("--model", "opnai:gpt-4o"), "--model opnai:gpt-4o"),
+    ],
+    ids=["job", "step", "flag"],
+)
+def test_an_unknown_model_provider_is_a_validate_error_naming_its_field(
+    tmp_path: Path, spec: str, flags: tuple[str, ...], field: str
+) -> None:
+    (tmp_path / "job.yaml").write_text("name: x\n" + spec)
+    (tmp_path / "script.yaml").write_text(GOOD_SCRIPT)
+    for command in ("validate", "run"):
+        done = orchestrator(command, "job.yaml", *flags, cwd=tmp_path)
+        no_traceback(done)
+        assert done.returncode == 2, done.stderr
+        assert f"{field}: unknown model provider 'opnai' (did you mean 'openai'?)" in done.stderr
+
+
 @pytest.mark.parametrize("quiet", [False, True])
 @pytest.mark.slow
 def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> None:
