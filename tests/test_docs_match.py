@@ -192,3 +192,15 @@ def test_the_embed_recipes_sub_agent_really_loads_the_skill(
     (plan,) = [m for m in result.messages if m.role == "tool" and m.name == "customer_plan"]
     assert plan.content == "pro"
     assert not result.refused_by_agent()
+
+
+def test_the_docs_give_the_default_workspace_the_code_makes(tmp_path: Path) -> None:
+    from orchestrator.jobs import load_job
+
+    (tmp_path / "job.yaml").write_text("name: x\nmodel: scripted:script.yaml\ngoal: Hi.\n")
+    (tmp_path / "script.yaml").write_text("goal: [{content: hi}]\n")
+    assert load_job(tmp_path / "job.yaml").permissions.workspace == tmp_path / "work"
+    for doc in [README, *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))]:
+        text = " ".join(doc.split())
+        assert "default workspace is the spec's folder" not in text
+        assert "workspace=\".\", # root of the file tools (default: the current folder)" not in text
