@@ -203,4 +203,18 @@ def test_the_docs_give_the_default_workspace_the_code_makes(tmp_path: Path) -> N
     for doc in [README, *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))]:
         text = " ".join(doc.split())
         assert "default workspace is the spec's folder" not in text
-        assert "workspace=\".\", # root of the file tools (default: the current folder)" not in text
+        assert 'workspace=".", # root of the file tools (default: the current folder)' not in text
+
+
+def test_the_tools_py_example_counts_words_of_text_not_of_bytes(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    text = (ROOT / "docs" / "skills.md").read_text(encoding="utf-8")
+    section = text.split("## Tools in `tools.py`", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(example, "docs/skills.md", "exec"), namespace)  # noqa: S102 - our own docs
+    (tmp_path / "notes.txt").write_text("déjà\u00a0vu here", encoding="utf-8")
+    context = SimpleNamespace(permissions=SimpleNamespace(workspace_root=lambda: tmp_path))
+    # `open_inside` gives bytes: counted as text, a no-break space separates words too.
+    assert namespace["word_count"].fn("notes.txt", context) == 3  # type: ignore[attr-defined]
