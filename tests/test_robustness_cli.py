@@ -181,3 +181,32 @@ def test_trace_show_on_a_file_that_is_not_a_trace(tmp_path: Path, content: str) 
     no_traceback(done)
     assert done.returncode == 2
     assert "is not a trace: it holds no events" in done.stderr
+
+
+@pytest.mark.parametrize("flags", [(), ("--stream",)], ids=["progress", "stream"])
+@pytest.mark.slow
+def test_a_reader_that_goes_away_never_changes_the_run(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    import shutil
+    import sys
+
+    from orchestrator import read_trace
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copytree(examples, tmp_path / "examples", ignore=shutil.ignore_patterns("out"))
+    trace = tmp_path / "t.jsonl"
+    # `orchestrator run ... 2>&1 | head -0`: both pipes closed before the run writes a line.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", "examples/quickstart.yaml"]
+        + ["--trace", str(trace), *flags],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 0
+    ends = [e for e in read_trace(trace) if e["type"] in ("task_end", "run_end")]
+    assert ends and {e["status"] for e in ends} == {"completed"}, ends
