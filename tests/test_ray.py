@@ -355,7 +355,7 @@ def _listening_addresses(pids: set[int]) -> set[str]:
     for pid in pids:
         for fd in Path(f"/proc/{pid}/fd").glob("*"):
             try:
-                target = os.readlink(fd)
+                target = str(fd.readlink())
             except OSError:
                 continue
             if target.startswith("socket:["):
