@@ -257,8 +257,8 @@ def _message(summary: RunSummary, event: Event) -> None:
 def _run_end(summary: RunSummary, event: Event) -> None:
     agent = summary.agent(event["agent"])
     agent.status, agent.ended = event["status"], event["ts"]
+    agent.reason = event.get("error") or None  # an earlier attempt's reason is not this one's
     if event.get("error"):
-        agent.reason = event["error"]
         summary.error(event, f"{agent.path}: run ended {event['status']}: {event['error']}")
 
 
