@@ -3,7 +3,8 @@
     OrchestratorError
     ├── ConfigError              bad user input: a model string, an option, a file
     │   ├── GraphError           tasks that do not form a DAG (graph.py)
-    │   └── SpecError            an invalid job spec, every problem by field path (spec_errors.py)
+    │   ├── SpecError            an invalid job spec, every problem by field path (spec_errors.py)
+    │   └── TraceKeyRefused      the trace key is open to other users (security/signing.py)
     ├── ModelError               a model call failed (adapters map httpx errors to these)
     │   ├── RetryableModelError  429, 5xx, overloaded, dropped stream: worth another attempt
     │   ├── ContextWindowExceeded  the conversation does not fit the model's context window

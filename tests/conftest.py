@@ -14,6 +14,11 @@ from orchestrator.models import close_connections
 from orchestrator.security.signing import user_key
 from orchestrator.testing import loopback_only
 
+# Ray on Linux replaces a node address of 127.0.0.1 by the machine's network address (and so
+# listens and connects there) unless its clusters are off: set before anything imports Ray, it
+# keeps the tests' Ray, and the processes the tests start, on the loopback interface.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
 
 @pytest.fixture(scope="session", autouse=True)
 def session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

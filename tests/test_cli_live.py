@@ -7,8 +7,10 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -112,3 +114,42 @@ def test_no_hint_while_a_tool_runs_or_before_the_threshold() -> None:
     state.update({"type": "tool_end", "agent": "goal", "ts": 91.0, "name": "shell__run"})
     row = row_of(goal, 95.0, silence_after=10)
     assert row.silent is None and row.definition == "planner" and row.seconds == 85.0
+
+
+@pytest.mark.parametrize("ending", ["completed", "failed", "cancelled"])
+@pytest.mark.slow
+def test_the_last_line_on_stderr_is_the_report_command_however_the_run_ends(
+    tmp_path: Path, ending: str
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    command = [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--trace", str(trace)]
+    if ending == "cancelled":
+        with silent_server() as (port, held):
+            (tmp_path / "job.yaml").write_text(JOB.replace("{port}", str(port)))
+            process = subprocess.Popen(
+                command,
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+            )
+            deadline = time.monotonic() + 60
+            while not held and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert held, "the request reached the server"
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
+    else:
+        (tmp_path / "job.yaml").write_text(
+            "name: x\nmodel: scripted:script.yaml\nsteps:\n  - {id: a, task: A.}\n"
+            "  - {id: b, task: B.}\n"
+        )
+        turns = "a: [{content: done}]\n" + ("b: [{content: done}]\n" * (ending == "completed"))
+        (tmp_path / "script.yaml").write_text(turns)
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        stderr = done.stderr
+        assert (f"job x: {ending}" in stderr) and (
+            ("step b (general)" in stderr) == (ending == "failed")
+        )
+    assert stderr.splitlines()[-1] == f"report: orchestrator report {trace}", stderr

@@ -192,3 +192,29 @@ def test_the_embed_recipes_sub_agent_really_loads_the_skill(
     (plan,) = [m for m in result.messages if m.role == "tool" and m.name == "customer_plan"]
     assert plan.content == "pro"
     assert not result.refused_by_agent()
+
+
+def test_the_docs_give_the_default_workspace_the_code_makes(tmp_path: Path) -> None:
+    from orchestrator.jobs import load_job
+
+    (tmp_path / "job.yaml").write_text("name: x\nmodel: scripted:script.yaml\ngoal: Hi.\n")
+    (tmp_path / "script.yaml").write_text("goal: [{content: hi}]\n")
+    assert load_job(tmp_path / "job.yaml").permissions.workspace == tmp_path / "work"
+    for doc in [README, *(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))]:
+        text = " ".join(doc.split())
+        assert "default workspace is the spec's folder" not in text
+        assert 'workspace=".", # root of the file tools (default: the current folder)' not in text
+
+
+def test_the_tools_py_example_counts_words_of_text_not_of_bytes(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    text = (ROOT / "docs" / "skills.md").read_text(encoding="utf-8")
+    section = text.split("## Tools in `tools.py`", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(example, "docs/skills.md", "exec"), namespace)  # noqa: S102 - our own docs
+    (tmp_path / "notes.txt").write_text("déjà\u00a0vu here", encoding="utf-8")
+    context = SimpleNamespace(permissions=SimpleNamespace(workspace_root=lambda: tmp_path))
+    # `open_inside` gives bytes: counted as text, a no-break space separates words too.
+    assert namespace["word_count"].fn("notes.txt", context) == 3  # type: ignore[attr-defined]

@@ -334,6 +334,59 @@ def test_the_command_line_runs_a_job_on_ray(tmp_path: Path, ray_cluster: str) ->
     assert {e["executor"] for e in starts} == {"ray"}
 
 
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        children[int(fields[1])].append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        found.update(children[todo[-1]])
+        todo.extend(children.pop(todo.pop(), []))
+    return found
+
+
+def _listening_addresses(pids: set[int]) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp* shows them) the processes `pids` listen on."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").glob("*"):
+            try:
+                target = str(fd.readlink())
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    addresses = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                addresses.add(fields[1].split(":")[0])
+    return addresses
+
+
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc")
+def test_the_tests_ray_uses_the_loopback_only(ray_cluster: str) -> None:
+    import ray
+
+    @ray.remote
+    def where() -> str:
+        return str(ray.util.get_node_ip_address())
+
+    assert ray_cluster.startswith("127.0.0.1:")
+    assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}
+    assert ray.get(where.remote()) == "127.0.0.1"
+    listening = _listening_addresses(_descendants(os.getpid()))
+    assert listening and listening <= LOOPBACK, listening
+
+
 def test_importing_the_library_does_not_import_ray() -> None:
     code = "import sys, orchestrator, orchestrator.cli; print('ray' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -163,3 +163,33 @@ def test_retry_failed_asks_the_model_again_for_an_empty_answer_a_later_step_need
     assert again.returncode == 0, again.stderr
     result = json.loads(again.stdout)
     assert [s["output"] for s in result["steps"]] == ["twelve rows", "Done."]
+
+
+def test_plain_resume_of_a_failed_run_points_to_retry_failed(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nsteps:\n  - {id: a, task: A.}\n"
+        "  - {id: b, task: B.}\n"
+    )
+    (tmp_path / "script.yaml").write_text("a: [{content: done}]\n")  # b has no turn: it fails
+    assert orchestrator("run", "job.yaml", "--quiet", cwd=tmp_path).returncode == 3
+    resumed = orchestrator("resume", "last", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "had already finished (failed)" in resumed.stderr
+    assert "to run its failed steps again: orchestrator resume --retry-failed" in resumed.stderr
+
+
+def test_trace_show_after_a_retry_gives_no_old_reason_to_a_step_that_now_completed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nsteps:\n  - {id: a, task: A.}\n"
+        "  - {id: b, task: B.}\n"
+    )
+    (tmp_path / "script.yaml").write_text("a: [{content: done}]\n")  # b has no turn: it fails
+    assert orchestrator("run", "job.yaml", "--quiet", cwd=tmp_path).returncode == 3
+    (tmp_path / "script.yaml").write_text("a: [{content: done}]\nb: [{content: done}]\n")
+    retried = orchestrator("resume", "--retry-failed", "last", "--force", cwd=tmp_path)
+    assert retried.returncode == 0, retried.stderr
+    shown = orchestrator("trace", "show", "last", cwd=tmp_path)
+    (line,) = [s for s in shown.stdout.splitlines() if s.strip().startswith("b ")]
+    assert "completed" in line and "no turn left" not in line, shown.stdout

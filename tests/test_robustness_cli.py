@@ -105,6 +105,51 @@ def test_validate_reports_what_would_certainly_fail(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".orchestrator/runs/*"))  # run started nothing
 
 
+def test_a_misspelt_skill_in_a_step_is_a_validate_error_with_the_close_name(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "skills" / "loud").mkdir(parents=True)
+    (tmp_path / "skills" / "loud" / "SKILL.md").write_text(
+        "---\nname: loud\ndescription: Says things loudly.\n---\nShout.\n"
+    )
+    (tmp_path / "job.yaml").write_text(
+        "name: x\nmodel: scripted:script.yaml\nskills: [./skills]\n"
+        "steps:\n  - {id: a, task: Shout., skills: [luod]}\n"
+    )
+    (tmp_path / "script.yaml").write_text("a: [{content: hi}]\n")
+    for command in ("validate", "run"):
+        done = orchestrator(command, "job.yaml", cwd=tmp_path)
+        no_traceback(done)
+        assert done.returncode == 2, done.stderr
+        assert "steps[0].skills: 'luod' names no skill (did you mean 'loud'?)" in done.stderr
+    assert not list(tmp_path.glob(".orchestrator/runs/*"))  # run started nothing
+
+
+@pytest.mark.parametrize(
+    ("spec", "flags", "field"),
+    [
+        ("model: opnai:gpt-4o\ngoal: Hi.\n", (), "model"),
+        (
+            "model: scripted:script.yaml\nsteps:\n  - {id: a, task: Hi., model: opnai:gpt-4o}\n",
+            (),
+            "steps[0].model",
+        ),
+        (GOOD_JOB.removeprefix("name: x\n"), ("--model", "opnai:gpt-4o"), "--model opnai:gpt-4o"),
+    ],
+    ids=["job", "step", "flag"],
+)
+def test_an_unknown_model_provider_is_a_validate_error_naming_its_field(
+    tmp_path: Path, spec: str, flags: tuple[str, ...], field: str
+) -> None:
+    (tmp_path / "job.yaml").write_text("name: x\n" + spec)
+    (tmp_path / "script.yaml").write_text(GOOD_SCRIPT)
+    for command in ("validate", "run"):
+        done = orchestrator(command, "job.yaml", *flags, cwd=tmp_path)
+        no_traceback(done)
+        assert done.returncode == 2, done.stderr
+        assert f"{field}: unknown model provider 'opnai' (did you mean 'openai'?)" in done.stderr
+
+
 @pytest.mark.parametrize("quiet", [False, True])
 @pytest.mark.slow
 def test_a_sub_agent_that_cannot_start_says_why(tmp_path: Path, quiet: bool) -> None:
@@ -136,3 +181,32 @@ def test_trace_show_on_a_file_that_is_not_a_trace(tmp_path: Path, content: str) 
     no_traceback(done)
     assert done.returncode == 2
     assert "is not a trace: it holds no events" in done.stderr
+
+
+@pytest.mark.parametrize("flags", [(), ("--stream",)], ids=["progress", "stream"])
+@pytest.mark.slow
+def test_a_reader_that_goes_away_never_changes_the_run(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    import shutil
+    import sys
+
+    from orchestrator import read_trace
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    shutil.copytree(examples, tmp_path / "examples", ignore=shutil.ignore_patterns("out"))
+    trace = tmp_path / "t.jsonl"
+    # `orchestrator run ... 2>&1 | head -0`: both pipes closed before the run writes a line.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", "examples/quickstart.yaml"]
+        + ["--trace", str(trace), *flags],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 0
+    ends = [e for e in read_trace(trace) if e["type"] in ("task_end", "run_end")]
+    assert ends and {e["status"] for e in ends} == {"completed"}, ends

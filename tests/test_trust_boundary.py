@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -313,6 +314,57 @@ def test_a_trace_signed_with_another_key_or_none_is_refused(tmp_path: Path) -> N
     )
     trace.write_bytes(unsigned)
     with pytest.raises(ResumeError, match="carries no signature"):
+        prepare_resume(trace)
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o620, 0o602])
+def test_a_trace_key_other_users_can_read_or_write_is_refused_with_the_fix(
+    tmp_path: Path, own_config_folder: Path, mode: int
+) -> None:
+    trace = cut_run(tmp_path)
+    key = own_config_folder / "orchestrator" / "trace.key"
+    key.chmod(mode)  # another user could read it and sign a trace, or put their own key there
+    with pytest.raises(ResumeError, match=re.escape(f"chmod 600 {key}")):
+        prepare_resume(trace)
+    write_job(tmp_path / "job", [{"content": "done"}])
+    done = orchestrator("run", "job.yaml", "--trace", "new.jsonl", "-q", cwd=tmp_path / "job")
+    assert done.returncode == 0, done.stderr
+    assert f"other users can read or write your trace key {key}" in done.stderr
+    assert f"chmod 600 {key}" in done.stderr
+    assert b'"mac":' not in (tmp_path / "job" / "new.jsonl").read_bytes()
+    key.chmod(0o600)  # the fix the message gives
+    assert prepare_resume(trace).job is not None
+
+
+def test_the_configuration_folder_is_the_users_alone_even_under_umask_000(
+    tmp_path: Path,
+) -> None:
+    write_job(tmp_path, [{"content": "done"}])
+    config = tmp_path / "config"
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "job.yaml", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "XDG_CONFIG_HOME": str(config)},
+        preexec_fn=lambda: os.umask(0),
+    )
+    assert done.returncode == 0, done.stderr
+    assert (config.stat().st_mode & 0o777, (config / "orchestrator").stat().st_mode & 0o777) == (
+        0o700,
+        0o700,
+    )
+    assert (config / "orchestrator" / "trace.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_trace_key_in_a_folder_others_can_write_is_refused(
+    tmp_path: Path, own_config_folder: Path
+) -> None:
+    trace = cut_run(tmp_path)
+    folder = own_config_folder / "orchestrator"
+    folder.chmod(0o777)  # another user could put a key of their own in its place
+    with pytest.raises(ResumeError, match=re.escape(f"chmod 700 {folder}")):
         prepare_resume(trace)
 
 

@@ -149,6 +149,17 @@ def test_model_option_with_an_alias_bomb_stays_text() -> None:
             2,
             "line 2 (goal: hi: there) holds a second ': ' inside a value; put the value in quotes",
         ),
+        (
+            "name: x\nmodel: m\n   goal: hi\n",
+            3,
+            "line 3 (goal: hi) is indented more than the line above it; a likely indentation slip",
+        ),
+        (
+            "name: x\nsteps:\n  - id: a\n    task: b\n      depends_on: [a]\n",
+            5,
+            "line 5 (depends_on: [a]) is indented more than the line above it; a likely "
+            "indentation slip",
+        ),
         ('name: x\ngoal: "hi\nmodel: m\n', 2, "the quote opened on line 2 is never closed"),
         ("name: x\n\tgoal: hi\n", 2, "line 2 (goal: hi) is indented with a tab"),
     ],

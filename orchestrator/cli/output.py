@@ -9,6 +9,8 @@ whole: a secret is caught unless one write splits it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -24,10 +26,34 @@ class MaskedStream:
     def __init__(self, stream: TextIO, mask: SecretMask) -> None:
         self._stream = stream
         self._mask = mask
+        self._reader_gone = False
 
     def write(self, text: str) -> int:
-        self._stream.write(self._mask(text))
+        if not self._reader_gone:
+            try:
+                self._stream.write(self._mask(text))
+            except BrokenPipeError:
+                self._drop_output()
         return len(text)
+
+    def flush(self) -> None:
+        if not self._reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop_output()
+
+    def _drop_output(self) -> None:
+        """The reader closed the pipe (`orchestrator run ... | head -1`): what is printed from
+        now on goes nowhere, and the run goes on as if it had been read. The stream's file
+        becomes /dev/null, so the interpreter's last flush cannot fail either."""
+        self._reader_gone = True
+        with contextlib.suppress(OSError, ValueError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -10,6 +10,7 @@ under `--dir` (default `.orchestrator/runs/`).
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -116,6 +117,12 @@ def _finished(args: argparse.Namespace, resumption: Resumption, result: JobResul
         f"({result.status}); nothing to resume. Its recorded result:",
         file=sys.stderr,
     )
+    if resumption.checkpoint.failed_tasks():
+        print(
+            "to run its failed steps again: orchestrator resume --retry-failed "
+            f"{shlex.quote(str(resumption.path))}",
+            file=sys.stderr,
+        )
     report(args, result, None)
     return EXIT_OK
 

@@ -135,8 +135,8 @@ def execute(
                 result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
         except KeyboardInterrupt:
             print(f"interrupted; the trace is in {path}", file=sys.stderr)
-            print(f"report: orchestrator report {shlex.quote(str(path))}", file=sys.stderr)
             print(f"resume: orchestrator resume {shlex.quote(str(path))}", file=sys.stderr)
+            print(f"report: orchestrator report {shlex.quote(str(path))}", file=sys.stderr)
             return EXIT_INTERRUPTED
         except ConfigError as exc:
             print(f"error: {config_error(exc)}", file=sys.stderr)
@@ -172,7 +172,8 @@ def report(
 ) -> None:
     """The job's output (or JSON, or the rest of a streamed answer) on stdout; unless quiet,
     how it went on stderr: the time since the command started, the files written (as paths
-    from the working folder), whether no real model was called, the trace."""
+    from the working folder), whether no real model was called, why steps failed, and last
+    the trace and the command that shows its report."""
     if args.json:
         print(json.dumps(_as_json(result), indent=2))
     elif stream is not None:
@@ -194,12 +195,13 @@ def report(
         )
         for file in result.files:
             print(f"wrote {shown_path(file)}", file=sys.stderr)
-        print(f"trace: {result.trace}", file=sys.stderr)
-        print(f"report: orchestrator report {shlex.quote(str(result.trace))}", file=sys.stderr)
     for line in failure_lines(result):  # with --quiet too: a failure must say why
         print(line, file=sys.stderr)
     for line in refusal_lines(result.refused_by_agent()):  # and so must a refusal
         print(line, file=sys.stderr)
+    if not args.quiet:  # last, however the run ended: the next command to type
+        print(f"trace: {result.trace}", file=sys.stderr)
+        print(f"report: orchestrator report {shlex.quote(str(result.trace))}", file=sys.stderr)
 
 
 def refusal_lines(refused: dict[str, dict[str, str]]) -> list[str]:

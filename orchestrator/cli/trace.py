@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..security.signing import TraceKeyRefused
 from ..trace import read_trace
 from ..trace.history import RunInfo, list_runs
 from ..trace.lock import is_locked
@@ -48,8 +49,12 @@ def show_command(args: argparse.Namespace) -> int:
     for problem in events.problems:
         print(f"note: {path}: skipped {problem}", file=sys.stderr)
     summary = summarize(events, live=is_locked(path))
-    signature = verify_trace(path)
-    if not signature.valid:
+    try:
+        signature = verify_trace(path)
+    except TraceKeyRefused as refused:
+        signature = None
+        print(f"note: {refused}; until then no trace can be checked or resumed", file=sys.stderr)
+    if signature is not None and not signature.valid:
         print(
             f"note: {path} line {signature.bad_line}: {signature.reason}; this trace was changed "
             "after its run wrote it, or written elsewhere: it cannot be resumed",

@@ -1,10 +1,11 @@
 """What would certainly fail once a job runs, found before anything starts.
 
-The spec's own checks (`spec.check_job`) see the file; these see what it points at: the workspace
-folder, and the sub-agent definitions its steps name (their model must be one that can be
-built, their `skills:` must name skills that exist). `orchestrator validate` reports them;
-`orchestrator run` and `resume` refuse to start on them. Definitions only a planner might fork are
-reported as warnings: a run that never forks them is not hurt by them.
+The spec's own checks (`spec.check_job`) see the file; these see what it points at: the
+workspace folder, the skills its steps start with (they must exist), and the sub-agent
+definitions its steps name (their model must be one that can be built, their `skills:` must
+name skills that exist). `orchestrator validate` reports them; `orchestrator run` and `resume`
+refuse to start on them. Definitions only a planner might fork are reported as warnings: a run
+that never forks them is not hurt by them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def preflight(
             Problem("permissions.workspace", f"the folder {workspace} does not exist")
         )
     found.problems += _unpriced(job, [job.model, *(s.model for s in job.plan if s.model)])
+    for index, step in enumerate(job.steps):
+        for issue in _unknown_skills(step.skills or [], skills):
+            found.problems.append(Problem(f"steps[{index}].skills", issue))
     named = {step.agent for step in job.plan if step.agent and not step.planner}
     for definition in registry:
         issues = _definition_issues(definition, skills, aliases)
@@ -104,7 +108,12 @@ def _definition_issues(
         except ConfigError as exc:
             issues.append(f"model: {exc}")
     if isinstance(definition.skills, list):
-        for name in definition.skills:
-            if name not in skills:
-                issues.append(f"skills: {name!r} names no skill{suggest(name, skills)}")
+        issues += [f"skills: {issue}" for issue in _unknown_skills(definition.skills, skills)]
     return issues
+
+
+def _unknown_skills(names: list[str], skills: Collection[str]) -> list[str]:
+    """A problem for each of `names` that is no skill, with the close spellings."""
+    return [
+        f"{name!r} names no skill{suggest(name, skills)}" for name in names if name not in skills
+    ]

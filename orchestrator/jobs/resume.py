@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..events import JobStart
 from ..messages import Usage
 from ..models import ChatModel, ScriptedModel, unwrap
+from ..security.signing import TraceKeyRefused
 from ..skills.disclosure import DISCLOSURES
 from ..tasks import restored_children
 from ..trace import Checkpoint, load_checkpoint
@@ -109,7 +110,12 @@ def prepare_resume(
 
 def _require_own_run(path: Path) -> None:
     """Refuse a trace that the user's own runs did not write, as its signatures tell."""
-    signature = verify_trace(path)
+    try:
+        signature = verify_trace(path)
+    except TraceKeyRefused as refused:
+        raise ResumeError(
+            f"trace {path} cannot be checked, so it cannot direct a resume: {refused}"
+        ) from None
     if not signature.valid:
         raise ResumeError(
             f"trace {path} cannot direct a resume: line {signature.bad_line} {signature.reason}. "

@@ -35,7 +35,7 @@ from pydantic import (
 
 from ..agent import DEFAULT_MAX_STEPS
 from ..errors import ConfigError
-from ..models import INHERIT, ModelAliases, ModelSettings
+from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE
@@ -90,7 +90,7 @@ def _expanded(
     aliases: ModelAliases, settings: ModelSettings, path: str, problems: list[Problem]
 ) -> ModelSettings | None:
     try:
-        return aliases.expand(settings)
+        return check_model(aliases.expand(settings))  # an unknown provider, too
     except ConfigError as error:
         problems.append(Problem(path, str(error)))
         return None

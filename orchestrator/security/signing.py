@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ConfigError
 from .inventory import user_config_folder
 
 KEY_FILE = "trace.key"
@@ -38,19 +41,29 @@ def key_path(environ: Mapping[str, str] | None = None) -> Path:
     return user_config_folder(environ) / KEY_FILE
 
 
+class TraceKeyRefused(ConfigError):
+    """The user's trace key, or the folder that holds it, is open to other users: whoever can
+    read the key can sign a trace that `resume` trusts, and whoever can write it (or its
+    folder) can put a key of their own in its place. The message says how to close it."""
+
+
 def user_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     """The user's trace key, made on first use; None when it can be neither read nor made
-    (a read-only home folder): traces are then written unsigned, and cannot be resumed."""
+    (a read-only home folder): traces are then written unsigned, and cannot be resumed.
+    Raises TraceKeyRefused when the key or its folder is open to other users."""
     path = key_path(environ)
+    _refuse_open_folder(path.parent)
     try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        with path.open("rb") as file:
+            _refuse_open_key(path, os.fstat(file.fileno()).st_mode)
+            return bytes.fromhex(file.read().decode("ascii").strip())
     except FileNotFoundError:
         pass
     except (OSError, ValueError):
         return None
     key = secrets.token_bytes(KEY_BYTES)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_private_folder(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another run made it first: use that one
         return user_key(environ)
@@ -59,6 +72,37 @@ def user_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     with os.fdopen(fd, "w", encoding="ascii") as file:
         file.write(key.hex() + "\n")
     return key
+
+
+def _refuse_open_folder(folder: Path) -> None:
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return  # not made yet: it will be the user's alone
+    if mode & 0o022:
+        raise TraceKeyRefused(
+            f"other users can write your configuration folder {folder} (mode "
+            f"{stat.S_IMODE(mode):04o}), so they could put a trace key of their own in it; "
+            f"make it yours alone with `chmod 700 {folder}`"
+        )
+
+
+def _refuse_open_key(path: Path, mode: int) -> None:
+    if mode & 0o077:
+        raise TraceKeyRefused(
+            f"other users can read or write your trace key {path} (mode "
+            f"{stat.S_IMODE(mode):04o}), so they could sign a trace that resume would trust; "
+            f"make it yours alone with `chmod 600 {path}`"
+        )
+
+
+def _make_private_folder(folder: Path) -> None:
+    """`folder`, and the folders above it that are missing, for the user alone (0700, as the
+    XDG base directory spec asks), whatever the umask: `mkdir -p` would leave them open."""
+    missing = list(itertools.takewhile(lambda each: not each.exists(), (folder, *folder.parents)))
+    for each in reversed(missing):
+        each.mkdir(mode=0o700, exist_ok=True)
+        each.chmod(0o700)
 
 
 def mac(key: bytes, previous: str, text: bytes) -> str:

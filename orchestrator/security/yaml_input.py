@@ -161,7 +161,8 @@ def _marked(error: yaml.MarkedYAMLError, source: str, text: str) -> YamlInputErr
     context_line = context_mark.line + 1 if context_mark else None
     problem = error.problem or error.context or ""
     context = error.context or ""
-    hint, line_at_fault = _hint(problem, context, text.splitlines(), line, context_line)
+    column = mark.column if mark else None
+    hint, line_at_fault = _hint(problem, context, text.splitlines(), line, context_line, column)
     return YamlInputError(
         source,
         f"invalid YAML: {problem}",
@@ -174,10 +175,15 @@ def _marked(error: yaml.MarkedYAMLError, source: str, text: str) -> YamlInputErr
 
 
 def _hint(
-    problem: str, context: str, lines: list[str], line: int | None, context_line: int | None
+    problem: str,
+    context: str,
+    lines: list[str],
+    line: int | None,
+    context_line: int | None,
+    column: int | None = None,
 ) -> tuple[str | None, int | None]:
     """PyYAML's message for the usual slips in words, and the line really at fault when it
-    is not the one PyYAML names (None: PyYAML's line is right)."""
+    is not the one PyYAML names (None: PyYAML's line is right). `column` is PyYAML's, from 0."""
 
     def shown(number: int | None) -> str:
         if number is None or not 0 < number <= len(lines):
@@ -191,6 +197,12 @@ def _hint(
             f"line {context_line}{shown(context_line)} has no ':' after its key; a likely "
             "missing colon (write key: value)",
             context_line,
+        )
+    if "mapping values are not allowed" in problem and _over_indented_key(lines, line, column):
+        return (
+            f"line {line}{shown(line)} is indented more than the line above it; a likely "
+            "indentation slip (if it goes on with the value above, put that value in quotes)",
+            None,
         )
     if "mapping values are not allowed" in problem:
         return (
@@ -209,6 +221,20 @@ def _hint(
             None,
         )
     return None, None
+
+
+def _over_indented_key(lines: list[str], line: int | None, column: int | None) -> bool:
+    """Whether the ': ' PyYAML refused is the first of its line, and that line is indented
+    more than the line above it: a key pushed right, which YAML reads as going on with the
+    value above (a second ': ' in a value is further right on its line)."""
+    if line is None or column is None or not 1 < line <= len(lines):
+        return False
+    text = lines[line - 1]
+    above = next((t for t in reversed(lines[: line - 1]) if t.strip()), None)
+    first = text.find(":")
+    if above is None or first != column:
+        return False
+    return len(text) - len(text.lstrip(" ")) > len(above) - len(above.lstrip(" "))
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -74,7 +74,8 @@ def iter_trace(path: str | Path) -> TraceReader:
 
 def verify_trace(path: str | Path, key: bytes | None = None) -> Signature:
     """Whether every event of the trace at `path` carries a good signature under `key` (the
-    user's own by default): only then did the user's own runs write it (security/signing.py)."""
+    user's own by default): only then did the user's own runs write it (security/signing.py).
+    Raises TraceKeyRefused when the user's key is open to other users: it proves nothing."""
     with Path(path).open("rb") as lines:
         return verify_lines(
             lines, key if key is not None else user_key(), is_event=lambda raw: bool(_parse(raw))

@@ -229,8 +229,8 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
         case RunEnd():
             agent = summary.agent(event.agent)
             agent.status, agent.ended = event.status, event.ts
+            agent.reason = event.error or None  # an earlier attempt's reason is not this one's
             if event.error:
-                agent.reason = event.error
                 summary.error(event, f"{agent.path}: run ended {event.status}: {event.error}")
         case BackgroundSettle():
             verb = "waited for" if event.choice == "wait" else "cancelled"

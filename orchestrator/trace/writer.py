@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from ..events import EVENT_SCHEMA_VERSION, Event, Listener, new_run_id
 from ..messages import Message
 from ..security.secrets import SecretMask
-from ..security.signing import LineSigner, user_key
+from ..security.signing import LineSigner, TraceKeyRefused, user_key
 from .checkpoint import Checkpoint
 from .lock import FileBusy, lock_file
 
@@ -236,8 +236,15 @@ class Trace:
 
 def _signer(resume: Checkpoint | None) -> LineSigner | None:
     """The signer of a trace file's lines (security/signing.py), going on from the last
-    signed line when the run resumes; None, with a warning, when the user has no key."""
-    key = user_key()
+    signed line when the run resumes; None, with a warning, when the user has no key or it is
+    open to other users."""
+    try:
+        key = user_key()
+    except TraceKeyRefused as refused:
+        warnings.warn(
+            f"{refused}; until then traces are not signed, and cannot be resumed", stacklevel=3
+        )
+        return None
     if key is None:
         warnings.warn(
             "the trace key in your configuration folder can be neither read nor made, so this "
