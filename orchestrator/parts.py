@@ -48,23 +48,22 @@ class Slot(Generic[T]):
         """
         with self._lock:
             found = self._parts.get(name)
-            if found is not None:
-                return found
-            declared = {point.name: point for point in entry_points(group=self.group)}
-            point = declared.get(name)
-            if point is None:
-                known = ", ".join(sorted({*declared, *self._parts})) or "none"
-                raise MissingPart(
-                    f"no {self.kind} is named {name!r} (installed: {known}); a part of its own "
-                    f"declares itself as an entry point of {self.group!r}"
-                )
-            try:
-                part: T = point.load()
-            except ImportError as exc:
-                ours = point.dist is not None and point.dist.name == "orchestrator"
-                fix = f": pip install 'orchestrator[{name}]'" if ours else ""
-                raise MissingPart(
-                    f"the {self.kind} {name!r} cannot be loaded ({exc}){fix}"
-                ) from None
-            self._parts[name] = part
-            return part
+        if found is not None:
+            return found
+        # Loaded outside the lock: a part's import may register itself in this slot.
+        declared = {point.name: point for point in entry_points(group=self.group)}
+        point = declared.get(name)
+        if point is None:
+            known = ", ".join(sorted({*declared, *self._parts})) or "none"
+            raise MissingPart(
+                f"no {self.kind} is named {name!r} (installed: {known}); a part of its own "
+                f"declares itself as an entry point of {self.group!r}"
+            )
+        try:
+            part: T = point.load()
+        except (ImportError, AttributeError) as exc:
+            ours = point.dist is not None and point.dist.name == "orchestrator"
+            fix = f": pip install 'orchestrator[{name}]'" if ours else ""
+            raise MissingPart(f"the {self.kind} {name!r} cannot be loaded ({exc}){fix}") from None
+        with self._lock:
+            return self._parts.setdefault(name, part)
