@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
-from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice
+from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
@@ -480,7 +480,7 @@ class AgentLoop:
         counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         fit = state.fit
         if fit.window is not None:
-            fit.calibrated = self.counter.prompt_ratio(self.model)
+            fit.calibrated = self.counter.prompt_ratio(unwrap(self.model))
         if refused or fit.needs_compaction(counted):
             await self._compact(state, counted)
             counted = self.counter.count_request(
@@ -726,7 +726,9 @@ class AgentLoop:
         counted = self.counter.count_request(messages, specs)
         output = self.max_output_tokens
         if self.window is not None:
-            fit = ContextFit(self.window.tokens, calibrated=self.counter.prompt_ratio(self.model))
+            fit = ContextFit(
+                self.window.tokens, calibrated=self.counter.prompt_ratio(unwrap(self.model))
+            )
             output = max(0, min(output, fit.room(counted) or 0))
         return counted + output
 

@@ -52,6 +52,7 @@ from ..models.base import (
     OutputSchema,
     ToolChoice,
     price_of,
+    unwrap,
 )
 from ..models.prices import unpriced
 from ..tokens import TokenCounter
@@ -136,7 +137,7 @@ async def call_model(
     )
     usage = charged.usage
     if response.usage is not None and charged.doubt is None:
-        counter.calibrate(model, input_tokens, usage.input_tokens)
+        counter.calibrate(unwrap(model), input_tokens, usage.input_tokens)
     price = price_of(model)
     cost = price.cost(usage) if price is not None else None
     budget.settle(reservation, usage.total_tokens, cost or 0.0)
