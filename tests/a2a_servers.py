@@ -4,7 +4,8 @@
   request handler), whose executor echoes the task, or waits until it is cancelled.
 - `hostile_agent`: a hand-made HTTP server with a valid card whose task endpoint misbehaves
   (never answers, drops the stream, sends a malformed event, sends its card's interface
-  to another host, floods appended artifact chunks, chatters status updates without end,
+  to another host, floods appended artifact chunks or artifacts of new, huge names, chatters
+  status updates without end,
   or echoes the caller's `Authorization` header back).
 """
 
@@ -163,7 +164,14 @@ async def sdk_agent(agent: EchoAgent, token: str | None = None) -> AsyncIterator
 
 
 Misbehaviour = Literal[
-    "silent", "drop", "malformed", "elsewhere", "flood", "chatter", "echo_credentials"
+    "silent",
+    "drop",
+    "malformed",
+    "elsewhere",
+    "flood",
+    "names",
+    "chatter",
+    "echo_credentials",
 ]
 FLOOD_CHUNKS = 40
 FLOOD_CHUNK_CHARS = 1_000_000
@@ -242,6 +250,13 @@ async def hostile_agent(how: Misbehaviour) -> AsyncIterator[tuple[str, list[str]
                             }
                         }
                     )
+                yield event({"statusUpdate": _agent_status("TASK_STATE_COMPLETED", "done")})
+            elif how == "names":  # a new artifact each time, named with 100,000 characters
+                for number in range(FLOOD_CHUNKS):
+                    name = f'n{number}">\n<injected/>' + "x" * 100_000
+                    artifact = {"artifactId": f"a{number}", "name": name, "parts": [{"text": ""}]}
+                    update = {"taskId": "t1", "contextId": "c1", "artifact": artifact}
+                    yield event({"artifactUpdate": {**update, "append": True}})
                 yield event({"statusUpdate": _agent_status("TASK_STATE_COMPLETED", "done")})
             elif how == "chatter":  # status updates, as fast as the caller takes them
                 while True:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import tracemalloc
 from pathlib import Path
@@ -257,6 +258,19 @@ async def test_appended_artifact_chunks_are_capped_while_they_arrive(tmp_path: P
     assert "not kept: the remote sent more than 200000 characters" in observation(trace)
     [end] = [e for e in read_trace(trace) if e["type"] == "a2a_end"]
     assert end["truncated_chars"] > 30_000_000
+
+
+async def test_artifact_names_count_under_the_cap_and_cannot_break_the_observation(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "run.jsonl"
+    async with hostile_agent("names") as (url, _):
+        result = await run_job(load_job(remote_job(tmp_path, url, fork_far())), trace=trace)
+    assert result.status == "completed"
+    seen = observation(trace)
+    assert "<injected/>" not in seen  # a name cannot close the tag it is shown in
+    names = re.findall(r'<artifact name="([^"]*)">', seen)
+    assert names and max(len(name) for name in names) <= 200  # each was 100,000 long
 
 
 async def test_an_endless_stream_of_status_updates_is_coalesced_in_the_trace(

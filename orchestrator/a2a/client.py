@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import re
 import ssl
 import time
 import uuid
@@ -64,6 +65,8 @@ STATUS_INTERVAL = 1.0
 CANCEL_WAIT = 5.0
 """Seconds to wait for the remote to take a cancellation."""
 CONNECT_TIMEOUT = 10.0
+MAX_ARTIFACT_NAME = 200
+_ARTIFACT_NAME_UNSAFE = re.compile(r'["<>\r\n]')
 FINAL: dict[TaskState, Status] = {
     TaskState.TASK_STATE_COMPLETED: "completed",
     TaskState.TASK_STATE_FAILED: "error",
@@ -206,13 +209,17 @@ class RemoteTask:
             self._take_status(response.status_update.status.state, response.status_update)
         elif kind == "artifact_update":
             artifact = response.artifact_update.artifact
-            name = artifact.name or artifact.artifact_id or "artifact"
-            chunks = self.artifacts.setdefault(name, [])
+            chunks = self._artifact(artifact.name or artifact.artifact_id)
+            if chunks is None:
+                return
             if not response.artifact_update.append:
                 self._drop(chunks)
-            chunks.extend(self._keep(_part_text(part)) for part in artifact.parts)
+            kept = (self._keep(_part_text(part)) for part in artifact.parts)
+            chunks.extend(chunk for chunk in kept if chunk)
         elif kind == "message":
-            self.texts.append(self._keep(get_message_text(response.message)))
+            text = self._keep(get_message_text(response.message))
+            if text:
+                self.texts.append(text)
             self.state = TaskState.TASK_STATE_COMPLETED  # a direct reply ends the exchange
         else:
             raise RemoteFailure("it sent an event with no payload")
@@ -225,10 +232,25 @@ class RemoteTask:
     def _take_task(self, task: Task) -> None:
         self._note_task(task.id, task.context_id)
         for artifact in task.artifacts:
-            name = artifact.name or artifact.artifact_id or "artifact"
-            self._drop(self.artifacts.get(name, []))
-            self.artifacts[name] = [self._keep(_part_text(part)) for part in artifact.parts]
+            chunks = self._artifact(artifact.name or artifact.artifact_id)
+            if chunks is None:
+                continue
+            self._drop(chunks)
+            kept = (self._keep(_part_text(part)) for part in artifact.parts)
+            chunks.extend(chunk for chunk in kept if chunk)
         self._take_status(task.status.state, task)
+
+    def _artifact(self, given: str) -> list[str] | None:
+        """The kept chunks of the artifact a remote names `given` (its name cut to
+        `MAX_ARTIFACT_NAME` characters, quotes and line breaks replaced); a new name counts
+        under the cap like text, and past the cap a new artifact is not kept at all."""
+        name = _ARTIFACT_NAME_UNSAFE.sub("_", given[:MAX_ARTIFACT_NAME]) or "artifact"
+        found = self.artifacts.get(name)
+        if found is not None:
+            return found
+        if len(self._keep(name)) < len(name):
+            return None
+        return self.artifacts.setdefault(name, [])
 
     def _keep(self, text: str) -> str:
         """What of `text` fits under the cap (the rest is counted as dropped)."""
