@@ -447,3 +447,19 @@ def test_resume_restores_no_skill_a_fresh_load_would_refuse(tmp_path: Path) -> N
     assert not marker.exists()
     last = tool_results(tmp_path / "cut.jsonl")[-1]
     assert last["name"] == "hidden__shout" and last["is_error"]
+
+
+def test_a_trace_key_of_the_wrong_length_never_signs(own_config_folder: Path) -> None:
+    """A key read while another run was writing it (empty, or cut short) would sign with
+    almost no secret: it is not used, and the key a run makes appears whole or not at all."""
+    from orchestrator.security.signing import KEY_BYTES, key_path, user_key
+
+    path = key_path()
+    path.write_text("")
+    path.chmod(0o600)
+    assert user_key() is None
+    path.unlink()
+    made = user_key()
+    assert made is not None and len(made) == KEY_BYTES
+    assert path.read_text().strip() == made.hex()
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".trace-key-")] == []

@@ -23,6 +23,7 @@ import os
 import re
 import secrets
 import stat
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +57,8 @@ def user_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     try:
         with path.open("rb") as file:
             _refuse_open_key(path, os.fstat(file.fileno()).st_mode)
-            return bytes.fromhex(file.read().decode("ascii").strip())
+            key = bytes.fromhex(file.read().decode("ascii").strip())
+        return key if len(key) == KEY_BYTES else None
     except FileNotFoundError:
         pass
     except (OSError, ValueError):
@@ -64,13 +66,19 @@ def user_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     key = secrets.token_bytes(KEY_BYTES)
     try:
         _make_private_folder(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # Written whole beside it, then linked into place: a run reading the key at the same
+        # moment finds no file or the whole key, never an empty one.
+        fd, draft = tempfile.mkstemp(dir=path.parent, prefix=".trace-key-")
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as file:
+                file.write(key.hex() + "\n")
+            os.link(draft, path)
+        finally:
+            os.unlink(draft)
     except FileExistsError:  # another run made it first: use that one
         return user_key(environ)
     except OSError:
         return None
-    with os.fdopen(fd, "w", encoding="ascii") as file:
-        file.write(key.hex() + "\n")
     return key
 
 
