@@ -318,3 +318,24 @@ def test_skills_check_mentions_the_eval_files_and_whether_they_parse(tmp_path: P
     assert "evals/trigger_eval.json: 8 trigger queries (4 should load it)" in out
     assert "evals/evals.json: cannot be read: evals[0].prompt" in out
     assert checked.returncode == 1
+
+
+def test_a_changed_file_anywhere_in_the_skill_folder_makes_its_results_stale(
+    tmp_path: Path,
+) -> None:
+    from orchestrator.eval.skill_folder import _skill_digest
+
+    skill = tmp_path / "notes"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Notes.\n---\nBody.\n")
+    (skill / "tools.py").write_text("# one\n")
+    (skill / "scripts" / "run.sh").write_text("echo one\n")
+    first = _skill_digest(skill)
+    (skill / "tools.py").write_text("# two\n")
+    second = _skill_digest(skill)
+    (skill / "scripts" / "run.sh").write_text("echo two\n")
+    third = _skill_digest(skill)
+    (skill / "__pycache__").mkdir()
+    (skill / "__pycache__" / "tools.cpython-311.pyc").write_bytes(b"\0")
+    assert len({first, second, third}) == 3
+    assert _skill_digest(skill) == third  # what Python leaves behind is not the skill

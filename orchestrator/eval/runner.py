@@ -213,7 +213,7 @@ class EvalRunner:
         variant = {"variant": planned.variant.model_dump(mode="json"), "model": self.options.model}
         return {
             "checks": self._checks_digest,
-            "case": _digest(planned.case.model_dump(mode="json")),
+            "case": _digest([planned.case.model_dump(mode="json"), _copied(planned.case)]),
             "job": self._job_digest,
             "variant": _digest(variant),
             "mode": self.mode,
@@ -543,6 +543,18 @@ def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:
         removed = set(variant.skills_remove)
         catalog = catalog.subset(n for n in catalog.names if n not in removed)
     return catalog
+
+
+def _copied(case: Case) -> dict[str, str]:
+    """The bytes a case copies into its workspace, as digests: a changed input file makes
+    the case's earlier results stale."""
+    found: dict[str, str] = {}
+    for name, source in case.copies.items():
+        try:
+            found[name] = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16]
+        except OSError:
+            found[name] = "unreadable"
+    return found
 
 
 def _digest(value: Any) -> str:

@@ -255,8 +255,25 @@ def _digest(*parts: str) -> str:
 
 
 def _skill_digest(folder: Path) -> str:
-    skill_file = skill_file_in(folder)
-    return _digest(skill_file.read_text(encoding="utf-8")) if skill_file else ""
+    """The skill's whole folder (every file's name and bytes): a changed `tools.py`, script
+    or reference makes its earlier results stale, not only a changed SKILL.md."""
+    if skill_file_in(folder) is None:
+        return ""
+    files = sorted(
+        path
+        for path in folder.rglob("*")
+        if path.is_file() and not {"__pycache__", ".git"} & set(path.relative_to(folder).parts)
+    )
+    return _digest(
+        *(f"{path.relative_to(folder).as_posix()}:{_file_digest(path)}" for path in files)
+    )
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 def _slug(text: str) -> str:
