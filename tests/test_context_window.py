@@ -836,3 +836,32 @@ def test_each_model_keeps_the_ratio_of_its_latest_reply_never_below_one() -> Non
     counter.calibrate(larger, 2000, 2200)
     assert counter.prompt_ratio(larger) == 1.1
     assert counter.prompt_ratio(ScriptedModel({"*": []})) == 1.0  # another model: its own
+
+
+def test_the_window_settings_can_be_tried_with_the_scripted_model(tmp_path: Path) -> None:
+    """A spec or `--model-option` gives the scripted model a window to play, so context
+    fitting can be tried offline; an option it cannot take is still a validate error."""
+    from cli_process import orchestrator as run_cli
+
+    (tmp_path / "s.json").write_text('{"*": [{"content": "ok"}]}')
+    (tmp_path / "job.yaml").write_text(
+        "name: w\nmodel: {name: scripted:s.json, context_window: 3000, compact_at: 0.5}\n"
+        "goal: Go.\n"
+    )
+    done = run_cli("run", "job.yaml", "--trace", "a.jsonl", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    start = next(e for e in read_trace(tmp_path / "a.jsonl") if e["type"] == "run_start")
+    assert start["model"] == "scripted"
+    (tmp_path / "flag.yaml").write_text("name: f\nmodel: scripted:s.json\ngoal: Go.\n")
+    args = ["run", "flag.yaml", "--model-option", "max_output_tokens=256", "--quiet"]
+    assert run_cli(*args, cwd=tmp_path).returncode == 0
+    bad = run_cli("validate", "flag.yaml", "--model-option", "stream=false", cwd=tmp_path)
+    assert bad.returncode == 2 and "a scripted model takes only" in bad.stderr
+    model = resolve_model(
+        ModelSettings(name="scripted:" + str(tmp_path / "s.json")).updated(
+            context_window=3000, compact_at=0.5
+        )
+    )
+    window = context_window(model)
+    assert window is not None and (window.tokens, window.source) == (3000, "setting")
+    assert Agent(model).compact_at == 0.5

@@ -35,7 +35,8 @@ class ScriptedModel(Model):
     answers with its content alone (as a real model would); one with calls only is a script
     error. A turn's `latency` (seconds) makes that one call slow, on top of the model's
     `latency`. Every request is kept in `requests`. `context_window` plays a model with that
-    window (models/window.py): agents keep their requests within it.
+    window (models/window.py): agents keep their requests within it; `compact_at` and
+    `max_output_tokens` are those a real model's settings would give.
     """
 
     def __init__(
@@ -45,6 +46,8 @@ class ScriptedModel(Model):
         latency: float = 0.0,
         name: str = "scripted",
         context_window: int | None = None,
+        compact_at: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         if isinstance(script, str | Path):
             script = load_script(script)
@@ -54,7 +57,11 @@ class ScriptedModel(Model):
         }
         self.latency = latency
         self.name = name
-        self.options = WireOptions(context_window=context_window)
+        self.options = WireOptions(
+            context_window=context_window,
+            compact_at=compact_at,
+            max_output_tokens=max_output_tokens,
+        )
         self.requests: list[ModelRequest] = []
         self._position: dict[str, int] = dict.fromkeys(self.script, 0)
         self._call_ids = itertools.count(1)

@@ -294,13 +294,15 @@ def _option_fields() -> dict[str, Any]:
 
 _OPTIONS = _option_fields()
 OPTION_NAMES: tuple[str, ...] = tuple(_OPTIONS)
+SCRIPTED_OPTIONS = ("context_window", "compact_at", "max_output_tokens")
+"""What a scripted model takes of the settings: the window it plays, to try context fitting
+offline."""
 if TYPE_CHECKING:
     # What a type checker sees of the generated fields: the two every reference has; the
     # options are read through `options()` and `getattr`.
     class _Fields(BaseModel):
         name: str
         api_key_env: str | None = None
-
 else:
     _Fields = create_model(
         "_Fields",
@@ -367,8 +369,17 @@ class ModelSettings(_Fields):
         """Options given that the provider does not take, each with the reason."""
         given = [name for name in OPTION_NAMES if getattr(self, name) is not None]
         preset = PRESETS.get(self.provider or "")
-        if self.provider in ("scripted", "replay"):
-            return [(name, f"a {self.provider} model takes no options") for name in given]
+        if self.provider == "scripted":  # it plays a model with a window, for trying one
+            return [
+                (
+                    name,
+                    "a scripted model takes only context_window, compact_at and max_output_tokens",
+                )
+                for name in given
+                if name not in SCRIPTED_OPTIONS
+            ]
+        if self.provider == "replay":
+            return [(name, "a replay model takes no options") for name in given]
         if preset is None:
             return []  # an alias (checked once expanded) or a provider registered in code
         allowed = {*ConnectionSettings.model_fields, *_WIRE_OPTIONS[preset.wire].model_fields}

@@ -74,7 +74,7 @@ def user_key(environ: Mapping[str, str] | None = None) -> bytes | None:
                 file.write(key.hex() + "\n")
             os.link(draft, path)
         finally:
-            os.unlink(draft)
+            Path(draft).unlink()
     except FileExistsError:  # another run made it first: use that one
         return user_key(environ)
     except OSError:
