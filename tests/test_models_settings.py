@@ -51,7 +51,9 @@ def test_bad_options_name_their_field() -> None:
     assert "http://" in errors_of({"name": "openai:x", "base_url": "ftp://x"})[0][1]
     ((loc, message),) = errors_of({"name": "anthropic:claude", "include_usage": False})
     assert loc == ("include_usage",) and "Messages API" in message
-    assert "no options" in errors_of({"name": "scripted:s.yaml", "stream": False})[0][1]
+    assert (
+        "takes only context_window" in errors_of({"name": "scripted:s.yaml", "stream": False})[0][1]
+    )
 
 
 def test_the_key_comes_from_the_variable_api_key_env_names() -> None:
