@@ -275,3 +275,26 @@ def test_an_agents_trace_is_read_only_to_its_own_file_tools(tmp_path: Path, give
     answer = [m for m in result.messages if m.role == "tool"][-1]
     assert "run.jsonl" in (answer.content or "") and "cannot change it" in (answer.content or "")
     assert read_trace(trace)[0]["type"] == "run_start"  # still the run's own record
+
+
+def test_a_preloaded_skill_whose_code_is_refused_is_in_refused(tmp_path: Path) -> None:
+    """A skill a step starts with, whose `tools.py` lies where the model may write, is
+    refused before the first step: the result's `refused` says so, as for a load."""
+    from orchestrator.skills import SkillCatalog, SkillsExtension
+
+    folder = tmp_path / "work" / "skills" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: notes\ndescription: Notes.\n---\nBody.\n")
+    (folder / "tools.py").write_text(
+        "from orchestrator import tool\n\n\n@tool\ndef note() -> str:\n"
+        '    """A note."""\n    return "n"\n'
+    )
+    catalog = SkillCatalog([tmp_path / "work" / "skills"], include_builtin=False)
+    skills = SkillsExtension(catalog, preload=["notes"])
+    model = ScriptedModel({"*": [{"content": "done"}]})
+    permissions = Permissions(workspace=tmp_path / "work")
+    with pytest.warns(UserWarning, match="tools.py is not imported"):
+        agent = Agent(model, skills=skills, permissions=permissions)
+    result = agent.run_sync("go")
+    assert result.status == "completed"
+    assert "load_skill:notes" in result.refused, result.refused

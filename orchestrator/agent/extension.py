@@ -46,6 +46,12 @@ class Extension:
         long."""
         return nullcontext()
 
+    def refused(self) -> dict[str, str]:
+        """What the extension refused before the agent's first step, under the run's safety
+        rules (a preloaded skill whose code it would not run), keyed as `RunResult.refused`
+        is (`load_skill:NAME`), with the reason."""
+        return {}
+
     def start_record(self) -> dict[str, object]:
         """Fields for the run's `run_start` event (the skills an agent starts with loaded)."""
         return {}

@@ -855,7 +855,10 @@ class AgentLoop:
             error_detail=detail,
             trace=str(trace.path) if trace is not None and trace.path is not None else None,
             children=list(state.context.children),
-            refused=refusals(state.transcript),
+            refused={
+                **{k: v for e in self.extensions for k, v in e.refused().items()},
+                **refusals(state.transcript),
+            },
         )
         self.last_result = state.result
         if state.context.trace is not None:

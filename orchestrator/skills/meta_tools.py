@@ -201,6 +201,14 @@ class SkillsExtension(Extension):
         cancellation included)."""
         return server_scope()
 
+    def refused(self) -> dict[str, str]:
+        """The preloaded skills whose code the run's rules refused."""
+        return {
+            f"load_skill:{item.info.name}": item.note or "refused"
+            for item in self.preloaded
+            if item.refused
+        }
+
     def start_record(self) -> dict[str, object]:
         """`preloaded`: the skills this agent starts with loaded, for its `run_start`."""
         names = [item.info.name for item in self.preloaded if item.info.name != self.running]

@@ -32,6 +32,8 @@ class Preloaded:
     body: str
     tools: tuple[Tool, ...] = ()
     note: str | None = None
+    refused: bool = False
+    """Its code was refused by the run's safety rules (it lies where the model may write)."""
     instructions: bool = True
     """False for the skill a forked sub-agent runs: its instructions are the task already."""
     notes: tuple[str, ...] = ()
@@ -63,13 +65,14 @@ def _preload(
     instructions: bool,
 ) -> Preloaded:
     refusal = untrusted_code(info, permissions)
+    refused = refusal is not None
     try:
         skill = with_servers_sync(catalog.load(info.name)) if refusal is None else None
     except SkillError as exc:
         refusal, skill = f"its tools could not be loaded: {exc}", None
     if skill is None:
         body = _instructions_only(info)
-        return Preloaded(info, body, note=refusal, instructions=instructions)
+        return Preloaded(info, body, note=refusal, refused=refused, instructions=instructions)
     tools = tuple(t for t in skill.tools if allows(t.name))
     return Preloaded(info, skill.body, tools, notes=skill.notes, instructions=instructions)
 
