@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import json
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -298,3 +300,17 @@ def test_a_preloaded_skill_whose_code_is_refused_is_in_refused(tmp_path: Path) -
     result = agent.run_sync("go")
     assert result.status == "completed"
     assert "load_skill:notes" in result.refused, result.refused
+
+
+def test_an_agent_imports_no_resume_signing_replay_or_graph_code() -> None:
+    """`from orchestrator import Agent` loads what a run needs: reading a trace back,
+    resuming, signing and the task graph come when a run uses them."""
+    code = (
+        "import sys\nfrom orchestrator import Agent\n"
+        "print(' '.join(m for m in sys.modules if m.startswith(('orchestrator', 'networkx'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = done.stdout.split()
+    unwanted = ("restart", "checkpoint", "signing", "replay", "resume", "reader", "networkx")
+    assert [m for m in loaded if any(word in m for word in unwanted)] == []
+    assert len([m for m in loaded if m.startswith("orchestrator")]) <= 55, len(loaded)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..messages import Message, ToolCall
 from ..security import Permissions
-from ..trace import AgentRecord
 from .tools import Refusal, Tool, ToolContext, as_tool
+
+if TYPE_CHECKING:
+    from ..trace import AgentRecord
 
 
 class Extension:

@@ -30,7 +30,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
@@ -57,12 +57,14 @@ from .compaction import (
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .output import DEFAULT_OUTPUT_RETRIES, Verdict, structured_output
-from .restart import CutTurn, restart_from
 from .run_events import AgentRun
 from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
+
+if TYPE_CHECKING:
+    from .restart import CutTurn
 
 T = TypeVar("T")
 
@@ -769,13 +771,18 @@ class AgentLoop:
         # window is known (the array never changes), else callable by name once one happens.
         if window is not None:
             context.toolset.add(READ_COMPACTED)
-        restart = restart_from(
-            trace,
-            context,
-            extensions=self.extensions,
-            notes=(FORCED_ANSWER_NOTE, WRAP_UP_NOTE),
-            shared_budget=budget is self.budget,
-        )
+        restart = None
+        if trace is not None and trace.checkpoint is not None:
+            # Resuming is loaded only by a run that resumes (agent/restart.py).
+            from .restart import restart_from
+
+            restart = restart_from(
+                trace,
+                context,
+                extensions=self.extensions,
+                notes=(FORCED_ANSWER_NOTE, WRAP_UP_NOTE),
+                shared_budget=budget is self.budget,
+            )
         if restart is not None:
             state.transcript.extend(restart.messages)
             state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost

@@ -34,7 +34,6 @@ from .base import (
     price_of,
     unwrap,
 )
-from .replay import ReplayMismatch, ReplayModel
 from .resolve import (
     BUILTIN_ALIASES,
     DEFAULT_ALIAS,
@@ -66,8 +65,11 @@ if TYPE_CHECKING:
     from .anthropic import AnthropicModel
     from .http import Connection, close_connections
     from .openai import OpenAIChatModel
+    from .replay import ReplayMismatch, ReplayModel
 
 _ON_FIRST_USE = {
+    "ReplayMismatch": ".replay",
+    "ReplayModel": ".replay",
     "AnthropicModel": ".anthropic",
     "Connection": ".http",
     "OpenAIChatModel": ".openai",
@@ -77,7 +79,7 @@ _ON_FIRST_USE = {
 
 
 def __getattr__(name: str) -> object:
-    """The HTTP adapters' names, imported when first asked for."""
+    """The HTTP adapters' and the replay model's names, imported when first asked for."""
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

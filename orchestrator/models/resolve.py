@@ -34,7 +34,6 @@ from ..security.inventory import user_config_folder
 from ..security.yaml_input import YamlInputError, load_yaml
 from .base import ChatModel, unwrap
 from .prices import DEFAULT_PRICES
-from .replay import ReplayModel
 from .scripted import ScriptedModel
 from .settings import (
     PRESETS,
@@ -187,6 +186,8 @@ def _scripted(target: str, **options: Any) -> ChatModel:
 
 
 def _replay(target: str, **options: Any) -> ChatModel:
+    from .replay import ReplayModel  # a recording's reader, loaded only to replay one
+
     return ReplayModel(target, **options)
 
 

@@ -30,7 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent import Extension, Refusal, Tool, ToolContext
 from ..agent.tools import dispatcher, run_in_thread
@@ -38,7 +38,6 @@ from ..errors import ConfigError, PermissionDenied, ToolError
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from ..tokens import TokenCounter
-from ..trace import AgentRecord
 from .allowed import ToolRule, first_refusal, tool_rule
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .disclosure import (
@@ -55,6 +54,9 @@ from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .servers import server_scope, with_servers, with_servers_sync
 from .skill import LoadedSkill, SkillError, SkillInfo
 from .skill_md import read_body, substitute
+
+if TYPE_CHECKING:
+    from ..trace import AgentRecord
 
 MAX_SEARCH_RESULTS = 20
 

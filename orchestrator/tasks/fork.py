@@ -40,7 +40,7 @@ import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -61,7 +61,6 @@ from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
-from ..trace import AgentRecord
 from ..trace.summary import plural
 from .background import Background
 from .executor import LocalExecutor, RemoteForks
@@ -71,6 +70,9 @@ from .restore import background_forks, restore_forks
 from .scheduler import GraphRun, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
+
+if TYPE_CHECKING:
+    from ..trace import AgentRecord
 
 FORK_PROMPT = """\
 ## Sub-agents

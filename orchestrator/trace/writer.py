@@ -29,15 +29,17 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
 from ..events import EVENT_SCHEMA_VERSION, Event, Listener, new_run_id
 from ..messages import Message
 from ..security.secrets import SecretMask
-from ..security.signing import LineSigner, TraceKeyRefused, user_key
-from .checkpoint import Checkpoint
 from .lock import FileBusy, lock_file
+
+if TYPE_CHECKING:
+    from ..security.signing import LineSigner
+    from .checkpoint import Checkpoint
 
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 
@@ -238,6 +240,9 @@ def _signer(resume: Checkpoint | None) -> LineSigner | None:
     """The signer of a trace file's lines (security/signing.py), going on from the last
     signed line when the run resumes; None, with a warning, when the user has no key or it is
     open to other users."""
+    # Signing is loaded with the first trace file a process writes, not with the package.
+    from ..security.signing import LineSigner, TraceKeyRefused, user_key
+
     try:
         key = user_key()
     except TraceKeyRefused as refused:
