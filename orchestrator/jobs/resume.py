@@ -185,10 +185,12 @@ def recorded_result(checkpoint: Checkpoint, path: Path | None = None) -> JobResu
     results = restored_children(checkpoint, steps) if steps is not None else []
     output_step = str(record.get("output_step") or (results[-1].id if results else ""))
     end = checkpoint.job_end or {}
+    last = next((r for r in results if r.id == output_step), None)
     return JobResult(
         name=str(record.get("name") or "job"),
         status=end.get("status") or "failed",
-        output=next((r.output for r in results if r.id == output_step), ""),
+        output=last.output if last is not None else "",
+        data=last.data if last is not None else None,
         output_step=output_step,
         usage=sum((r.usage for r in results), Usage()),
         steps=results,

@@ -7,7 +7,7 @@ executor needs to run it once its dependencies are done. Results are `TaskResult
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,10 @@ class TaskSpec(BaseModel):
     )
     skills: list[str] | None = Field(
         default=None, description="Limit the task to these skills (within what its agent allows)."
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="A JSON Schema its answer must follow; its result is then that JSON.",
     )
 
 

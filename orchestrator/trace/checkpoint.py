@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..messages import Message, Usage
 from .events import Event
@@ -40,6 +41,8 @@ class AgentRecord:
     status: str | None = None
     """How the latest run ended; None when the trace stops before it did (cut off)."""
     output: str = ""
+    data: Any = None
+    """The run's validated structured answer, as JSON values (agent/output.py)."""
     error: str | None = None
     steps: int = 0
     calls: int = 0
@@ -335,6 +338,7 @@ def _run_start(c: Checkpoint, event: Event) -> None:
 def _run_end(c: Checkpoint, event: Event) -> None:
     record = c.agent(event["agent"])
     record.status, record.output = event.get("status") or "error", event.get("output") or ""
+    record.data = event.get("data")
     record.error, record.ended_at = event.get("error"), event.get("ts")
 
 

@@ -1,0 +1,321 @@
+"""Structured outputs carried through a job: `output_schema` on steps, the goal and sub-agent
+definitions; `{steps.ID.output.FIELD}`; what `validate` refuses before any model call; forks
+whose tasks answer in JSON; `run --json`, the trace and resume keeping the data. The scripted
+model plays every answer, the invalid ones included."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_process import orchestrator
+
+from orchestrator import Orchestrator, Trace
+from orchestrator.jobs import SpecError, load_job
+from orchestrator.models import ScriptedModel
+from orchestrator.trace import read_trace
+
+INVOICE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "number": {"type": "string"},
+        "total": {"type": "number"},
+        "items": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+    },
+    "required": ["number", "total", "items"],
+}
+CHECK_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "note": {"type": "string"}},
+    "required": ["ok", "note"],
+}
+INVOICE = {"number": "A-7", "total": 12.5, "items": [{"name": "tea"}]}
+
+
+def write_job(folder: Path, *, read_retries: int = 2, module: str | None = None) -> str:
+    """A three-step job: `read` answers an inline schema, `check` a schema file, `summary` a
+    pydantic model of the job's own code; each step reads fields of the one before."""
+    module = module or f"schemas_{uuid.uuid4().hex[:8]}"
+    (folder / f"{module}.py").write_text(
+        "from pydantic import BaseModel\n\n\n"
+        "class Summary(BaseModel):\n"
+        "    headline: str\n"
+        "    approved: bool\n"
+    )
+    (folder / "check.json").write_text(json.dumps(CHECK_SCHEMA))
+    spec = {
+        "name": "invoices",
+        "model": "scripted:script.yaml",
+        "steps": [
+            {
+                "id": "read",
+                "task": "Read invoice A-7.",
+                "output_schema": INVOICE_SCHEMA,
+                "output_retries": read_retries,
+            },
+            {
+                "id": "check",
+                "depends_on": ["read"],
+                "task": "Check invoice {steps.read.output.number} of {steps.read.output.total}, "
+                "first item {steps.read.output.items.0.name}. Whole: {steps.read.output}",
+                "output_schema": "check.json",
+            },
+            {
+                "id": "summary",
+                "depends_on": ["check"],
+                "task": "Summarize: ok={steps.check.output.ok}, {steps.check.output.note}",
+                "output_schema": f"{module}.Summary",
+                "output_mode": "prompted",
+            },
+        ],
+    }
+    (folder / "job.yaml").write_text(json.dumps(spec))
+    return module
+
+
+def write_script(folder: Path, read_answers: list[str]) -> None:
+    script = {
+        "read": [{"content": answer} for answer in read_answers],
+        "check": [{"content": json.dumps({"ok": True, "note": "sums match"})}],
+        "summary": [{"content": json.dumps({"headline": "A-7 is fine", "approved": True})}],
+    }
+    (folder / "script.yaml").write_text(json.dumps(script))
+
+
+MISSING_TOTAL = json.dumps({"number": "A-7", "items": [{"name": "tea"}]})
+
+
+def test_three_steps_read_each_others_fields_after_one_retry(tmp_path: Path) -> None:
+    write_job(tmp_path)
+    write_script(tmp_path, [MISSING_TOTAL, json.dumps(INVOICE)])
+    job = load_job(tmp_path / "job.yaml")
+    orchestrator_ = Orchestrator.from_job(job)
+    model = orchestrator_.model
+    assert isinstance(model, ScriptedModel)
+
+    result = orchestrator_.run_job_sync(trace=tmp_path / "run.jsonl")
+
+    assert result.status == "completed", [(s.id, s.status, s.reason) for s in result.steps]
+    assert [s.status for s in result.steps] == ["completed"] * 3
+    assert result.step("read").data == INVOICE
+    assert result.data == {"headline": "A-7 is fine", "approved": True}
+    prompts = {r.agent: r.messages[1].content for r in model.requests if len(r.messages) == 2}
+    assert prompts["check"] == (
+        f"Check invoice A-7 of 12.5, first item tea. Whole: {json.dumps(INVOICE)}"
+    )
+    assert prompts["summary"] == "Summarize: ok=true, sums match"
+    # The invalid answer went back naming the field, and the step's second answer validated.
+    retry = [r for r in model.requests if r.agent == "read"][1]
+    assert "total" in (retry.messages[-1].content or "")
+    assert "'total' is a required property" in (retry.messages[-1].content or "")
+    # The trace records each step's data; a resumed run keeps it.
+    ends = [e for e in read_trace(tmp_path / "run.jsonl") if e["type"] == "run_end"]
+    assert {e["agent"]: e.get("data") for e in ends}["read"] == INVOICE
+
+
+def test_answers_that_exhaust_their_retries_end_output_invalid_and_dependents_skip(
+    tmp_path: Path,
+) -> None:
+    write_job(tmp_path, read_retries=1)
+    write_script(tmp_path, [MISSING_TOTAL, "not json at all"])
+
+    run = orchestrator("run", "job.yaml", "--json", "--quiet", cwd=tmp_path)
+
+    assert run.returncode == 3, run.stderr  # a step failed: docs/typed-outputs.md
+    result = json.loads(run.stdout)
+    assert result["status"] == "failed"
+    read, check, summary = result["steps"]
+    assert read["status"] == "output_invalid"
+    assert read["data"] is None
+    assert check["status"] == "skipped"
+    assert check["reason"] == "dependency 'read' ended output_invalid"
+    assert summary["status"] == "skipped"
+    assert result["data"] is None
+
+
+def test_run_json_carries_every_steps_data_and_resume_keeps_it(tmp_path: Path) -> None:
+    write_job(tmp_path)
+    write_script(tmp_path, [json.dumps(INVOICE)])
+
+    run = orchestrator("run", "job.yaml", "--json", "--quiet", cwd=tmp_path)
+
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert [s["data"] for s in result["steps"]][:2] == [INVOICE, {"ok": True, "note": "sums match"}]
+    assert result["data"] == {"headline": "A-7 is fine", "approved": True}
+    again = orchestrator("resume", "last", "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["data"] == result["data"]
+
+
+def test_resumed_step_keeps_its_data_for_the_next_steps_fields(tmp_path: Path) -> None:
+    """A run stopped after `read`: on resume `read` is not asked again, and `check` still gets
+    its fields from the recorded data."""
+    write_job(tmp_path)
+    write_script(tmp_path, [json.dumps(INVOICE)])
+    trace = tmp_path / "run.jsonl"
+    job = load_job(tmp_path / "job.yaml")
+    with Trace(trace) as opened:
+        first = Orchestrator.from_job(job).run_job_sync(trace=opened)
+    assert first.status == "completed"
+    # Cut the trace after `read`'s task ended: as if the process died there.
+    lines = trace.read_text().splitlines()
+    cut = next(
+        i
+        for i, line in enumerate(lines)
+        if json.loads(line)["type"] == "task_end" and json.loads(line).get("id") == "read"
+    )
+    trace.write_text("\n".join(lines[: cut + 1]) + "\n")
+
+    resumed = Orchestrator.resume_sync(trace)
+
+    assert resumed.status == "completed", [(s.id, s.status, s.reason) for s in resumed.steps]
+    assert resumed.step("read").data == INVOICE
+    asked = [
+        e["message"]["content"]
+        for e in read_trace(trace)
+        if e["type"] == "message" and e["agent"] == "check" and e["message"]["role"] == "user"
+    ]
+    assert asked[-1].startswith("Check invoice A-7 of 12.5, first item tea.")
+
+
+# -- validate: every bad input named by its field, before any model call ------------------
+
+
+def spec_error(folder: Path, step: dict[str, Any], extra: str = "") -> str:
+    spec = {"name": "t", "model": "openai:gpt-4o-mini", "steps": [step]}
+    (folder / "job.yaml").write_text(json.dumps(spec) + extra)
+    with pytest.raises(SpecError) as caught:
+        load_job(folder / "job.yaml")
+    return str(caught.value)
+
+
+def test_a_schema_that_is_not_json_schema_is_named(tmp_path: Path) -> None:
+    message = spec_error(tmp_path, {"id": "a", "task": "x", "output_schema": {"type": "objekt"}})
+    assert "steps[0].output_schema" in message
+    assert "not valid JSON Schema" in message
+
+
+def test_a_ref_that_cannot_be_resolved_is_named(tmp_path: Path) -> None:
+    inner = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}
+    message = spec_error(tmp_path, {"id": "a", "task": "x", "output_schema": inner})
+    assert "steps[0].output_schema" in message
+    assert "'#/$defs/Missing'" in message
+    remote = {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/s.json"}}}
+    message = spec_error(tmp_path, {"id": "a", "task": "x", "output_schema": remote})
+    assert "only refs inside the schema" in message
+
+
+def test_a_dotted_path_that_does_not_import_is_named(tmp_path: Path) -> None:
+    message = spec_error(tmp_path, {"id": "a", "task": "x", "output_schema": "nowhere_mod.Thing"})
+    assert "steps[0].output_schema" in message
+    assert "'nowhere_mod.Thing' does not import" in message
+    (tmp_path / "broken_mod_x1.py").write_text("raise RuntimeError('boom')\n")
+    message = spec_error(tmp_path, {"id": "a", "task": "x", "output_schema": "broken_mod_x1.T"})
+    assert "RuntimeError: boom" in message
+
+
+def test_a_missing_schema_file_is_named(tmp_path: Path) -> None:
+    message = spec_error(tmp_path, {"id": "a", "task": "x", "output_schema": "gone.json"})
+    assert "steps[0].output_schema" in message
+    assert "cannot be read" in message
+
+
+def test_code_in_the_workspace_is_not_imported(tmp_path: Path) -> None:
+    """The model writes the workspace: a module there could have been written by it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "imported"
+    (work / "planted_mod_q7.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nfrom pydantic import BaseModel\n"
+        "class T(BaseModel):\n    a: int\n"
+    )
+    spec = {
+        "name": "t",
+        "model": "openai:gpt-4o-mini",
+        "permissions": {"workspace": "."},
+        "steps": [{"id": "a", "task": "x", "output_schema": "work.planted_mod_q7.T"}],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    with pytest.raises(SpecError) as caught:
+        load_job(tmp_path / "job.yaml")
+    assert "steps[0].output_schema" in str(caught.value)
+    assert "inside the workspace" in str(caught.value)
+
+
+def test_a_field_reference_is_checked_against_the_schema(tmp_path: Path) -> None:
+    spec = textwrap.dedent(
+        """\
+        name: t
+        model: openai:gpt-4o-mini
+        steps:
+          - id: read
+            task: x
+            output_schema: {type: object, properties: {number: {type: string}}}
+          - id: free
+            task: y
+          - id: use
+            depends_on: [read, free]
+            task: "{steps.read.output.numbr} {steps.free.output.x} {steps.read.output.number}"
+        """
+    )
+    (tmp_path / "job.yaml").write_text(spec)
+    with pytest.raises(SpecError) as caught:
+        load_job(tmp_path / "job.yaml")
+    message = str(caught.value)
+    assert "{steps.read.output.numbr}: the answer has no field 'numbr'" in message
+    assert "did you mean 'number'" in message
+    assert "{steps.free.output.x}: step 'free' has no output_schema" in message
+    assert "steps.read.output.number}" not in message.replace("numbr", "")
+
+
+def test_validate_command_reports_the_field(tmp_path: Path) -> None:
+    spec = {
+        "name": "t",
+        "model": "openai:gpt-4o-mini",
+        "steps": [{"id": "a", "task": "x", "output_schema": {"type": 5}}],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+
+    checked = orchestrator("validate", "job.yaml", cwd=tmp_path)
+
+    assert checked.returncode == 2
+    assert "steps[0].output_schema" in checked.stderr + checked.stdout
+
+
+def test_goal_output_schema(tmp_path: Path) -> None:
+    spec = {
+        "name": "t",
+        "model": "scripted:script.yaml",
+        "goal": "Read it.",
+        "output_schema": INVOICE_SCHEMA,
+        "output_mode": "tool",
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    (tmp_path / "script.yaml").write_text(
+        json.dumps({"goal": [{"tool_calls": [{"name": "final_result", "arguments": INVOICE}]}]})
+    )
+
+    result = Orchestrator.from_job(load_job(tmp_path / "job.yaml")).run_job_sync()
+
+    assert result.status == "completed"
+    assert result.data == INVOICE
+
+
+def test_output_schema_beside_steps_is_refused(tmp_path: Path) -> None:
+    spec = {
+        "name": "t",
+        "model": "openai:gpt-4o-mini",
+        "output_schema": INVOICE_SCHEMA,
+        "steps": [{"id": "a", "task": "x"}],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    with pytest.raises(SpecError, match="output_schema: is for a goal job"):
+        load_job(tmp_path / "job.yaml")
