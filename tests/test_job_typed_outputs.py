@@ -319,3 +319,92 @@ def test_output_schema_beside_steps_is_refused(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text(json.dumps(spec))
     with pytest.raises(SpecError, match="output_schema: is for a goal job"):
         load_job(tmp_path / "job.yaml")
+
+
+# -- forks: a schema per task, or the definition's; the observation is their JSON -----------
+
+PRICE_SCHEMA = {
+    "type": "object",
+    "properties": {"item": {"type": "string"}, "price": {"type": "number"}},
+    "required": ["item", "price"],
+}
+
+
+def test_a_fork_of_three_tasks_with_an_output_schema_observes_their_json(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "pricer.md").write_text(
+        "---\nname: pricer\ndescription: Prices one item.\noutput_schema: price.yaml\n---\n"
+        "You price items.\n"
+    )
+    (agents / "price.yaml").write_text(json.dumps(PRICE_SCHEMA))
+    tasks = [
+        {"id": "tea", "task": "Price tea.", "output_schema": PRICE_SCHEMA},
+        {"id": "jam", "task": "Price jam.", "output_schema": PRICE_SCHEMA},
+        {"id": "bun", "task": "Price a bun.", "agent": "pricer"},  # the definition's schema
+    ]
+    model = ScriptedModel(
+        {
+            "planner": [
+                {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+                {"content": "Priced."},
+            ],
+            "tea": [{"content": json.dumps({"item": "tea", "price": 3.5})}],
+            "jam": [
+                {"content": json.dumps({"item": "jam"})},  # no price: sent back once
+                {"content": json.dumps({"item": "jam", "price": 4})},
+            ],
+            "bun": [{"content": json.dumps({"item": "bun", "price": 1.25})}],
+        }
+    )
+    orchestrator_ = Orchestrator(model, subagents=[agents], builtin=False)
+
+    result = orchestrator_.run_sync("Price the basket.")
+
+    assert result.status == "completed"
+    observation = next(m for m in result.messages if m.role == "tool").content or ""
+    assert "3 completed" in observation
+    for line in (
+        '{"item": "tea", "price": 3.5}',
+        '{"item": "jam", "price": 4}',
+        '{"item": "bun", "price": 1.25}',
+    ):
+        assert line in observation
+    assert [child.data for child in result.children] == [
+        {"item": "tea", "price": 3.5},
+        {"item": "jam", "price": 4},
+        {"item": "bun", "price": 1.25},
+    ]
+    jam_retry = [r for r in model.requests if r.agent == "planner/jam"][1]
+    assert "'price' is a required property" in (jam_retry.messages[-1].content or "")
+
+
+def test_a_fork_task_with_a_bad_schema_is_refused_before_it_runs(tmp_path: Path) -> None:
+    tasks = [{"id": "x", "task": "Do.", "output_schema": {"type": "objekt"}}]
+    model = ScriptedModel(
+        {
+            "planner": [
+                {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+                {"content": "Gave up."},
+            ]
+        }
+    )
+
+    result = Orchestrator(model, builtin=False).run_sync("Go.")
+
+    observation = next(m for m in result.messages if m.role == "tool").content or ""
+    assert "The fork was not run" in observation
+    assert "tasks[0]: output_schema: the output schema is not valid JSON Schema" in observation
+    assert not [r for r in model.requests if r.agent != "planner"]
+
+
+def test_a_definition_with_a_bad_output_schema_is_reported(tmp_path: Path) -> None:
+    from orchestrator.tasks import SubagentRegistry
+
+    (tmp_path / "bad.md").write_text(
+        "---\nname: bad\ndescription: x\noutput_schema: nowhere_mod_z.T\n---\nBody.\n"
+    )
+    registry = SubagentRegistry(folders=[tmp_path])
+
+    assert "bad" not in registry
+    assert any("output_schema" in str(w) and "does not import" in str(w) for w in registry.warnings)
