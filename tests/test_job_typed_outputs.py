@@ -408,3 +408,47 @@ def test_a_definition_with_a_bad_output_schema_is_reported(tmp_path: Path) -> No
 
     assert "bad" not in registry
     assert any("output_schema" in str(w) and "does not import" in str(w) for w in registry.warnings)
+
+
+# -- eval: checks of the structured answer's fields --------------------------------------
+
+
+def test_eval_checks_the_fields_of_the_structured_answer(tmp_path: Path) -> None:
+    from eval_factory import eval_folder, twelve, write_eval
+
+    from orchestrator.eval import EvalOptions, load_eval, run_eval_sync
+
+    root = eval_folder(tmp_path)
+    job = root / "job" / "job.yaml"
+    job.write_text(
+        job.read_text() + "output_schema: {type: object, properties: {words: {type: integer}, "
+        "summary: {type: string}}, required: [words, summary]}\n"
+    )
+    path = write_eval(
+        root,
+        {
+            "cases": [twelve()],
+            "scorers": [
+                {"data": {"path": "$.words", "equals": "{expected.words}"}},
+                {"data": {"path": "$.summary", "equals": "counted"}},
+                {"data": {"json_schema": {"type": "object", "required": ["words"]}}},
+                {"name": "wrong", "data": {"path": "$.summary", "equals": "guessed"}},
+                {"name": "absent", "data": {"path": "$.pages"}},
+                {
+                    "name": "not an int",
+                    "data": {"path": "$.summary", "json_schema": {"type": "integer"}},
+                },
+            ],
+        },
+    )
+
+    result = run_eval_sync(load_eval(path), EvalOptions(out=tmp_path / "out"))
+
+    by_name = {s["name"]: s for s in result.lines[0]["scores"]}
+    assert by_name["data $.words"]["passed"], by_name
+    assert by_name["data $.summary"]["passed"]
+    assert by_name["data $"]["passed"]
+    assert not by_name["wrong"]["passed"]
+    assert by_name["wrong"]["reason"] == '$.summary = "counted"'
+    assert by_name["absent"]["reason"] == "$.pages is not in the answer"
+    assert "is not of type 'integer'" in by_name["not an int"]["reason"]
