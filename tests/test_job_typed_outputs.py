@@ -452,3 +452,43 @@ def test_eval_checks_the_fields_of_the_structured_answer(tmp_path: Path) -> None
     assert by_name["wrong"]["reason"] == '$.summary = "counted"'
     assert by_name["absent"]["reason"] == "$.pages is not in the answer"
     assert "is not of type 'integer'" in by_name["not an int"]["reason"]
+
+
+def test_trace_show_and_the_report_show_each_steps_data(tmp_path: Path) -> None:
+    write_job(tmp_path)
+    write_script(tmp_path, [json.dumps(INVOICE)])
+    run = orchestrator("run", "job.yaml", "--quiet", "--trace", "run.jsonl", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+
+    shown = orchestrator("trace", "show", "run.jsonl", cwd=tmp_path)
+    as_json = orchestrator("trace", "show", "run.jsonl", "--json", cwd=tmp_path)
+    report = orchestrator("report", "run.jsonl", "-o", "run.html", cwd=tmp_path)
+
+    assert f"data: {json.dumps(INVOICE)}" in shown.stdout
+    assert 'data: {"headline": "A-7 is fine", "approved": true}' in shown.stdout
+    agents = {a["path"]: a for a in json.loads(as_json.stdout)["agents"]}
+    assert agents["read"]["data"] == INVOICE
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "run.html").read_text()
+    assert "data: <code>{&quot;number&quot;: &quot;A-7&quot;" in page
+
+
+def test_a_hostile_traces_data_cannot_break_the_summary(tmp_path: Path) -> None:
+    from orchestrator.trace.summary import render, summarize
+
+    events = [
+        {"type": "run_start", "agent": "a", "ts": 1.0, "run": "r"},
+        {
+            "type": "run_end",
+            "agent": "a",
+            "ts": 2.0,
+            "run": "r",
+            "status": "completed",
+            "data": {"x": "line\u2028\nerror: forged" + "y" * 5000},
+        },
+    ]
+    text = render(summarize(events))
+    line = next(line for line in text.splitlines() if "data:" in line)
+    assert "\\u2028" in line and "\\n" in line
+    assert len(line) < 220
+    assert "error: forged" not in text.replace("\\nerror: forged", "")
