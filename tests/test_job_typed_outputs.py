@@ -492,3 +492,50 @@ def test_a_hostile_traces_data_cannot_break_the_summary(tmp_path: Path) -> None:
     assert "\\u2028" in line and "\\n" in line
     assert len(line) < 220
     assert "error: forged" not in text.replace("\\nerror: forged", "")
+
+
+def test_run_batch_rows_carry_the_structured_output(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "name: rows\nmodel: scripted:script.yaml\ninputs: {city: null}\nsteps:\n"
+        "  - id: answer\n    task: 'Weather in {inputs.city}?'\n"
+        "    output_schema: {type: object, properties: {temp: {type: integer}}, "
+        "required: [temp]}\n"
+    )
+    (tmp_path / "script.yaml").write_text("answer: [{content: '{\"temp\": 7}'}]\n")
+    (tmp_path / "rows.jsonl").write_text('{"id": "a", "city": "Oslo"}\n')
+
+    batch = orchestrator("run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path)
+
+    assert batch.returncode == 0, batch.stderr
+    [line] = [json.loads(t) for t in (tmp_path / "rows.results.jsonl").read_text().splitlines()]
+    assert line["data"] == {"temp": 7}
+
+
+def test_retry_failed_keeps_the_validated_output_a_retried_step_reads(tmp_path: Path) -> None:
+    """`check` fails (its model has no answer for it: an error); `resume --retry-failed`
+    runs it again, and the `read` step kept from the first attempt fills its fields with its
+    recorded data."""
+    write_job(tmp_path)
+    script: dict[str, Any] = {"read": [{"content": json.dumps(INVOICE)}], "check": []}
+    (tmp_path / "script.yaml").write_text(json.dumps(script))
+    first = orchestrator("run", "job.yaml", "--json", "--quiet", cwd=tmp_path)
+    assert first.returncode == 3, first.stderr
+    steps = json.loads(first.stdout)["steps"]
+    assert [s["status"] for s in steps] == ["completed", "error", "skipped"]
+    write_script(tmp_path, [json.dumps(INVOICE)])
+
+    again = orchestrator("resume", "--retry-failed", "last", "--json", cwd=tmp_path)
+
+    assert again.returncode == 0, again.stderr
+    result = json.loads(again.stdout)
+    assert [s["data"] for s in result["steps"]][:2] == [INVOICE, {"ok": True, "note": "sums match"}]
+    trace = tmp_path / result["trace"]
+    asked = [
+        e["message"]["content"]
+        for e in read_trace(trace)
+        if e["type"] == "message" and e["agent"] == "check" and e["message"]["role"] == "user"
+    ]
+    assert asked[-1].startswith("Check invoice A-7 of 12.5, first item tea.")
+    assert (
+        len([e for e in read_trace(trace) if e["type"] == "run_end" and e["agent"] == "read"]) == 1
+    )
