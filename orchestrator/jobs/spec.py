@@ -641,7 +641,7 @@ def _field_reference(job: Job, name: str, field: Sequence[str]) -> str | None:
             listed = ", ".join(known) or "none"
             hint = suggest(part, known) if known else ""
             return (
-                f"{where} has no field {part!r}{hint} in step {name!r}'s output_schema; "
+                f"{where} has no field {part!r}{hint} in the output_schema of step {name!r}; "
                 f"its fields: {listed}"
             )
         nodes = found
