@@ -539,3 +539,35 @@ def test_retry_failed_keeps_the_validated_output_a_retried_step_reads(tmp_path: 
     assert (
         len([e for e in read_trace(trace) if e["type"] == "run_end" and e["agent"] == "read"]) == 1
     )
+
+
+def test_the_model_cannot_rewrite_a_schema_file_the_spec_names(tmp_path: Path) -> None:
+    """The workspace is the spec's own folder: the schema file there stays read-only."""
+    (tmp_path / "check.json").write_text(json.dumps(CHECK_SCHEMA))
+    spec = {
+        "name": "t",
+        "model": "scripted:script.yaml",
+        "permissions": {"workspace": "."},
+        "steps": [{"id": "a", "planner": True, "task": "x", "output_schema": "check.json"}],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    loose = json.dumps({"type": "object"})
+    write = {"name": "files__write_file", "arguments": {"path": "check.json", "content": loose}}
+    script = {
+        "a": [
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "files"}}]},
+            {"tool_calls": [write]},
+            {"content": json.dumps({"ok": True, "note": "n"})},
+        ]
+    }
+    (tmp_path / "script.yaml").write_text(json.dumps(script))
+    job = load_job(tmp_path / "job.yaml")
+    assert tmp_path / "check.json" in job.named_files()
+
+    result = Orchestrator.from_job(job).run_job_sync()
+
+    assert json.loads((tmp_path / "check.json").read_text()) == CHECK_SCHEMA
+    run = result.step("a").run
+    assert run is not None
+    refused = [m for m in run.messages if m.role == "tool" and m.error_type == "denied"]
+    assert refused, [m.content for m in run.messages if m.role == "tool"]

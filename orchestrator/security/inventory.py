@@ -80,12 +80,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "file a spec names",
-        "what a spec's models and prices read (a script, a recording, prices)",
+        "what a spec's models, prices and output schemas read (a script, a recording, prices, "
+        "a schema file)",
         named_by_run=True,
         readers=(
             "orchestrator.models.scripted:load_script",
             "orchestrator.models.replay:load_recording",
             "orchestrator.models.prices:load_prices",
+            "orchestrator.agent.output:_schema_file",
         ),
     ),
     Kind(
