@@ -571,3 +571,35 @@ def test_the_model_cannot_rewrite_a_schema_file_the_spec_names(tmp_path: Path) -
     assert run is not None
     refused = [m for m in run.messages if m.role == "tool" and m.error_type == "denied"]
     assert refused, [m.content for m in run.messages if m.role == "tool"]
+
+
+def test_a_steps_fields_may_come_from_its_agent_definitions_schema(tmp_path: Path) -> None:
+    agents = tmp_path / "subagents"
+    agents.mkdir()
+    (agents / "pricer.md").write_text(
+        "---\nname: pricer\ndescription: Prices one item.\n"
+        f"output_schema: {json.dumps(PRICE_SCHEMA)}\n---\nYou price items.\n"
+    )
+    spec = {
+        "name": "t",
+        "model": "scripted:script.yaml",
+        "steps": [
+            {"id": "price", "agent": "pricer", "task": "Price tea."},
+            {"id": "say", "depends_on": ["price"], "task": "Say {steps.price.output.price}."},
+        ],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    script = {
+        "price": [{"content": json.dumps({"item": "tea", "price": 3.5})}],
+        "say": [{"content": "3.5 it is."}],
+    }
+    (tmp_path / "script.yaml").write_text(json.dumps(script))
+
+    result = Orchestrator.from_job(load_job(tmp_path / "job.yaml")).run_job_sync()
+
+    assert result.status == "completed"
+    assert result.step("price").data == {"item": "tea", "price": 3.5}
+    spec["steps"][1]["task"] = "Say {steps.price.output.cost}."
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    with pytest.raises(SpecError, match="no field 'cost'"):
+        load_job(tmp_path / "job.yaml")

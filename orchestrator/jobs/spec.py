@@ -326,6 +326,7 @@ class Job(BaseModel):
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
     _prices: dict[str, Price] | None = PrivateAttr(default=None)
     _outputs: dict[str, OutputSpec[Any]] = PrivateAttr(default_factory=dict)
+    _agent_schemas: dict[str, Mapping[str, Any]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Job:
@@ -333,6 +334,7 @@ class Job(BaseModel):
         problems = expand_models(self, context.get("environ"))
         outputs, output_problems = load_outputs(self, _base_dir(info))
         self._outputs = outputs
+        self._agent_schemas = dict(context.get("agent_schemas") or {})
         problems += output_problems
         problems += check_job(
             self, context.get("known_agents"), open_inputs=bool(context.get("open_inputs"))
@@ -628,14 +630,18 @@ def _step_reference(job: Job, step: Step, name: str, graph: nx.DiGraph[str] | No
 
 def _field_reference(job: Job, name: str, field: Sequence[str]) -> str | None:
     """Whether the structured answer of step `name` has the field `field` (by its schema)."""
-    spec = job.output_spec(name)
-    if spec is None:
-        if job.step(name).output_schema is not None:
+    spec, step = job.output_spec(name), job.step(name)
+    schema = spec.schema if spec is not None else job._agent_schemas.get(step.agent_name)
+    if schema is None:
+        if step.output_schema is not None:
             return None  # its schema has a problem of its own, reported with it
-        return f"step {name!r} has no output_schema, so its output has no fields"
-    nodes: list[Any] = [spec.schema]
+        return (
+            f"step {name!r} has no output_schema (nor has its agent {step.agent_name!r}), "
+            "so its output has no fields"
+        )
+    nodes: list[Any] = [schema]
     for depth, part in enumerate(field):
-        found, known = _schema_children(spec.schema, nodes, part)
+        found, known = _schema_children(schema, nodes, part)
         if not found:
             where = ".".join(field[:depth]) or "the answer"
             listed = ", ".join(known) or "none"
