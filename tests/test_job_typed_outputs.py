@@ -603,3 +603,15 @@ def test_a_steps_fields_may_come_from_its_agent_definitions_schema(tmp_path: Pat
     (tmp_path / "job.yaml").write_text(json.dumps(spec))
     with pytest.raises(SpecError, match="no field 'cost'"):
         load_job(tmp_path / "job.yaml")
+
+
+def test_a_field_renders_text_as_it_is_other_values_as_json_and_absent_as_null() -> None:
+    from orchestrator.jobs.templating import Template
+
+    template = Template.parse(
+        "{steps.a.output.name} {steps.a.output.tags} {steps.a.output.n} "
+        "{steps.a.output.missing} {steps.a.output.tags.5}"
+    )
+    data = {"a": {"name": "tea {inputs.x}", "tags": ["x", 1], "n": None}}
+
+    assert template.render({}, {}, data) == 'tea {inputs.x} ["x", 1] null null null'
