@@ -615,3 +615,22 @@ def test_a_field_renders_text_as_it_is_other_values_as_json_and_absent_as_null()
     data = {"a": {"name": "tea {inputs.x}", "tags": ["x", 1], "n": None}}
 
     assert template.render({}, {}, data) == 'tea {inputs.x} ["x", 1] null null null'
+
+
+def test_a_job_and_a_definition_with_schemas_travel_to_another_process(tmp_path: Path) -> None:
+    """A Ray worker gets the job (and definitions) pickled: they hold plain data only."""
+    import pickle
+
+    from orchestrator.tasks import SubagentRegistry
+
+    module = write_job(tmp_path)
+    write_script(tmp_path, [json.dumps(INVOICE)])
+    (tmp_path / "pricer.md").write_text(
+        f"---\nname: pricer\ndescription: x\noutput_schema: {module}.Summary\n---\nBody.\n"
+    )
+    job = pickle.loads(pickle.dumps(load_job(tmp_path / "job.yaml")))
+    definition = pickle.loads(pickle.dumps(SubagentRegistry(folders=[tmp_path]).get("pricer")))
+
+    assert [job.output_spec(i) is not None for i in job.step_ids()] == [True, True, True]
+    assert definition is not None and definition.output_spec is not None
+    assert definition.output_spec.schema["title"] == "Summary"

@@ -325,15 +325,19 @@ class Job(BaseModel):
     _source: Path | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
     _prices: dict[str, Price] | None = PrivateAttr(default=None)
-    _outputs: dict[str, OutputSpec[Any]] = PrivateAttr(default_factory=dict)
+    # The schemas `output_schema` gave, read when the spec was checked, by step id; kept as
+    # JSON (an OutputSpec holds functions, and a job travels to other processes).
+    _output_schemas: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
+    _schema_folder: Path = PrivateAttr(default_factory=Path.cwd)
     _agent_schemas: dict[str, Mapping[str, Any]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Job:
         context = info.context or {}
         problems = expand_models(self, context.get("environ"))
-        outputs, output_problems = load_outputs(self, _base_dir(info))
-        self._outputs = outputs
+        self._schema_folder = _base_dir(info)
+        outputs, output_problems = load_outputs(self)
+        self._output_schemas = {step: spec.schema for step, spec in outputs.items()}
         self._agent_schemas = dict(context.get("agent_schemas") or {})
         problems += output_problems
         problems += check_job(
@@ -422,9 +426,12 @@ class Job(BaseModel):
         return list(self.steps)
 
     def output_spec(self, step_id: str) -> OutputSpec[Any] | None:
-        """What the step's answer must be, as its `output_schema` says (read when the spec
-        was checked); None: free text, or its agent definition's own."""
-        return self._outputs.get(step_id)
+        """What the step's answer must be, as its `output_schema` says; None: free text, or
+        its agent definition's own. Raises ConfigError when it cannot be read (any more)."""
+        source = self.step(step_id).output_schema
+        if source is None:
+            return None
+        return load_output_spec(source, self._schema_folder, refused=[self.permissions.workspace])
 
     @property
     def output_step(self) -> str:
@@ -499,11 +506,9 @@ def check_job(
     return problems
 
 
-def load_outputs(job: Job, base: Path) -> tuple[dict[str, OutputSpec[Any]], list[Problem]]:
+def load_outputs(job: Job) -> tuple[dict[str, OutputSpec[Any]], list[Problem]]:
     """Every `output_schema` of `job` read (files, imports) into an OutputSpec by step id
     (`goal` for the goal's), and the problems, by field path; before any model call."""
-    where = job.source.parent if job.source is not None else base
-    refused = [job.permissions.workspace]
     named: list[tuple[str, str, Any]] = [
         (f"steps[{i}]", s.id, s.output_schema) for i, s in enumerate(job.steps)
     ]
@@ -519,7 +524,9 @@ def load_outputs(job: Job, base: Path) -> tuple[dict[str, OutputSpec[Any]], list
         if source is None:
             continue
         try:
-            specs[step_id] = load_output_spec(source, where, refused=refused)
+            specs[step_id] = load_output_spec(
+                source, job._schema_folder, refused=[job.permissions.workspace]
+            )
         except ConfigError as error:
             problems.append(Problem(field, str(error)))
     return specs, problems
@@ -630,8 +637,8 @@ def _step_reference(job: Job, step: Step, name: str, graph: nx.DiGraph[str] | No
 
 def _field_reference(job: Job, name: str, field: Sequence[str]) -> str | None:
     """Whether the structured answer of step `name` has the field `field` (by its schema)."""
-    spec, step = job.output_spec(name), job.step(name)
-    schema = spec.schema if spec is not None else job._agent_schemas.get(step.agent_name)
+    step = job.step(name)
+    schema = job._output_schemas.get(name) or job._agent_schemas.get(step.agent_name)
     if schema is None:
         if step.output_schema is not None:
             return None  # its schema has a problem of its own, reported with it

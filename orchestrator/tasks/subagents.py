@@ -31,7 +31,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -134,22 +133,24 @@ class SubagentDef(BaseModel):
         ge=0,
         description="Answers that do not validate sent back before it ends `output_invalid`.",
     )
-    _output: OutputSpec[Any] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _read_output_schema(self) -> SubagentDef:
-        if self.output_schema is not None:
-            folder = self.path.parent if self.path is not None else Path.cwd()
-            try:
-                self._output = load_output_spec(self.output_schema, folder)
-            except ConfigError as exc:
-                raise ValueError(f"output_schema: {exc}") from None
+        try:
+            self.output_spec  # noqa: B018 - read once here, so a bad schema fails the load
+        except ConfigError as exc:
+            raise ValueError(f"output_schema: {exc}") from None
         return self
 
     @property
     def output_spec(self) -> OutputSpec[Any] | None:
-        """What its answer must be, read from `output_schema` once; None: free text."""
-        return self._output
+        """What its answer must be, read from `output_schema` (a file or a module beside the
+        definition); None: free text. Read when asked, so the definition stays plain data that
+        another process can take."""
+        if self.output_schema is None:
+            return None
+        folder = self.path.parent if self.path is not None else Path.cwd()
+        return load_output_spec(self.output_schema, folder)
 
     @field_validator("model", mode="before")
     @classmethod
