@@ -319,6 +319,11 @@ def test_output_schema_beside_steps_is_refused(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text(json.dumps(spec))
     with pytest.raises(SpecError, match="output_schema: is for a goal job"):
         load_job(tmp_path / "job.yaml")
+    del spec["output_schema"]
+    spec["output_retries"] = 5
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    with pytest.raises(SpecError, match="output_retries: is for a goal job"):
+        load_job(tmp_path / "job.yaml")
 
 
 # -- forks: a schema per task, or the definition's; the observation is their JSON -----------

@@ -512,13 +512,18 @@ def load_outputs(job: Job) -> tuple[dict[str, OutputSpec[Any]], list[Problem]]:
     named: list[tuple[str, str, Any]] = [
         (f"steps[{i}]", s.id, s.output_schema) for i, s in enumerate(job.steps)
     ]
+    problems: list[Problem] = []
     if job.goal is not None:
         named.append(("", GOAL_STEP, job.output_schema))
-    elif job.output_schema is not None or job.output_mode is not None:
-        field = "output_schema" if job.output_schema is not None else "output_mode"
-        return {}, [Problem(field, "is for a goal job; a step gives its own output_schema")]
+    else:
+        given = {
+            "output_schema": job.output_schema is not None,
+            "output_mode": job.output_mode is not None,
+            "output_retries": job.output_retries != DEFAULT_OUTPUT_RETRIES,
+        }
+        message = "is for a goal job; a step gives its own"
+        problems += [Problem(field, message) for field, set_ in given.items() if set_]
     specs: dict[str, OutputSpec[Any]] = {}
-    problems: list[Problem] = []
     for path, step_id, source in named:
         field = f"{path}.output_schema".lstrip(".")
         if source is None:
