@@ -187,6 +187,8 @@ class RunEnd(EventBase):
     """What the run's safety rules refused every time it was tried."""
     empty_answer: bool | None = None
     """It completed with an empty answer."""
+    data: JsonValue = None
+    """Its validated structured answer (JSON values), when it was asked for one."""
 
 
 class MessageEvent(EventBase):

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from .agent import (
     DEFAULT_MAX_STEPS,
+    DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
     Approver,
     RunResult,
@@ -63,6 +64,7 @@ from .tasks import (
     ForkExtension,
     ForkSettings,
     RemoteSession,
+    StepOutput,
     SubagentRegistry,
     TaskRequest,
     builtin_subagent_folders,
@@ -314,9 +316,11 @@ class Orchestrator:
         trace: Trace | None = None,
         model: ChatModel | None = None,
         permissions: Permissions | None = None,
+        output: StepOutput | None = None,
     ) -> Agent:
         """The planner agent, ready to run (a job's planner steps use this too, some with a
-        model of their own); `permissions` are the run's (this orchestrator's, by default)."""
+        model of their own); `permissions` are the run's (this orchestrator's, by default);
+        `output`: what its answer must be (a step's `output_schema`)."""
         extensions = [self.fork] if self.fork.settings.max_depth > 0 else []
         model = model or self.model
         return Agent(
@@ -334,6 +338,9 @@ class Orchestrator:
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
             approve=self.approve,
+            output_type=output.spec if output is not None else None,
+            output_mode=output.mode if output is not None else None,
+            output_retries=output.retries if output is not None else DEFAULT_OUTPUT_RETRIES,
         )
 
     async def run(
@@ -564,6 +571,8 @@ class Orchestrator:
         """The agent of one job step: the planner, or its sub-agent, on its own model if it
         has one (here or on a Ray worker, which builds it the same way)."""
         step = job.step(request.spec.id)
+        spec = job.output_spec(step.id)
+        output = StepOutput(spec, step.output_mode, step.output_retries) if spec else None
         model = self.resolve(step.model) if step.model is not None else None
         if stream is not None and step.id == job.output_step:
             model = TextTap(model or self.model, stream, request.path)
@@ -574,8 +583,9 @@ class Orchestrator:
                 trace=context.trace,
                 model=model,
                 permissions=context.permissions,
+                output=output,
             )
-        return self.fork.build_agent(request, context, model)
+        return self.fork.build_agent(request, context, model, output=output)
 
     def _check_deps(self, deps: object) -> None:
         """`deps` are objects of this process: a run whose tasks go to another refuses them."""

@@ -447,7 +447,11 @@ def test_unknown_input_reference(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("task", "expected"),
     [
-        ("'Give {name}'", "{name} is not a reference; expected {inputs.NAME} or {steps.ID.output}"),
+        (
+            "'Give {name}'",
+            "{name} is not a reference; expected {inputs.NAME}, {steps.ID.output} or "
+            "{steps.ID.output.FIELD}",
+        ),
         ("'{steps.a.result}'", "{steps.a.result} is not a reference"),
         ("'JSON: {\"a\": 1'", "unmatched '{' at character 7; write {{ for a literal brace"),
         ("'x }'", "unmatched '}' at character 3; write }} for a literal brace"),

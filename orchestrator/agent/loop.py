@@ -874,6 +874,8 @@ class AgentLoop:
                 self.name,
                 status=status,
                 output=output,
+                # The validated answer's JSON values: what resume gives back as its data.
+                **({"data": json.loads(output)} if data is not None else {}),
                 steps=state.steps,
                 usage=state.usage.record(),
                 **({"cost": round(state.cost, 8)} if state.cost is not None else {}),

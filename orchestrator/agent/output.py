@@ -28,13 +28,18 @@ the last error and the raw answer.
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
 import json
 import re
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar, get_args, overload
 
+import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import ConfigError
@@ -59,6 +64,8 @@ DEFAULT_OUTPUT_RETRIES = 2
 MAX_SHOWN_INPUT = 80
 _FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
+SCHEMA_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+DOTTED_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 
 
 class OutputInvalid(ValueError):
@@ -147,6 +154,9 @@ class OutputSpec(Generic[T]):
             raise ConfigError(
                 f"the output schema is not valid JSON Schema at {where}: {exc.message}"
             ) from None
+        unresolved = _unresolved_refs(given)
+        if unresolved:
+            raise ConfigError(f"the output schema has a $ref that cannot be resolved: {unresolved}")
         validator = kind(given)
 
         def validate(data: Any) -> Any:
@@ -215,6 +225,99 @@ def output_spec(output_type: object) -> OutputSpec[Any]:
     if isinstance(output_type, Mapping):
         return OutputSpec.from_schema(output_type)
     return OutputSpec.of(output_type)
+
+
+def load_output_spec(
+    source: Mapping[str, Any] | str, folder: Path, *, refused: Sequence[Path] = ()
+) -> OutputSpec[Any]:
+    """The output spec a job spec or a sub-agent definition names (`output_schema:`): a JSON
+    Schema given inline, a JSON or YAML file of one (`folder` is where a relative path starts),
+    or the dotted path of a Python type (`schemas.Invoice`), its module looked up in `folder`
+    first, then among the installed ones. Code inside `refused` folders (the workspace, which
+    the model writes) is never imported. Raises ConfigError saying what is wrong."""
+    if isinstance(source, Mapping):
+        return OutputSpec.from_schema(source)
+    if source.endswith(SCHEMA_FILE_SUFFIXES):
+        return OutputSpec.from_schema(_schema_file((folder / source).expanduser().resolve()))
+    if not DOTTED_PATH.match(source):
+        raise ConfigError(
+            f"{source!r} is neither a schema file ({', '.join(SCHEMA_FILE_SUFFIXES)}) nor the "
+            "dotted path of a Python type (module.Type)"
+        )
+    return OutputSpec.of(_imported_type(source, folder.resolve(), refused))
+
+
+def _schema_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"the schema file {path} cannot be read ({exc})") from None
+    try:
+        loaded = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"the schema file {path} is not valid {path.suffix[1:]}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"the schema file {path} does not hold a JSON Schema object")
+    return loaded
+
+
+def _imported_type(dotted: str, folder: Path, refused: Sequence[Path]) -> object:
+    """The object at `module.attribute`, its module from `folder` or installed."""
+    module_name, _, attribute = dotted.rpartition(".")
+    top = module_name.partition(".")[0]
+    local = importlib.machinery.PathFinder.find_spec(top, [str(folder)]) is not None
+    if local:
+        sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an import runs the module's code: any error may come of it
+        raise ConfigError(f"{dotted!r} does not import: {type(exc).__name__}: {exc}") from None
+    finally:
+        if local:
+            sys.path.remove(str(folder))
+    where = Path(module.__file__).resolve() if module.__file__ else None
+    if where is not None and local and not where.is_relative_to(folder):
+        raise ConfigError(f"module {module_name!r} is already imported from {where}")
+    if where is not None and any(where.is_relative_to(p.resolve()) for p in refused):
+        raise ConfigError(
+            f"{dotted!r} lies in {where}, inside the workspace the model writes: its code is "
+            "not imported"
+        )
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ConfigError(f"module {module_name!r} has no {attribute!r}") from None
+
+
+def _unresolved_refs(schema: Mapping[str, Any]) -> str | None:
+    """The first `$ref` of `schema` that does not point inside it (`#/...`); None if none.
+    Nothing outside the schema is fetched."""
+
+    def points_at(ref: str) -> bool:
+        node: Any = schema
+        for raw in ref.removeprefix("#").strip("/").split("/") if ref != "#" else []:
+            part = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return False
+        return True
+
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not (ref.startswith("#") and points_at(ref)):
+                return repr(ref) + (
+                    "" if ref.startswith("#") else " (only refs inside the schema, #/..., are read)"
+                )
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return None
 
 
 @dataclass(frozen=True)

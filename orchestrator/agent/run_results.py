@@ -211,6 +211,14 @@ class TaskResult(BaseModel):
         """Completed with an empty (or whitespace-only) answer."""
         return self.status == "completed" and not self.output.strip()
 
+    @property
+    def data(self) -> Any:
+        """The task's validated structured answer as JSON values (its output's JSON), when
+        its agent had an output type and the answer validated; None otherwise."""
+        if self.run is None or self.run.data is None:
+            return None
+        return json.loads(self.output)
+
     def usage_by_agent(self) -> dict[str, Usage]:
         return self.run.usage_by_agent() if self.run else {}
 

@@ -258,14 +258,18 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         "name": result.name,
         "status": result.status,
         "output": result.output,
+        "data": result.data,
         "output_step": result.output_step,
         "usage": result.usage.model_dump(),
         "cost": result.cost,
         "refused": result.refused_by_agent(),
         "steps": [
-            step.model_dump(
-                include={"id", "agent", "status", "output", "reason", "usage", "cost", "steps"}
-            )
+            {
+                **step.model_dump(
+                    include={"id", "agent", "status", "output", "reason", "usage", "cost", "steps"}
+                ),
+                "data": step.data,
+            }
             for step in result.steps
         ],
         "trace": result.trace,

@@ -294,6 +294,7 @@ class EvalRunner:
             repeat=planned.number,
             status=status,
             output=result.output,
+            data=result.data,
             workspace=workspace,
             seconds=seconds,
             usage=result.usage,

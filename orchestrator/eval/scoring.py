@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from ..messages import Usage
 from ..security import is_inside
 from ..trace import read_trace
-from .spec import TEMPLATE, Case, FileCheck, JsonPathCheck, Scorer
+from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer
 
 
 class Score(BaseModel):
@@ -50,6 +50,8 @@ class RunRecord:
     trace: Path | None = None
     task: str = ""
     """What the job was asked (its goal, or its output step's task)."""
+    data: Any = None
+    """The output step's validated structured answer (JSON values); None without one."""
     skills_loaded: list[str] = field(default_factory=list)
     tools_called: list[str] = field(default_factory=list)
     forks: int = 0
@@ -131,6 +133,8 @@ def _check(scorer: Scorer, run: RunRecord) -> tuple[bool, str]:  # noqa: C901 - 
         return _json_path(scorer.json_path, output, case)
     if scorer.json_schema is not None:
         return _json_schema(scorer.json_schema, output)
+    if scorer.data is not None:
+        return _data(scorer.data, run)
     if scorer.file is not None:
         return _file(scorer.file, run)
     if scorer.skills_loaded is not None:
@@ -236,16 +240,40 @@ def _json_path(check: JsonPathCheck, output: str, case: Case) -> tuple[bool, str
     if check.equals is None:
         return True, f"{check.path} = {json.dumps(value)}"
     want = render(check.equals, case) if isinstance(check.equals, str) else check.equals
-    same = value == want or (
+    return _same(value, want), f"{check.path} = {json.dumps(value)}"
+
+
+def _same(value: Any, want: Any) -> bool:
+    """`value` is `want`, or (`want` rendered from a template) its JSON text is."""
+    return value == want or (
         isinstance(want, str) and not isinstance(value, str) and json.dumps(value) == want
     )
-    return same, f"{check.path} = {json.dumps(value)}"
+
+
+def _data(check: DataCheck, run: RunRecord) -> tuple[bool, str]:
+    if run.data is None:
+        return False, f"the run has no validated structured answer (it ended {run.status})"
+    found, value = json_path(run.data, check.path)
+    if not found:
+        return False, f"{check.path} is not in the answer"
+    shown = f"{check.path} = {json.dumps(value)}"
+    if check.json_schema is not None:
+        passed, reason = _schema_holds(check.json_schema, value)
+        return passed, f"{check.path}: {reason}"
+    if check.equals is None:
+        return True, shown
+    want = render(check.equals, run.case) if isinstance(check.equals, str) else check.equals
+    return _same(value, want), shown
 
 
 def _json_schema(schema: dict[str, Any], output: str) -> tuple[bool, str]:
+    return _schema_holds(schema, parse_output(output))
+
+
+def _schema_holds(schema: dict[str, Any], value: Any) -> tuple[bool, str]:
     jsonschema: Any = importlib.import_module("jsonschema")
     validator = jsonschema.validators.validator_for(schema)(schema)
-    errors = sorted(validator.iter_errors(parse_output(output)), key=lambda e: list(e.path))
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
     if not errors:
         return True, "matches the schema"
     first = errors[0]

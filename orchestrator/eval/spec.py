@@ -98,6 +98,20 @@ class JsonPathCheck(BaseModel):
     """The value it must have; left out, the path must only exist."""
 
 
+class DataCheck(BaseModel):
+    """The run's validated structured answer (its output step's `output_schema`): the value at
+    `path` (`$` the whole answer), equal to `equals`, or holding to `json_schema`; a run that
+    ended without valid data fails it."""
+
+    model_config = _CONFIG
+
+    path: Text = "$"
+    equals: Any = None
+    """The value it must have; left out (with no `json_schema`), the path must only exist."""
+    json_schema: dict[str, Any] | None = None
+    """A JSON schema the value must satisfy (needs the `[eval]` extra)."""
+
+
 class JudgeSpec(BaseModel):
     """A model that grades the output with a rubric; its spend is counted apart."""
 
@@ -129,6 +143,7 @@ ScorerKind = Literal[
     "regex",
     "json_path",
     "json_schema",
+    "data",
     "file",
     "skills_loaded",
     "skills_not_loaded",
@@ -166,6 +181,8 @@ class Scorer(BaseModel):
     json_path: JsonPathCheck | None = None
     json_schema: dict[str, Any] | None = None
     """A JSON schema the output (read as JSON) must satisfy (needs the `[eval]` extra)."""
+    data: DataCheck | None = None
+    """The validated structured answer's fields (docs/typed-outputs.md)."""
     file: FileCheck | None = None
     skills_loaded: list[Text] | None = None
     """Skills some agent of the run loaded."""

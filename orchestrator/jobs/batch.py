@@ -7,7 +7,8 @@
 Each row's columns that the spec declares as `inputs` fill them (the others are kept in its
 results line, unused); its id is its `id` column, or its number (1 for the first row).
 At most `concurrency` jobs run at once. Each job gets a trace of its own; its line in the
-results file (JSON) says how it ended: `row`, `id`, `status`, `output`, `usage`, `trace`,
+results file (JSON) says how it ended: `row`, `id`, `status`, `output` (and `data`, the
+output step's validated structured answer, when it has an `output_schema`), `usage`, `trace`,
 and `error` when it could not start. Lines are appended as jobs end, so an interrupted batch
 keeps what it finished, and running the batch again skips the rows whose last line says
 `completed` (the others run again, and get a new line). Each line is masked as `run --json`
@@ -196,6 +197,7 @@ class Batch:
             **line,
             "status": result.status,
             "output": result.output,
+            **({"data": result.data} if result.data is not None else {}),
             "usage": result.usage.model_dump(),
             "cost": result.cost,
             "trace": result.trace,

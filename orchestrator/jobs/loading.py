@@ -54,6 +54,7 @@ def load_job(
     return load_spec(
         path,
         known_agents=registry.names,
+        agent_schemas={d.name: d.output_spec.schema for d in registry if d.output_spec},
         data=data,
         model=model,
         model_options=model_options,
@@ -80,6 +81,7 @@ def load_spec(
     path: str | Path,
     *,
     known_agents: Iterable[str] | None = None,
+    agent_schemas: Mapping[str, Mapping[str, Any]] | None = None,
     model: str | None = None,
     model_options: Mapping[str, Any] | None = None,
     inputs: Mapping[str, str] | None = None,
@@ -92,6 +94,8 @@ def load_spec(
     read already, which is changed in place), or raise one SpecError.
 
     `known_agents`: names `agent:` may use (`general` is always known); None skips the check.
+    `agent_schemas`: the output schemas of those agents' definitions, by name, which the fields
+    of a step without its own `output_schema` are checked against.
     `model`, `model_options`, `inputs` and `trace` override the spec; their paths resolve
     against the current directory, as a user typing them expects.
     """
@@ -103,6 +107,7 @@ def load_spec(
     context = {
         "base_dir": path.resolve().parent,
         "known_agents": None if known_agents is None else set(known_agents),
+        "agent_schemas": dict(agent_schemas or {}),
         "source": path,
         "dotenv": job_dotenv(path),
         "open_inputs": open_inputs,

@@ -191,10 +191,12 @@ def recorded_result(checkpoint: Checkpoint, path: Path | None = None) -> JobResu
     recorded_step = record.output_step if record is not None else None
     output_step = recorded_step or (results[-1].id if results else "")
     status = end.status if end is not None else None
+    last = next((r for r in results if r.id == output_step), None)
     return JobResult(
         name=(record.name if record is not None else None) or "job",
         status=status if is_job_status(status) else "failed",
-        output=next((r.output for r in results if r.id == output_step), ""),
+        output=last.output if last is not None else "",
+        data=last.data if last is not None else None,
         output_step=output_step,
         usage=sum((r.usage for r in results), Usage()),
         steps=results,

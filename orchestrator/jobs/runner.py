@@ -63,6 +63,9 @@ class JobResult(BaseModel):
     name: str
     status: JobStatus
     output: str = ""
+    data: Any = None
+    """The output step's validated structured answer (as JSON values), when it has an
+    `output_schema`; None otherwise."""
     output_step: str
     usage: Usage = Field(default_factory=Usage)
     steps: list[TaskResult] = Field(default_factory=list)
@@ -147,6 +150,8 @@ class JobRunner:
             checkpoint = trace.checkpoint
             self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
         self.outputs: dict[str, str] = {}
+        self.data: dict[str, Any] = {}
+        """Steps' structured answers as JSON values, for `{steps.ID.output.FIELD}`."""
         self.ended: list[TaskResult] = []
         self._use(self.budget)
 
@@ -192,7 +197,7 @@ class JobRunner:
             parent="",
             depth=1,
             agent_of=lambda spec: spec.agent or "general",
-            prompt_for=lambda spec, _deps: self.job.render_task(spec.id, self.outputs),
+            prompt_for=lambda spec, _deps: self.job.render_task(spec.id, self.outputs, self.data),
             gate=lambda request: self.executor.budget_refusal(request),
             max_parallel=self.job.budget.max_parallel,
             trace=self.trace,
@@ -210,10 +215,12 @@ class JobRunner:
 
     def _result(self, results: list[TaskResult], status: JobStatus | None = None) -> JobResult:
         output_step = self.job.output_step
+        last = next((r for r in results if r.id == output_step), None)
         return JobResult(
             name=self.job.name,
             status=status or job_status(results),
-            output=next((r.output for r in results if r.id == output_step), ""),
+            output=last.output if last is not None else "",
+            data=last.data if last is not None else None,
             output_step=output_step,
             usage=sum((r.usage for r in results), Usage()),
             steps=results,
@@ -232,6 +239,8 @@ class JobRunner:
         self.ended.append(result)
         if result.status == "completed":
             self.outputs[result.id] = result.output
+            if result.data is not None:
+                self.data[result.id] = result.data
 
     def _build(self, request: TaskRequest) -> AgentLoop:
         return self.build(request, self.context)

@@ -33,7 +33,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import DEFAULT_MAX_STEPS
+from ..agent import DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, OutputMode, OutputSpec
+from ..agent.output import SCHEMA_FILE_SUFFIXES, load_output_spec
 from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
@@ -147,7 +148,17 @@ def _input_text(value: Any) -> Any:
     raise ValueError(f"expected text, a number or true/false, got {describe(value)}")
 
 
+def _schema_beside_spec(value: Any, info: ValidationInfo) -> Any:
+    """An `output_schema` file's path made absolute (against the spec's folder); an inline
+    schema and a dotted path stay as given."""
+    if isinstance(value, str) and value.endswith(SCHEMA_FILE_SUFFIXES):
+        return str(_absolute(Path(value), info))
+    return value
+
+
 Location = Annotated[Path, AfterValidator(_absolute)]
+SchemaSource = Annotated[dict[str, Any] | Text, AfterValidator(_schema_beside_spec)]
+Retries = Annotated[StrictInt, Field(ge=0)]
 Folder = Annotated[Path, AfterValidator(_existing_folder)]
 SpecModel = Annotated[ModelSettings, AfterValidator(spec_model)]
 StepModel = Annotated[SpecModel | None, BeforeValidator(step_model)]
@@ -240,6 +251,16 @@ class Step(BaseModel):
     skills: list[Text] | None = None
     """Skills the step's agent starts with loaded (and is limited to, within its definition),
     skills the model may not choose itself (`disable-model-invocation`) included."""
+    output_schema: SchemaSource | None = None
+    """What the step's answer must be (docs/typed-outputs.md): a JSON Schema inline, a
+    `.json`/`.yaml` file of one beside the spec, or the dotted path of a pydantic model in the
+    job's own code (`schemas.Invoice`); its fields are `{steps.ID.output.FIELD}`. Without it,
+    the agent definition's own, if any."""
+    output_mode: OutputMode | None = None
+    """How the model is asked for it: `tool`, `native` or `prompted`; default: the model's."""
+    output_retries: Retries = DEFAULT_OUTPUT_RETRIES
+    """Answers that do not validate sent back to the model before the step ends
+    `output_invalid`."""
 
     @property
     def agent_name(self) -> str:
@@ -278,6 +299,12 @@ class Job(BaseModel):
     """Named values for `{inputs.NAME}`; a null value is required from `--set NAME=VALUE`."""
     goal: Text | None = None
     """A goal for the planner alone; give either `goal` or `steps`."""
+    output_schema: SchemaSource | None = None
+    """What the goal's answer must be, as a step's `output_schema` (a goal job only)."""
+    output_mode: OutputMode | None = None
+    """How the planner is asked for it, as a step's `output_mode` (a goal job only)."""
+    output_retries: Retries = DEFAULT_OUTPUT_RETRIES
+    """As a step's `output_retries` (a goal job only)."""
     steps: list[Step] = Field(default_factory=list)
     """Steps forming a DAG through `depends_on`; give either `goal` or `steps`."""
     output: str | None = None
@@ -298,11 +325,21 @@ class Job(BaseModel):
     _source: Path | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
     _prices: dict[str, Price] | None = PrivateAttr(default=None)
+    # The schemas `output_schema` gave, read when the spec was checked, by step id; kept as
+    # JSON (an OutputSpec holds functions, and a job travels to other processes).
+    _output_schemas: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
+    _schema_folder: Path = PrivateAttr(default_factory=Path.cwd)
+    _agent_schemas: dict[str, Mapping[str, Any]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> Job:
         context = info.context or {}
         problems = expand_models(self, context.get("environ"))
+        self._schema_folder = _base_dir(info)
+        outputs, output_problems = load_outputs(self)
+        self._output_schemas = {step: spec.schema for step, spec in outputs.items()}
+        self._agent_schemas = dict(context.get("agent_schemas") or {})
+        problems += output_problems
         problems += check_job(
             self, context.get("known_agents"), open_inputs=bool(context.get("open_inputs"))
         )
@@ -340,6 +377,10 @@ class Job(BaseModel):
                 found.append(Path(settings.name.partition(":")[2]))
         if isinstance(self.prices, Path):
             found.append(self.prices)
+        schemas = [self.output_schema, *(s.output_schema for s in self.steps)]
+        found += [
+            Path(f) for f in schemas if isinstance(f, str) and f.endswith(SCHEMA_FILE_SUFFIXES)
+        ]
         if self.trace is not None:
             found.append(self.trace)
         return found
@@ -372,8 +413,25 @@ class Job(BaseModel):
     def plan(self) -> list[Step]:
         """The steps to run; a `goal` job is one planner step with id `goal`."""
         if self.goal is not None:
-            return [Step(id=GOAL_STEP, task=self.goal, planner=True)]
+            return [
+                Step(
+                    id=GOAL_STEP,
+                    task=self.goal,
+                    planner=True,
+                    output_schema=self.output_schema,
+                    output_mode=self.output_mode,
+                    output_retries=self.output_retries,
+                )
+            ]
         return list(self.steps)
+
+    def output_spec(self, step_id: str) -> OutputSpec[Any] | None:
+        """What the step's answer must be, as its `output_schema` says; None: free text, or
+        its agent definition's own. Raises ConfigError when it cannot be read (any more)."""
+        source = self.step(step_id).output_schema
+        if source is None:
+            return None
+        return load_output_spec(source, self._schema_folder, refused=[self.permissions.workspace])
 
     @property
     def output_step(self) -> str:
@@ -402,13 +460,17 @@ class Job(BaseModel):
         """The steps' DAG (edges from a dependency to its dependent)."""
         return build_graph(((s.id, s.depends_on) for s in self.plan), noun="step")
 
-    def render_task(self, step_id: str, outputs: Mapping[str, str]) -> str:
-        """The step's task with `{inputs.x}` and `{steps.id.output}` substituted.
+    def render_task(
+        self, step_id: str, outputs: Mapping[str, str], data: Mapping[str, Any] | None = None
+    ) -> str:
+        """The step's task with `{inputs.x}`, `{steps.id.output}` and
+        `{steps.id.output.FIELD}` substituted.
 
-        `outputs` maps step ids to their outputs; every step the task refers to must be in it.
+        `outputs` maps step ids to their outputs, `data` to their structured answers (as JSON
+        values); every step the task refers to must be in them.
         """
         inputs = {name: value or "" for name, value in self.inputs.items()}
-        return Template.parse(self.step(step_id).task).render(inputs, outputs)
+        return Template.parse(self.step(step_id).task).render(inputs, outputs, data)
 
 
 # --- Checks across fields: the job seen whole --------------------------------------------
@@ -442,6 +504,37 @@ def check_job(
     if not open_inputs:
         problems += _required_inputs(job)
     return problems
+
+
+def load_outputs(job: Job) -> tuple[dict[str, OutputSpec[Any]], list[Problem]]:
+    """Every `output_schema` of `job` read (files, imports) into an OutputSpec by step id
+    (`goal` for the goal's), and the problems, by field path; before any model call."""
+    named: list[tuple[str, str, Any]] = [
+        (f"steps[{i}]", s.id, s.output_schema) for i, s in enumerate(job.steps)
+    ]
+    problems: list[Problem] = []
+    if job.goal is not None:
+        named.append(("", GOAL_STEP, job.output_schema))
+    else:
+        given = {
+            "output_schema": job.output_schema is not None,
+            "output_mode": job.output_mode is not None,
+            "output_retries": job.output_retries != DEFAULT_OUTPUT_RETRIES,
+        }
+        message = "is for a goal job; a step gives its own"
+        problems += [Problem(field, message) for field, set_ in given.items() if set_]
+    specs: dict[str, OutputSpec[Any]] = {}
+    for path, step_id, source in named:
+        field = f"{path}.output_schema".lstrip(".")
+        if source is None:
+            continue
+        try:
+            specs[step_id] = load_output_spec(
+                source, job._schema_folder, refused=[job.permissions.workspace]
+            )
+        except ConfigError as error:
+            problems.append(Problem(field, str(error)))
+    return specs, problems
 
 
 def _shape(job: Job) -> list[Problem]:
@@ -522,6 +615,8 @@ def _references(
             message = "a goal cannot use step outputs; it runs alone"
         else:
             message = _step_reference(job, step, ref.name, graph)
+            if message is None and ref.field:
+                message = _field_reference(job, ref.name, ref.field)
         if message:
             problems.append(Problem(path, f"{ref}: {message}"))
     return problems
@@ -543,6 +638,71 @@ def _step_reference(job: Job, step: Step, name: str, graph: nx.DiGraph[str] | No
     if graph is not None and name not in nx.ancestors(graph, step.id):
         return f"step {step.id!r} does not depend on {name!r}; add {name!r} to its depends_on"
     return None
+
+
+def _field_reference(job: Job, name: str, field: Sequence[str]) -> str | None:
+    """Whether the structured answer of step `name` has the field `field` (by its schema)."""
+    step = job.step(name)
+    schema = job._output_schemas.get(name) or job._agent_schemas.get(step.agent_name)
+    if schema is None:
+        if step.output_schema is not None:
+            return None  # its schema has a problem of its own, reported with it
+        return (
+            f"step {name!r} has no output_schema (nor has its agent {step.agent_name!r}), "
+            "so its output has no fields"
+        )
+    nodes: list[Any] = [schema]
+    for depth, part in enumerate(field):
+        found, known = _schema_children(schema, nodes, part)
+        if not found:
+            where = ".".join(field[:depth]) or "the answer"
+            listed = ", ".join(known) or "none"
+            hint = suggest(part, known) if known else ""
+            return (
+                f"{where} has no field {part!r}{hint} in the output_schema of step {name!r}; "
+                f"its fields: {listed}"
+            )
+        nodes = found
+    return None
+
+
+def _schema_children(
+    root: Mapping[str, Any], nodes: Sequence[Any], part: str
+) -> tuple[list[Any], list[str]]:
+    """The sub-schemas that `part` (a property, or a list index) leads to from `nodes`
+    (following `$ref`s inside `root` and every branch of `anyOf`/`oneOf`/`allOf`), and the
+    property names seen on the way."""
+    found: list[Any] = []
+    known: list[str] = []
+    pending = list(nodes)
+    seen = 0
+    while pending and seen < 1000:
+        seen += 1
+        node = pending.pop()
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = root
+            for key in ref[2:].split("/"):
+                target = target.get(key) if isinstance(target, dict) else None
+            pending.append(target)
+        for key in ("anyOf", "oneOf", "allOf"):
+            if isinstance(node.get(key), list):
+                pending.extend(node[key])
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            known += [k for k in properties if k not in known]
+            if part in properties:
+                found.append(properties[part])
+        if part.isdigit():
+            items = node.get("items")
+            prefix = node.get("prefixItems")
+            if isinstance(prefix, list) and int(part) < len(prefix):
+                found.append(prefix[int(part)])
+            elif isinstance(items, dict):
+                found.append(items)
+    return found, known
 
 
 def _required_inputs(job: Job) -> list[Problem]:

@@ -142,6 +142,7 @@ def _run_end(c: Collector, event: Event) -> None:
         return
     agent.status, agent.ended = event.get("status") or "completed", event.get("ts")
     agent.steps = event.get("steps") or agent.steps
+    agent.data = event.get("data")
     cost = _number(event.get("cost"))
     if cost is not None and agent.cost is None:
         agent.cost = cost

@@ -42,6 +42,8 @@ class AgentRun:
     """How many times its conversation was compacted to fit its model's context window."""
     bars: list[Bar] = field(default_factory=list)
     messages: list[dict[str, Any]] = field(default_factory=list)
+    data: Any = None
+    """The validated structured answer its run ended with (JSON values), if any."""
 
     @property
     def total_tokens(self) -> int:

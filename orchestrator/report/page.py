@@ -25,6 +25,7 @@ from .timeline import render_timeline
 MESSAGE_FIELDS: tuple[str, ...] = ("role", "content", "tool_calls", "tool_call_id", "name")
 MESSAGE_FIELDS += ("is_error", "error_type", "reasoning")
 SHARED_TEXT = 200  # characters: a text at least this long that repeats is written once
+DATA_SHOWN = 200  # characters of an agent's structured answer its conversation's title shows
 
 
 @cache
@@ -144,10 +145,20 @@ def _conversations(agents: list[AgentRun], anchors: dict[str, str]) -> str:
         f'<details class="conv" id="{anchors[a.key]}" data-index="{i}" '
         f'data-agent="{esc(a.key)}"><summary><span class="path">{esc(a.key)}</span>'
         f"{pill(a.status)}<span class='muted'>{len(a.messages):,} messages · "
-        f"{tokens(a.total_tokens)} tokens</span></summary><div class='msgs'></div></details>"
+        f"{tokens(a.total_tokens)} tokens{_shown_data(a)}</span></summary>"
+        "<div class='msgs'></div></details>"
         for i, a in enumerate(agents)
     ]
     return f'<div class="scroll convs">{"".join(items)}</div>'
+
+
+def _shown_data(agent: AgentRun) -> str:
+    """The agent's structured answer, if any, as a short escaped line."""
+    if agent.data is None:
+        return ""
+    shown = json.dumps(agent.data)
+    shown = shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 3] + "..."
+    return f" · data: <code>{esc(shown)}</code>"
 
 
 def _data(agents: list[AgentRun]) -> str:

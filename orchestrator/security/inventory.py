@@ -80,12 +80,14 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "file a spec names",
-        "what a spec's models and prices read (a script, a recording, prices)",
+        "what a spec's models, prices and output schemas read (a script, a recording, prices, "
+        "a schema file)",
         named_by_run=True,
         readers=(
             "orchestrator.models.scripted:load_script",
             "orchestrator.models.replay:load_recording",
             "orchestrator.models.prices:load_prices",
+            "orchestrator.agent.output:_schema_file",
         ),
     ),
     Kind(
@@ -171,6 +173,9 @@ KINDS: tuple[Kind, ...] = (
             "orchestrator.eval.runner:EvalRunner._write",
             "orchestrator.eval.runner:EvalRunner._shared_digests",
             "orchestrator.eval.runner:last_lines",
+            "orchestrator.eval.skill_folder:_read",
+            "orchestrator.eval.skill_folder:_described",
+            "orchestrator.cli.evaluate:_description",
         ),
     ),
     Kind(
@@ -181,6 +186,12 @@ KINDS: tuple[Kind, ...] = (
 )
 
 OTHER_READS: Mapping[str, str] = {
+    "orchestrator.eval.skill_folder:_file_digest": "hashes a skill folder's files for an "
+    "eval result's identity (what made it); decides nothing of a run",
+    "orchestrator.eval.runner:_copied": "hashes the files an eval case copies into its "
+    "workspace, for its result's identity; decides nothing of a run",
+    "orchestrator.cli.output:MaskedStream._drop_output": "opens the null device once the "
+    "reader of the CLI's output has gone",
     "orchestrator.security.workspace:open_resolved": "the file tools' own reads and writes, "
     "inside the workspace, after `refusal` has been asked",
     "orchestrator.security.workspace:_regular_file": "wraps a descriptor open_resolved opened",

@@ -8,7 +8,7 @@ from .executor import (
     budget_refusal,
     run_agent_task,
 )
-from .fork import ForkExtension, ForkSettings
+from .fork import ForkExtension, ForkSettings, StepOutput
 from .graph import GraphError, GraphProblem, build_graph, suggest
 from .restore import restored_children, restored_task
 from .scheduler import GraphRun, task_graph
@@ -31,6 +31,7 @@ __all__ = [
     "TaskExecutor",
     "ForkExtension",
     "ForkSettings",
+    "StepOutput",
     "GraphError",
     "GraphProblem",
     "GraphRun",

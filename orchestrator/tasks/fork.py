@@ -46,8 +46,11 @@ from pydantic import Field
 
 from ..agent import (
     DEFAULT_MAX_STEPS,
+    DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
     Approver,
+    OutputMode,
+    OutputSpec,
     TaskResult,
     TokenBudget,
     Tool,
@@ -83,6 +86,15 @@ its dependencies. The fork returns every task's status and output (long outputs 
 `read_task_output(id)` for the whole text). With `wait: false` they run in the background while
 you go on, and each result comes to you after its task ends. Agents you can assign (`agent`):
 {agents}"""
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """What a task's or step's answer must be, and how its agent is asked for it."""
+
+    spec: OutputSpec[Any]
+    mode: OutputMode | None = None
+    retries: int = DEFAULT_OUTPUT_RETRIES
 
 
 @dataclass
@@ -523,6 +535,11 @@ class ForkExtension(ForksSkills):
             known = ", ".join(self.subagents.names)
             return [f"unknown agent {name!r}{suggest(name, self.subagents.names)} (known: {known})"]
         problems = []
+        if spec.output_schema is not None:
+            try:
+                OutputSpec.from_schema(spec.output_schema)
+            except ConfigError as exc:
+                problems.append(f"output_schema: {exc}")
         for skill in spec.skills or ():
             if not definition.allows_skill(skill):
                 problems.append(f"agent {name!r} may not use skill {skill!r}")
@@ -558,13 +575,21 @@ class ForkExtension(ForksSkills):
         model: ChatModel | None = None,
         running: SkillInfo | None = None,
         budget: TokenBudget | None = None,
+        output: StepOutput | None = None,
     ) -> Agent:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
         `model` (a job step's own) goes before the definition's; `running` is the
         `context: fork` skill the task runs, if any; `budget` (a meter within the run's
-        budget) replaces the run's."""
+        budget) replaces the run's. What its answer must be: `output` (a job step's own),
+        else the task's `output_schema`, else its definition's, else free text."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
+        if output is None and request.spec.output_schema is not None:
+            output = StepOutput(OutputSpec.from_schema(request.spec.output_schema))
+        if output is None and definition.output_spec is not None:
+            output = StepOutput(
+                definition.output_spec, definition.output_mode, definition.output_retries
+            )
         skills = self._skills_for(definition, request.spec)
         cap = self.settings.default_max_steps
         extensions: list[Any] = []
@@ -591,6 +616,9 @@ class ForkExtension(ForksSkills):
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
             approve=ctx.approve if ctx.approve is not None else self.approve,
+            output_type=output.spec if output is not None else None,
+            output_mode=output.mode if output is not None else None,
+            output_retries=output.retries if output is not None else DEFAULT_OUTPUT_RETRIES,
         )
 
     def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:

@@ -162,6 +162,7 @@ def _run(checkpoint: Checkpoint, path: str) -> RunResult | None:
         agent=path,
         status=record.status,
         output=record.output,
+        data=record.data,
         messages=record.messages,
         usage=record.usage,
         steps=record.steps,

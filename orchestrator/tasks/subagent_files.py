@@ -1,7 +1,8 @@
 """Reading sub-agent definition files: ours, Claude Code's and OpenAI Codex's, unchanged.
 
 - **Ours** (`*.md`): frontmatter `name`, `description`, `skills` (the skills it may use, or
-  `"*"`), `model`, `max_steps`, `max_tokens`; the body is the system prompt. With `a2a:
+  `"*"`), `model`, `max_steps`, `max_tokens`, `output_schema`, `output_mode`,
+  `output_retries` (docs/typed-outputs.md); the body is the system prompt. With `a2a:
   URL` (and optionally `token_env`, `skill`, `time_limit`, `max_calls`), the agent is a remote
   A2A agent (`RemoteAgent`) and the body is not used.
 - **Claude Code's** (`*.md`, e.g. `.claude/agents/code-reviewer.md`): recognised by a field
@@ -37,7 +38,17 @@ from ..skills.skill_md import (
 )
 
 NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
-OUR_FIELDS = ("name", "description", "skills", "model", "max_steps", "max_tokens")
+OUR_FIELDS = (
+    "name",
+    "description",
+    "skills",
+    "model",
+    "max_steps",
+    "max_tokens",
+    "output_schema",
+    "output_mode",
+    "output_retries",
+)
 REMOTE_FIELDS = ("a2a", "token_env", "skill", "time_limit", "max_calls")
 """A remote (A2A) agent's fields: `a2a` is its URL, the others `RemoteAgent`'s."""
 CLAUDE_ONLY = (
@@ -108,7 +119,8 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
     for reserved in ("system", "path"):
         if reserved in meta:
             raise DefinitionError(f"unknown field {reserved!r}")
-    fields: dict[str, Any] = {k: meta[k] for k in ("max_steps", "max_tokens") if k in meta}
+    copied = ("max_steps", "max_tokens", "output_schema", "output_mode", "output_retries")
+    fields: dict[str, Any] = {k: meta[k] for k in copied if k in meta}
     fields["system"] = body
     fields.update(_identity(meta, body, path, notes))
     if meta.get("model") is not None:

@@ -27,8 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from ..agent import DEFAULT_OUTPUT_RETRIES, OutputMode, OutputSpec
+from ..agent.output import load_output_spec
 from ..errors import ConfigError, SafetyWarning
 from ..models import INHERIT, ModelSettings
 from ..skills.discovery import shipped_folder
@@ -110,6 +119,38 @@ class SubagentDef(BaseModel):
     remote: RemoteAgent | None = Field(
         default=None, description="An A2A agent elsewhere that runs its tasks (`a2a: URL`)."
     )
+    output_schema: dict[str, Any] | str | None = Field(
+        default=None,
+        description="What its answer must be: a JSON Schema, a schema file beside the "
+        "definition, or the dotted path of a pydantic model (docs/typed-outputs.md); a task "
+        "or step's own schema goes first.",
+    )
+    output_mode: OutputMode | None = Field(
+        default=None, description="`tool`, `native` or `prompted`; default: the model's."
+    )
+    output_retries: int = Field(
+        default=DEFAULT_OUTPUT_RETRIES,
+        ge=0,
+        description="Answers that do not validate sent back before it ends `output_invalid`.",
+    )
+
+    @model_validator(mode="after")
+    def _read_output_schema(self) -> SubagentDef:
+        try:
+            self.output_spec  # noqa: B018 - read once here, so a bad schema fails the load
+        except ConfigError as exc:
+            raise ValueError(f"output_schema: {exc}") from None
+        return self
+
+    @property
+    def output_spec(self) -> OutputSpec[Any] | None:
+        """What its answer must be, read from `output_schema` (a file or a module beside the
+        definition); None: free text. Read when asked, so the definition stays plain data that
+        another process can take."""
+        if self.output_schema is None:
+            return None
+        folder = self.path.parent if self.path is not None else Path.cwd()
+        return load_output_spec(self.output_schema, folder)
 
     @field_validator("model", mode="before")
     @classmethod

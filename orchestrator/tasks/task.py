@@ -7,9 +7,9 @@ executor needs to run it once its dependencies are done. Results are `TaskResult
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
 
@@ -30,6 +30,11 @@ class TaskSpec(BaseModel):
     skills: list[str] | None = Field(
         default=None, description="Limit the task to these skills (within what its agent allows)."
     )
+    # Sent in every fork tool's schema: kept to one short line, the null branch left out.
+    output_schema: Annotated[
+        dict[str, Any] | None,
+        WithJsonSchema({"type": "object", "description": "JSON Schema its answer must follow."}),
+    ] = None
 
 
 class TaskRequest(BaseModel):

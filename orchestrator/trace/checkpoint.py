@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..events import (
     BackgroundDelivered,
@@ -58,6 +59,8 @@ class AgentRecord:
     status: str | None = None
     """How the latest run ended; None when the trace stops before it did (cut off)."""
     output: str = ""
+    data: Any = None
+    """The run's validated structured answer, as JSON values (agent/output.py)."""
     error: str | None = None
     steps: int = 0
     calls: int = 0
@@ -316,6 +319,7 @@ def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one cas
         case RunEnd():
             record = c.agent(event.agent)
             record.status, record.output = event.status or "error", event.output or ""
+            record.data = event.data
             record.error, record.ended_at = event.error, event.ts
         case ModelCall():
             _model_call(c, event)

@@ -9,8 +9,10 @@ attempt, the skills each loaded, and every error.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..events import (
     A2AEnd,
@@ -43,6 +45,8 @@ def number(value: object) -> float | None:
     return value
 
 
+DATA_SHOWN = 200
+"""How many characters of an agent's structured answer the summary shows."""
 SKIPPED_SHOWN = 5
 """How many skipped lines the summary names (the CLI names them all on stderr)."""
 
@@ -71,6 +75,8 @@ class AgentSummary:
     overlap: float | None = None
     """Seconds a background task ran while that agent did its own work."""
     settled: list[str] = field(default_factory=list)
+    data: Any = None
+    """The validated structured answer its run ended with (JSON values), if any."""
     """What became of this agent's background tasks when its run ended."""
 
     @property
@@ -136,6 +142,7 @@ class RunSummary:
                 "background": a.background,
                 "overlap_seconds": a.overlap,
                 "settled": a.settled,
+                "data": a.data,
             }
             for a in self.tree()
         ]
@@ -229,6 +236,7 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
         case RunEnd():
             agent = summary.agent(event.agent)
             agent.status, agent.ended = event.status, event.ts
+            agent.data = event.data
             agent.reason = event.error or None  # an earlier attempt's reason is not this one's
             if event.error:
                 summary.error(event, f"{agent.path}: run ended {event.status}: {event.error}")
@@ -307,6 +315,11 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
         line += "  (kept from an earlier attempt)"
     if agent.reason:
         line += f"  ({agent.reason})"
+    if agent.data is not None:
+        # ASCII JSON: a trace is read as untrusted, and no character of it may break the line.
+        shown = json.dumps(agent.data)
+        shown = shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 3] + "..."
+        line += f"\n{'  ' * (depth + 1)}data: {shown}"
     return line
 
 
