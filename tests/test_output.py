@@ -161,7 +161,7 @@ def test_a_json_schema_without_jsonschema_installed_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "jsonschema", None)  # import fails as when not installed
-    with pytest.raises(ConfigError, match=r"needs the jsonschema package: pip install"):
+    with pytest.raises(ConfigError, match=r"needs the jsonschema package, a dependency"):
         OutputSpec.from_schema({"type": "object"})
 
 

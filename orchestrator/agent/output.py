@@ -142,8 +142,8 @@ class OutputSpec(Generic[T]):
             import jsonschema
         except ImportError:
             raise ConfigError(
-                "an output type given as a JSON Schema needs the jsonschema package: "
-                "pip install 'orchestrator[eval]' (or give a Python type instead)"
+                "an output type given as a JSON Schema needs the jsonschema package, a "
+                "dependency of orchestrator: reinstall it (or give a Python type instead)"
             ) from None
         given = dict(schema)
         kind = jsonschema.validators.validator_for(given, jsonschema.Draft202012Validator)
