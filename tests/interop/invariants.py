@@ -10,7 +10,7 @@ from typing import Any, get_args
 from orchestrator import read_trace, rebuild_conversations
 from orchestrator.agent.run_results import Status
 from orchestrator.messages import Message
-from orchestrator.models import ChatModel, ModelRequest, ModelResponse
+from orchestrator.models import ChatModel, ModelRequest, ModelResponse, ModelWrapper
 
 STATUSES = set(get_args(Status))
 
@@ -51,20 +51,17 @@ def check_statuses(statuses: Sequence[int]) -> None:
     assert set(statuses) == {200}, f"the server answered with {Counter(statuses)}"
 
 
-class Recorder:
-    """A model that keeps every request it is sent, and passes it on."""
+class Recorder(ModelWrapper):
+    """A model that keeps every request it is sent, and passes it on (with the wrapped
+    model's settings: its window, output cap and price)."""
 
     def __init__(self, model: ChatModel) -> None:
-        self.inner = model
-        self.name = model.name
+        super().__init__(model)
         self.requests: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         return await self.inner.complete(request)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def check_requests_rebuild(recorder: Recorder, trace: Path) -> None:
