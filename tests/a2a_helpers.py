@@ -18,6 +18,22 @@ def call(tool: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": tool, "arguments": arguments}]}
 
 
+# A job whose one call asks a person first (`shell: ask`): its task waits for an answer.
+ASK = """\
+name: asker
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: ask}
+goal: Overwritten.
+"""
+ASK_SCRIPT = {
+    "goal": [
+        call("load_skill", name="shell"),
+        call("shell__run", command="touch approved.txt"),
+        {"content": "done"},
+    ]
+}
+
+
 def write_job(folder: Path, spec: str, script: dict[str, Any], name: str = "job") -> Path:
     """A job spec and its scripted model's turns, in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)

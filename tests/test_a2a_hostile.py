@@ -30,7 +30,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from a2a_helpers import call, load_served, served, write_job
+from a2a_helpers import ASK, ASK_SCRIPT, call, load_served, served, write_job
 from a2a_servers import EchoAgent, hostile_agent, sdk_agent
 from google.protobuf.json_format import MessageToDict
 
@@ -38,19 +38,6 @@ from orchestrator import read_trace
 from orchestrator.jobs import load_job
 from orchestrator.planner import run_job
 
-ASK = """\
-name: asker
-model: scripted:SCRIPT
-permissions: {workspace: ./work, shell: ask}
-goal: Overwritten.
-"""
-ASK_SCRIPT = {
-    "goal": [
-        call("load_skill", name="shell"),
-        call("shell__run", command="touch approved.txt"),
-        {"content": "done"},
-    ]
-}
 WRITER = """\
 name: writer
 model: scripted:SCRIPT

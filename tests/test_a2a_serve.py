@@ -25,7 +25,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskState,
 )
-from a2a_helpers import call, load_served, served, write_job
+from a2a_helpers import ASK, ASK_SCRIPT, call, load_served, served, write_job
 from google.protobuf.json_format import MessageToDict
 
 from orchestrator import read_trace
@@ -57,19 +57,6 @@ SLOW_SCRIPT = {
         call("load_skill", name="shell"),
         call("shell__run", command="sleep 30", timeout_seconds=60),
         {"content": "slept"},
-    ]
-}
-ASK = """\
-name: asker
-model: scripted:SCRIPT
-permissions: {workspace: ./work, shell: ask}
-goal: Overwritten.
-"""
-ASK_SCRIPT = {
-    "goal": [
-        call("load_skill", name="shell"),
-        call("shell__run", command="touch approved.txt"),
-        {"content": "done"},
     ]
 }
 
