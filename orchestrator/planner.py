@@ -396,19 +396,8 @@ class Orchestrator:
             raise ValueError("run_job() needs a job, or an orchestrator made with from_job(job)")
         self._check_deps(deps)
         opened, owned = self._open_trace(trace if trace is not None else self.trace)
-        permissions = self._run_permissions(opened)
-        workspace = WorkspaceRecord.start(job, permissions, opened.path if opened else None)
-        runner = self.job_runner(
-            job,
-            opened,
-            stream=stream,
-            budget=budget,
-            workspace=workspace,
-            permissions=workspace.permissions(permissions),
-            deps=deps,
-        )
         try:
-            return await runner.run()
+            return await self.job_runner(job, opened, stream=stream, budget=budget, deps=deps).run()
         finally:
             if owned and opened is not None:
                 opened.close()
@@ -519,15 +508,18 @@ class Orchestrator:
         *,
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
-        workspace: WorkspaceRecord | None = None,
-        permissions: Permissions | None = None,
         deps: object = None,
     ) -> JobRunner:
-        """The runner of `job`'s steps with this orchestrator's agents, here or on its
-        executor (`run_job` makes one and runs it); `permissions` are the run's (this
-        orchestrator's, by default), `deps` the caller's object its tools get."""
+        """One run of `job`, ready to be awaited (`JobRunner.run`) on the opened `trace` (the
+        caller closes it): its steps run with this orchestrator's agents, here or on its
+        executor, with the run's permissions (the trace read-only to its agents), its
+        workspace record and the caller's `deps`. `run_job` opens the trace, makes one and
+        awaits it."""
+        self._check_deps(deps)
+        permissions = self._run_permissions(trace)
+        workspace = WorkspaceRecord.start(job, permissions, trace.path if trace else None)
+        run_permissions = workspace.permissions(permissions)
         executor = self.executor
-        run_permissions = permissions or self.permissions
         return JobRunner(
             job,
             trace,

@@ -132,7 +132,9 @@ def execute(
             return EXIT_SPEC_ERROR
         try:
             with view:
-                result = asyncio.run(orchestrator.run_job(job, trace=trace, stream=stream))
+                # Made here, so that the run awaited is the job's own (`JobRunner.run`).
+                runner = orchestrator.job_runner(job, trace, stream=stream)
+                result = asyncio.run(runner.run())
         except KeyboardInterrupt:
             print(f"interrupted; the trace is in {path}", file=sys.stderr)
             print(f"resume: orchestrator resume {shlex.quote(str(path))}", file=sys.stderr)

@@ -31,7 +31,8 @@ from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
-from ..tasks.executor import LocalExecutor, TaskExecutor
+from ..tasks.executor import TaskExecutor
+from ..tasks.scheduler import LocalExecutor
 from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Trace
 from ._ray import ray

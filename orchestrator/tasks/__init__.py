@@ -1,17 +1,10 @@
 """Sub-agents as a DAG: graph validation, the scheduler, executors, `fork`, and definitions."""
 
-from .executor import (
-    LocalExecutor,
-    RemoteForks,
-    RemoteSession,
-    TaskExecutor,
-    budget_refusal,
-    run_agent_task,
-)
+from .executor import RemoteForks, RemoteSession, TaskExecutor
 from .fork import ForkExtension, ForkSettings, StepOutput
 from .graph import GraphError, GraphProblem, build_graph, suggest
 from .restore import restored_children, restored_task
-from .scheduler import GraphRun, task_graph
+from .scheduler import GraphRun, LocalExecutor, budget_refusal, run_agent_task, task_graph
 from .subagents import (
     GENERAL,
     GENERAL_AGENT,

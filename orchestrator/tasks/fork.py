@@ -66,11 +66,11 @@ from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
 from ..trace.summary import plural
 from .background import Background
-from .executor import LocalExecutor, RemoteForks
+from .executor import RemoteForks
 from .graph import GraphError, suggest
 from .remote import with_remote_agents
 from .restore import background_forks, restore_forks
-from .scheduler import GraphRun, Slots, lend, task_graph
+from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
 
