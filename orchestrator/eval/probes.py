@@ -67,16 +67,15 @@ def point(agents: dict[str, RecordedAgent], agent: str, after: int | str) -> Pro
     recorded = agents.get(agent)
     if recorded is None or not recorded.turns:
         known = ", ".join(sorted(name for name, a in agents.items() if a.turns)) or "none"
-        return ProbePoint(
-            missing=f"no model call of agent {agent!r} in the trace (agents: {known})"
-        )
+        missing = f"no model call of agent {agent!r} in the trace (agents: {known})"
+        return ProbePoint(at=f"{agent} after call {after}", missing=missing)
     calls = len(recorded.turns)
     if not isinstance(after, int) or after == calls:
         where = f"{agent} at its end (call {calls})"
         return ProbePoint(list(recorded.conversation), _names(recorded, calls - 1), where)
-    if after > calls:
-        return ProbePoint(missing=f"not reached: agent {agent!r} made {calls} model calls")
     where = f"{agent} after call {after} of {calls}"
+    if after > calls:
+        return ProbePoint(at=where, missing=f"not reached: agent {agent!r} made {calls} calls")
     return ProbePoint(recorded.prefix(after), _names(recorded, after), where)
 
 
