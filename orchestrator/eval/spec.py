@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     StrictBool,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -285,9 +286,23 @@ class Probe(BaseModel):
     agent: Text | None = None
     """The agent whose conversation is asked (its path in the trace: `goal`, a step's id,
     `goal/task`); default: the job's output step."""
-    checks: list[Scorer] = Field(min_length=1)
+    checks: list[Scorer]
     """What the answer is held to: checks that read a text (`equals`, `contains`,
     `not_contains`, `regex`, `json_path`, `json_schema`, `python`, `judge`)."""
+
+    @field_validator("after", mode="before")
+    @classmethod
+    def _a_call_or_the_end(cls, value: Any) -> Any:
+        if value == "end" or (type(value) is int and value >= 1):
+            return value
+        raise ValueError(f"expected a number of model calls (1 or more) or 'end', got {value!r}")
+
+    @field_validator("checks")
+    @classmethod
+    def _some_check(cls, value: list[Scorer]) -> list[Scorer]:
+        if not value:
+            raise ValueError("give at least one check of the answer")
+        return value
 
 
 class Case(BaseModel):
