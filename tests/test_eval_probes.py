@@ -11,6 +11,7 @@ really cannot be answered from; nothing decides a probe's pass but what the requ
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -24,6 +25,7 @@ from provider_server import ProviderServer
 
 from orchestrator.eval import EvalError, EvalOptions, EvalResult, load_eval, run_eval_sync, wilson
 from orchestrator.eval.probes import NOT_CALLABLE
+from orchestrator.eval.runner import EvalRunner
 from orchestrator.eval.summary import render_table
 
 NOTES = 12
@@ -48,6 +50,8 @@ def route(body: Mapping[str, Any]) -> str:
     changed file when a call sent wrote it; else "I do not know". A turn of the job: load
     the files skill, read the next note, write the summary, answer."""
     messages = body["messages"]
+    if "You grade an answer" in _text(messages[0]):
+        return "pass" if "## Answer\nIt is summary.txt." in _text(messages[-1]) else "fail"
     if is_probe(body):
         question = _text(messages[-1])
         sent = "\n".join(_text(m) for m in messages[:-1])
@@ -99,6 +103,8 @@ SCRIPT = {
     ),
     "final": _reply({"content": "I read the twelve notes and wrote summary.txt."}),
     "unknown": [{"content": "I do not know."}] * 500,
+    "pass": _reply({"content": '{"score": 1, "reason": "names the file"}'}),
+    "fail": _reply({"content": '{"score": 0, "reason": "no file named"}'}),
     **{f"say:{w}": _reply({"content": f"It is {w}."}) for w in [*WORDS.values(), "summary.txt"]},
 }
 
@@ -283,19 +289,61 @@ def test_a_reference_that_cuts_is_named_and_the_reference_window_reaches_the_run
     ) in table
 
 
+JUDGED = {
+    "id": "judged",
+    "question": "Which file did you change?",
+    "checks": [{"judge": {"rubric": "Names the file written."}}],
+}
+
+
+def test_a_probes_judge_grades_its_answer_and_is_counted_apart(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    probes = [JUDGED, {**JUDGED, "id": "judged-early", "after": 3}]
+    result = run(notes_eval(tmp_path, probes=probes), tmp_path / "out", variants=["reference"])
+    (line,) = result.lines
+    found = probe_results(line)
+    assert found["judged"]["scores"][0] == {
+        "name": "judge rubric",
+        "kind": "judge",
+        "passed": True,
+        "score": 1.0,
+        "reason": "names the file",
+    }
+    # Before the file was written the model says it does not know, and the judge says so.
+    assert found["judged-early"]["answer"] == "I do not know."
+    assert found["judged-early"]["scores"][0]["reason"] == "no file named"
+    judged = [b for b in server.bodies() if "You grade an answer" in _text(b["messages"][0])]
+    assert len(judged) == 2
+    assert "## Task\nWhich file did you change?" in _text(judged[0]["messages"][-1])
+    assert line["judge"]["usage"]["total_tokens"] == sum(counted(b)[0] + 10 for b in judged)
+
+
+def test_probe_calls_draw_from_the_evals_budget(tmp_path: Path, server: ProviderServer) -> None:
+    loaded = load_eval(notes_eval(tmp_path, budget={"max_tokens": 10_000_000}))
+    runner = EvalRunner(loaded, EvalOptions(out=tmp_path / "out", variants=["window-4k"]))
+    (line,) = asyncio.run(runner.run()).lines
+    assert runner.budget is not None
+    probes = line["probes"]["usage"]["total_tokens"]
+    assert probes > 0
+    assert runner.budget.used == line["usage"]["total_tokens"] + probes
+
+
 def test_recorded_probes_replay_offline(tmp_path: Path, server: ProviderServer) -> None:
-    path = notes_eval(tmp_path)
+    path = notes_eval(tmp_path, probes=[*PROBES, JUDGED])
     recorded = run(path, tmp_path / "out", record=tmp_path / "rec")
     sidecar = json.loads((tmp_path / "rec" / "window-4k" / "notes-1.json").read_text())
     assert sidecar["probes"]["first-word"]["answer"] == "I do not know."
+    assert sidecar["judge"]["probe judged: judge rubric"]["score"] == 1.0
     asked = len(server.bodies())
     replayed = run(path, tmp_path / "again", replay=tmp_path / "rec")
     assert len(server.bodies()) == asked  # nothing asked of the model
     for before, after in zip(recorded.lines, replayed.lines, strict=True):
         assert after["status"] == "completed"
-        assert [(r["id"], r["passed"], r["answer"]) for r in after["probes"]["results"]] == [
-            (r["id"], r["passed"], r["answer"]) for r in before["probes"]["results"]
-        ]
+        assert after["probes"]["results"] == before["probes"]["results"]
+        assert [r["passed"] for r in after["probes"]["results"]].count(False) == (
+            0 if after["variant"] == "reference" else 1
+        )
 
 
 def test_a_changed_probe_runs_the_eval_again(tmp_path: Path, server: ProviderServer) -> None:
