@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from cli_process import orchestrator
+from eval_factory import FULL_SCRIPT, eval_folder, twelve, write_eval
 from provider_server import ProviderServer
 
 from orchestrator.eval import EvalError, EvalOptions, EvalResult, load_eval, run_eval_sync, wilson
@@ -423,3 +424,19 @@ def test_bad_probes_get_errors_naming_the_field(tmp_path: Path) -> None:
     assert [str(p) for p in raised.value.problems] == [
         "reference_window: applies to probes; the eval has none"
     ]
+
+
+def test_a_scripted_models_probe_turns_are_keyed_probe(tmp_path: Path) -> None:
+    root = eval_folder(tmp_path)
+    script = {**FULL_SCRIPT, "probe": [{"content": "out/count.txt"}, {"content": "no idea"}]}
+    (root / "job" / "full.script.yaml").write_text(yaml.safe_dump(script))
+    probes = [
+        {"id": "file", "question": "Which file did you write?", "checks": [{"contains": "out/"}]},
+        {"id": "again", "question": "And now?", "after": 1, "checks": [{"contains": "out/"}]},
+    ]
+    result = run(write_eval(root, {"cases": [twelve()], "probes": probes}), tmp_path / "out")
+    assert [line["variant"] for line in result.lines] == ["reference", "baseline"]
+    for line in result.lines:
+        found = probe_results(line)
+        assert found["file"]["passed"] and found["file"]["at"] == "goal at its end (call 4)"
+        assert found["again"]["answer"] == "no idea" and not found["again"]["passed"]

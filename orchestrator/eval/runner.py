@@ -503,7 +503,8 @@ class EvalRunner:
                 }
                 for name, a in answers.items()
             }
-        path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+        # Masked as result lines are: a probe's answer or a verdict may repeat a secret.
+        path.write_text(self.mask(json.dumps(value, indent=2)) + "\n", encoding="utf-8")
 
     # --- Scoring ----------------------------------------------------------------------------
 

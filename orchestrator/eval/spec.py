@@ -415,7 +415,7 @@ class EvalSpec(BaseModel):
     """Compaction probes: questions asked of every run's conversation at chosen points, to
     measure what compacting it lost; a `reference` variant runs beside the others."""
     probe_model: VariantModel | None = None
-    """The model that answers the probes; default: the run's own model."""
+    """The model that answers the probes; default: the job's model (as the variant sets it)."""
     reference_window: Positive | None = None
     """The context window of the `reference` variant (large enough for no cut); default: the
     job's model as the job sets it."""
