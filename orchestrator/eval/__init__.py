@@ -6,10 +6,12 @@
 
 An eval file names a job, its cases (inline, CSV or JSONL), the checks every run is held to
 (output, files, trajectory, limits, a Python function, a model as judge) and the variants
-(model, model settings, skills added or removed, disclosure mode, sub-agents), crossed as a
-matrix if asked. Runs are resumable, can be recorded and replayed offline call for call, and a
-replay that departs from its recording says where. An optional part of the package: it uses
-the core (and the HTML report for its page), and the core never imports it. See docs/eval.md.
+(model, model settings, skills added or removed, disclosure mode, sub-agents, crossed as a
+matrix if asked), and probes: questions asked of each run's conversation as the model had it
+at a point, to measure what compacting it lost. Runs are resumable, can be recorded and
+replayed offline call for call, and a replay that departs from its recording says where. An
+optional part of the package: it uses the core (and the HTML report for its page), and the
+core never imports it. See docs/eval.md.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .loading import LoadedEval, load_eval
 from .recorded import EvalCase, eval_cases
 from .runner import EvalOptions, EvalProgress, EvalRunner, read_lines
 from .scoring import RunRecord, Score
-from .spec import Case, EvalError, EvalSpec, Scorer, Variant
+from .spec import Case, EvalError, EvalSpec, Probe, Scorer, Variant
 from .summary import EvalSummary, VariantRow, benchmark, render_table, summarize, wilson
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "EvalSpec",
     "EvalSummary",
     "LoadedEval",
+    "Probe",
     "RunRecord",
     "Score",
     "Scorer",

@@ -29,7 +29,17 @@ from ..jobs.loading import read_yaml
 from ..jobs.problems import Problem, problems_from
 from ..security.json_input import JsonInputError, json_lines, load_json
 from ..tasks import suggest
-from .spec import TEMPLATE, Case, EvalError, EvalSpec, Scorer, Variant, shown_value
+from .spec import (
+    PROBE_KINDS,
+    REFERENCE,
+    TEMPLATE,
+    Case,
+    EvalError,
+    EvalSpec,
+    Scorer,
+    Variant,
+    shown_value,
+)
 
 ScoreFunction = Callable[..., Any]
 
@@ -74,8 +84,11 @@ def load_eval(path: str | Path, *, text: str | None = None) -> LoadedEval:
     cases = _cases(spec, problems)
     variants = _variants(spec, context, problems)
     jobs = _jobs(spec, source, variants, cases, problems)
+    if spec.probes:
+        variants.insert(0, _reference(spec, source, problems))
     if jobs:
         problems += _case_problems(spec, cases, jobs[0])
+    problems += _probe_problems(spec, cases)
     problems += _compared(spec, variants, cases)
     functions = _functions(spec, cases, source.resolve().parent, problems)
     problems += _schemas(spec, cases)
@@ -191,7 +204,30 @@ def _variants(spec: EvalSpec, context: dict[str, Any], problems: list[Problem]) 
     for index, title in enumerate(titles):
         if title in titles[:index]:
             problems.append(Problem(f"variants[{index}]", f"two variants are named {title!r}"))
+        if spec.probes and title == REFERENCE:
+            message = f"{REFERENCE!r} names the run the probes compare with; rename this one"
+            problems.append(Problem(f"variants[{index}]", message))
     return found
+
+
+def _reference(spec: EvalSpec, source: Path, problems: list[Problem]) -> Variant:
+    """The variant the probes compare with: the job with `reference_window` (or its model as
+    it is), run first."""
+    window = spec.reference_window
+    reference = Variant(
+        name=REFERENCE, model_options={"context_window": window} if window is not None else {}
+    )
+    if window is None:
+        return reference
+    try:
+        job_for(spec, source, reference, {})
+    except SpecError as error:  # the job's own problems are named once, by `_jobs`
+        for problem in error.problems:
+            if problem.path.startswith("--model-option"):
+                problems.append(Problem("reference_window", problem.message))
+    except ConfigError:
+        pass
+    return reference
 
 
 def job_for(
@@ -220,6 +256,9 @@ def job_for(
             raise SpecError(source, problems) from None
     if variant.disclosure is not None:
         job = job.model_copy(update={"disclosure": variant.disclosure})
+    # The compaction strategy a variant tests goes here, once the job spec has the field:
+    #   if variant.compaction is not None:
+    #       job = job.model_copy(update={"compaction": variant.compaction})
     return job
 
 
@@ -284,6 +323,39 @@ def _case_problems(spec: EvalSpec, cases: Sequence[Case], job: Job) -> list[Prob
     return problems
 
 
+def _probe_problems(spec: EvalSpec, cases: Sequence[Case]) -> list[Problem]:
+    """Each probe's id is its own, its checks read a text, and the `{expected.X}` and
+    `{inputs.X}` they name are in every case; `probe_model` and `reference_window` come with
+    probes."""
+    problems = []
+    if not spec.probes:
+        for field in ("probe_model", "reference_window"):
+            if getattr(spec, field) is not None:
+                problems.append(Problem(field, "applies to probes; the eval has none"))
+        return problems
+    seen: set[str] = set()
+    allowed = ", ".join(PROBE_KINDS)
+    for index, probe in enumerate(spec.probes):
+        if probe.id in seen:
+            problems.append(Problem(f"probes[{index}].id", f"{probe.id!r} names two probes"))
+        seen.add(probe.id)
+        for number, check in enumerate(probe.checks):
+            where = f"probes[{index}].checks[{number}]"
+            if check.kind not in PROBE_KINDS:
+                message = f"a probe's answer is a text: a {check.kind} check does not apply"
+                problems.append(Problem(f"{where}.{check.kind}", f"{message}; use {allowed}"))
+                continue
+            for text in check.texts():
+                for kind, name in TEMPLATE.findall(text):
+                    for case in cases:
+                        known = case.expected if kind == "expected" else case.inputs
+                        if name not in known:
+                            message = f"{{{kind}.{name}}}: case {case.id!r} has no {kind} {name!r}"
+                            problems.append(Problem(where, message))
+                            break
+    return problems
+
+
 def _compared(spec: EvalSpec, variants: Sequence[Variant], cases: Sequence[Case]) -> list[Problem]:
     """The baseline is one of the variants; the files the cases copy in are there."""
     problems = []
@@ -305,9 +377,7 @@ def _functions(
     spec: EvalSpec, cases: Iterable[Case], folder: Path, problems: list[Problem]
 ) -> dict[str, ScoreFunction]:
     found: dict[str, ScoreFunction] = {}
-    checks = [(f"scorers[{i}]", s) for i, s in enumerate(spec.scorers)]
-    for case in cases:
-        checks += [(f"cases ({case.id}).scorers[{i}]", s) for i, s in enumerate(case.scorers)]
+    checks = _every_check(spec, cases)
     for path, scorer in checks:
         if scorer.python is None or scorer.python in found:
             continue
@@ -348,10 +418,18 @@ def score_function(reference: str, folder: Path) -> ScoreFunction:
     return function  # type: ignore[no-any-return]
 
 
-def _schemas(spec: EvalSpec, cases: Iterable[Case]) -> list[Problem]:
+def _every_check(spec: EvalSpec, cases: Iterable[Case]) -> list[tuple[str, Scorer]]:
+    """Every check of the eval, with its field path: its scorers, each case's, each probe's."""
     checks = [(f"scorers[{i}]", s) for i, s in enumerate(spec.scorers)]
     for case in cases:
         checks += [(f"cases ({case.id}).scorers[{i}]", s) for i, s in enumerate(case.scorers)]
+    for index, probe in enumerate(spec.probes):
+        checks += [(f"probes[{index}].checks[{i}]", s) for i, s in enumerate(probe.checks)]
+    return checks
+
+
+def _schemas(spec: EvalSpec, cases: Iterable[Case]) -> list[Problem]:
+    checks = _every_check(spec, cases)
     schemas = [(path, s.json_schema) for path, s in checks if s.json_schema is not None]
     if not schemas:
         return []

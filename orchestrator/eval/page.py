@@ -46,9 +46,12 @@ def write_page(summary: EvalSummary, lines: Sequence[dict[str, Any]], target: Pa
 
 
 def _variant_table(summary: EvalSummary) -> str:
+    probed = any(row.probes_asked for row in summary.rows)
+    probe_head = "<th>probes</th><th>95% interval</th>" if probed else ""
     head = (
-        "<tr><th>variant</th><th>pass</th><th>95% interval</th><th>score</th>"
-        "<th>tokens/run</th><th>cached</th><th>cost</th><th>s/run</th></tr>"
+        f"<tr><th>variant</th>{probe_head}<th>pass</th><th>95% interval</th><th>score</th>"
+        f"<th>tokens/run</th><th>cached</th><th>cost</th>{'<th>cuts/run</th>' if probed else ''}"
+        "<th>s/run</th></tr>"
     )
     body = []
     for row in summary.rows:
@@ -56,14 +59,38 @@ def _variant_table(summary: EvalSummary) -> str:
         cost = f"${row.cost:.4f}" if row.cost is not None else "-"
         per_run = row.tokens // row.runs if row.runs else 0
         seconds = row.seconds / row.runs if row.runs else 0.0
+        probes = cuts = ""
+        if probed:
+            probe_low, probe_high = row.probe_interval
+            probes = (
+                f"<td class=n>{row.probes_passed}/{row.probes_asked} ({row.probe_rate:.0%})</td>"
+                f"<td class=n>{probe_low:.0%}-{probe_high:.0%}</td>"
+            )
+            cuts = f"<td class=n>{row.compactions / row.runs if row.runs else 0:.1f}</td>"
         body.append(
-            f"<tr><td>{_e(row.name)}</td><td class=n>{row.passed}/{row.runs} "
+            f"<tr><td>{_e(row.name)}</td>{probes}<td class=n>{row.passed}/{row.runs} "
             f"({row.pass_rate:.0%})</td><td class=n>{low:.0%}-{high:.0%}</td>"
             f"<td class=n>{row.mean_score:.2f}</td><td class=n>{per_run:,}</td>"
-            f"<td class=n>{row.cached_share:.0%}</td><td class=n>{cost}</td>"
+            f"<td class=n>{row.cached_share:.0%}</td><td class=n>{cost}</td>{cuts}"
             f"<td class=n>{seconds:.2f}</td></tr>"
         )
-    return f"<table>{head}{''.join(body)}</table>"
+    return f"<table>{head}{''.join(body)}</table>{_probe_table(summary) if probed else ''}"
+
+
+def _probe_table(summary: EvalSummary) -> str:
+    """Each probe's passes per variant."""
+    names = list(dict.fromkeys(name for row in summary.rows for name in row.by_probe))
+    head = "".join(f"<th>{_e(row.name)}</th>" for row in summary.rows)
+    body = []
+    for name in names:
+        cells = "".join(
+            f"<td class=n>{row.by_probe[name][0]}/{row.by_probe[name][1]}</td>"
+            if name in row.by_probe
+            else "<td>-</td>"
+            for row in summary.rows
+        )
+        body.append(f"<tr><td>{_e(name)}</td>{cells}</tr>")
+    return f"<h2>Probes passed</h2><table><tr><th>probe</th>{head}</tr>{''.join(body)}</table>"
 
 
 def _run_row(line: dict[str, Any], reports: Path, base: Path) -> str:
@@ -82,6 +109,16 @@ def _run_row(line: dict[str, Any], reports: Path, base: Path) -> str:
         f"<small>{_e(s.get('reason'))}</small>"
         for s in line.get("scores") or []
     )
+    probes = line.get("probes") or {}
+    for result in probes.get("results") or []:
+        verdict = "pass" if result.get("passed") else "FAIL"
+        why = result.get("error") or "; ".join(
+            str(s.get("reason")) for s in result.get("scores") or [] if not s.get("passed")
+        )
+        checks += (
+            f"<br>{verdict}: probe {_e(result.get('id'))} <small>({_e(result.get('at'))}) "
+            f"{_e(result.get('answer'))} {_e(why)}</small>"
+        )
     extra = line.get("divergence") or line.get("error")
     if extra:
         checks += f"<br><small>{_e(extra)}</small>"

@@ -27,7 +27,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,9 @@ from ..skills.discovery import builtin_skills_folder
 from ..trace import Trace
 from .judge import Judge, Verdict, judged
 from .loading import LoadedEval
-from .scoring import RunRecord, Score, score, triggered
-from .spec import Case, Scorer, Variant
+from .probes import ProbeAnswer, ask, point, recorded_agents
+from .scoring import Grade, RunRecord, Score, score, triggered
+from .spec import Case, Probe, Scorer, Variant
 
 IGNORED_IN_COPIES = (".orchestrator", "__pycache__", ".git")
 Line = dict[str, Any]
@@ -247,9 +248,12 @@ class EvalRunner:
         except OSError as exc:
             raise ConfigError(f"cannot read {exc.filename}: {exc.strerror}") from None
         scorers = [scorer.model_dump(mode="json") for scorer in spec.scorers]
-        checks = {"scorers": scorers, "files": files, "workspace": spec.workspace}
+        checks: dict[str, Any] = {"scorers": scorers, "files": files, "workspace": spec.workspace}
         if spec.until_triggered is not None:  # runs cut short are other runs
             checks["until_triggered"] = spec.until_triggered
+        if spec.probes:
+            checks["probes"] = [probe.model_dump(mode="json") for probe in spec.probes]
+            checks["probe_model"] = spec.probe_model
         return _digest(checks), _digest(job)
 
     # --- One run ------------------------------------------------------------------------
@@ -304,8 +308,14 @@ class EvalRunner:
         )
         record.read_trajectory()
         scores, verdicts = await self._scores(planned, record, job, sidecar)
+        probes: Line | None = None
+        answers: dict[str, ProbeAnswer] = {}
+        if self.loaded.spec.probes:
+            probes, answers = await self._probes(
+                planned, record, job, orchestrator, sidecar, verdicts
+            )
         if self.options.record is not None:
-            self._write_sidecar(planned, workspace, job, verdicts)
+            self._write_sidecar(planned, workspace, job, verdicts, answers)
         passed = divergence is None and all(s.passed for s in scores)
         line: Line = {
             "status": status,
@@ -318,6 +328,7 @@ class EvalRunner:
             "cost": result.cost,
             "seconds": round(seconds, 3),
             "steps": record.steps,
+            "compactions": record.compactions,
             "skills_loaded": sorted(set(record.skills_loaded)),
             "tools_called": sorted(set(record.tools_called)),
             "trace": str(trace_path),
@@ -325,6 +336,8 @@ class EvalRunner:
         }
         if divergence:
             line["divergence"] = divergence
+        if probes is not None:
+            line["probes"] = probes
         for check in self.loaded.scorers_for(case):
             if check.trigger is not None:  # what a trigger eval's summary counts
                 line["trigger"] = {
@@ -462,7 +475,12 @@ class EvalRunner:
         }
 
     def _write_sidecar(
-        self, planned: Planned, workspace: Path, job: Job, verdicts: dict[str, Verdict]
+        self,
+        planned: Planned,
+        workspace: Path,
+        job: Job,
+        verdicts: dict[str, Verdict],
+        answers: dict[str, ProbeAnswer],
     ) -> None:
         if self.options.record is None:
             return
@@ -475,7 +493,18 @@ class EvalRunner:
                 for name, v in verdicts.items()
             },
         }
-        path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+        if answers:
+            value["probes"] = {
+                name: {
+                    "answer": a.text,
+                    "at": a.at,
+                    "error": a.error,
+                    "usage": a.usage.model_dump(),
+                }
+                for name, a in answers.items()
+            }
+        # Masked as result lines are: a probe's answer or a verdict may repeat a secret.
+        path.write_text(self.mask(json.dumps(value, indent=2)) + "\n", encoding="utf-8")
 
     # --- Scoring ----------------------------------------------------------------------------
 
@@ -486,24 +515,104 @@ class EvalRunner:
         if not any(s.status is not None for s in scorers):
             scorers = [Scorer(status="completed"), *scorers]
         verdicts: dict[str, Verdict] = {}
+        grade = self._grader(planned, job, sidecar, verdicts)
+        found = [await score(s, record, self.loaded.functions, grade) for s in scorers]
+        return found, verdicts
+
+    def _grader(
+        self,
+        planned: Planned,
+        job: Job,
+        sidecar: dict[str, Any],
+        verdicts: dict[str, Verdict],
+        prefix: str = "",
+    ) -> Grade:
+        """How this run's judge checks are graded: by the judge, or (replaying) by its
+        recorded verdicts; each verdict kept in `verdicts`, by `prefix` and the check's name."""
         recorded = sidecar.get("judge") or {}
 
         async def grade(scorer: Scorer, run: RunRecord) -> Score:
             spec = scorer.judge
             if spec is None:
                 raise ValueError("not a judge check")
+            key = f"{prefix}{scorer.label}"
             if self.options.replay is not None:
-                saved = recorded.get(scorer.label)
+                saved = recorded.get(key)
                 if not isinstance(saved, dict):
                     raise ConfigError(f"the recording of {planned.key} has no verdict for it")
                 verdict = Verdict(float(saved["score"]), str(saved.get("reason", "")))
             else:
                 verdict = await self._judge(spec.model, job).verdict(spec.rubric, run)
-            verdicts[scorer.label] = verdict
+            verdicts[key] = verdict
             return judged(scorer.label, spec.pass_score, verdict)
 
-        found = [await score(s, record, self.loaded.functions, grade) for s in scorers]
-        return found, verdicts
+        return grade
+
+    # --- Probes -----------------------------------------------------------------------------
+
+    async def _probes(
+        self,
+        planned: Planned,
+        record: RunRecord,
+        job: Job,
+        orchestrator: Orchestrator,
+        sidecar: dict[str, Any],
+        verdicts: dict[str, Verdict],
+    ) -> tuple[Line, dict[str, ProbeAnswer]]:
+        """Ask each probe of the run's conversation at its point, and hold its answer to its
+        checks: the line's `probes`, and the answers (a recording keeps them); the judge's
+        verdicts join the run's `verdicts`."""
+        spec = self.loaded.spec
+        saved = sidecar.get("probes") or {}
+        agents, unreadable = {}, None
+        if self.options.replay is None and record.trace is not None:
+            try:
+                agents = recorded_agents(record.trace)
+            except ConfigError as exc:
+                unreadable = str(exc)
+        model = orchestrator.resolve(spec.probe_model) if spec.probe_model else orchestrator.model
+        budget = self.budget.scoped(None) if self.budget is not None else TokenBudget()
+        answers: dict[str, ProbeAnswer] = {}
+        results: list[Line] = []
+        for number, probe in enumerate(spec.probes, 1):
+            if self.options.replay is not None:
+                answer = _saved_answer(saved.get(probe.id))
+            elif unreadable is not None:
+                answer = ProbeAnswer(error=unreadable)
+            else:
+                at = point(agents, probe.agent or job.output_step, probe.after)
+                answer = await ask(probe, at, model, budget, step=number)
+            answers[probe.id] = answer
+            results.append(
+                await self._probe_result(planned, record, job, probe, answer, sidecar, verdicts)
+            )
+        costs = [a.cost for a in answers.values() if a.cost is not None]
+        return {
+            "asked": len(results),
+            "passed": sum(bool(r["passed"]) for r in results),
+            "usage": sum((a.usage for a in answers.values()), Usage()).model_dump(),
+            "cost": sum(costs) if costs else None,
+            "results": results,
+        }, answers
+
+    async def _probe_result(
+        self,
+        planned: Planned,
+        record: RunRecord,
+        job: Job,
+        probe: Probe,
+        answer: ProbeAnswer,
+        sidecar: dict[str, Any],
+        verdicts: dict[str, Verdict],
+    ) -> Line:
+        result: Line = {"id": probe.id, "at": answer.at, "answer": answer.text}
+        if answer.error is not None:
+            return {**result, "passed": False, "error": answer.error, "scores": []}
+        asked = replace(record, output=answer.text, task=probe.question)
+        grade = self._grader(planned, job, sidecar, verdicts, prefix=f"probe {probe.id}: ")
+        scores = [await score(c, asked, self.loaded.functions, grade) for c in probe.checks]
+        passed = all(s.passed for s in scores)
+        return {**result, "passed": passed, "scores": [s.model_dump() for s in scores]}
 
     def _judge(self, model: str | None, job: Job) -> Judge:
         key = model or ""
@@ -523,6 +632,18 @@ class EvalRunner:
         if self.options.on_line is not None:
             self.options.on_line(masked)
         return masked
+
+
+def _saved_answer(saved: Any) -> ProbeAnswer:
+    """A probe's answer as a recording kept it."""
+    if not isinstance(saved, dict):
+        return ProbeAnswer(error="the recording has no answer to this probe")
+    error = saved.get("error")
+    return ProbeAnswer(
+        text=str(saved.get("answer") or ""),
+        at=str(saved.get("at") or ""),
+        error=str(error) if error is not None else None,
+    )
 
 
 def _task(job: Job) -> str:

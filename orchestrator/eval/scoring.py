@@ -56,6 +56,8 @@ class RunRecord:
     tools_called: list[str] = field(default_factory=list)
     forks: int = 0
     steps: int = 0
+    compactions: int = 0
+    """How many times an agent of the run compacted its conversation (docs/context-window.md)."""
 
     def read_trajectory(self) -> None:
         """Fill in the trajectory from the run's trace."""
@@ -71,6 +73,8 @@ class RunRecord:
                 self.forks += 1
             elif kind == "model_call":
                 self.steps += 1
+            elif kind == "compact":
+                self.compactions += 1
 
 
 Grade = Callable[[Scorer, RunRecord], Awaitable[Score]]

@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     StrictBool,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -251,6 +252,59 @@ class Scorer(BaseModel):
         return [item for item in flat if isinstance(item, str)]
 
 
+PROBE_KINDS = (
+    "equals",
+    "contains",
+    "not_contains",
+    "regex",
+    "json_path",
+    "json_schema",
+    "python",
+    "judge",
+)
+"""The checks that read a text: what a probe's answer is held to."""
+
+
+REFERENCE = "reference"
+"""The variant an eval with probes adds first: the job with a window large enough for no cut
+(`reference_window`, or the job's model as it is)."""
+
+
+class Probe(BaseModel):
+    """A question asked of a run's conversation as the model had it at one point (compaction
+    stubs and all), to measure what a compaction lost; its answer is held to `checks`."""
+
+    model_config = _CONFIG
+
+    id: Name
+    """How results name it."""
+    question: Text
+    """What is asked, as a user message appended to the conversation."""
+    after: Positive | Literal["end"] = "end"
+    """Where: after the agent's Nth model call (its tool results in), or at the `end` (its
+    final answer in)."""
+    agent: Text | None = None
+    """The agent whose conversation is asked (its path in the trace: `goal`, a step's id,
+    `goal/task`); default: the job's output step."""
+    checks: list[Scorer]
+    """What the answer is held to: checks that read a text (`equals`, `contains`,
+    `not_contains`, `regex`, `json_path`, `json_schema`, `python`, `judge`)."""
+
+    @field_validator("after", mode="before")
+    @classmethod
+    def _a_call_or_the_end(cls, value: Any) -> Any:
+        if value == "end" or (type(value) is int and value >= 1):
+            return value
+        raise ValueError(f"expected a number of model calls (1 or more) or 'end', got {value!r}")
+
+    @field_validator("checks")
+    @classmethod
+    def _some_check(cls, value: list[Scorer]) -> list[Scorer]:
+        if not value:
+            raise ValueError("give at least one check of the answer")
+        return value
+
+
 class Case(BaseModel):
     """One case: the job's inputs, the values its scorers compare with, and its own scorers."""
 
@@ -357,3 +411,11 @@ class EvalSpec(BaseModel):
     baseline: Name | None = None
     """The variant the others are compared to: each one's lift in pass rate over it, with
     its 95% interval, and a `benchmark.json` beside the results (skill-creator's layout)."""
+    probes: list[Probe] = Field(default_factory=list)
+    """Compaction probes: questions asked of every run's conversation at chosen points, to
+    measure what compacting it lost; a `reference` variant runs beside the others."""
+    probe_model: VariantModel | None = None
+    """The model that answers the probes; default: the job's model (as the variant sets it)."""
+    reference_window: Positive | None = None
+    """The context window of the `reference` variant (large enough for no cut); default: the
+    job's model as the job sets it."""

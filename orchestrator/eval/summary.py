@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .spec import REFERENCE
+
 Line = dict[str, Any]
 Z95 = 1.959964
 
@@ -131,6 +133,14 @@ class VariantRow:
     """A trigger eval's figures (its lines carry a `trigger` record)."""
     lift: tuple[float, float, float] | None = None
     """The lift in pass rate over the eval's baseline, and its 95% interval."""
+    compactions: int = 0
+    """How many times its runs' agents compacted their conversations (cuts)."""
+    probes_asked: int = 0
+    probes_passed: int = 0
+    probe_tokens: int = 0
+    probe_cost: float | None = None
+    by_probe: dict[str, list[int]] = field(default_factory=dict)
+    """Each probe's [passed, asked] over the runs."""
 
     @property
     def pass_rate(self) -> float:
@@ -147,6 +157,25 @@ class VariantRow:
     @property
     def cached_share(self) -> float:
         return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
+    @property
+    def probe_rate(self) -> float:
+        return self.probes_passed / self.probes_asked if self.probes_asked else 0.0
+
+    @property
+    def probe_interval(self) -> tuple[float, float]:
+        return wilson(self.probes_passed, self.probes_asked)
+
+    def _add_probes(self, probes: dict[str, Any]) -> None:
+        self.probe_tokens += int((probes.get("usage") or {}).get("total_tokens") or 0)
+        if probes.get("cost") is not None:
+            self.probe_cost = (self.probe_cost or 0.0) + float(probes["cost"])
+        for result in probes.get("results") or []:
+            counts = self.by_probe.setdefault(str(result.get("id")), [0, 0])
+            counts[0] += bool(result.get("passed"))
+            counts[1] += 1
+            self.probes_passed += bool(result.get("passed"))
+            self.probes_asked += 1
 
     def add(self, line: Line) -> None:
         self.runs += 1
@@ -168,6 +197,9 @@ class VariantRow:
         if isinstance(line.get("trigger"), dict):
             self.trigger = self.trigger or TriggerCounts()
             self.trigger.add(line["trigger"])
+        self.compactions += int(line.get("compactions") or 0)
+        if isinstance(line.get("probes"), dict):
+            self._add_probes(line["probes"])
 
     def as_dict(self) -> dict[str, Any]:
         low, high = self.interval
@@ -186,6 +218,8 @@ class VariantRow:
             "diverged": self.diverged,
             "judge_tokens": self.judge_tokens,
             "judge_cost_usd": self.judge_cost,
+            "compactions_per_run": round(self.compactions / self.runs, 2) if self.runs else 0.0,
+            **({"probes": self._probes_dict()} if self.probes_asked else {}),
             **({"trigger": self.trigger.as_dict()} if self.trigger else {}),
             **(
                 {
@@ -195,6 +229,21 @@ class VariantRow:
                 if self.lift
                 else {}
             ),
+        }
+
+    def _probes_dict(self) -> dict[str, Any]:
+        low, high = self.probe_interval
+        return {
+            "asked": self.probes_asked,
+            "passed": self.probes_passed,
+            "pass_rate": round(self.probe_rate, 4),
+            "interval": [round(low, 4), round(high, 4)],
+            "tokens": self.probe_tokens,
+            "cost_usd": self.probe_cost,
+            "by_probe": {
+                name: {"passed": passed, "asked": asked}
+                for name, (passed, asked) in self.by_probe.items()
+            },
         }
 
 
@@ -285,47 +334,18 @@ def summarize(
 def render_table(summary: EvalSummary) -> str:
     """The summary as plain text: the table, then flips, misfires, divergences and errors."""
     trigger = any(row.trigger for row in summary.rows)
+    probed = any(row.probes_asked for row in summary.rows)
     head = (
         ["variant", "precision", "recall", "accuracy", "95% interval"]
         if trigger
         else ["variant", "pass", "95% interval", "score"]
     )
+    if probed:
+        head[1:1] = ["probes", "95% interval"]
     if summary.baseline is not None:
         head.append(f"lift over {summary.baseline}")
-    head += ["tokens/run", "cached", "cost", "s/run"]
-    body = []
-    for row in summary.rows:
-        if row.trigger:
-            counts = row.trigger
-            low, high = wilson(counts.right, counts.runs)
-            cells = [
-                row.name,
-                _share(counts.precision),
-                _share(counts.recall),
-                f"{counts.right}/{counts.runs} {counts.accuracy:.0%}",
-                f"{low:.0%}-{high:.0%}",
-            ]
-        else:
-            low, high = row.interval
-            cells = [
-                row.name,
-                f"{row.passed}/{row.runs} {row.pass_rate:.0%}",
-                f"{low:.0%}-{high:.0%}",
-                f"{row.mean_score:.2f}",
-            ]
-        if summary.baseline is not None:
-            cells.append(
-                f"{row.lift[0]:+.0%} ({row.lift[1]:+.0%} to {row.lift[2]:+.0%})"
-                if row.lift
-                else "-"
-            )
-        cells += [
-            f"{row.tokens // row.runs:,}" if row.runs else "-",
-            f"{row.cached_share:.0%}",
-            f"${row.cost:.4f}" if row.cost is not None else "-",
-            f"{row.seconds / row.runs:.2f}" if row.runs else "-",
-        ]
-        body.append(cells)
+    head += ["tokens/run", "cached", "cost", *(["cuts/run"] if probed else []), "s/run"]
+    body = [_cells(row, summary.baseline is not None, probed) for row in summary.rows]
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = [f"eval {summary.name}"]
     for cells in [head, *body]:
@@ -339,6 +359,8 @@ def render_table(summary: EvalSummary) -> str:
     for row in judged:
         cost = f", ${row.judge_cost:.4f}" if row.judge_cost is not None else ""
         lines.append(f"judge ({row.name}): {row.judge_tokens:,} tokens{cost}, not counted above")
+    if probed:
+        lines += _probe_lines(summary.rows)
     if summary.flips:
         lines.append("cases that flipped between variants:")
         for flip in summary.flips:
@@ -356,6 +378,76 @@ def render_table(summary: EvalSummary) -> str:
     for line in summary.errors:
         lines.append(f"error: {line['key']}: {line.get('error')}")
     return "\n".join(lines)
+
+
+def _cells(row: VariantRow, lift: bool, probed: bool) -> list[str]:
+    """One row of the table: a trigger eval's figures or the pass rate, then the probes',
+    the lift, the spend (and, with probes, the cuts)."""
+    if row.trigger:
+        counts = row.trigger
+        low, high = wilson(counts.right, counts.runs)
+        cells = [
+            row.name,
+            _share(counts.precision),
+            _share(counts.recall),
+            f"{counts.right}/{counts.runs} {counts.accuracy:.0%}",
+            f"{low:.0%}-{high:.0%}",
+        ]
+    else:
+        low, high = row.interval
+        cells = [
+            row.name,
+            f"{row.passed}/{row.runs} {row.pass_rate:.0%}",
+            f"{low:.0%}-{high:.0%}",
+            f"{row.mean_score:.2f}",
+        ]
+    if probed:
+        low, high = row.probe_interval
+        cells[1:1] = [
+            f"{row.probes_passed}/{row.probes_asked} {row.probe_rate:.0%}",
+            f"{low:.0%}-{high:.0%}",
+        ]
+    if lift:
+        cells.append(
+            f"{row.lift[0]:+.0%} ({row.lift[1]:+.0%} to {row.lift[2]:+.0%})" if row.lift else "-"
+        )
+    return [
+        *cells,
+        f"{row.tokens // row.runs:,}" if row.runs else "-",
+        f"{row.cached_share:.0%}",
+        f"${row.cost:.4f}" if row.cost is not None else "-",
+        *([f"{row.compactions / row.runs:.1f}" if row.runs else "-"] if probed else []),
+        f"{row.seconds / row.runs:.2f}" if row.runs else "-",
+    ]
+
+
+def _probe_lines(rows: Sequence[VariantRow]) -> list[str]:
+    """Under a table with probes: what asking cost, each probe's passes per variant, and a
+    reference that cut (its answers are then no full-context reference)."""
+    lines = []
+    for row in rows:
+        if row.probe_tokens:
+            cost = f", ${row.probe_cost:.4f}" if row.probe_cost is not None else ""
+            lines.append(
+                f"probes ({row.name}): {row.probe_tokens:,} tokens{cost}, not counted above"
+            )
+    names = list(dict.fromkeys(name for row in rows for name in row.by_probe))
+    if names:
+        lines.append("probes passed, per variant:")
+    for name in names:
+        shown = ", ".join(
+            f"{row.name} {row.by_probe[name][0]}/{row.by_probe[name][1]}"
+            for row in rows
+            if name in row.by_probe
+        )
+        lines.append(f"  {name}: {shown}")
+    for row in rows:
+        if row.name == REFERENCE and row.compactions:
+            lines.append(
+                f"warning: the {REFERENCE} runs compacted {row.compactions} times: their "
+                "answers are not full-context ones (set a larger reference_window)"
+            )
+    return lines
 
 
 def _share(value: float | None) -> str:
