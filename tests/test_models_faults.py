@@ -14,9 +14,9 @@ from provider_server import Fault, ProviderServer, anthropic_whole, openai_whole
 
 from orchestrator import Agent, Trace, read_trace
 from orchestrator.errors import ModelError, RetryableModelError
+from orchestrator.events import ModelRetry
 from orchestrator.messages import Message
 from orchestrator.models import ChatModel, ModelRequest, resolve_model
-from orchestrator.events import ModelRetry
 from orchestrator.trace import Event, load_checkpoint
 
 KEY = "sk-test-faults-0123456789"

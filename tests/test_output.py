@@ -581,7 +581,9 @@ async def test_a_wrap_up_answer_that_does_not_validate_says_why_data_is_missing(
     model = pages_then(last)
     agent = Agent(model, [fetch], output_type=int, output_mode=mode, max_output_tokens=200)
     result = await agent.run("How many pages?", max_tokens=PAGES_BUDGET[mode])
-    assert model.requests[-1].tool_choice == ("none" if mode == "native" else ForcedTool(FINAL_TOOL))
+    assert model.requests[-1].tool_choice == (
+        "none" if mode == "native" else ForcedTool(FINAL_TOOL)
+    )
     assert (result.status, result.data, result.output) == (
         "budget_exhausted",
         None,
@@ -622,8 +624,9 @@ async def test_a_resumed_run_goes_on_counting_the_answers_that_did_not_validate(
         i for i, e in enumerate(events) if e["type"] == "model_call" and e["step"] == 2
     ][0]
     told = next(
-        i for i, e in enumerate(events) if i > second_answer and e["type"] == "message"
-        and e["message"]["role"] in ("user", "tool")
+        i
+        for i, e in enumerate(events)
+        if i > second_answer and e["type"] == "message" and e["message"]["role"] in ("user", "tool")
     )
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[: told + 1]))  # killed once told of its second failure
