@@ -16,7 +16,7 @@ from cli_process import orchestrator
 
 from orchestrator import Orchestrator, Trace
 from orchestrator.jobs import SpecError, load_job
-from orchestrator.models import ScriptedModel
+from orchestrator.models import ModelWrapper, OutputMode, ScriptedModel
 from orchestrator.trace import read_trace
 
 INVOICE_SCHEMA = {
@@ -400,6 +400,83 @@ def test_a_fork_task_with_a_bad_schema_is_refused_before_it_runs(tmp_path: Path)
     observation = next(m for m in result.messages if m.role == "tool").content or ""
     assert "The fork was not run" in observation
     assert "tasks[0]: output_schema: the output schema is not valid JSON Schema" in observation
+    assert not [r for r in model.requests if r.agent != "planner"]
+
+
+class WithoutNative(ModelWrapper):
+    """A model that cannot give native structured output (as DeepSeek's API cannot)."""
+
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        return ("tool", "prompted")
+
+
+def test_a_fork_task_sets_its_own_output_mode_and_retries() -> None:
+    tasks = [
+        {
+            "id": "tea",
+            "task": "Price tea.",
+            "output_schema": PRICE_SCHEMA,
+            "output_mode": "tool",
+            "output_retries": 0,
+        }
+    ]
+    model = ScriptedModel(
+        {
+            "planner": [
+                {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+                {"content": "Priced."},
+            ],
+            "tea": [{"tool_calls": [{"name": "final_result", "arguments": {"item": "tea"}}]}],
+        }
+    )
+
+    result = Orchestrator(model, builtin=False).run_sync("Price tea.")
+
+    [tea] = result.children
+    assert (tea.status, tea.data) == ("output_invalid", None)
+    [request] = [r for r in model.requests if r.agent == "planner/tea"]
+    assert request.output_schema is None
+    assert "final_result" in [t.name for t in request.tools]
+    model.assert_all_used()
+
+
+@pytest.mark.parametrize(
+    ("task", "problem"),
+    [
+        (
+            {"output_mode": "prompted"},
+            "tasks[0]: output_mode: the task has no output_schema, nor has its agent 'general'",
+        ),
+        (
+            {"output_retries": 1},
+            "tasks[0]: output_retries: the task has no output_schema, nor has its agent 'general'",
+        ),
+        (
+            {"output_schema": PRICE_SCHEMA, "output_mode": "native"},
+            "tasks[0]: output_mode: scripted cannot give native structured output; use "
+            "output_mode 'tool' or 'prompted'",
+        ),
+    ],
+)
+def test_a_fork_tasks_output_mode_is_checked_before_it_runs(
+    task: dict[str, Any], problem: str
+) -> None:
+    tasks = [{"id": "x", "task": "Do.", **task}]
+    model = ScriptedModel(
+        {
+            "planner": [
+                {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+                {"content": "Gave up."},
+            ]
+        }
+    )
+
+    result = Orchestrator(WithoutNative(model), builtin=False).run_sync("Go.")
+
+    observation = next(m for m in result.messages if m.role == "tool").content or ""
+    assert "The fork was not run" in observation
+    assert problem in observation
     assert not [r for r in model.requests if r.agent != "planner"]
 
 

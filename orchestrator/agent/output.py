@@ -51,6 +51,7 @@ from ..models.base import (
     OutputSchema,
     ToolChoice,
     output_modes_of,
+    unsupported_mode,
 )
 from .extension import Extension
 from .tools import Tool, ToolContext
@@ -494,11 +495,9 @@ def structured_output(
         return None
     allowed = output_modes_of(model)
     chosen = mode or allowed[0]
-    if chosen in OUTPUT_MODES and chosen not in allowed:
-        raise ConfigError(
-            f"{model.name} cannot give {chosen} structured output; use output_mode "
-            + " or ".join(repr(m) for m in allowed)
-        )
+    refusal = unsupported_mode(model.name, chosen, allowed) if chosen in OUTPUT_MODES else None
+    if refusal is not None:
+        raise ConfigError(refusal)
     return StructuredOutput(output_spec(output_type), chosen, retries)
 
 

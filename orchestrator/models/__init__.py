@@ -32,6 +32,7 @@ from .base import (
     output_cap,
     output_modes_of,
     price_of,
+    unsupported_mode,
     unwrap,
 )
 from .resolve import (
@@ -130,6 +131,7 @@ __all__ = [
     "options_of",
     "output_cap",
     "output_modes_of",
+    "unsupported_mode",
     "price_of",
     "unwrap",
     "check_model",

@@ -185,6 +185,15 @@ def output_modes_of(model: ChatModel) -> tuple[OutputMode, ...]:
     return model.output_modes if isinstance(model, Model) else DEFAULT_OUTPUT_MODES
 
 
+def unsupported_mode(model: str, mode: OutputMode, allowed: Sequence[OutputMode]) -> str | None:
+    """Why `model` (which can give the `allowed` modes) cannot be asked for `mode`; None
+    when it can."""
+    if mode in allowed:
+        return None
+    ways = " or ".join(repr(m) for m in allowed)
+    return f"{model} cannot give {mode} structured output; use output_mode {ways}"
+
+
 def unwrap(model: ChatModel) -> ChatModel:
     """`model` under any wrapper of the package."""
     return model.unwrapped() if isinstance(model, Model) else model

@@ -7,9 +7,11 @@ executor needs to run it once its dependencies are done. Results are `TaskResult
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from ..models.base import OutputMode
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
 
@@ -34,6 +36,15 @@ class TaskSpec(BaseModel):
     output_schema: Annotated[
         dict[str, Any] | None,
         WithJsonSchema({"type": "object", "description": "JSON Schema its answer must follow."}),
+    ] = None
+    output_mode: Annotated[
+        OutputMode | None,
+        WithJsonSchema({"enum": list(get_args(OutputMode)), "description": "How it is asked."}),
+    ] = None
+    output_retries: Annotated[
+        int | None,
+        Field(ge=0),
+        WithJsonSchema({"type": "integer", "description": "Invalid answers sent back."}),
     ] = None
 
 
