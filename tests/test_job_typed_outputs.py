@@ -290,6 +290,66 @@ def test_validate_command_reports_the_field(tmp_path: Path) -> None:
     assert "steps[0].output_schema" in checked.stderr + checked.stdout
 
 
+NO_NATIVE = "deepseek:deepseek-chat cannot give native structured output; use output_mode "
+
+
+def test_validate_reports_an_output_mode_the_steps_model_cannot_give(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "pricer.md").write_text(
+        "---\nname: pricer\ndescription: Prices one item.\noutput_schema: price.yaml\n"
+        "output_mode: native\n---\nYou price items.\n"
+    )
+    (agents / "price.yaml").write_text(json.dumps(PRICE_SCHEMA))
+    spec = {
+        "name": "t",
+        "model": "deepseek:deepseek-chat",
+        "subagents": ["agents"],
+        "steps": [
+            {"id": "a", "task": "x", "output_schema": PRICE_SCHEMA, "output_mode": "native"},
+            {"id": "b", "task": "x", "output_schema": PRICE_SCHEMA, "output_mode": "tool"},
+            {
+                "id": "c",
+                "task": "x",
+                "model": "scripted:script.yaml",
+                "output_schema": PRICE_SCHEMA,
+                "output_mode": "native",
+            },
+            {"id": "d", "task": "x", "agent": "pricer"},
+        ],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    (tmp_path / "script.yaml").write_text(json.dumps({"*": []}))
+
+    checked = orchestrator("validate", "job.yaml", cwd=tmp_path, env={"DEEPSEEK_API_KEY": ""})
+
+    assert checked.returncode == 2, checked.stdout
+    said = checked.stderr
+    assert f"steps[0].output_mode: {NO_NATIVE}'tool' or 'prompted'" in said
+    assert "sub-agent 'pricer'" in said and f"output_mode: {NO_NATIVE}" in said
+    assert "steps[1]" not in said and "steps[2]" not in said
+
+
+def test_run_refuses_a_goals_output_mode_its_model_cannot_give_before_any_call(
+    tmp_path: Path,
+) -> None:
+    spec = {
+        "name": "t",
+        "model": "deepseek:deepseek-chat",
+        "goal": "Price tea.",
+        "output_schema": PRICE_SCHEMA,
+        "output_mode": "native",
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    env = {"DEEPSEEK_API_KEY": "sk-unused-0123456789", "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}
+
+    done = orchestrator("run", "job.yaml", "--trace", "t.jsonl", cwd=tmp_path, env=env)
+
+    assert done.returncode == 2, done.stderr
+    assert f"output_mode: {NO_NATIVE}'tool' or 'prompted'" in done.stderr
+    assert not (tmp_path / "t.jsonl").exists()
+
+
 def test_goal_output_schema(tmp_path: Path) -> None:
     spec = {
         "name": "t",

@@ -22,7 +22,16 @@ from orchestrator.agent.run_results import STATUSES
 from orchestrator.cli.rows import STYLES
 from orchestrator.errors import ConfigError
 from orchestrator.jobs import fast_forward
-from orchestrator.models import ChatModel, ForcedTool, ScriptedModel, resolve_model
+from orchestrator.models import (
+    PRESETS,
+    ChatModel,
+    ForcedTool,
+    ModelSettings,
+    ScriptedModel,
+    output_modes_for,
+    output_modes_of,
+    resolve_model,
+)
 from orchestrator.report.markup import STATUS_CLASSES
 from orchestrator.trace import Event, load_checkpoint, read_trace
 
@@ -495,6 +504,17 @@ def test_a_mode_the_model_cannot_give_and_a_mode_without_a_type_are_refused() ->
             return ""
 
         Agent(ScriptedModel({}), [final_result], output_type=int, output_mode="tool")
+
+
+@pytest.mark.parametrize("name", [*PRESETS, "scripted"])
+def test_a_models_output_modes_are_known_from_its_settings_without_building_it(name: str) -> None:
+    settings = ModelSettings(name=f"{name}:m")
+    built = (
+        ScriptedModel({})
+        if name == "scripted"
+        else resolve_model(settings, base_url="http://127.0.0.1:9/v1", api_key=KEY)
+    )
+    assert output_modes_for(settings) == output_modes_of(built)
 
 
 def test_every_status_has_a_colour_in_the_live_view_and_the_report() -> None:

@@ -44,6 +44,7 @@ from .resolve import (
     ModelRef,
     ResolvedModels,
     check_model,
+    output_modes_for,
     resolve_model,
     user_alias_file,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "unsupported_mode",
     "unwrap",
     "check_model",
+    "output_modes_for",
     "context_refusal",
     "context_window",
     "known_window",

@@ -18,6 +18,7 @@ from typing import Any
 from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel, cut_short
 from .base import (
+    DEFAULT_OUTPUT_MODES,
     ModelRequest,
     ModelResponse,
     OutputMode,
@@ -26,11 +27,10 @@ from .base import (
     usage_count,
 )
 from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
-from .settings import OpenAIOptions
+from .settings import PRESETS, OpenAIOptions
 from .window import models_window, props_window
 
 PATH = "/chat/completions"
-NATIVE_OUTPUT_PROVIDERS = frozenset({"openai", "openai-compatible", "ollama"})
 
 
 def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dict[str, Any]:
@@ -273,12 +273,12 @@ class OpenAIChatModel(HTTPChatModel[OpenAIOptions]):
 
     @property
     def output_modes(self) -> tuple[OutputMode, ...]:
-        """Native (`response_format` with a JSON schema) first where the server enforces it:
-        OpenAI, and the local servers (vLLM, llama.cpp, Ollama, LM Studio); a final-answer tool
-        first elsewhere (DeepSeek knows only `json_object`)."""
-        if self.provider in NATIVE_OUTPUT_PROVIDERS:
-            return ("native", "tool", "prompted")
-        return ("tool", "prompted")
+        """Its provider's (settings.py: `PRESETS`): native (`response_format` with a JSON
+        schema) first where the server enforces it, OpenAI and the local servers (vLLM,
+        llama.cpp, Ollama, LM Studio); a final-answer tool first elsewhere (DeepSeek knows only
+        `json_object`)."""
+        preset = PRESETS.get(self.provider)
+        return preset.output_modes if preset is not None else DEFAULT_OUTPUT_MODES
 
     @property
     def asks_server_window(self) -> bool:

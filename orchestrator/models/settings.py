@@ -42,6 +42,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from ..errors import ConfigError
 
+if TYPE_CHECKING:
+    from .base import OutputMode  # base reads the options defined here
+
 CacheTTL = Literal["5m", "1h"]
 JITTER = 0.25
 
@@ -203,6 +206,9 @@ class Preset:
     key_env: str | None
     key_required: bool
     max_tokens_field: str = "max_tokens"
+    output_modes: tuple[OutputMode, ...] = ("tool", "prompted")
+    """How its models can be asked for a structured answer, the default first (agent/output.py):
+    `native` only where the server holds a reply to a JSON Schema."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -213,6 +219,7 @@ PRESETS: dict[str, Preset] = {
         "OPENAI_API_KEY",
         key_required=True,
         max_tokens_field="max_completion_tokens",
+        output_modes=("native", "tool", "prompted"),
     ),
     "anthropic": Preset(
         "anthropic",
@@ -220,6 +227,9 @@ PRESETS: dict[str, Preset] = {
         "ANTHROPIC_BASE_URL",
         "ANTHROPIC_API_KEY",
         key_required=True,
+        # A final-answer tool by default: every Claude model with tools has it; native
+        # (`output_config.format`) only on Claude 4.5 models and later.
+        output_modes=("tool", "native", "prompted"),
     ),
     "deepseek": Preset(
         "openai",
@@ -229,10 +239,20 @@ PRESETS: dict[str, Preset] = {
         key_required=True,
     ),
     "ollama": Preset(
-        "openai", "http://localhost:11434/v1", "OLLAMA_BASE_URL", None, key_required=False
+        "openai",
+        "http://localhost:11434/v1",
+        "OLLAMA_BASE_URL",
+        None,
+        key_required=False,
+        output_modes=("native", "tool", "prompted"),
     ),
     "openai-compatible": Preset(
-        "openai", None, "OPENAI_BASE_URL", "OPENAI_API_KEY", key_required=False
+        "openai",
+        None,
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        key_required=False,
+        output_modes=("native", "tool", "prompted"),  # vLLM, llama.cpp, LM Studio
     ),
 }
 

@@ -37,15 +37,12 @@ class TaskSpec(BaseModel):
         dict[str, Any] | None,
         WithJsonSchema({"type": "object", "description": "JSON Schema its answer must follow."}),
     ] = None
+    # How its answer is asked for, and how many invalid ones go back (agent/output.py): the
+    # names say it, so no description is sent.
     output_mode: Annotated[
-        OutputMode | None,
-        WithJsonSchema({"enum": list(get_args(OutputMode)), "description": "How it is asked."}),
+        OutputMode | None, WithJsonSchema({"enum": list(get_args(OutputMode))})
     ] = None
-    output_retries: Annotated[
-        int | None,
-        Field(ge=0),
-        WithJsonSchema({"type": "integer", "description": "Invalid answers sent back."}),
-    ] = None
+    output_retries: Annotated[int | None, Field(ge=0), WithJsonSchema({"type": "integer"})] = None
 
 
 class TaskRequest(BaseModel):
