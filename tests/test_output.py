@@ -206,9 +206,13 @@ def test_a_schema_is_made_strict_where_it_can_be() -> None:
 # The modes on the wire.
 
 
-def openai_model(server: ProviderServer, provider: str = "openai") -> ChatModel:
+def openai_model(server: ProviderServer, provider: str = "openai", **options: Any) -> ChatModel:
     return resolve_model(
-        f"{provider}:test-model", base_url=server.openai_url, api_key=KEY, backoff_base=0.01
+        f"{provider}:test-model",
+        base_url=server.openai_url,
+        api_key=KEY,
+        backoff_base=0.01,
+        **options,
     )
 
 
@@ -248,6 +252,24 @@ async def test_a_local_server_gets_native_output_by_default_and_a_scalar_is_wrap
             "additionalProperties": False,
         },
         "strict": True,
+    }
+
+
+async def test_output_format_json_object_sends_the_schema_beside_the_type() -> None:
+    # llama-cpp-python's server takes only `{"type": "json_object", "schema": ...}`.
+    with ProviderServer({"*": [{"content": '{"result": 12}'}]}) as server:
+        model = openai_model(server, "openai-compatible", output_format="json_object")
+        result = await Agent(model, output_type=int).run("How many?")
+    assert (result.status, result.data) == ("completed", 12)
+    [body] = server.bodies()
+    assert body["response_format"] == {
+        "type": "json_object",
+        "schema": {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+            "additionalProperties": False,
+        },
     }
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .base import OutputMode  # base reads the options defined here
 
 CacheTTL = Literal["5m", "1h"]
+OutputFormat = Literal["json_schema", "json_object"]
 JITTER = 0.25
 
 
@@ -97,6 +98,12 @@ class OpenAIOptions(WireOptions):
     send_reasoning: bool = False
     """Send earlier turns' reasoning back as `reasoning_content` (some servers want it during
     tool use, others reject it)."""
+    output_format: OutputFormat = "json_schema"
+    """How a native-mode output schema goes as `response_format`: `json_schema`
+    (`{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`: OpenAI, vLLM,
+    Ollama, LM Studio, llama.cpp's `llama-server`), or `json_object` (`{"type": "json_object",
+    "schema": ...}`: llama-cpp-python's server, which takes no other; `llama-server` takes it
+    too). Either way the server turns the schema into a grammar the reply follows."""
 
 
 class AnthropicOptions(WireOptions):
