@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..messages import Message, ToolSpec, Usage
 from .prices import STANDARD_PRICES, Price, PriceTable
 from .settings import AnthropicOptions, WireOptions
+from .settings import OutputMode as OutputMode  # defined beside the presets that name it
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,6 @@ class ForcedTool:
 
 
 ToolChoice = Literal["auto", "none", "required"] | ForcedTool
-
-OutputMode = Literal["tool", "native", "prompted"]
-"""How an agent asks a model for a structured answer (agent/output.py): through a final-answer
-tool, through the provider's own JSON Schema output (`ModelRequest.output_schema`), or with the
-schema in the system prompt."""
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,12 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 
 from ..errors import ConfigError
 
-if TYPE_CHECKING:
-    from .base import OutputMode  # base reads the options defined here
-
 CacheTTL = Literal["5m", "1h"]
 OutputFormat = Literal["json_schema", "json_object"]
+OutputMode = Literal["tool", "native", "prompted"]
+"""How an agent asks a model for a structured answer (agent/output.py): through a final-answer
+tool, through the provider's own JSON Schema output (`ModelRequest.output_schema`), or with the
+schema in the system prompt."""
 JITTER = 0.25
 
 
