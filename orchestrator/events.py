@@ -253,6 +253,8 @@ class ModelRetry(EventBase):
 
     type: Literal["model_retry"]
     provider: str | None = None
+    request_attempt: int | None = None
+    """Which try of the request failed, from 1 (`attempt` is the run's, as on every event)."""
     status: int | None = None
     """The HTTP status that asked for the retry (null: the connection failed)."""
     delay: Number | None = None

@@ -16,7 +16,7 @@ from cli_process import orchestrator
 
 from orchestrator import Orchestrator, Trace
 from orchestrator.jobs import SpecError, load_job
-from orchestrator.models import ScriptedModel
+from orchestrator.models import ModelWrapper, OutputMode, ScriptedModel
 from orchestrator.trace import read_trace
 
 INVOICE_SCHEMA = {
@@ -290,6 +290,66 @@ def test_validate_command_reports_the_field(tmp_path: Path) -> None:
     assert "steps[0].output_schema" in checked.stderr + checked.stdout
 
 
+NO_NATIVE = "deepseek:deepseek-chat cannot give native structured output; use output_mode "
+
+
+def test_validate_reports_an_output_mode_the_steps_model_cannot_give(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "pricer.md").write_text(
+        "---\nname: pricer\ndescription: Prices one item.\noutput_schema: price.yaml\n"
+        "output_mode: native\n---\nYou price items.\n"
+    )
+    (agents / "price.yaml").write_text(json.dumps(PRICE_SCHEMA))
+    spec = {
+        "name": "t",
+        "model": "deepseek:deepseek-chat",
+        "subagents": ["agents"],
+        "steps": [
+            {"id": "a", "task": "x", "output_schema": PRICE_SCHEMA, "output_mode": "native"},
+            {"id": "b", "task": "x", "output_schema": PRICE_SCHEMA, "output_mode": "tool"},
+            {
+                "id": "c",
+                "task": "x",
+                "model": "scripted:script.yaml",
+                "output_schema": PRICE_SCHEMA,
+                "output_mode": "native",
+            },
+            {"id": "d", "task": "x", "agent": "pricer"},
+        ],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    (tmp_path / "script.yaml").write_text(json.dumps({"*": []}))
+
+    checked = orchestrator("validate", "job.yaml", cwd=tmp_path, env={"DEEPSEEK_API_KEY": ""})
+
+    assert checked.returncode == 2, checked.stdout
+    said = checked.stderr
+    assert f"steps[0].output_mode: {NO_NATIVE}'tool' or 'prompted'" in said
+    assert "sub-agent 'pricer'" in said and f"output_mode: {NO_NATIVE}" in said
+    assert "steps[1]" not in said and "steps[2]" not in said
+
+
+def test_run_refuses_a_goals_output_mode_its_model_cannot_give_before_any_call(
+    tmp_path: Path,
+) -> None:
+    spec = {
+        "name": "t",
+        "model": "deepseek:deepseek-chat",
+        "goal": "Price tea.",
+        "output_schema": PRICE_SCHEMA,
+        "output_mode": "native",
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+    env = {"DEEPSEEK_API_KEY": "sk-unused-0123456789", "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}
+
+    done = orchestrator("run", "job.yaml", "--trace", "t.jsonl", cwd=tmp_path, env=env)
+
+    assert done.returncode == 2, done.stderr
+    assert f"output_mode: {NO_NATIVE}'tool' or 'prompted'" in done.stderr
+    assert not (tmp_path / "t.jsonl").exists()
+
+
 def test_goal_output_schema(tmp_path: Path) -> None:
     spec = {
         "name": "t",
@@ -400,6 +460,83 @@ def test_a_fork_task_with_a_bad_schema_is_refused_before_it_runs(tmp_path: Path)
     observation = next(m for m in result.messages if m.role == "tool").content or ""
     assert "The fork was not run" in observation
     assert "tasks[0]: output_schema: the output schema is not valid JSON Schema" in observation
+    assert not [r for r in model.requests if r.agent != "planner"]
+
+
+class WithoutNative(ModelWrapper):
+    """A model that cannot give native structured output (as DeepSeek's API cannot)."""
+
+    @property
+    def output_modes(self) -> tuple[OutputMode, ...]:
+        return ("tool", "prompted")
+
+
+def test_a_fork_task_sets_its_own_output_mode_and_retries() -> None:
+    tasks = [
+        {
+            "id": "tea",
+            "task": "Price tea.",
+            "output_schema": PRICE_SCHEMA,
+            "output_mode": "tool",
+            "output_retries": 0,
+        }
+    ]
+    model = ScriptedModel(
+        {
+            "planner": [
+                {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+                {"content": "Priced."},
+            ],
+            "tea": [{"tool_calls": [{"name": "final_result", "arguments": {"item": "tea"}}]}],
+        }
+    )
+
+    result = Orchestrator(model, builtin=False).run_sync("Price tea.")
+
+    [tea] = result.children
+    assert (tea.status, tea.data) == ("output_invalid", None)
+    [request] = [r for r in model.requests if r.agent == "planner/tea"]
+    assert request.output_schema is None
+    assert "final_result" in [t.name for t in request.tools]
+    model.assert_all_used()
+
+
+@pytest.mark.parametrize(
+    ("task", "problem"),
+    [
+        (
+            {"output_mode": "prompted"},
+            "tasks[0]: output_mode: the task has no output_schema, nor has its agent 'general'",
+        ),
+        (
+            {"output_retries": 1},
+            "tasks[0]: output_retries: the task has no output_schema, nor has its agent 'general'",
+        ),
+        (
+            {"output_schema": PRICE_SCHEMA, "output_mode": "native"},
+            "tasks[0]: output_mode: scripted cannot give native structured output; use "
+            "output_mode 'tool' or 'prompted'",
+        ),
+    ],
+)
+def test_a_fork_tasks_output_mode_is_checked_before_it_runs(
+    task: dict[str, Any], problem: str
+) -> None:
+    tasks = [{"id": "x", "task": "Do.", **task}]
+    model = ScriptedModel(
+        {
+            "planner": [
+                {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+                {"content": "Gave up."},
+            ]
+        }
+    )
+
+    result = Orchestrator(WithoutNative(model), builtin=False).run_sync("Go.")
+
+    observation = next(m for m in result.messages if m.role == "tool").content or ""
+    assert "The fork was not run" in observation
+    assert problem in observation
     assert not [r for r in model.requests if r.agent != "planner"]
 
 

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from provider_server import Fault, ProviderServer, anthropic_whole, openai_whole
 
-from orchestrator import Agent, Trace
+from orchestrator import Agent, Trace, read_trace
 from orchestrator.errors import ModelError, RetryableModelError
+from orchestrator.events import ModelRetry
 from orchestrator.messages import Message
 from orchestrator.models import ChatModel, ModelRequest, resolve_model
-from orchestrator.trace import Event
+from orchestrator.trace import Event, load_checkpoint
 
 KEY = "sk-test-faults-0123456789"
 PROVIDERS = ["openai", "anthropic"]
@@ -49,9 +50,26 @@ async def test_429_waits_as_long_as_retry_after_says(provider: str) -> None:
     assert (result.status, result.output) == ("completed", "Hello there, friend.")
     assert len(server.requests) == 2
     [retry] = retries(events)
-    assert (retry["attempt"], retry["status"], retry["delay"]) == (1, 429, 0.3)
+    assert (retry["request_attempt"], retry["status"], retry["delay"]) == (1, 429, 0.3)
     assert "Rate limit" in retry["error"]
     assert elapsed >= 0.3
+
+
+async def test_a_retry_in_a_resumed_run_keeps_the_runs_attempt_and_its_own(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as first:
+        first.emit("run_start", "agent", task="Say hello.")  # cut off here
+    with ProviderServer(HELLO) as server:
+        server.fail(Fault("status", 500, message="The server had an error"))
+        with Trace(path, resume=load_checkpoint(path)) as second:
+            result = await Agent(model_for("openai", server), trace=second).run("Say hello.")
+    assert result.status == "completed"
+    [line] = [e for e in read_trace(path) if e["type"] == "model_retry"]
+    assert (line["attempt"], line["request_attempt"]) == (2, 1)
+    retry = ModelRetry.model_validate(line)
+    assert (retry.attempt, retry.request_attempt) == (2, 1)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -191,7 +209,7 @@ async def test_after_the_last_retry_the_run_ends_in_error(provider: str) -> None
         result, events = await run(model_for(provider, server, max_retries=2))
     assert result.status == "error"
     assert len(server.requests) == 3
-    assert [e["attempt"] for e in retries(events)] == [1, 2]
+    assert [e["request_attempt"] for e in retries(events)] == [1, 2]
     assert result.error is not None
     assert "HTTP 503" in result.error and "Service unavailable" in result.error
     assert result.error.endswith("(gave up after 3 attempts)")

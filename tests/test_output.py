@@ -22,7 +22,16 @@ from orchestrator.agent.run_results import STATUSES
 from orchestrator.cli.rows import STYLES
 from orchestrator.errors import ConfigError
 from orchestrator.jobs import fast_forward
-from orchestrator.models import ChatModel, ForcedTool, ScriptedModel, resolve_model
+from orchestrator.models import (
+    PRESETS,
+    ChatModel,
+    ForcedTool,
+    ModelSettings,
+    ScriptedModel,
+    output_modes_for,
+    output_modes_of,
+    resolve_model,
+)
 from orchestrator.report.markup import STATUS_CLASSES
 from orchestrator.trace import Event, load_checkpoint, read_trace
 
@@ -197,9 +206,13 @@ def test_a_schema_is_made_strict_where_it_can_be() -> None:
 # The modes on the wire.
 
 
-def openai_model(server: ProviderServer, provider: str = "openai") -> ChatModel:
+def openai_model(server: ProviderServer, provider: str = "openai", **options: Any) -> ChatModel:
     return resolve_model(
-        f"{provider}:test-model", base_url=server.openai_url, api_key=KEY, backoff_base=0.01
+        f"{provider}:test-model",
+        base_url=server.openai_url,
+        api_key=KEY,
+        backoff_base=0.01,
+        **options,
     )
 
 
@@ -239,6 +252,24 @@ async def test_a_local_server_gets_native_output_by_default_and_a_scalar_is_wrap
             "additionalProperties": False,
         },
         "strict": True,
+    }
+
+
+async def test_output_format_json_object_sends_the_schema_beside_the_type() -> None:
+    # llama-cpp-python's server takes only `{"type": "json_object", "schema": ...}`.
+    with ProviderServer({"*": [{"content": '{"result": 12}'}]}) as server:
+        model = openai_model(server, "openai-compatible", output_format="json_object")
+        result = await Agent(model, output_type=int).run("How many?")
+    assert (result.status, result.data) == ("completed", 12)
+    [body] = server.bodies()
+    assert body["response_format"] == {
+        "type": "json_object",
+        "schema": {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+            "additionalProperties": False,
+        },
     }
 
 
@@ -497,6 +528,17 @@ def test_a_mode_the_model_cannot_give_and_a_mode_without_a_type_are_refused() ->
         Agent(ScriptedModel({}), [final_result], output_type=int, output_mode="tool")
 
 
+@pytest.mark.parametrize("name", [*PRESETS, "scripted"])
+def test_a_models_output_modes_are_known_from_its_settings_without_building_it(name: str) -> None:
+    settings = ModelSettings(name=f"{name}:m")
+    built = (
+        ScriptedModel({})
+        if name == "scripted"
+        else resolve_model(settings, base_url="http://127.0.0.1:9/v1", api_key=KEY)
+    )
+    assert output_modes_for(settings) == output_modes_of(built)
+
+
 def test_every_status_has_a_colour_in_the_live_view_and_the_report() -> None:
     assert "output_invalid" in STATUSES
     assert STYLES.keys() >= STATUSES
@@ -510,3 +552,133 @@ def test_messages_are_unchanged_by_an_agent_without_an_output_type() -> None:
     assert model.requests[0].output_schema is None
     assert [m.role for m in result.messages] == ["user", "assistant"]
     assert isinstance(result.messages[0], Message)
+
+
+# The last step, the budget's wrap-up and a resumed run, with an output type.
+
+
+def test_in_tool_mode_the_last_step_note_says_to_call_the_final_tool() -> None:
+    script: Script = {
+        "*": [
+            {"tool_calls": [call("lookup", number="A-7")]},
+            {"tool_calls": [call(FINAL_TOOL, **INVOICE)]},
+        ]
+    }
+    model = ScriptedModel(script)
+    agent = Agent(model, [lookup], output_type=Invoice, output_mode="tool", max_steps=2)
+    result = agent.run_sync("Read.")
+    assert (result.status, result.data) == ("max_steps", Invoice.model_validate(INVOICE))
+    note = model.requests[-1].messages[-1]
+    assert note.role == "user" and note.content is not None
+    assert f"Call {FINAL_TOOL} now" in note.content
+    assert "no more tool calls are possible" not in note.content
+
+
+@tool
+def fetch(page: int) -> str:
+    """Fetch one page of a long report."""
+    return f"page {page}: " + "figures " * 150
+
+
+# A budget that two pages fit, but not a third request with its 200-token output reserve,
+# while a short wrap-up answer still does (the tool mode's requests carry one more tool).
+PAGES_BUDGET = {"tool": 1000, "native": 850}
+
+
+def pages_then(last: dict[str, Any]) -> ScriptedModel:
+    """Two pages read, then `last`."""
+    turns: list[dict[str, Any]] = [{"tool_calls": [call("fetch", page=i)]} for i in (1, 2)]
+    return ScriptedModel({"*": [*turns, last]})
+
+
+async def test_in_tool_mode_the_budget_wrap_up_offers_the_final_tool_and_keeps_its_data() -> None:
+    model = pages_then({"tool_calls": [call(FINAL_TOOL, result=2)]})
+    agent = Agent(model, [fetch], output_type=int, output_mode="tool", max_output_tokens=200)
+    result = await agent.run("How many pages?", max_tokens=PAGES_BUDGET["tool"])
+    wrap_up = model.requests[-1]
+    assert wrap_up.tool_choice == ForcedTool(FINAL_TOOL)
+    assert [t.name for t in wrap_up.tools] == ["fetch", FINAL_TOOL]
+    assert f"Call {FINAL_TOOL} now" in (wrap_up.messages[-1].content or "")
+    assert (result.status, result.data, result.output, result.error) == (
+        "budget_exhausted",
+        2,
+        "2",
+        None,
+    )
+    assert result.output_as(int) == 2
+    assert result.messages[-1].content == "Final answer accepted."
+    model.assert_all_used()
+
+
+@pytest.mark.parametrize(
+    ("mode", "last", "why"),
+    [
+        ("tool", {"content": "Two, I think."}, f"by calling {FINAL_TOOL}, not as text"),
+        ("native", {"content": "Two, I think."}, "The answer is not valid JSON"),
+    ],
+)
+async def test_a_wrap_up_answer_that_does_not_validate_says_why_data_is_missing(
+    mode: Literal["tool", "native"], last: dict[str, Any], why: str
+) -> None:
+    model = pages_then(last)
+    agent = Agent(model, [fetch], output_type=int, output_mode=mode, max_output_tokens=200)
+    result = await agent.run("How many pages?", max_tokens=PAGES_BUDGET[mode])
+    assert model.requests[-1].tool_choice == (
+        "none" if mode == "native" else ForcedTool(FINAL_TOOL)
+    )
+    assert (result.status, result.data, result.output) == (
+        "budget_exhausted",
+        None,
+        "Two, I think.",
+    )
+    assert result.error is not None
+    assert result.error.startswith("the token budget ran out before a valid answer: ")
+    assert why in result.error
+    with pytest.raises(ValueError, match="budget_exhausted without a valid answer: the token"):
+        result.output_as(int)
+
+
+async def test_a_budget_with_no_room_for_a_wrap_up_says_why_data_is_missing() -> None:
+    model = ScriptedModel({"*": [{"tool_calls": [call("fetch", page=1)]}]})
+    agent = Agent(model, [fetch], output_type=int, output_mode="tool", max_output_tokens=200)
+    result = await agent.run("How many pages?", max_tokens=400)
+    assert (result.status, result.data, result.steps) == ("budget_exhausted", None, 1)
+    assert result.error == (
+        "the token budget ran out before a valid answer: no room was left for a last answer"
+    )
+
+
+@pytest.mark.parametrize("mode", ["native", "tool"])
+async def test_a_resumed_run_goes_on_counting_the_answers_that_did_not_validate(
+    tmp_path: Path, mode: Literal["native", "tool"]
+) -> None:
+    bad: dict[str, Any] = (
+        {"content": "seven"} if mode == "native" else {"tool_calls": [call(FINAL_TOOL, result="x")]}
+    )
+    script = {"*": [bad, bad, bad]}
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as trace:
+        agent = Agent(ScriptedModel(script), output_type=int, output_mode=mode, trace=trace)
+        whole = await agent.run("Count.")
+    assert (whole.status, whole.steps) == ("output_invalid", 3)
+    events = read_trace(path)
+    second_answer = [
+        i for i, e in enumerate(events) if e["type"] == "model_call" and e["step"] == 2
+    ][0]
+    told = next(
+        i
+        for i, e in enumerate(events)
+        if i > second_answer and e["type"] == "message" and e["message"]["role"] in ("user", "tool")
+    )
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: told + 1]))  # killed once told of its second failure
+    resign(path)
+    checkpoint = load_checkpoint(path)
+    model = ScriptedModel(script)
+    fast_forward(model, checkpoint)
+    with Trace(path, resume=checkpoint) as trace:
+        agent = Agent(model, output_type=int, output_mode=mode, trace=trace)
+        resumed = await agent.run("Count.")
+    # Two failures before the cut, the third after it: no try is left, as in the whole run.
+    assert (resumed.status, resumed.steps) == ("output_invalid", 3)
+    model.assert_all_used()

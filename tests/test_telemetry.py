@@ -401,7 +401,7 @@ class LeakyModel(ScriptedModel):
     with credentials in it."""
 
     async def complete(self, request: Any) -> Any:
-        request.emit("model_retry", attempt=1, error="401 for key sk-leaky-secret-value-1")
+        request.emit("model_retry", request_attempt=1, error="401 for key sk-leaky-secret-value-1")
         request.emit("model_wait", endpoint="https://bob:hunter2pass@models.example/v1")
         raise orchestrator.errors.ModelError(
             "rejected sk-leaky-secret-value-1 at https://bob:hunter2pass@models.example/v1"

@@ -80,6 +80,15 @@ FORCED_ANSWER_NOTE = (
     "[orchestrator] This is the last step. Give your final answer now; no more tool calls are "
     "possible."
 )
+FINAL_TOOL_WRAP_UP_NOTE = (
+    "[orchestrator] The token budget is nearly spent. Call {tool} now with your best answer "
+    "from what you have; no other tool calls are possible."
+)
+FINAL_TOOL_LAST_STEP_NOTE = (
+    "[orchestrator] This is the last step. Call {tool} now with your final answer; no other "
+    "tool calls are possible."
+)
+NO_ROOM_TO_ANSWER = "no room was left for a last answer"
 REPEAT_WARN_AT = 3
 REPEAT_NOTE = (
     "[orchestrator] You have called {name} with the same arguments {count} times in a row and "
@@ -377,7 +386,7 @@ class AgentLoop:
         last_step = state.steps + 1 >= self.max_steps
         forced = last_step and self.max_steps > 1  # a one-step agent just answers
         if forced:
-            self._append(state, Message.user(FORCED_ANSWER_NOTE))
+            self._append(state, Message.user(self._notes()[0]))
         choice: ToolChoice = "auto"
         if last_step:  # tools off, or only the final-answer tool
             choice = self.output.last_choice() if self.output is not None else "none"
@@ -687,22 +696,57 @@ class AgentLoop:
             self._finish(state, "output_invalid", verdict.output, error=verdict.error)
 
     async def _wrap_up(self, state: RunState) -> None:
-        """The budget cannot cover another call: one last one with tools disabled, if it fits."""
-        self._append(state, Message.user(WRAP_UP_NOTE))
+        """The budget cannot cover another call: one last one, if it fits, with tools disabled
+        (or, in tool mode, only the final-answer tool allowed). An agent given an output type
+        keeps a valid answer as its data; without one, `error` says why."""
+        self._append(state, Message.user(self._notes()[1]))
         remaining = state.budget.remaining
         needed = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         room = self.max_output_tokens if remaining is None else remaining - needed
         text = ""
+        verdict: Verdict | None = None
         if room >= MIN_WRAP_UP_OUTPUT:
+            choice = self.output.last_choice() if self.output is not None else "none"
             response = await self.call_model(
-                state, "none", max_output_tokens=min(room, self.max_output_tokens)
+                state, choice, max_output_tokens=min(room, self.max_output_tokens)
             )
             if response is not None:
                 self._append(state, response.message)
-                self._refuse_calls(state, response.message.tool_calls, "the budget is spent")
+                verdict = self._last_verdict(state, response.message)
                 text = response.message.content or ""
         await self._settle(state, answered=False)
-        self._finish(state, "budget_exhausted", text or _last_answer(state.transcript))
+        if verdict is not None and verdict.valid:
+            self._finish(state, "budget_exhausted", verdict.output, data=verdict.value)
+            return
+        error = None
+        if self.output is not None:
+            why = verdict.error if verdict is not None else NO_ROOM_TO_ANSWER
+            error = f"the token budget ran out before a valid answer: {why}"
+        self._finish(state, "budget_exhausted", text or _last_answer(state.transcript), error=error)
+
+    def _last_verdict(self, state: RunState, message: Message) -> Verdict | None:
+        """The wrap-up's reply judged as a final answer, with no try after it (None: the agent
+        has no output type); its calls get their results."""
+        if self.output is not None and self.output.answers_by_tool(message.tool_calls):
+            verdict = self.output.check_calls(state.context, message.tool_calls, can_retry=False)
+            for result in verdict.results:
+                if result is not None:
+                    self._append(state, result)
+            return verdict
+        self._refuse_calls(state, message.tool_calls, "the budget is spent")
+        if self.output is None:
+            return None
+        return self.output.check_text(state.context, message.content or "", can_retry=False)
+
+    def _notes(self) -> tuple[str, str]:
+        """The last-step and wrap-up notes; in tool mode they say to call the final tool."""
+        final = self.output.tool if self.output is not None else None
+        if final is None:
+            return FORCED_ANSWER_NOTE, WRAP_UP_NOTE
+        return (
+            FINAL_TOOL_LAST_STEP_NOTE.format(tool=final.name),
+            FINAL_TOOL_WRAP_UP_NOTE.format(tool=final.name),
+        )
 
     def _refuse_calls(self, state: RunState, calls: Sequence[ToolCall], reason: str) -> None:
         for call in calls:
@@ -780,7 +824,7 @@ class AgentLoop:
                 trace,
                 context,
                 extensions=self.extensions,
-                notes=(FORCED_ANSWER_NOTE, WRAP_UP_NOTE),
+                notes={*self._notes(), FORCED_ANSWER_NOTE, WRAP_UP_NOTE},
                 shared_budget=budget is self.budget,
             )
         if restart is not None:

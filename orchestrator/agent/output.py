@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar, get_args, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, overload
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
@@ -51,9 +51,13 @@ from ..models.base import (
     OutputSchema,
     ToolChoice,
     output_modes_of,
+    unsupported_mode,
 )
 from .extension import Extension
 from .tools import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ..trace import AgentRecord
 
 T = TypeVar("T")
 
@@ -66,6 +70,11 @@ _FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 SCHEMA_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 DOTTED_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+NOTE_PREFIX = "[orchestrator] "
+# How a retry note ends (`StructuredOutput._retry_note`): a resumed run counts them.
+_RETRY_TAIL = re.compile(
+    r"\nFix it and (?:call [\w-]+|answer) again \((?:\d+ tries left|this is your last try)\)\.\Z"
+)
 
 
 class OutputInvalid(ValueError):
@@ -383,6 +392,13 @@ class StructuredOutput(Extension, Generic[T]):
     def start_record(self) -> dict[str, object]:
         return {"output": {"mode": self.mode, "name": self.spec.name}}
 
+    def restore(
+        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+    ) -> None:
+        """A resumed run goes on counting the answers that did not validate: each got a retry
+        note, and the conversation it goes on from holds them."""
+        context.state_of(OutputTries).failed = sum(1 for m in messages if _is_retry_note(m))
+
     def last_choice(self) -> ToolChoice:
         """The tool choice of the last step: the final-answer tool, or no tool."""
         return ForcedTool(self.tool.name) if self.tool is not None else "none"
@@ -402,9 +418,7 @@ class StructuredOutput(Extension, Generic[T]):
         except OutputInvalid as exc:
             retry = self._failed(context, can_retry)
             note = (
-                Message.user(f"[orchestrator] {self._retry_note(context, str(exc))}")
-                if retry
-                else None
+                Message.user(NOTE_PREFIX + self._retry_note(context, str(exc))) if retry else None
             )
             return Verdict(valid=False, output=text, error=str(exc), retry=retry, note=note)
         return Verdict(valid=True, value=value, output=self.spec.dump(value))
@@ -481,12 +495,21 @@ def structured_output(
         return None
     allowed = output_modes_of(model)
     chosen = mode or allowed[0]
-    if chosen in OUTPUT_MODES and chosen not in allowed:
-        raise ConfigError(
-            f"{model.name} cannot give {chosen} structured output; use output_mode "
-            + " or ".join(repr(m) for m in allowed)
-        )
+    refusal = unsupported_mode(model.name, chosen, allowed) if chosen in OUTPUT_MODES else None
+    if refusal is not None:
+        raise ConfigError(refusal)
     return StructuredOutput(output_spec(output_type), chosen, retries)
+
+
+def _is_retry_note(message: Message) -> bool:
+    """A note that sent an answer back to be fixed: a user message of the loop's, or the
+    final tool's error result."""
+    if message.role == "user":
+        ours = (message.content or "").startswith(NOTE_PREFIX)
+    else:
+        ours = message.role == "tool" and message.name == FINAL_TOOL
+        ours = ours and message.error_type == "invalid_arguments"
+    return ours and _RETRY_TAIL.search(message.content or "") is not None
 
 
 def final_tool(spec: OutputSpec[Any]) -> Tool:

@@ -14,7 +14,15 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from ..models import ModelAliases, ModelSettings, check_model
+from ..models import (
+    ModelAliases,
+    ModelRef,
+    ModelSettings,
+    OutputMode,
+    check_model,
+    output_modes_for,
+    unsupported_mode,
+)
 from ..models.prices import STANDARD_PRICES, PriceTable
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
@@ -44,12 +52,19 @@ def preflight(
             Problem("permissions.workspace", f"the folder {workspace} does not exist")
         )
     found.problems += _unpriced(job, [job.model, *(s.model for s in job.plan if s.model)])
+    found.problems += _output_modes(job, registry, aliases)
     for index, step in enumerate(job.steps):
         for issue in _unknown_skills(step.skills or [], skills):
             found.problems.append(Problem(f"steps[{index}].skills", issue))
     named = {step.agent for step in job.plan if step.agent and not step.planner}
     for definition in registry:
         issues = _definition_issues(definition, skills, aliases)
+        if definition.output_mode is not None:
+            # Its model, else the job's: what a step (or the planner) that forks it runs on.
+            model = definition.model or job.model
+            issues += [
+                f"output_mode: {m}" for m in _mode_issue(model, definition.output_mode, aliases)
+            ]
         if definition.model is not None:
             issues += [p.message for p in _unpriced(job, [definition.model])]
         where = f"sub-agent {definition.name!r}" + (
@@ -60,6 +75,33 @@ def preflight(
         else:
             found.warnings += [f"{where}: {issue} (it fails if it is forked)" for issue in issues]
     return found
+
+
+def _output_modes(job: Job, registry: SubagentRegistry, aliases: ModelAliases) -> list[Problem]:
+    """A step's (or the goal's) `output_mode` that its model cannot give: the step's own
+    model, else its agent definition's, else the job's. An agent is built refusing it, so the
+    run would fail only once the step starts."""
+    problems = []
+    for index, step in enumerate(job.plan):
+        if step.output_mode is None:
+            continue
+        definition = registry.get(step.agent_name) if step.agent else None
+        own = definition.model if definition is not None else None
+        model = step.model or own or job.model
+        where = "output_mode" if job.goal is not None else f"steps[{index}].output_mode"
+        problems += [Problem(where, m) for m in _mode_issue(model, step.output_mode, aliases)]
+    return problems
+
+
+def _mode_issue(model: ModelRef, mode: OutputMode, aliases: ModelAliases) -> list[str]:
+    """Why `model` cannot give `mode`, if it cannot (none when the model itself is wrong:
+    that has its own problem)."""
+    try:
+        settings = check_model(model, aliases)
+    except ConfigError:
+        return []
+    refusal = unsupported_mode(settings.name, mode, output_modes_for(settings))
+    return [refusal] if refusal is not None else []
 
 
 def _unpriced(job: Job, models: list[ModelSettings]) -> list[Problem]:

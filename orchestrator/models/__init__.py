@@ -32,6 +32,7 @@ from .base import (
     output_cap,
     output_modes_of,
     price_of,
+    unsupported_mode,
     unwrap,
 )
 from .resolve import (
@@ -43,6 +44,7 @@ from .resolve import (
     ModelRef,
     ResolvedModels,
     check_model,
+    output_modes_for,
     resolve_model,
     user_alias_file,
 )
@@ -131,8 +133,10 @@ __all__ = [
     "output_cap",
     "output_modes_of",
     "price_of",
+    "unsupported_mode",
     "unwrap",
     "check_model",
+    "output_modes_for",
     "context_refusal",
     "context_window",
     "known_window",

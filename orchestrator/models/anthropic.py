@@ -33,7 +33,7 @@ from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel
 from .base import ModelRequest, ModelResponse, OutputMode, ToolChoice, usage_count
 from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
-from .settings import AnthropicOptions, CacheTTL
+from .settings import PRESETS, AnthropicOptions, CacheTTL
 
 __all__ = [
     "AnthropicModel",
@@ -438,9 +438,10 @@ class AnthropicModel(HTTPChatModel[AnthropicOptions]):
 
     @property
     def output_modes(self) -> tuple[OutputMode, ...]:
-        """A final-answer tool by default: every Claude model with tools has it; native
-        (`output_config.format`) only on Claude 4.5 models and later."""
-        return ("tool", "native", "prompted")
+        """Its preset's (settings.py: `PRESETS`): a final-answer tool by default, as every
+        Claude model with tools has it; native (`output_config.format`) only on Claude 4.5
+        models and later."""
+        return PRESETS["anthropic"].output_modes
 
     def assembler(self, request: ModelRequest) -> EventAssembler:
         return EventAssembler(self.provider, request.text)

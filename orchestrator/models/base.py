@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..messages import Message, ToolSpec, Usage
 from .prices import STANDARD_PRICES, Price, PriceTable
 from .settings import AnthropicOptions, WireOptions
+from .settings import OutputMode as OutputMode  # defined beside the presets that name it
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,6 @@ class ForcedTool:
 
 
 ToolChoice = Literal["auto", "none", "required"] | ForcedTool
-
-OutputMode = Literal["tool", "native", "prompted"]
-"""How an agent asks a model for a structured answer (agent/output.py): through a final-answer
-tool, through the provider's own JSON Schema output (`ModelRequest.output_schema`), or with the
-schema in the system prompt."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +179,15 @@ def output_modes_of(model: ChatModel) -> tuple[OutputMode, ...]:
     """How `model` can be asked for a structured answer, its default first; a ChatModel that
     is only a name and `complete` gets a tool or the prompt, never a schema it may not send."""
     return model.output_modes if isinstance(model, Model) else DEFAULT_OUTPUT_MODES
+
+
+def unsupported_mode(model: str, mode: OutputMode, allowed: Sequence[OutputMode]) -> str | None:
+    """Why `model` (which can give the `allowed` modes) cannot be asked for `mode`; None
+    when it can."""
+    if mode in allowed:
+        return None
+    ways = " or ".join(repr(m) for m in allowed)
+    return f"{model} cannot give {mode} structured output; use output_mode {ways}"
 
 
 def unwrap(model: ChatModel) -> ChatModel:

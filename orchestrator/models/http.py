@@ -162,7 +162,8 @@ class Connection:
                 request.emit(
                     "model_retry",
                     provider=self.provider,
-                    attempt=attempt,
+                    # Not `attempt`: every event's own field, the run's attempt, keeps that name.
+                    request_attempt=attempt,
                     status=exc.status,
                     delay=round(delay, 3),
                     error=str(exc),

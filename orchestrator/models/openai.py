@@ -18,6 +18,7 @@ from typing import Any
 from ..messages import Message, ToolCall, ToolSpec, Usage
 from .adapter import HTTPChatModel, cut_short
 from .base import (
+    DEFAULT_OUTPUT_MODES,
     ModelRequest,
     ModelResponse,
     OutputMode,
@@ -26,17 +27,17 @@ from .base import (
     usage_count,
 )
 from .http import Connection, ServerSentEvent, bad_reply, iter_events, stream_error
-from .settings import OpenAIOptions
+from .settings import PRESETS, OpenAIOptions
 from .window import models_window, props_window
 
 PATH = "/chat/completions"
-NATIVE_OUTPUT_PROVIDERS = frozenset({"openai", "openai-compatible", "ollama"})
 
 
 def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dict[str, Any]:
     """The JSON body of one request. Without tools, no `tool_choice` is sent either. An output
-    schema goes as `response_format` (`json_schema`), which OpenAI, vLLM, Ollama and
-    llama.cpp's server (through a grammar) all enforce."""
+    schema goes as `response_format`, which OpenAI, vLLM, Ollama and llama.cpp's servers
+    (through a grammar) all enforce: `json_schema`, or `json_object` with the schema beside
+    it where the server takes only that (`OpenAIOptions.output_format`)."""
     body: dict[str, Any] = {
         "model": model,
         "messages": [_wire_message(m, options.send_reasoning) for m in request.messages],
@@ -47,7 +48,7 @@ def build_body(model: str, request: ModelRequest, options: OpenAIOptions) -> dic
         body["tools"] = [_wire_tool(spec) for spec in request.tools]
         body["tool_choice"] = _wire_choice(request.tool_choice)
     if request.output_schema is not None:
-        body["response_format"] = _wire_format(request.output_schema)
+        body["response_format"] = _wire_format(request.output_schema, options)
     if options.stream:
         body["stream"] = True
         if options.include_usage:
@@ -92,7 +93,9 @@ def _wire_tool(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def _wire_format(output: OutputSchema) -> dict[str, Any]:
+def _wire_format(output: OutputSchema, options: OpenAIOptions) -> dict[str, Any]:
+    if options.output_format == "json_object":
+        return {"type": "json_object", "schema": output.schema}
     schema: dict[str, Any] = {"name": output.name, "schema": output.schema, "strict": output.strict}
     if output.description:
         schema["description"] = output.description
@@ -273,12 +276,12 @@ class OpenAIChatModel(HTTPChatModel[OpenAIOptions]):
 
     @property
     def output_modes(self) -> tuple[OutputMode, ...]:
-        """Native (`response_format` with a JSON schema) first where the server enforces it:
-        OpenAI, and the local servers (vLLM, llama.cpp, Ollama, LM Studio); a final-answer tool
-        first elsewhere (DeepSeek knows only `json_object`)."""
-        if self.provider in NATIVE_OUTPUT_PROVIDERS:
-            return ("native", "tool", "prompted")
-        return ("tool", "prompted")
+        """Its provider's (settings.py: `PRESETS`): native (`response_format` with a JSON
+        schema) first where the server enforces it, OpenAI and the local servers (vLLM,
+        llama.cpp, Ollama, LM Studio); a final-answer tool first elsewhere (DeepSeek knows only
+        `json_object`)."""
+        preset = PRESETS.get(self.provider)
+        return preset.output_modes if preset is not None else DEFAULT_OUTPUT_MODES
 
     @property
     def asks_server_window(self) -> bool:

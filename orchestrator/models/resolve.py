@@ -32,9 +32,9 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ConfigError
 from ..security.inventory import user_config_folder
 from ..security.yaml_input import YamlInputError, load_yaml
-from .base import ChatModel, unwrap
+from .base import DEFAULT_OUTPUT_MODES, ChatModel, OutputMode, unwrap
 from .prices import DEFAULT_PRICES
-from .scripted import ScriptedModel
+from .scripted import SCRIPTED_OUTPUT_MODES, ScriptedModel
 from .settings import (
     PRESETS,
     AnthropicOptions,
@@ -267,6 +267,16 @@ def _find(
     if factory is None:
         raise ConfigError(unknown_provider(provider))
     return settings, factory
+
+
+def output_modes_for(settings: ModelSettings) -> tuple[OutputMode, ...]:
+    """How the model of `settings` (an alias expanded: `check_model`) can be asked for a
+    structured answer, its default first: its built model's `output_modes`, known without
+    building it (no key needed)."""
+    if settings.provider == "scripted":
+        return SCRIPTED_OUTPUT_MODES
+    preset = PRESETS.get(settings.provider or "")
+    return preset.output_modes if preset is not None else DEFAULT_OUTPUT_MODES
 
 
 def unknown_provider(provider: str) -> str:

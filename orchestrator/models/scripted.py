@@ -24,6 +24,7 @@ from .settings import WireOptions
 Turn = Mapping[str, Any]
 FALLBACK = "*"
 _TURN_KEYS = {"content", "tool_calls", "reasoning", "latency"}
+SCRIPTED_OUTPUT_MODES: tuple[OutputMode, ...] = ("native", "tool", "prompted")
 
 
 class ScriptedModel(Model):
@@ -103,7 +104,7 @@ class ScriptedModel(Model):
     def output_modes(self) -> tuple[OutputMode, ...]:
         """Any: the script writes the answers, whatever a request asks for. Native first: a
         turn's `content` is the JSON answer, as a provider's native structured output is."""
-        return ("native", "tool", "prompted")
+        return SCRIPTED_OUTPUT_MODES
 
     def fast_forward(self, agent: str, calls: int) -> None:
         """Count `calls` turns of `agent` as served already: a resumed run's earlier attempts

@@ -43,6 +43,11 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 from ..errors import ConfigError
 
 CacheTTL = Literal["5m", "1h"]
+OutputFormat = Literal["json_schema", "json_object"]
+OutputMode = Literal["tool", "native", "prompted"]
+"""How an agent asks a model for a structured answer (agent/output.py): through a final-answer
+tool, through the provider's own JSON Schema output (`ModelRequest.output_schema`), or with the
+schema in the system prompt."""
 JITTER = 0.25
 
 
@@ -94,6 +99,12 @@ class OpenAIOptions(WireOptions):
     send_reasoning: bool = False
     """Send earlier turns' reasoning back as `reasoning_content` (some servers want it during
     tool use, others reject it)."""
+    output_format: OutputFormat = "json_schema"
+    """How a native-mode output schema goes as `response_format`: `json_schema`
+    (`{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`: OpenAI, vLLM,
+    Ollama, LM Studio, llama.cpp's `llama-server`), or `json_object` (`{"type": "json_object",
+    "schema": ...}`: llama-cpp-python's server, which takes no other; `llama-server` takes it
+    too). Either way the server turns the schema into a grammar the reply follows."""
 
 
 class AnthropicOptions(WireOptions):
@@ -203,6 +214,9 @@ class Preset:
     key_env: str | None
     key_required: bool
     max_tokens_field: str = "max_tokens"
+    output_modes: tuple[OutputMode, ...] = ("tool", "prompted")
+    """How its models can be asked for a structured answer, the default first (agent/output.py):
+    `native` only where the server holds a reply to a JSON Schema."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -213,6 +227,7 @@ PRESETS: dict[str, Preset] = {
         "OPENAI_API_KEY",
         key_required=True,
         max_tokens_field="max_completion_tokens",
+        output_modes=("native", "tool", "prompted"),
     ),
     "anthropic": Preset(
         "anthropic",
@@ -220,6 +235,9 @@ PRESETS: dict[str, Preset] = {
         "ANTHROPIC_BASE_URL",
         "ANTHROPIC_API_KEY",
         key_required=True,
+        # A final-answer tool by default: every Claude model with tools has it; native
+        # (`output_config.format`) only on Claude 4.5 models and later.
+        output_modes=("tool", "native", "prompted"),
     ),
     "deepseek": Preset(
         "openai",
@@ -229,10 +247,20 @@ PRESETS: dict[str, Preset] = {
         key_required=True,
     ),
     "ollama": Preset(
-        "openai", "http://localhost:11434/v1", "OLLAMA_BASE_URL", None, key_required=False
+        "openai",
+        "http://localhost:11434/v1",
+        "OLLAMA_BASE_URL",
+        None,
+        key_required=False,
+        output_modes=("native", "tool", "prompted"),
     ),
     "openai-compatible": Preset(
-        "openai", None, "OPENAI_BASE_URL", "OPENAI_API_KEY", key_required=False
+        "openai",
+        None,
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        key_required=False,
+        output_modes=("native", "tool", "prompted"),  # vLLM, llama.cpp, LM Studio
     ),
 }
 

@@ -58,7 +58,14 @@ from ..agent import (
 )
 from ..errors import ConfigError, ToolError
 from ..messages import Message
-from ..models import ChatModel, ModelSettings, ResolvedModels, output_cap
+from ..models import (
+    ChatModel,
+    ModelSettings,
+    ResolvedModels,
+    output_cap,
+    output_modes_of,
+    unsupported_mode,
+)
 from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
 from ..skills.allowed import ToolLimit, ToolRule, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
@@ -242,7 +249,7 @@ class ForkExtension(ForksSkills):
     async def _run(
         self, tasks: Sequence[TaskSpec], ctx: ToolContext, running: SkillInfo | None = None
     ) -> list[TaskResult]:
-        self._validate(tasks, ctx.state_of(ForkState).ids)
+        self._validate(tasks, ctx)
         run = self._graph(
             tasks,
             ctx,
@@ -308,7 +315,7 @@ class ForkExtension(ForksSkills):
         again (its ids are in use already); `delivered` are its tasks the agent had seen."""
         state = ctx.state_of(ForkState)
         if not resumed:
-            self._validate(tasks, state.ids)
+            self._validate(tasks, ctx)
         background = state.background
         meters: dict[str, TokenBudget] = {}
 
@@ -508,15 +515,16 @@ class ForkExtension(ForksSkills):
             raise ToolError(f"No task {id!r}{suggest(id, outputs)}. Tasks run so far: {known}.")
         return outputs[id]
 
-    def _validate(self, tasks: Sequence[TaskSpec], used: set[str]) -> None:
+    def _validate(self, tasks: Sequence[TaskSpec], ctx: ToolContext) -> None:
         """Raise one error listing every problem; on success, the ids count as used."""
+        used = ctx.state_of(ForkState).ids
         problems: list[str] = []
         try:
             task_graph(tasks)
         except GraphError as exc:
             problems.extend(f"- tasks[{p.index}]: {p.message}" for p in exc.problems)
         for index, spec in enumerate(tasks):
-            problems.extend(f"- tasks[{index}]: {p}" for p in self._spec_problems(spec))
+            problems.extend(f"- tasks[{index}]: {p}" for p in self._spec_problems(spec, ctx))
             if spec.id in used:
                 problems.append(
                     f"- tasks[{index}]: id {spec.id!r} was used by an earlier fork of this run; "
@@ -528,7 +536,7 @@ class ForkExtension(ForksSkills):
             )
         used.update(spec.id for spec in tasks)
 
-    def _spec_problems(self, spec: TaskSpec) -> list[str]:
+    def _spec_problems(self, spec: TaskSpec, ctx: ToolContext) -> list[str]:
         name = spec.agent or GENERAL
         definition = self.subagents.get(name)
         if definition is None:
@@ -540,12 +548,31 @@ class ForkExtension(ForksSkills):
                 OutputSpec.from_schema(spec.output_schema)
             except ConfigError as exc:
                 problems.append(f"output_schema: {exc}")
+        problems += self._output_problems(spec, definition, ctx)
         for skill in spec.skills or ():
             if not definition.allows_skill(skill):
                 problems.append(f"agent {name!r} may not use skill {skill!r}")
             elif self.skills is None or skill not in self.skills:
                 problems.append(self._unavailable(skill))
         return problems
+
+    def _output_problems(
+        self, spec: TaskSpec, definition: SubagentDef, ctx: ToolContext
+    ) -> list[str]:
+        """A task's `output_mode` and `output_retries` need a schema to apply to (its own or
+        its definition's), and the mode one its model can give."""
+        if spec.output_schema is None and definition.output_spec is None:
+            given = {"output_mode": spec.output_mode, "output_retries": spec.output_retries}
+            why = f"the task has no output_schema, nor has its agent {definition.name!r}"
+            return [f"{name}: {why}" for name, value in given.items() if value is not None]
+        if spec.output_mode is None:
+            return []
+        try:
+            model = self._model_for(definition, ctx)
+        except ConfigError:
+            return []  # the model's own problem, reported when the task runs
+        refusal = unsupported_mode(model.name, spec.output_mode, output_modes_of(model))
+        return [f"output_mode: {refusal}"] if refusal is not None else []
 
     def _unavailable(self, skill: str) -> str:
         everything = self._all_skills.names if self._all_skills is not None else []
@@ -584,11 +611,20 @@ class ForkExtension(ForksSkills):
         budget) replaces the run's. What its answer must be: `output` (a job step's own),
         else the task's `output_schema`, else its definition's, else free text."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
-        if output is None and request.spec.output_schema is not None:
-            output = StepOutput(OutputSpec.from_schema(request.spec.output_schema))
+        spec = request.spec
+        own = output is None  # a task's own answer, not a job step's
+        if output is None and spec.output_schema is not None:
+            output = StepOutput(OutputSpec.from_schema(spec.output_schema))
         if output is None and definition.output_spec is not None:
             output = StepOutput(
                 definition.output_spec, definition.output_mode, definition.output_retries
+            )
+        if own and output is not None:
+            # The task's own mode and retries go before its definition's.
+            output = StepOutput(
+                output.spec,
+                spec.output_mode or output.mode,
+                output.retries if spec.output_retries is None else spec.output_retries,
             )
         skills = self._skills_for(definition, request.spec)
         cap = self.settings.default_max_steps

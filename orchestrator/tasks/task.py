@@ -7,9 +7,11 @@ executor needs to run it once its dependencies are done. Results are `TaskResult
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from ..models.base import OutputMode
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
 
@@ -35,6 +37,12 @@ class TaskSpec(BaseModel):
         dict[str, Any] | None,
         WithJsonSchema({"type": "object", "description": "JSON Schema its answer must follow."}),
     ] = None
+    # How its answer is asked for, and how many invalid ones go back (agent/output.py): the
+    # names say it, so no description is sent.
+    output_mode: Annotated[
+        OutputMode | None, WithJsonSchema({"enum": list(get_args(OutputMode))})
+    ] = None
+    output_retries: Annotated[int | None, Field(ge=0), WithJsonSchema({"type": "integer"})] = None
 
 
 class TaskRequest(BaseModel):

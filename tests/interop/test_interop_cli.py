@@ -247,3 +247,51 @@ def test_the_readmes_local_model_recipe_as_written(
         assert done.stdout.strip() and done.stdout.rstrip("\n").endswith(end["output"].rstrip())
     elif end["status"] == "completed":  # exit 3 for a completed run: its answer was empty
         assert "final answer was empty" in done.stderr
+
+
+TYPED = """\
+name: typed
+model: {model}
+budget: {{max_steps: 1}}
+permissions: {{workspace: .}}
+steps:
+  - id: capital
+    task: "What is the capital of Norway? Answer in JSON."
+    output_schema:
+      type: object
+      properties:
+        city: {{type: string, minLength: 1, maxLength: 24}}
+        sure: {{type: boolean}}
+      required: [city, sure]
+    output_mode: native
+    output_retries: 0
+"""
+
+
+def test_a_native_output_schema_is_held_by_the_servers_grammar(
+    llama_server: LlamaServer, tmp_path: Path
+) -> None:
+    # llama-cpp-python's server takes the schema only as `json_object` with `schema` beside
+    # it, and turns it into a grammar: the tiny model's one answer validates, with no retry.
+    # A long timeout: compiling and following the grammar is slow on a busy CPU.
+    model = llama_server.model(output_format="json_object", stream=False, timeout=600)
+    (tmp_path / "typed.yaml").write_text(TYPED.format(model=json.dumps(model)), encoding="utf-8")
+    offset = llama_server.log_size()
+
+    done = orchestrator(
+        "run", "typed.yaml", "--json", "--quiet", "--trace", "t.jsonl", cwd=tmp_path
+    )
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "completed"
+    data = result["data"]
+    assert set(data) == {"city", "sure"}, data
+    assert isinstance(data["city"], str) and 1 <= len(data["city"]) <= 24
+    assert isinstance(data["sure"], bool)
+    events = check_trace(tmp_path / "t.jsonl")
+    check_statuses(llama_server.statuses_since(offset))
+    (call,) = of_type(events, "model_call", "capital")
+    assert call["tool_choice"] in (None, "none")
+    (end,) = of_type(events, "run_end", "capital")
+    assert (end["status"], end["data"]) == ("completed", data)
