@@ -17,6 +17,7 @@ from typing import TypedDict
 from ..eval import EvalError
 from ..eval.skill_folder import EVALS_FILE, TRIGGER_FILES, read_evals, read_triggers
 from ..skills import (
+    DEFAULT_INDEX_TOKENS,
     LoadedSkill,
     SkillCatalog,
     SkillError,
@@ -63,6 +64,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument(
         "dirs", nargs="+", metavar="DIR", help="a skill folder, or a folder of skill folders"
     )
+    check.add_argument(
+        "--strict", action="store_true", help="warnings fail the check too (exit code 1)"
+    )
+    _index_option(check)
     check.set_defaults(handler=check_command)
 
 
@@ -82,6 +87,16 @@ def _search_path_options(parser: argparse.ArgumentParser) -> None:
         help="also search ~/.claude/skills and ~/.agents/skills",
     )
     parser.add_argument("--no-builtin", action="store_true", help="leave the built-in skills out")
+
+
+def _index_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--index-tokens",
+        type=int,
+        default=DEFAULT_INDEX_TOKENS,
+        metavar="N",
+        help=f"the skill index's token cap (default {DEFAULT_INDEX_TOKENS:,}, as a run's)",
+    )
 
 
 def _print_help(parser: argparse.ArgumentParser) -> int:
@@ -204,17 +219,21 @@ def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSki
 
 
 def check_command(args: argparse.Namespace) -> int:
-    reports = check_folders(args.dirs)
+    reports = check_folders(args.dirs, index_tokens=args.index_tokens)
     for report in reports:
         found = _eval_files(report)
         _print_report(report)
         for line in found:
             print(f"      {line}")
     failed = sum(not report.ok for report in reports)
+    warned = sum(bool(report.warnings) for report in reports)
     print(
         f"\n{plural(len(reports), 'folder')} checked: {len(reports) - failed} valid, "
-        f"{failed} with problems"
+        f"{failed} with problems" + (f", {warned} with warnings" if warned else "")
     )
+    if args.strict and warned:
+        print("--strict: warnings fail the check")
+        return 1
     return 1 if failed else 0
 
 
