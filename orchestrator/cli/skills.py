@@ -26,11 +26,13 @@ from ..skills import (
     check_folders,
 )
 from ..skills.check import FolderReport
+from ..skills.disclosure import DISCLOSURES
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
 from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, with_servers_sync
 from ..skills.skill_md import Problem as SkillProblem
 from ..trace.summary import plural
+from .skill_view import model_view, print_view
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,6 +57,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="start (or connect to) the skill's MCP servers and list their tools",
     )
+    show.add_argument(
+        "--as-model",
+        action="store_true",
+        help="show the skill as the model gets it: its index line, the load_skill result and "
+        "the tools array as a scripted run sends them, and their token costs (loading imports "
+        "its tools.py and starts its MCP servers, as a run's load does)",
+    )
+    show.add_argument(
+        "--disclosure",
+        choices=DISCLOSURES,
+        default="progressive",
+        help="with --as-model: how the skills' tools reach the model (default progressive)",
+    )
+    show.add_argument(
+        "--arguments", default="", metavar="TEXT", help="with --as-model: load_skill's arguments"
+    )
+    show.add_argument("--json", action="store_true", help="with --as-model: print JSON")
+    _index_option(show)
     _search_path_options(show)
     show.set_defaults(handler=show_command)
 
@@ -161,6 +181,20 @@ def show_command(args: argparse.Namespace) -> int:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         print(f"Unknown skill {args.name!r}.{hint} (`skills list` shows all)", file=sys.stderr)
         return 1
+    if args.as_model:
+        try:
+            view = model_view(
+                catalog,
+                info.name,
+                disclosure=args.disclosure,
+                index_tokens=args.index_tokens,
+                arguments=args.arguments,
+            )
+        except SkillError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print_view(view, as_json=args.json)
+        return 0
     try:
         skill = catalog.load(info.name)
     except SkillError as exc:
