@@ -114,7 +114,7 @@ def test_the_text_view_shows_each_level_and_the_cap(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "level 0, the index line" in out and "- counter: Counts words." in out
-    assert "level 1, load_skill(\"counter\")" in out
+    assert 'level 1, load_skill("counter")' in out
     assert "Call one by its name, or through call_skill_tool" in out
     assert "index line" in out and "instructions" in out and "tool schemas" in out
     capped = orchestrator(

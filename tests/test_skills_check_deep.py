@@ -177,7 +177,7 @@ def test_an_unescaped_quote_gets_the_right_hint(tmp_path: Path) -> None:
     assert message.startswith("invalid YAML in SKILL.md, line 3, column 20: ")
     assert message.endswith(
         '; line 3 (description: "Use "quotes" here") ends its quoted value at the quote before '
-        "column 20, and more text follows; inside double quotes write a quote as \\\", inside "
+        'column 20, and more text follows; inside double quotes write a quote as \\", inside '
         "single quotes as '', or leave the value unquoted"
     )
 
@@ -186,8 +186,10 @@ def test_single_quoted_value_with_an_apostrophe(tmp_path: Path) -> None:
     write_skill(tmp_path, "apos", frontmatter="name: apos\ndescription: 'it's fine'\n")
     message = only(check_folders([tmp_path / "apos"])).problems[0].message
     assert message.startswith("invalid YAML in SKILL.md, line 3, column 18: ")
-    assert "; line 3 (description: 'it's fine') ends its quoted value at the quote before " \
+    assert (
+        "; line 3 (description: 'it's fine') ends its quoted value at the quote before "
         "column 18, and more text follows" in message
+    )
 
 
 def test_the_corpus_warns_without_failing_more(tmp_path: Path) -> None:
@@ -239,7 +241,7 @@ def test_a_skill_past_the_index_cap_is_named_by_check(tmp_path: Path) -> None:
 
 def test_a_skill_past_the_index_cap_is_named_on_run_stderr(tmp_path: Path) -> None:
     synthetic_skills(tmp_path / "skills", 60)
-    (tmp_path / "s.yaml").write_text("\"*\":\n  - content: done\n")
+    (tmp_path / "s.yaml").write_text('"*":\n  - content: done\n')
     (tmp_path / "job.yaml").write_text("name: j\nmodel: scripted:s.yaml\ngoal: Go.\n")
     done = orchestrator("run", "job.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -78,9 +78,7 @@ def model_view(
         catalog, index_tokens=index_tokens, counter=counter, disclosure=disclosure
     )
     with tempfile.TemporaryDirectory(prefix="orchestrator-as-model-") as workspace:
-        agent = Agent(
-            model, skills=extension, permissions=Permissions(workspace=Path(workspace))
-        )
+        agent = Agent(model, skills=extension, permissions=Permissions(workspace=Path(workspace)))
         agent.run_sync(f"Load the skill {info.name}.")
     if len(model.requests) < 2:
         raise SkillError(f"the scripted run that loads {info.name!r} stopped early")

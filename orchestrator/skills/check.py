@@ -79,10 +79,10 @@ def check_folders(
     """Check each path: a skill folder, or a folder of skill folders. What depends on the
     other skills (`allowed-tools` entries, the index's cap of `index_tokens`) is judged in
     the catalog a run given these paths would have: them, then the built-in skills."""
-    paths = [Path(p) for p in paths]
-    catalog = SkillCatalog([p for p in paths if p.is_dir()])
+    given = [Path(p) for p in paths]
+    catalog = SkillCatalog([p for p in given if p.is_dir()])
     reports: list[FolderReport] = []
-    for path in paths:
+    for path in given:
         reports += [check_folder(folder, catalog) for folder in _skill_folders(path)]
     _flag_duplicates(reports)
     _flag_index_cap(reports, catalog, index_tokens)
@@ -207,9 +207,7 @@ def _server_commands(folder: Path) -> list[Problem]:
     for name, server in declared.servers.items():
         missing = _missing_command(server, folder)
         if missing is not None:
-            found.append(
-                Problem("mcp-command", f"{path}: server {name!r}: command {missing}")
-            )
+            found.append(Problem("mcp-command", f"{path}: server {name!r}: command {missing}"))
     return found
 
 
@@ -255,8 +253,7 @@ def _links(folder: Path, lines: list[str], first_line: int) -> list[Problem]:
                 found.append(
                     Problem(
                         "link",
-                        f"{where} leads out of the skill's folder (read_skill_file cannot "
-                        "read it)",
+                        f"{where} leads out of the skill's folder (read_skill_file cannot read it)",
                     )
                 )
             elif not resolved.exists():
