@@ -269,7 +269,7 @@ def _allowed_tools(value: Any, catalog: SkillCatalog) -> list[Problem]:
         if foreign:
             why = "names no tool here (another client's?); it allows nothing"
         else:
-            why = next((w for w in map(lambda n: _no_tool(n, catalog), names) if w), "")
+            why = next((w for n in sorted(names) if (w := _no_tool(n, catalog))), "")
         if why:
             found.append(Problem("allowed-tools", f"allowed-tools: {entry!r} {why}"))
     return found
