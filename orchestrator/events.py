@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-from .messages import Message
+from .messages import Message, ToolSpec
 
 EVENT_SCHEMA_VERSION = 1
 """The version of the trace format; the first event each attempt writes carries it (`schema`)."""
@@ -217,6 +217,9 @@ class ModelCall(EventBase):
     """The names in the request's tools array, in order."""
     tools_digest: str | None = None
     """A digest of the tools' schemas: a replay tells a changed array or schema by it."""
+    tool_specs: list[ToolSpec] | None = None
+    """The tools array as sent (names, descriptions, schemas), on the first call of the
+    trace that sends it; later calls with the same `tools_digest` leave it out."""
     input_estimate: int | None = None
     """Our count of the request."""
     usage: CallUsage

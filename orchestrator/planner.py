@@ -296,9 +296,13 @@ class Orchestrator:
 
     @property
     def warnings(self) -> list[str]:
-        """Problems found while loading skills and sub-agents, and skills whose code this
-        run will not import (their folder is inside the workspace)."""
+        """Problems found while loading skills and sub-agents, the skills the planner's index
+        leaves out by its cap, and skills whose code this run will not import (their folder
+        is inside the workspace)."""
         found = [str(w) for w in self.catalog.warnings]
+        listing = self.catalog.index_listing()  # the planner's index, at its default cap
+        note = listing.left_out_note() if listing is not None else None
+        found += [note] if note else []
         return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
 
     def _code_warnings(self) -> list[str]:

@@ -117,7 +117,7 @@ def test_check_reports_every_problem_and_fails(tmp_path: Path) -> None:
     ):
         assert f"[{rule}]" in out
     assert "has no SKILL.md [skill-file]" in out
-    assert "invalid YAML in frontmatter" in out
+    assert "invalid YAML in SKILL.md, line 3" in out
     assert "4 folders checked: 1 valid, 3 with problems" in out
 
 

@@ -238,3 +238,29 @@ def test_a_resumed_run_keeps_the_mode_it_ran_with(tmp_path: Path) -> None:
     trace.write_text("".join(lines[:cut]))
     resumption = prepare_resume(trace)
     assert resumption.job is not None and resumption.job.disclosure == "eager"
+
+
+def test_the_trace_records_the_schemas_sent_once_per_tools_array(tmp_path: Path) -> None:
+    from orchestrator.events import ModelCall
+    from orchestrator.messages import tools_digest
+    from orchestrator.trace import read_trace
+
+    model = ScriptedModel(script())
+    orch = Orchestrator(
+        model,
+        skills=[skills_folder(tmp_path)],
+        builtin=False,
+        permissions={"workspace": tmp_path / "work"},
+        disclosure="eager",
+    )
+    (tmp_path / "work").mkdir()
+    result = orch.run_sync("count the words of 'a b c'", trace=tmp_path / "t.jsonl")
+    assert result.status == "completed", result
+    calls = [e for e in read_trace(tmp_path / "t.jsonl") if isinstance(e, ModelCall)]
+    assert len(calls) == 3
+    sent = model.requests[0].tools
+    # The first call carries the schemas as they were sent; the others only their digest.
+    assert calls[0].tool_specs == list(sent)
+    assert {"counter__count", "upper__shout"} <= {spec.name for spec in sent}
+    assert [c.tool_specs for c in calls[1:]] == [None, None]
+    assert {c.tools_digest for c in calls} == {tools_digest(sent)}

@@ -143,6 +143,11 @@ async def call_model(
     budget.settle(reservation, usage.total_tokens, cost or 0.0)
     if trace is not None:
         doubt = {"usage_doubt": charged.doubt, "usage_raw": response.raw_usage}
+        digest = tools_digest(request.tools)
+        # The schemas once per distinct tools array: what the model saw can be read back.
+        sent: dict[str, object] = {}
+        if request.tools and trace.first_time(f"tools:{digest}"):
+            sent["tool_specs"] = [spec.model_dump(mode="json") for spec in request.tools]
         trace.emit(
             "model_call",
             agent,
@@ -152,7 +157,8 @@ async def call_model(
             response_id=response.extra.get("id"),
             tool_choice=choice_name(request),
             tools=[spec.name for spec in request.tools],
-            tools_digest=tools_digest(request.tools),
+            tools_digest=digest,
+            **sent,
             input_estimate=input_tokens,
             usage=usage.record(),
             reported=response.usage is not None and charged.doubt is None,

@@ -17,6 +17,7 @@ from typing import TypedDict
 from ..eval import EvalError
 from ..eval.skill_folder import EVALS_FILE, TRIGGER_FILES, read_evals, read_triggers
 from ..skills import (
+    DEFAULT_INDEX_TOKENS,
     LoadedSkill,
     SkillCatalog,
     SkillError,
@@ -25,11 +26,13 @@ from ..skills import (
     check_folders,
 )
 from ..skills.check import FolderReport
+from ..skills.disclosure import DISCLOSURES
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
 from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, with_servers_sync
 from ..skills.skill_md import Problem as SkillProblem
 from ..trace.summary import plural
+from .skill_view import model_view, print_view
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,6 +57,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="start (or connect to) the skill's MCP servers and list their tools",
     )
+    show.add_argument(
+        "--as-model",
+        action="store_true",
+        help="show the skill as the model gets it: its index line, the load_skill result and "
+        "the tools array as a scripted run sends them, and their token costs (loading imports "
+        "its tools.py and starts its MCP servers, as a run's load does)",
+    )
+    show.add_argument(
+        "--disclosure",
+        choices=DISCLOSURES,
+        default="progressive",
+        help="with --as-model: how the skills' tools reach the model (default progressive)",
+    )
+    show.add_argument(
+        "--arguments", default="", metavar="TEXT", help="with --as-model: load_skill's arguments"
+    )
+    show.add_argument("--json", action="store_true", help="with --as-model: print JSON")
+    _index_option(show)
     _search_path_options(show)
     show.set_defaults(handler=show_command)
 
@@ -63,6 +84,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument(
         "dirs", nargs="+", metavar="DIR", help="a skill folder, or a folder of skill folders"
     )
+    check.add_argument(
+        "--strict", action="store_true", help="warnings fail the check too (exit code 1)"
+    )
+    _index_option(check)
     check.set_defaults(handler=check_command)
 
 
@@ -82,6 +107,16 @@ def _search_path_options(parser: argparse.ArgumentParser) -> None:
         help="also search ~/.claude/skills and ~/.agents/skills",
     )
     parser.add_argument("--no-builtin", action="store_true", help="leave the built-in skills out")
+
+
+def _index_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--index-tokens",
+        type=int,
+        default=DEFAULT_INDEX_TOKENS,
+        metavar="N",
+        help=f"the skill index's token cap (default {DEFAULT_INDEX_TOKENS:,}, as a run's)",
+    )
 
 
 def _print_help(parser: argparse.ArgumentParser) -> int:
@@ -146,6 +181,20 @@ def show_command(args: argparse.Namespace) -> int:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         print(f"Unknown skill {args.name!r}.{hint} (`skills list` shows all)", file=sys.stderr)
         return 1
+    if args.as_model:
+        try:
+            view = model_view(
+                catalog,
+                info.name,
+                disclosure=args.disclosure,
+                index_tokens=args.index_tokens,
+                arguments=args.arguments,
+            )
+        except SkillError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print_view(view, as_json=args.json)
+        return 0
     try:
         skill = catalog.load(info.name)
     except SkillError as exc:
@@ -204,17 +253,21 @@ def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSki
 
 
 def check_command(args: argparse.Namespace) -> int:
-    reports = check_folders(args.dirs)
+    reports = check_folders(args.dirs, index_tokens=args.index_tokens)
     for report in reports:
         found = _eval_files(report)
         _print_report(report)
         for line in found:
             print(f"      {line}")
     failed = sum(not report.ok for report in reports)
+    warned = sum(bool(report.warnings) for report in reports)
     print(
         f"\n{plural(len(reports), 'folder')} checked: {len(reports) - failed} valid, "
-        f"{failed} with problems"
+        f"{failed} with problems" + (f", {warned} with warnings" if warned else "")
     )
+    if args.strict and warned:
+        print("--strict: warnings fail the check")
+        return 1
     return 1 if failed else 0
 
 

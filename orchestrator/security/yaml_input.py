@@ -16,6 +16,7 @@ Every failure is a `YamlInputError` naming the source and, when known, the line 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -211,6 +212,13 @@ def _hint(
         )
     if "end of stream" in problem and "quoted scalar" in context and context_line is not None:
         return f"the quote opened on line {context_line} is never closed", context_line
+    if _closed_quote_before(lines, line, column):
+        return (
+            f"line {line}{shown(line)} ends its quoted value at the quote before column "
+            f"{(column or 0) + 1}, and more text follows; inside double quotes write a quote as "
+            "\\\", inside single quotes as '', or leave the value unquoted",
+            None,
+        )
     if any(
         slip in problem
         for slip in ("expected '-' indicator", "expected <block end>", "did not find expected key")
@@ -221,6 +229,18 @@ def _hint(
             None,
         )
     return None, None
+
+
+def _closed_quote_before(lines: list[str], line: int | None, column: int | None) -> bool:
+    """Whether PyYAML stopped right after the closing quote of a quoted value, with more of
+    the line to come: a quote inside a value that was not escaped (`"Use "this" one"`)."""
+    if line is None or column is None or not 0 < line <= len(lines):
+        return False
+    text = lines[line - 1]
+    value = re.match(r"\s*(?:-\s+)?[^\s:\"'][^:]*:\s+([\"'])", text)
+    if value is None or not 0 < column < len(text.rstrip()):
+        return False
+    return column > value.end() and text[column - 1] == value.group(1)
 
 
 def _over_indented_key(lines: list[str], line: int | None, column: int | None) -> bool:

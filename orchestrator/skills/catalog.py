@@ -36,7 +36,7 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..agent.tools import CallTimedOut, call_with_timeout
@@ -141,6 +141,13 @@ class SkillCatalog:
         """Level 0: the system-prompt section listing the skills a model may choose, at most
         `max_tokens` long."""
         return render_index(self.invocable, max_tokens=max_tokens, counter=counter)
+
+    def index_listing(
+        self, max_tokens: int = DEFAULT_INDEX_TOKENS, counter: TokenCounter | None = None
+    ) -> IndexListing | None:
+        """`index`, with the skills its cap lists and those it leaves out (found only by
+        `search_skills`)."""
+        return index_listing(self.invocable, max_tokens=max_tokens, counter=counter)
 
     def load(self, name: str) -> LoadedSkill:
         """Level 1: the skill's body and tools, read once and then kept.
@@ -290,6 +297,30 @@ MORE = (
 )
 
 
+@dataclass(frozen=True)
+class IndexListing:
+    """The index section and what its cap did: the skills it lists and those left out."""
+
+    text: str
+    listed: tuple[str, ...]
+    left_out: tuple[str, ...]
+    max_tokens: int
+
+    def left_out_note(self, most: int = 20) -> str | None:
+        """The skills left out, named (the first `most`), for a warning; None if none."""
+        if not self.left_out:
+            return None
+        names = ", ".join(self.left_out[:most])
+        if len(self.left_out) > most:
+            names += f" and {len(self.left_out) - most} more"
+        return (
+            f"the skill index lists {len(self.listed)} of "
+            f"{len(self.listed) + len(self.left_out)} skills under its cap of "
+            f"{self.max_tokens:,} tokens; the model finds the others only through "
+            f"search_skills: {names}"
+        )
+
+
 def render_index(
     skills: Sequence[SkillInfo],
     *,
@@ -297,26 +328,45 @@ def render_index(
     counter: TokenCounter | None = None,
 ) -> str | None:
     """The index section, or None when there are no skills."""
+    listing = index_listing(skills, max_tokens=max_tokens, counter=counter)
+    return listing.text if listing is not None else None
+
+
+def index_listing(
+    skills: Sequence[SkillInfo],
+    *,
+    max_tokens: int = DEFAULT_INDEX_TOKENS,
+    counter: TokenCounter | None = None,
+) -> IndexListing | None:
+    """The index section with the names it lists and leaves out; None when there are no
+    skills."""
     if not skills:
         return None
     counter = counter or default_counter()
     footer_cost = counter.count_text(MORE.format(count=len(skills)))
     room = max_tokens - counter.count_text(HEADER) - footer_cost
-    lines: list[str] = []
+    lines: list[tuple[str, str]] = []
     for info in skills:
         if room < MIN_LINE_TOKENS:
             break
-        line = info.summary()
-        cost = counter.count_text(line) + 1
+        cost = index_line_tokens(info, counter)
         if cost <= room:
-            lines.append(line)
+            lines.append((info.name, info.summary()))
             room -= cost
-    text = _compose(lines, len(skills))
+    text = _compose([line for _, line in lines], len(skills))
     # Tokens of joined text can differ by a few from the sum of the parts: trim to be sure.
     while lines and counter.count_text(text) > max_tokens:
         lines.pop()
-        text = _compose(lines, len(skills))
-    return text
+        text = _compose([line for _, line in lines], len(skills))
+    listed = tuple(name for name, _ in lines)
+    shown = set(listed)
+    left_out = tuple(info.name for info in skills if info.name not in shown)
+    return IndexListing(text, listed, left_out, max_tokens)
+
+
+def index_line_tokens(info: SkillInfo, counter: TokenCounter) -> int:
+    """What a skill's line costs in the index (its text and the line break)."""
+    return counter.count_text(info.summary()) + 1
 
 
 def _compose(lines: list[str], total: int) -> str:

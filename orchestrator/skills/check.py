@@ -6,20 +6,40 @@ every problem counts, fatal or not: nothing is made up for, a frontmatter YAML c
 not read again with its values quoted. On the reference validator's own test cases
 (agentskills `skills-ref`) it reaches the same verdicts. A `${VAR}` that `.mcp.json` uses and
 this environment lacks is a warning, not a problem: it may well be set where the job runs.
+
+It also looks as deep as a run would, and warns (a warning does not fail the check, unless
+the command is given `--strict`) about what would go wrong or cost more there: a tool
+parameter without a type (the model is told it takes any JSON value), a tool name that is
+sent shortened to a hash, a `.mcp.json` command not found on PATH, a link in SKILL.md to a
+file that does not exist (or leads out of the folder, where `read_skill_file` cannot read),
+an `allowed-tools` entry that names no tool, a skill the index's token cap leaves out (the
+model then finds it only through `search_skills`), and Claude Code's fields, which the
+loader understands but the specification does not define.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
 from ..agent import Tool
+from .allowed import resolve_tools, tool_tokens
+from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .discovery import walk_skill_folders
-from .servers import check_config
-from .skill import SkillError, qualified_tool_name
+from .servers import ConfigProblem, ServerConfig, check_config, config_file_in, expand
+from .servers import parse_config as parse_servers_file
+from .skill import TOOL_SEPARATOR, SkillError, qualified_tool_name
 from .skill_md import (
+    CLIENT_FIELDS,
+    KNOWN_FIELDS,
+    SKILL_FILE,
     FrontmatterError,
     Problem,
     normal_name,
@@ -29,6 +49,12 @@ from .skill_md import (
     validate,
 )
 from .sources import TOOLS_FILE, import_module_from
+
+_TYPED = frozenset({"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"})
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^()\s<>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+MAX_NAMED = 20
 
 
 @dataclass
@@ -47,12 +73,19 @@ class FolderReport:
         return not self.problems
 
 
-def check_folders(paths: Iterable[str | Path]) -> list[FolderReport]:
-    """Check each path: a skill folder, or a folder of skill folders."""
+def check_folders(
+    paths: Iterable[str | Path], *, index_tokens: int = DEFAULT_INDEX_TOKENS
+) -> list[FolderReport]:
+    """Check each path: a skill folder, or a folder of skill folders. What depends on the
+    other skills (`allowed-tools` entries, the index's cap of `index_tokens`) is judged in
+    the catalog a run given these paths would have: them, then the built-in skills."""
+    given = [Path(p) for p in paths]
+    catalog = SkillCatalog([p for p in given if p.is_dir()])
     reports: list[FolderReport] = []
-    for path in map(Path, paths):
-        reports += [check_folder(folder) for folder in _skill_folders(path)]
+    for path in given:
+        reports += [check_folder(folder, catalog) for folder in _skill_folders(path)]
     _flag_duplicates(reports)
+    _flag_index_cap(reports, catalog, index_tokens)
     return reports
 
 
@@ -71,8 +104,9 @@ def _skill_folders(path: Path) -> list[Path]:
     return found
 
 
-def check_folder(folder: Path) -> FolderReport:
-    """Every problem of one skill folder."""
+def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderReport:
+    """Every problem of one skill folder; given the `catalog` it would run in, also its
+    `allowed-tools` entries that name no tool there."""
     report = FolderReport(folder)
     if not folder.exists():
         report.problems.append(Problem("folder", "no such folder", True))
@@ -85,7 +119,8 @@ def check_folder(folder: Path) -> FolderReport:
         report.problems.append(Problem("skill-file", "the folder has no SKILL.md", True))
         return report
     try:
-        frontmatter, _, problems = split_skill_text(skill_file.read_text(encoding="utf-8"))
+        text = skill_file.read_text(encoding="utf-8")
+        frontmatter, _, problems = split_skill_text(text)
         if frontmatter is None:  # as the reference validator, only this one problem
             report.problems += problems
             return report
@@ -96,12 +131,28 @@ def check_folder(folder: Path) -> FolderReport:
     except FrontmatterError as exc:
         report.problems.append(exc.problem)
         return report
-    report.problems += problems + more + validate(data, folder.name)
+    # Claude Code's fields are understood when loading: worth a word, not a failure.
+    checks = validate(data, folder.name, fields=(*KNOWN_FIELDS, *CLIENT_FIELDS))
+    report.problems += problems + more + checks
+    client = sorted(key for key in data if key in CLIENT_FIELDS)
+    if client:
+        report.warnings.append(
+            Problem(
+                "client-field",
+                "fields of Claude Code, not of the Agent Skills specification (understood "
+                f"here; other clients may refuse them): {', '.join(client)}",
+            )
+        )
     name = data.get("name")
     report.name = normal_name(name) if isinstance(name, str) and name.strip() else None
     _check_tools(folder, report.name or folder.name, report)
     for problem in check_config(folder):  # the .mcp.json, read without starting anything
         (report.problems if problem.fatal else report.warnings).append(problem)
+    report.warnings += _server_commands(folder)
+    body_start = frontmatter.count("\n") + 2  # the lines before the body: '---', its own
+    report.warnings += _links(folder, text.splitlines()[body_start:], body_start + 1)
+    if catalog is not None and "allowed-tools" in data:
+        report.warnings += _allowed_tools(data["allowed-tools"], catalog)
     return report
 
 
@@ -115,8 +166,134 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
     except SkillError as exc:
         report.problems.append(Problem("tools-import", str(exc), True))
         return
-    names = [v.name for v in vars(module).values() if isinstance(v, Tool)]
-    report.tools = [qualified_tool_name(skill, n) for n in dict.fromkeys(names)]
+    tools = list({v.name: v for v in vars(module).values() if isinstance(v, Tool)}.values())
+    report.tools = [qualified_tool_name(skill, t.name) for t in tools]
+    for item, sent in zip(tools, report.tools, strict=True):
+        full = f"{skill}{TOOL_SEPARATOR}{item.name}"
+        if sent != full:
+            report.warnings.append(
+                Problem(
+                    "tool-name",
+                    f"{TOOLS_FILE}: {full} is sent as {sent} (provider tool names are at most "
+                    "64 characters of a-z, A-Z, 0-9, _ and -); shorten the skill's or the "
+                    "tool's name",
+                )
+            )
+        properties: dict[str, Any] = item.spec.parameters.get("properties", {})
+        untyped = [name for name, schema in properties.items() if not _TYPED & schema.keys()]
+        if untyped:
+            what = (
+                f"parameter {untyped[0]} has no type; the model is told it takes"
+                if len(untyped) == 1
+                else f"parameters {', '.join(untyped)} have no type; the model is told they take"
+            )
+            report.warnings.append(
+                Problem("tool-untyped", f"{TOOLS_FILE}: {sent}: {what} any JSON value")
+            )
+
+
+def _server_commands(folder: Path) -> list[Problem]:
+    """A warning for each stdio server of the folder's `.mcp.json` whose command is not
+    found: on PATH, or (a path) from the server's working folder. A command whose variables
+    are unset here is left to the `mcp-variables` warning."""
+    path = config_file_in(folder)
+    if path is None:
+        return []
+    try:
+        declared = parse_servers_file(path.read_bytes(), folder, str(path))
+    except (ConfigProblem, OSError):
+        return []  # check_config has said why
+    found = []
+    for name, server in declared.servers.items():
+        missing = _missing_command(server, folder)
+        if missing is not None:
+            found.append(Problem("mcp-command", f"{path}: server {name!r}: command {missing}"))
+    return found
+
+
+def _missing_command(server: ServerConfig, folder: Path) -> str | None:
+    """Why the server's command would not start here, or None."""
+    if server.kind != "stdio" or not server.command:
+        return None
+    try:
+        command = expand(server.command, os.environ, folder)
+        cwd = folder / expand(server.cwd, os.environ, folder) if server.cwd else folder
+    except ConfigProblem:
+        return None
+    if "/" in command:
+        target = cwd / command
+        return None if target.is_file() else f"{server.command!r} is not found in {cwd}"
+    if shutil.which(command) is None:
+        return f"{server.command!r} is not found on PATH"
+    return None
+
+
+def _links(folder: Path, lines: list[str], first_line: int) -> list[Problem]:
+    """A warning for each markdown link of the body (outside code) to a file of the folder
+    that does not exist, or that leads out of the folder."""
+    found = []
+    root = folder.resolve()
+    fenced = False
+    for number, line in enumerate(lines, start=first_line):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for match in _LINK.finditer(_CODE_SPAN.sub("", line)):
+            target = match.group(1)
+            if target.startswith(("#", "${", "$")) or _SCHEME.match(target):
+                continue
+            relative = unquote(target.split("#", 1)[0].split("?", 1)[0])
+            if not relative:
+                continue
+            where = f"{SKILL_FILE} line {number}: the link to {target}"
+            resolved = (folder / relative).resolve()
+            if not resolved.is_relative_to(root):
+                found.append(
+                    Problem(
+                        "link",
+                        f"{where} leads out of the skill's folder (read_skill_file cannot read it)",
+                    )
+                )
+            elif not resolved.exists():
+                found.append(Problem("link", f"{where} leads to no file"))
+    return found
+
+
+def _allowed_tools(value: Any, catalog: SkillCatalog) -> list[Problem]:
+    """A warning for each `allowed-tools` entry that names no tool in `catalog`."""
+    found = []
+    for entry in tool_tokens(value):
+        names, _, foreign = resolve_tools([entry], catalog)
+        if foreign:
+            why = "names no tool here (another client's?); it allows nothing"
+        else:
+            why = next((w for n in sorted(names) if (w := _no_tool(n, catalog))), "")
+        if why:
+            found.append(Problem("allowed-tools", f"allowed-tools: {entry!r} {why}"))
+    return found
+
+
+def _no_tool(name: str, catalog: SkillCatalog) -> str | None:
+    """Why `name` (one of our tool names) names no tool of the catalog, or None."""
+    skill, _, tool = name.partition(TOOL_SEPARATOR)
+    if not tool:
+        return None  # a meta-tool (fork, load_skill, ...)
+    info = catalog.get(skill)
+    if info is None:
+        return f"names no tool: there is no skill {skill!r}"
+    if info.has_servers or info.tools_digest is None:
+        return None  # an MCP server's tools are known once it starts
+    try:
+        tools = [t.name.partition(TOOL_SEPARATOR)[2] for t in catalog.load(info.name).tools]
+    except SkillError:
+        return None  # the skill's own check says why
+    if tool in tools:
+        return None
+    return (
+        f"names no tool: skill {skill!r} has no tool {tool!r} (it has {', '.join(sorted(tools))})"
+    )
 
 
 def _flag_duplicates(reports: list[FolderReport]) -> None:
@@ -133,3 +310,23 @@ def _flag_duplicates(reports: list[FolderReport]) -> None:
             )
         else:
             first[report.name] = report.folder
+
+
+def _flag_index_cap(reports: list[FolderReport], catalog: SkillCatalog, max_tokens: int) -> None:
+    """Warn about each checked skill that the index's token cap leaves out."""
+    listing = catalog.index_listing(max_tokens)
+    if listing is None or not listing.left_out:
+        return
+    left_out = set(listing.left_out)
+    for report in reports:
+        info = catalog.get(report.name) if report.name else None
+        if info is None or info.name not in left_out or info.folder != report.folder:
+            continue
+        report.warnings.append(
+            Problem(
+                "index-cap",
+                f"left out of the skill index by its cap of {max_tokens:,} tokens "
+                f"({len(listing.listed)} of {len(listing.listed) + len(left_out)} skills "
+                "listed): the model finds it only through search_skills",
+            )
+        )

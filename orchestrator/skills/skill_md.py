@@ -201,15 +201,18 @@ def parse_yaml(text: str) -> tuple[dict[str, Any], list[Problem]]:
 
     The YAML is only composed (by the package's YAML reader, which refuses alias bombs) and
     the nodes are turned into Python values here: every scalar stays a string, and repeated
-    keys are noticed.
+    keys are noticed. Errors give lines of SKILL.md (the frontmatter starts on its line 2).
     """
     try:
-        node = compose_yaml(text, SKILL_FILE)
+        # The empty line stands for the opening '---': the reader counts lines of the file.
+        node = compose_yaml("\n" + text, SKILL_FILE)
     except YamlTooLarge as exc:
         raise FrontmatterError(Problem(TOO_LARGE, f"frontmatter {exc.detail}", True)) from None
     except YamlInputError as exc:
-        reason = exc.detail.removeprefix("invalid YAML: ")
-        raise FrontmatterError(Problem("yaml", f"invalid YAML in frontmatter: {reason}")) from None
+        reason = exc.detail.removeprefix(exc.where).removeprefix("invalid YAML: ")
+        where = f", {exc.where.removesuffix(': ')}" if exc.where else ""
+        message = f"invalid YAML in {SKILL_FILE}{where}: {reason}"
+        raise FrontmatterError(Problem("yaml", message)) from None
     if node is None:
         return {}, []
     if not isinstance(node, yaml.MappingNode):
@@ -394,10 +397,13 @@ def slug(text: str) -> str:
     return words[:MAX_NAME].rstrip("-")
 
 
-def validate(data: dict[str, Any], folder_name: str) -> list[Problem]:
-    """Every rule of the specification that `data` breaks, in the order of the fields."""
+def validate(
+    data: dict[str, Any], folder_name: str, *, fields: Collection[str] = KNOWN_FIELDS
+) -> list[Problem]:
+    """Every rule of the specification that `data` breaks, in the order of the fields
+    (`fields`: those not reported as unknown; the specification's by default)."""
     problems: list[Problem] = []
-    unknown = [key for key in data if key not in KNOWN_FIELDS]
+    unknown = [key for key in data if key not in fields]
     if unknown:
         problems.append(
             Problem(

@@ -121,6 +121,7 @@ class Trace:
         self._first_seq = self._seq + 1
         self._lock = threading.Lock()
         self._failed_listeners: set[int] = set()
+        self._recorded: set[str] = set()
         self._file: IO[str] | None = None
         self._signer: LineSigner | None = None
         if self.path is not None:
@@ -192,6 +193,15 @@ class Trace:
         for listener, error in failed:  # after every listener had this event: in order
             self._listener_failed(listener, error)
         return event
+
+    def first_time(self, key: str) -> bool:
+        """True the first time this trace is asked about `key`: for what an attempt records
+        once and refers to by key afterwards (a tools array's schemas, by their digest)."""
+        with self._lock:
+            if key in self._recorded:
+                return False
+            self._recorded.add(key)
+            return True
 
     def _listener_failed(self, listener: Listener, exc: Exception) -> None:
         """Say once per listener, on stderr and in the trace, that it raised; it is still
