@@ -156,7 +156,7 @@ def _require_same_settings(path: Path, record: JobStart, job: Job, *, overridden
 def _same_permissions(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
     """Whether a run's recorded permissions are the spec's now. A field the run's version did
     not record yet (a newer one) is the same when it has its default now."""
-    defaults = Permissions(workspace=Path(".")).model_dump(mode="json")
+    defaults = Permissions(workspace=Path()).model_dump(mode="json")
     return all(
         recorded[key] == value if key in recorded else value == defaults.get(key)
         for key, value in now.items()
