@@ -36,8 +36,7 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..agent import Extension, Refusal, ToolContext
-from ..agent.tools import Preapproval
+from ..agent import Extension, Preapproval, Refusal, ToolContext
 from ..messages import ToolCall
 from ..security import Permissions, is_inside
 from .skill import TOOL_SEPARATOR, SkillInfo

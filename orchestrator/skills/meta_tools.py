@@ -35,8 +35,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..agent import Extension, Refusal, Tool, ToolContext
-from ..agent.tools import Preapproval, dispatcher, run_in_thread
+from ..agent import Extension, Preapproval, Refusal, Tool, ToolContext
+from ..agent.tools import dispatcher, run_in_thread
 from ..errors import ConfigError, PermissionDenied, ToolError
 from ..messages import Message, ToolCall
 from ..security import Permissions
