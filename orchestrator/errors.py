@@ -31,6 +31,11 @@ class ConfigError(OrchestratorError):
     """Invalid configuration or input given by the user."""
 
 
+class RunHalted(OrchestratorError):
+    """An extension ends the run before its next model call (`Extension.before_call`): the
+    run ends as `error`, and the message says why."""
+
+
 class ModelError(OrchestratorError):
     """A model call failed. `provider` and `status` are set when known."""
 

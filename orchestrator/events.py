@@ -360,6 +360,17 @@ class SkillLoaded(EventBase):
     """The tool names it added."""
 
 
+class SkillFailed(EventBase):
+    """A skill's code failed when an agent loaded (or preloaded) it: its `tools.py` did not
+    import, or one of its MCP servers did not start. The run goes on without those tools,
+    unless it was asked to fail on that (`fail_on_skill_error`)."""
+
+    type: Literal["skill_failed"]
+    skill: str
+    error: str
+    """What failed, and why."""
+
+
 # --- Task graphs ---------------------------------------------------------------------------
 
 
@@ -456,6 +467,7 @@ class JobStart(EventBase):
     permissions: dict[str, JsonValue] | None = None
     disclosure: str | None = None
     user_skills: bool | None = None
+    fail_on_skill_error: bool | None = None
     output_step: str | None = None
     resumed: bool | None = None
 
@@ -555,6 +567,7 @@ TraceEvent = Annotated[
     | Compact
     | ContextWindow
     | SkillLoaded
+    | SkillFailed
     | Fork
     | TaskStart
     | TaskRetry

@@ -94,6 +94,9 @@ class Orchestrator:
     `disclosure` is how every agent's skills' tools reach the model: `progressive` (loaded on
     demand), `eager` (all in the tools array from the first request) or `auto` (eager while
     their schemas fit in `eager_tokens`); see docs/skills.md.
+    `fail_on_skill_error`: a skill whose code fails to load (its `tools.py` does not import,
+    an MCP server does not start) ends the agent that loaded it as `error`, instead of a
+    warning and an error observation the model reads.
     `on_background_answer`: what becomes of background tasks (`fork(..., wait=false)`) still
     running when their agent answers: `wait` for them and let it answer again with their
     results, or `cancel` them (docs/background.md).
@@ -124,6 +127,7 @@ class Orchestrator:
         disclosure: Disclosure = DEFAULT_DISCLOSURE,
         eager_tokens: int = DEFAULT_EAGER_TOKENS,
         on_background_answer: Literal["wait", "cancel"] = "wait",
+        fail_on_skill_error: bool = False,
     ) -> None:
         given = {
             "tools": tools,
@@ -147,6 +151,7 @@ class Orchestrator:
             "disclosure": disclosure,
             "eager_tokens": eager_tokens,
             "on_background_answer": on_background_answer,
+            "fail_on_skill_error": fail_on_skill_error,
         }
         self.remake: Remake = (Orchestrator, (model,), given)
         """What this orchestrator was made from, for an executor that makes it again in
@@ -183,6 +188,7 @@ class Orchestrator:
         self.system = system or PLANNER_PROMPT
         self.disclosure: Disclosure = disclosure
         self.eager_tokens = eager_tokens
+        self.fail_on_skill_error = fail_on_skill_error
         self.fork = ForkExtension(
             self.subagents,
             skills=self.catalog,
@@ -194,6 +200,7 @@ class Orchestrator:
                 disclosure=disclosure,
                 eager_tokens=eager_tokens,
                 on_answer=on_background_answer,
+                fail_on_skill_error=fail_on_skill_error,
             ),
             resolve=self.resolve,
             approve=approve,
@@ -224,6 +231,7 @@ class Orchestrator:
             "trace": job.trace,
             "executor": executor_for(job),
             "disclosure": job.disclosure,
+            "fail_on_skill_error": job.fail_on_skill_error,
         }
         settings.update(overrides)
         # What the spec names and the folders it searches stay read-only, whatever
@@ -337,7 +345,10 @@ class Orchestrator:
             trace=trace,
             permissions=permissions or self.permissions,
             skills=SkillsExtension(
-                self.catalog, disclosure=self.disclosure, eager_tokens=self.eager_tokens
+                self.catalog,
+                disclosure=self.disclosure,
+                eager_tokens=self.eager_tokens,
+                fail_on_skill_error=self.fail_on_skill_error,
             ),
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,

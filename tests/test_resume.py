@@ -184,6 +184,23 @@ def test_a_changed_spec_is_refused_unless_forced(finished: Outcome, tmp_path: Pa
     assert forced.stdout == "all parts combined\n"
 
 
+def test_a_trace_of_an_older_version_without_a_newer_permission_resumes(
+    finished: Outcome, tmp_path: Path
+) -> None:
+    # A run recorded before `skill_allowed_tools` existed: its permissions lack the field, and
+    # the spec's default for it is what that run had.
+    trace = after_step(finished, tmp_path)
+    older = re.sub(rb'"skill_allowed_tools": ?"pre-approve", ?', b"", trace.read_bytes())
+    assert older != trace.read_bytes()
+    trace.write_bytes(older)
+    resign(trace)
+
+    done = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "all parts combined\n"
+
+
 def test_a_run_still_going_cannot_be_resumed(finished: Outcome, tmp_path: Path) -> None:
     trace = after_step(finished, tmp_path)
     with Trace(trace, resume=load_checkpoint(trace)):  # another run holds it

@@ -74,7 +74,7 @@ async def test_an_active_skills_limit_holds_in_the_resumed_run(tmp_path: Path) -
             model,
             name="agent",
             skills=SkillCatalog([tmp_path / "skills"]),
-            permissions=Permissions(workspace=tmp_path / "work"),
+            permissions=Permissions(workspace=tmp_path / "work", skill_allowed_tools="restrict"),
             trace=trace,
         )
 

@@ -45,7 +45,8 @@ def test_claude_code_tool_names_map_to_ours() -> None:
     assert not listed.allows("files__read_file")  # denied wins
 
 
-async def test_an_active_skills_allowed_tools_refuse_everything_else(tmp_path: Path) -> None:
+async def test_restrict_makes_allowed_tools_refuse_everything_else(tmp_path: Path) -> None:
+    # `skill_allowed_tools: restrict`: the list is a limit (by default it pre-approves).
     write_skill(
         tmp_path / "skills",
         "auditor",
@@ -72,7 +73,7 @@ async def test_an_active_skills_allowed_tools_refuse_everything_else(tmp_path: P
         model,
         name="agent",
         skills=catalog(tmp_path / "skills"),
-        permissions=Permissions(workspace=tmp_path, shell=True),
+        permissions=Permissions(workspace=tmp_path, shell=True, skill_allowed_tools="restrict"),
     )
     result = await agent.run("Audit.")
 
@@ -148,7 +149,7 @@ async def test_a_context_fork_skill_runs_as_a_sub_agent_through_fork(tmp_path: P
         model,
         skills=[tmp_path / "skills"],
         subagents=SubagentRegistry([reader]),
-        permissions=Permissions(workspace=tmp_path, shell=True),
+        permissions=Permissions(workspace=tmp_path, shell=True, skill_allowed_tools="restrict"),
     )
     result = await orchestrator.run("Summarise report.txt")
 

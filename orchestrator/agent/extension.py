@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from ..messages import Message, ToolCall
 from ..security import Permissions
-from .tools import Refusal, Tool, ToolContext, as_tool
+from .tools import Preapproval, Refusal, Tool, ToolContext, as_tool
 
 if TYPE_CHECKING:
     from ..trace import AgentRecord
@@ -37,6 +37,18 @@ class Extension:
         (agent/turn_calls.py): a refusal becomes the call's error result. A skill's
         `allowed-tools` is enforced this way."""
         return None
+
+    def preapproval(self, call: ToolCall, ctx: ToolContext) -> Preapproval | None:
+        """A call the run's permissions mark `ask` (and no guard refused) may run without
+        asking when an extension grants it (an active skill's `allowed-tools`); a refused
+        `Preapproval` says why it was not, for the message. A call the permissions deny is
+        never run (agent/turn_calls.py)."""
+        return None
+
+    def before_call(self, context: ToolContext) -> None:
+        """Called before each model call of a run. Raising `RunHalted` ends the run as
+        `error` with its message (a skill that failed to load, in a run asked to fail on
+        that)."""
 
     def run_permissions(self, permissions: Permissions) -> Permissions:
         """The permissions one run was given (`AgentLoop.run(permissions=...)`), as this

@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ContextWindowExceeded, ModelError, UntrustedUsage
+from ..errors import ContextWindowExceeded, ModelError, RunHalted, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
@@ -362,7 +362,7 @@ class AgentLoop:
         except ContextWindowExceeded as exc:
             text = self._teach(state, exc)
             await self._end_early(state, "context_full", text, ErrorDetail.of(exc, text))
-        except ModelError as exc:
+        except (ModelError, RunHalted) as exc:
             await self._end_early(state, "error", str(exc), ErrorDetail.of(exc))
         except Exception as exc:
             # A model adapter (or extension) of the user's own failed in a way it should not:
@@ -380,6 +380,8 @@ class AgentLoop:
 
     async def step(self, state: RunState) -> None:
         """One model call and the tool calls it asked for; sets `state.result` when done."""
+        for extension in self.extensions:
+            extension.before_call(state.context)
         for extension in self.extensions:  # work beside the run that ended: after the last turn
             for arrival in extension.arrived(state.context):
                 self._append(state, arrival)
@@ -801,6 +803,7 @@ class AgentLoop:
             model=self.model,
             depth=self.depth,
             guards=[extension.guard for extension in self.extensions],
+            preapprovers=[extension.preapproval for extension in self.extensions],
             approve=self.approve,
             deps=deps,
         )

@@ -222,6 +222,16 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class Preapproval:
+    """An extension's word on a call the run's permissions put to a person (`ask`): granted,
+    it runs without asking (an active skill's `allowed-tools`); refused, `reason` says why,
+    and the call is put to a person as before."""
+
+    granted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
 class ApprovalRequest:
     """A call waiting for a person's decision."""
 
@@ -255,8 +265,9 @@ class ToolContext(Generic[Deps]):
     are the run's, parsed once when it starts. `budget`, `trace` and `model` are the run's
     own, for extensions that start agents of their own (a sub-agent draws from the same
     budget and writes to the same trace), and `children` collects the results of those
-    agents for the run's result. `guards` check every call before it starts, and `approve` is
-    the run's approval callback (agent/turn_calls.py); sub-agents get the same. An extension
+    agents for the run's result. `guards` check every call before it starts, `preapprovers`
+    may spare a call marked `ask` its question, and `approve` is the run's approval callback
+    (agent/turn_calls.py); sub-agents get the same. An extension
     keeps its per-run state in an object of its own class, `state_of(ThatClass)`.
     """
 
@@ -269,6 +280,7 @@ class ToolContext(Generic[Deps]):
     depth: int = 0
     children: list[TaskResult] = field(default_factory=list)
     guards: list[Guard] = field(default_factory=list)
+    preapprovers: list[Preapprover] = field(default_factory=list)
     approve: Approver | None = None
     deps: Deps = cast(Deps, None)
     _states: dict[type[object], object] = field(
@@ -292,6 +304,8 @@ class ToolContext(Generic[Deps]):
 
 Guard = Callable[[ToolCall, ToolContext], Refusal | None | Awaitable[Refusal | None]]
 """A check every call of a run passes before it starts; a Refusal stops it."""
+Preapprover = Callable[[ToolCall, ToolContext], Preapproval | None]
+"""Asked about a call the run's permissions mark `ask`; None: it has no word on it."""
 
 
 class ArgumentsError(ValueError):

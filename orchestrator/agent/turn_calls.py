@@ -16,10 +16,12 @@ call waiting for approval has not started:
 
 1. Each guard of the run (`ToolContext.guards`, from the agent's extensions: a skill's
    `allowed-tools`, a sub-agent's `tools`) may refuse it; the first refusal is its result.
-2. `Permissions.decision(tool)`: `deny` refuses it; `ask` hands an `ApprovalRequest` to the
-   run's approval callback (`ToolContext.approve`: sync or async, `True` approves, anything
-   else, an exception included, denies). Without a callback the call is denied, and the
-   observation says no one could be asked.
+2. `Permissions.decision(tool)`: `deny` refuses it; `ask` first asks the run's
+   preapprovers (`ToolContext.preapprovers`: an active skill's `allowed-tools`), and a grant
+   runs it unasked (an `approval` event `by: skill`); else it hands an `ApprovalRequest` to
+   the run's approval callback (`ToolContext.approve`: sync or async, `True` approves,
+   anything else, an exception included, denies). Without a callback the call is denied, and
+   the observation says no one could be asked, and why no skill pre-approved it.
 
 A refusal or denial is an error observation of type `denied` the model reads; the loop goes
 on. A tool that raises fails its call the same way, and the exception, traceback included,
@@ -287,14 +289,25 @@ async def admit(call: ToolCall, ctx: ToolContext) -> Refusal | ToolContext:
     decision, rule = permissions.decision(call.name)
     if decision == "allow" or rule is None:
         return ctx
+    verdicts = [v for check in ctx.preapprovers if (v := check(call, ctx)) is not None]
+    preapproved = next((v for v in verdicts if v.granted), None)
     if decision == "deny":
         _record(ctx, call, "denied", "policy", rule)
-        return Refusal(f"Permission denied: {call.name} is not allowed in this run ({rule}).")
-    request = ApprovalRequest(ctx.agent, call.name, _arguments(call), call.id, rule)
-    approved, by, why = await _ask(request, ctx)
-    _record(ctx, call, "approved" if approved else "denied", by, rule, why)
-    if not approved:
-        return Refusal(f"Permission denied: {call.name} needs a person's approval ({rule}); {why}.")
+        text = f"Permission denied: {call.name} is not allowed in this run ({rule})."
+        if preapproved is not None:
+            text += f" It is {preapproved.reason}, but that never grants what the run denies."
+        return Refusal(text)
+    if preapproved is not None:
+        _record(ctx, call, "approved", "skill", rule, preapproved.reason)
+    else:
+        request = ApprovalRequest(ctx.agent, call.name, _arguments(call), call.id, rule)
+        approved, by, why = await _ask(request, ctx)
+        _record(ctx, call, "approved" if approved else "denied", by, rule, why)
+        if not approved:
+            notes = "".join(f" ({v.reason})" for v in verdicts)
+            return Refusal(
+                f"Permission denied: {call.name} needs a person's approval ({rule}); {why}." + notes
+            )
     granted = permissions.granting(call.name)
     return ctx if granted is permissions else ctx.granting(granted)
 

@@ -60,6 +60,13 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         "~/.claude/agents, ~/.codex/agents) after the job's own",
     )
     add_disclosure_argument(parser, "default: the spec's `disclosure`, else progressive")
+    parser.add_argument(
+        "--fail-on-skill-error",
+        action="store_true",
+        help="end an agent's run as an error when a skill's code fails to load (its tools.py "
+        "does not import, an MCP server does not start); by default a warning (the spec's "
+        "`fail_on_skill_error`)",
+    )
 
 
 def add_disclosure_argument(parser: argparse.ArgumentParser, default: str) -> None:
@@ -117,6 +124,8 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
         user_skills=args.user_skills,
         **overrides,
     )
+    if getattr(args, "fail_on_skill_error", False):
+        job = job.model_copy(update={"fail_on_skill_error": True})
     return with_disclosure(job, args)
 
 

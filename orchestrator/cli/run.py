@@ -16,12 +16,13 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..events import Event, Listener
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
@@ -121,8 +122,9 @@ def execute(
         if approver is not None:
             approver.pause = getattr(view, "paused", nullcontext)
         stream = AnswerStream(secrets=secrets) if args.stream and not args.json else None
+        failures = SkillFailures()
         try:
-            listeners = [progress] if progress else []
+            listeners: list[Listener] = [progress, failures] if progress else [failures]
             trace = Trace(path, listeners=listeners, secrets=secrets, run_id=run_id, resume=resume)
         except ConfigError as exc:  # the path holds another run, or a run still writes it
             print(f"error: {exc}", file=sys.stderr)
@@ -145,8 +147,38 @@ def execute(
             return EXIT_SPEC_ERROR
         finally:
             trace.close()
-        report(args, result, time.time() - STARTED, stream, offline=offline_note(job))
-    return EXIT_CODES[result.status]
+        report(
+            args,
+            result,
+            time.time() - STARTED,
+            stream,
+            offline=offline_note(job),
+            warnings=failures.lines(),
+        )
+    code = EXIT_CODES[result.status]
+    if code == EXIT_OK and failures.found and job.fail_on_skill_error:
+        # An agent the failure ended was a sub-agent; the run's own answer came anyway.
+        print("error: a skill failed to load, and fail_on_skill_error is set", file=sys.stderr)
+        return EXIT_FAILED_STEP
+    return code
+
+
+class SkillFailures:
+    """A trace listener that keeps the run's `skill_failed` events, for the warnings."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, str, str]] = []
+
+    def __call__(self, event: Event) -> None:
+        if event.get("type") == "skill_failed":
+            agent, skill, error = event.get("agent"), event.get("skill"), event.get("error")
+            self.found.append((str(agent), str(skill), str(error)))
+
+    def lines(self) -> list[str]:
+        return [
+            f"warning: {agent}: skill {skill!r} failed: {error}"
+            for agent, skill, error in dict.fromkeys(self.found)
+        ]
 
 
 def default_trace_path(name: str, run_id: str) -> Path:
@@ -171,11 +203,13 @@ def report(
     stream: AnswerStream | None = None,
     *,
     offline: str | None = None,
+    warnings: Sequence[str] = (),
 ) -> None:
     """The job's output (or JSON, or the rest of a streamed answer) on stdout; unless quiet,
     how it went on stderr: the time since the command started, the files written (as paths
     from the working folder), whether no real model was called, why steps failed, and last
-    the trace and the command that shows its report."""
+    the trace and the command that shows its report. `warnings` (skills that failed to
+    load) are printed with --quiet too."""
     if args.json:
         print(json.dumps(_as_json(result), indent=2))
     elif stream is not None:
@@ -200,6 +234,8 @@ def report(
     for line in failure_lines(result):  # with --quiet too: a failure must say why
         print(line, file=sys.stderr)
     for line in refusal_lines(result.refused_by_agent()):  # and so must a refusal
+        print(line, file=sys.stderr)
+    for line in warnings:  # and a skill that failed to load
         print(line, file=sys.stderr)
     if not args.quiet:  # last, however the run ended: the next command to type
         print(f"trace: {result.trace}", file=sys.stderr)

@@ -218,6 +218,8 @@ def show_command(args: argparse.Namespace) -> int:
             print(f"{key}: {value}")
     if info.has_servers:
         skill = _servers(info, skill, connect=args.connect)
+        for failure in skill.failures:  # a server that cannot start fails the command
+            print(f"error: skill {info.name!r}: {failure}", file=sys.stderr)
     none = "none (instructions only)" if not info.has_servers or args.connect else "none listed"
     print("tools:" if skill.tools else f"tools: {none}")
     for found in skill.tools:
@@ -227,7 +229,7 @@ def show_command(args: argparse.Namespace) -> int:
     files = list_files(info)
     print(f"files: {', '.join(files)}")
     print(f"\n{skill.body}")
-    return 0
+    return 1 if skill.failures else 0
 
 
 def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSkill:

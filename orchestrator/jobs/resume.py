@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..events import JobStart
 from ..messages import Usage
 from ..models import ChatModel, ScriptedModel, unwrap
+from ..security import Permissions
 from ..security.signing import TraceKeyRefused
 from ..skills.disclosure import DISCLOSURES
 from ..tasks import restored_children
@@ -102,6 +103,8 @@ def prepare_resume(
     recorded = record.disclosure  # as the run had it: the spec's, or --disclosure
     if recorded is not None and recorded in DISCLOSURES and recorded != job.disclosure:
         job = job.model_copy(update={"disclosure": recorded})
+    if record.fail_on_skill_error is True:  # the spec's, or --fail-on-skill-error
+        job = job.model_copy(update={"fail_on_skill_error": True})
     if not force:
         overridden = model is not None or bool(model_options)
         _require_same_settings(path, record, job, overridden=overridden)
@@ -141,13 +144,23 @@ def _require_same_settings(path: Path, record: JobStart, job: Job, *, overridden
                 f"`{lost or 'nothing'}`: pass the flags the run had (or others) to resume"
             )
     recorded = record.permissions
-    if recorded is not None and recorded != permissions_record(job):
+    if recorded is not None and not _same_permissions(recorded, permissions_record(job)):
         differences.append("the run's permissions differ from the spec's now")
     if differences:
         raise ResumeError(
             f"the run in {path} was not run as its spec now says: {'; '.join(differences)}. "
             "Resume with --force (force=True) to go on as the spec says now"
         )
+
+
+def _same_permissions(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
+    """Whether a run's recorded permissions are the spec's now. A field the run's version did
+    not record yet (a newer one) is the same when it has its default now."""
+    defaults = Permissions(workspace=Path()).model_dump(mode="json")
+    return all(
+        recorded[key] == value if key in recorded else value == defaults.get(key)
+        for key, value in now.items()
+    ) and set(recorded) <= set(now)
 
 
 def _flags(model: object, options: object) -> list[str]:

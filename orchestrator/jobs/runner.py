@@ -256,7 +256,8 @@ def spec_digest(path: str | Path) -> str:
 
 def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
     """The fields `job_start` adds for `resume`: spec, spec_sha256, inputs, model,
-    model_options, permissions, disclosure, user_skills (when set) and output_step. No key is
+    model_options, permissions, disclosure, user_skills and fail_on_skill_error (when set) and
+    output_step. No key is
     among them: settings name the variable that holds one (`api_key_env`), never its value."""
     source = job.source
     spec = str(Path(source).resolve()) if source is not None else None
@@ -270,6 +271,7 @@ def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
         "permissions": permissions_record(job),
         "disclosure": job.disclosure,
         **({"user_skills": True} if user_skills else {}),
+        **({"fail_on_skill_error": True} if job.fail_on_skill_error else {}),
         "output_step": job.output_step,
     }
 

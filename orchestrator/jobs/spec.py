@@ -318,6 +318,10 @@ class Job(BaseModel):
     """How skills' tools reach the model: `progressive` (each skill's tools when it is
     loaded), `eager` (every skill's tools from the first request) or `auto` (eager while their
     schemas fit in 4,000 tokens); docs/skills.md."""
+    fail_on_skill_error: bool = False
+    """End an agent's run as `error` when a skill's code fails to load (its `tools.py` does
+    not import, an MCP server does not start); by default that is a warning, and the model
+    reads the failure as an observation."""
     mcp_servers: dict[Name, SpecServer] = Field(default_factory=dict)
     """MCP servers, as in `.mcp.json`'s `mcpServers`; each becomes a skill of its own, named
     as the server (docs/skills.md). Nothing starts until that skill is loaded."""

@@ -40,27 +40,36 @@ async def joined(pool: ServerPool, skill: LoadedSkill) -> LoadedSkill:
     async with lock:
         if key not in pool.cache:
             pool.cache[key] = await _open(pool, skill.info)
-    tools, notes = pool.cache[key]
+    tools, failures, notes = pool.cache[key]
     taken = {t.name for t in skill.tools}
     extra = tuple(t for t in tools if t.name not in taken)
-    return replace(skill, tools=(*skill.tools, *extra), notes=(*skill.notes, *notes))
+    return replace(
+        skill,
+        tools=(*skill.tools, *extra),
+        notes=(*skill.notes, *failures, *notes),
+        failures=(*skill.failures, *failures),
+    )
 
 
-async def _open(pool: ServerPool, info: SkillInfo) -> tuple[tuple[Tool, ...], tuple[str, ...]]:
+async def _open(
+    pool: ServerPool, info: SkillInfo
+) -> tuple[tuple[Tool, ...], tuple[str, ...], tuple[str, ...]]:
+    """(the servers' tools, what failed, the servers' instructions)."""
     try:
         load_sdk()
         declared = declared_servers(info)
     except (ToolInfrastructureError, ConfigProblem, OSError) as exc:
-        return (), (f"Its MCP servers are not available: {exc}",)
+        return (), (f"Its MCP servers are not available: {exc}",), ()
     connections = [_connection(pool, info, name, declared) for name in declared.servers]
     started = await asyncio.gather(
         *(c.ensure() for c in connections if isinstance(c, Connection)), return_exceptions=True
     )
-    notes = [c for c in connections if isinstance(c, str)]
+    failures = [c for c in connections if isinstance(c, str)]
     live = [c for c in connections if isinstance(c, Connection)]
     for connection, outcome in zip(live, started, strict=True):
         if isinstance(outcome, BaseException):
-            notes.append(f"MCP server {connection.name!r} is not available: {outcome}")
+            failures.append(f"MCP server {connection.name!r} is not available: {outcome}")
+    notes: list[str] = []
     tools: dict[str, Tool] = {}
     for connection in live:
         if connection.up:
@@ -71,7 +80,7 @@ async def _open(pool: ServerPool, info: SkillInfo) -> tuple[tuple[Tool, ...], tu
                     cut = len(text) - MAX_INSTRUCTIONS
                     text = f"{text[:MAX_INSTRUCTIONS]}\n[... {cut} more characters cut]"
                 notes.append(f"## Instructions of MCP server {connection.name!r}\n{text}")
-    return tuple(tools.values()), tuple(notes)
+    return tuple(tools.values()), tuple(failures), tuple(notes)
 
 
 def _connection(pool: ServerPool, info: SkillInfo, name: str, declared: Declared) -> Any:

@@ -60,6 +60,12 @@ class Permissions(BaseModel):
     """`allow`, `ask` or `deny` for tools: a tool's name (`files__write_file`), a skill's name
     (`data`: all its tools) or a glob pattern (`files__*`). The strictest that applies wins."""
 
+    skill_allowed_tools: Literal["pre-approve", "restrict"] = "pre-approve"
+    """What an active skill's `allowed-tools` means. `pre-approve` (as the Agent Skills
+    specification and Claude Code have it): the listed tools run without a person's approval
+    where these permissions would ask, and nothing else changes. `restrict`: every tool the
+    list does not name is refused while the skill is active."""
+
     network: list[str] = Field(default_factory=list)
     """Hosts the `http` skill may reach: `example.com`, `*.example.com` (any subdomain),
     `127.0.0.1:8080` (one port only), or `*` (any host)."""

@@ -16,18 +16,30 @@ skills it names, and always the meta-tools that only read (`load_skill`, `read_s
 `search_skills`, `read_task_output`, `task_status`, `wait_tasks`) and `cancel_tasks`, which
 can only stop tasks the agent started with a `fork` it was allowed. `ToolLimit` is an agent
 extension that refuses every other call (agent/turn_calls.py runs its guard before each call).
+
+A skill's `allowed-tools` means what the Agent Skills specification and Claude Code mean:
+tools *pre-approved* while the skill is active (`PreapprovedTools`): a call the run's permissions
+would put to a person (`ask`) runs without asking, and nothing else changes (a call they deny
+stays denied, other tools stay as they are). `Bash(git add:*)` pre-approves only commands
+whose words begin with `git add`, and no command that could run another (`;`, `&&`, `|`,
+`$(...)`, a redirection...). `skill_allowed_tools: restrict` in the permissions (or a skill's
+`metadata: {allowed-tools-mode: restrict}`) makes the list a limit instead (`ToolRule`).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import re
+import shlex
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ..agent import Extension, Refusal, ToolContext
+from ..agent import Extension, Preapproval, Refusal, ToolContext
 from ..messages import ToolCall
-from .skill import TOOL_SEPARATOR
+from ..security import Permissions, is_inside
+from .skill import TOOL_SEPARATOR, SkillInfo
 
 CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "Read": ("files__read_file",),
@@ -179,3 +191,154 @@ class ToolLimit(Extension):
 
     def __repr__(self) -> str:
         return f"ToolLimit({[r.source for r in self.rules]})"
+
+
+# --- allowed-tools as pre-approval ----------------------------------------------------------
+
+AllowedToolsMode = Literal["pre-approve", "restrict"]
+MODE_KEY = "allowed-tools-mode"
+"""The skill-level setting, in a SKILL.md's `metadata`: `restrict` makes its list a limit."""
+SHELL_TOOL = "shell__run"
+_CHAINING = {
+    ";": "`;` runs another command",
+    "&": "`&` or `&&` runs another command",
+    "|": "`|` or `||` runs another command",
+    "<": "a redirection (`<`) reads or runs something else",
+    ">": "a redirection (`>`) writes a file",
+    "$": "`$` expands a variable or runs a command (`$(...)`)",
+    "`": "backquotes run a command",
+    "\\": "a backslash escape",
+    "(": "parentheses start a subshell",
+    ")": "parentheses start a subshell",
+    "\n": "a new line runs another command",
+    "\r": "a new line runs another command",
+    "\x00": "a NUL character",
+}
+
+
+def allowed_tools_mode(info: SkillInfo, permissions: Permissions) -> AllowedToolsMode:
+    """`restrict` when the run's permissions or the skill itself ask for it."""
+    if permissions.skill_allowed_tools == "restrict" or info.metadata.get(MODE_KEY) == "restrict":
+        return "restrict"
+    return "pre-approve"
+
+
+@dataclass(frozen=True)
+class PreapprovedTools:
+    """The calls one active skill's `allowed-tools` pre-approves, in our names."""
+
+    source: str
+    """Who pre-approves, for messages: "skill 'git-helper' (allowed-tools)"."""
+    names: frozenset[str] = frozenset()
+    """Tools pre-approved whatever their arguments."""
+    skills: frozenset[str] = frozenset()
+    """Skills whose every tool is pre-approved."""
+    commands: tuple[str, ...] = ()
+    """`Bash(...)` patterns: shell commands pre-approved when their words match one."""
+    unchecked: tuple[str, ...] = ()
+    """Entries whose pattern we cannot check (`Read(src/**)`): they pre-approve nothing."""
+
+    def verdict(self, call: ToolCall) -> Preapproval | None:
+        """Whether the list pre-approves `call`: granted, refused with why, or None when it
+        does not speak of that tool at all."""
+        tool = call.name
+        skill = tool.partition(TOOL_SEPARATOR)[0] if TOOL_SEPARATOR in tool else None
+        if tool in self.names or (skill is not None and skill in self.skills):
+            return Preapproval(True, f"pre-approved by {self.source}")
+        if tool != SHELL_TOOL or not self.commands:
+            return None
+        command = _argument(call, "command")
+        if command is None:
+            return Preapproval(False, f"{self.source}: the call names no command")
+        refused = chained(command)
+        if refused is not None:
+            return Preapproval(False, f"not pre-approved by {self.source}: {refused}")
+        for pattern in self.commands:
+            if command_matches(pattern, command):
+                return Preapproval(True, f"pre-approved by {self.source}: Bash({pattern})")
+        patterns = " ".join(f"Bash({p})" for p in self.commands)
+        return Preapproval(
+            False, f"not pre-approved by {self.source}: the command matches none of {patterns}"
+        )
+
+
+def skill_preapproval(
+    info: SkillInfo, call: ToolCall, permissions: Permissions
+) -> Preapproval | None:
+    """What an active skill's `allowed-tools` says of `call` in a run with `permissions`:
+    granted, refused with why, or None when the list does not speak of that tool (or is a
+    limit: `restrict` mode, a `ToolRule`). A skill whose folder lies in the run's workspace,
+    where a model could have written it, pre-approves nothing."""
+    if info.allowed_tools is None or allowed_tools_mode(info, permissions) == "restrict":
+        return None
+    verdict = preapproved_tools(info).verdict(call)
+    root = permissions.workspace.expanduser().resolve()
+    trusted = info.builtin or not is_inside(root, info.folder)
+    if verdict is not None and verdict.granted and not trusted:
+        return Preapproval(
+            False,
+            f"skill {info.name!r} (allowed-tools) pre-approves nothing: its folder "
+            f"{info.folder} lies in the run's workspace ({root}), where files can be "
+            "written during a run",
+        )
+    return verdict
+
+
+def preapproved_tools(info: SkillInfo) -> PreapprovedTools:
+    """The calls a skill's `allowed-tools` lists, read as pre-approvals."""
+    source = f"skill {info.name!r} (allowed-tools)"
+    names: set[str] = set()
+    skills: set[str] = set()
+    commands: list[str] = []
+    unchecked: list[str] = []
+    for token in tool_tokens(info.allowed_tools):
+        base, _, rest = token.partition("(")
+        pattern = rest[:-1].strip() if rest.endswith(")") else ""
+        if base == "Bash" and pattern not in ("", "*"):
+            commands.append(pattern)
+            continue
+        if pattern not in ("", "*"):
+            unchecked.append(token)  # a path or domain pattern we do not check: ask as before
+            continue
+        found, whole, _ = resolve_tools([base])
+        names.update(found)
+        skills.update(whole)
+    return PreapprovedTools(
+        source, frozenset(names), frozenset(skills), tuple(commands), tuple(unchecked)
+    )
+
+
+def chained(command: str) -> str | None:
+    """Why a shell command could run more than the words it shows (None if it cannot): any
+    character the shell reads as a separator, a substitution or a redirection, even quoted,
+    is enough, so no quoting trick gets past the check."""
+    for char, why in _CHAINING.items():
+        if char in command:
+            return f"the command holds {char!r}: {why}"
+    return None
+
+
+def command_matches(pattern: str, command: str) -> bool:
+    """Whether a command's words match a `Bash(...)` pattern: `git add:*` and `git add *` take
+    any words after `git add`, `npm test` only those words; `*` inside a word matches within
+    that word. Words are compared whole: `git add:*` does not match `git addx`."""
+    try:
+        words = shlex.split(command)
+        wanted = shlex.split(pattern[:-2] if pattern.endswith(":*") else pattern)
+    except ValueError:  # an unclosed quote
+        return False
+    rest = pattern.endswith(":*") or (bool(wanted) and wanted[-1] == "*")
+    if wanted and wanted[-1] == "*":
+        wanted = wanted[:-1]
+    if not wanted or len(words) < len(wanted) or (not rest and len(words) != len(wanted)):
+        return False
+    return all(fnmatch.fnmatchcase(word, want) for word, want in zip(words, wanted, strict=False))
+
+
+def _argument(call: ToolCall, name: str) -> str | None:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    found = value.get(name) if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None

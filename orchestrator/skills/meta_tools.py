@@ -15,16 +15,19 @@
 - `search_skills(query)`: skills ranked by name, keywords and description, for catalogs
   larger than the index shows.
 
-A loaded (or preloaded) skill is *active* for the rest of its agent's run: when its
-`allowed-tools` names tools of ours, every call outside them is refused (`guard`), whatever
-skill is loaded later. Skills marked `disable-model-invocation` are out of the index, of
-search and of `load_skill`; only a task or job step that names them gives them (preloaded).
+A loaded (or preloaded) skill is *active* for the rest of its agent's run: the tools its
+`allowed-tools` lists run without a person's approval where the run's permissions would ask
+(`preapproval`); in `restrict` mode (allowed.py), every call outside them is refused
+(`guard`), whatever skill is loaded later. Skills marked `disable-model-invocation` are out
+of the index, of search and of `load_skill`; only a task or job step that names them gives
+them (preloaded).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -32,13 +35,19 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..agent import Extension, Refusal, Tool, ToolContext
+from ..agent import Extension, Preapproval, Refusal, Tool, ToolContext
 from ..agent.tools import dispatcher, run_in_thread
 from ..errors import ConfigError, PermissionDenied, ToolError
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from ..tokens import TokenCounter
-from .allowed import ToolRule, first_refusal, tool_rule
+from .allowed import (
+    ToolRule,
+    allowed_tools_mode,
+    first_refusal,
+    skill_preapproval,
+    tool_rule,
+)
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .disclosure import (
     DEFAULT_DISCLOSURE,
@@ -52,13 +61,14 @@ from .files import DEFAULT_MAX_FILE_CHARS, read_file
 from .observation import render_loaded
 from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .servers import server_scope, with_servers, with_servers_sync
-from .skill import LoadedSkill, SkillError, SkillInfo
+from .skill import LoadedSkill, SkillError, SkillFailure, SkillInfo
 from .skill_md import read_body, substitute
 
 if TYPE_CHECKING:
     from ..trace import AgentRecord
 
 MAX_SEARCH_RESULTS = 20
+logger = logging.getLogger("orchestrator.skills")
 
 __all__ = [
     "ForkSkill",
@@ -73,10 +83,13 @@ __all__ = [
 @dataclass
 class SkillsState:
     """What one run keeps of its skills (`ctx.state_of(SkillsState)`): the skills it loaded,
-    and the `allowed-tools` limits they set."""
+    the `allowed-tools` limits they set, and the skills whose code failed to load."""
 
     loaded: set[str] = field(default_factory=set)
     rules: list[ToolRule] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    """(skill, what failed) for each failure, in order."""
+    preload_reported: bool = False
 
 
 ForkSkill = Callable[[SkillInfo, str, ToolContext], Awaitable[str]]
@@ -101,6 +114,9 @@ class SkillsExtension(Extension):
     `allows` filters the tools loaded skills add (a sub-agent's tool limit). `stable_tools`
     keeps the tools array of every request the same (see the module's docstring).
     `disclosure` and `eager_tokens` choose how skills' tools reach the model (disclosure.py).
+    A skill whose code fails to load (its `tools.py` does not import, an MCP server does not
+    start) is recorded (`skill_failed`) and logged; with `fail_on_skill_error` the run then
+    ends as `error` before its next model call.
     """
 
     def __init__(
@@ -116,8 +132,10 @@ class SkillsExtension(Extension):
         stable_tools: bool = True,
         disclosure: Disclosure = DEFAULT_DISCLOSURE,
         eager_tokens: int = DEFAULT_EAGER_TOKENS,
+        fail_on_skill_error: bool = False,
     ) -> None:
         self.catalog = catalog
+        self.fail_on_skill_error = fail_on_skill_error
         self.index_tokens = index_tokens
         self.max_file_chars = max_file_chars
         self.counter = counter
@@ -238,21 +256,50 @@ class SkillsExtension(Extension):
             if info.model_invocable
         )
 
+    def before_call(self, context: ToolContext) -> None:
+        """Report the preloaded skills that failed (once, before the first model call); with
+        `fail_on_skill_error`, end the run if any skill of it failed."""
+        state = context.state_of(SkillsState)
+        if not state.preload_reported:
+            state.preload_reported = True
+            for item in self.preloaded:
+                for failure in item.failures:
+                    skill_failed(context, item.info.name, failure)
+        if self.fail_on_skill_error and state.failed:
+            skill, error = state.failed[0]
+            raise SkillFailure(f"skill {skill!r} failed: {error} (fail_on_skill_error is set)")
+
     def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
-        """Refuse a call that an active skill's `allowed-tools` does not allow."""
+        """Refuse a call that an active skill's `allowed-tools` does not allow (`restrict`)."""
         rules = [*self._static_rules(), *ctx.state_of(SkillsState).rules]
         return first_refusal(call.name, rules)
+
+    def preapproval(self, call: ToolCall, ctx: ToolContext) -> Preapproval | None:
+        """Whether an active skill's `allowed-tools` pre-approves a call the run's
+        permissions would put to a person: the first grant, else every reason it was not."""
+        loaded = ctx.state_of(SkillsState).loaded
+        active = [item.info for item in self.preloaded]
+        active += [info for name in sorted(loaded) if (info := self.catalog.get(name))]
+        refused: list[str] = []
+        for info in active:
+            verdict = skill_preapproval(info, call, ctx.permissions)
+            if verdict is not None and verdict.granted:
+                return verdict
+            if verdict is not None:
+                refused.append(verdict.reason)
+        return Preapproval(False, "; ".join(refused)) if refused else None
 
     def _static_rules(self) -> list[ToolRule]:
         """The limits of the preloaded skills, active from the start."""
         if self._rules is None:
-            found = (self.rule_for(item.info) for item in self.preloaded)
+            found = (self.rule_for(item.info, self.permissions) for item in self.preloaded)
             self._rules = [rule for rule in found if rule is not None]
         return self._rules
 
-    def rule_for(self, info: SkillInfo) -> ToolRule | None:
-        """The limit a skill's `allowed-tools` sets while it is active, if it names our tools."""
-        if info.allowed_tools is None:
+    def rule_for(self, info: SkillInfo, permissions: Permissions) -> ToolRule | None:
+        """The limit a skill's `allowed-tools` sets while it is active, if it names our tools
+        and is a limit (`restrict` mode; else it pre-approves, `preapproval`)."""
+        if info.allowed_tools is None or allowed_tools_mode(info, permissions) != "restrict":
             return None
         source = f"the active skill {info.name!r} (allowed-tools)"
         return tool_rule(source, info.allowed_tools, own_skill=info.name, skills=self.catalog)
@@ -280,7 +327,7 @@ class SkillsExtension(Extension):
                 "conversation and its tools are available."
             )
         skill = await self._read(info, ctx)
-        rule = self.rule_for(info)
+        rule = self.rule_for(info, ctx.permissions)
         active = [*self._static_rules(), *rules, *([rule] if rule else [])]
         allowed = [
             t for t in skill.tools if self.allows(t.name) and first_refusal(t.name, active) is None
@@ -304,8 +351,12 @@ class SkillsExtension(Extension):
         try:
             skill = await run_in_thread(self.catalog.load, info.name)
         except SkillError as exc:
+            skill_failed(ctx, info.name, str(exc))
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
-        return await with_servers(skill)
+        skill = await with_servers(skill)
+        for failure in skill.failures:
+            skill_failed(ctx, info.name, failure)
+        return skill
 
     async def _fork(
         self, info: SkillInfo, arguments: str, rules: list[ToolRule], ctx: ToolContext
@@ -352,7 +403,7 @@ class SkillsExtension(Extension):
                 skill = with_servers_sync(self.catalog.load(info.name))
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
-            rule = self.rule_for(info)
+            rule = self.rule_for(info, permissions)
             active = [*self._static_rules(), *rules, *([rule] if rule else [])]
             for item in skill.tools:
                 if self.allows(item.name) and first_refusal(item.name, active) is None:
@@ -403,6 +454,15 @@ class SkillsExtension(Extension):
 
     def __repr__(self) -> str:
         return f"SkillsExtension({self.catalog!r})"
+
+
+def skill_failed(ctx: ToolContext, skill: str, error: str) -> None:
+    """Record that a skill's code failed to load: in the run's state, the trace
+    (`skill_failed`) and the `orchestrator.skills` log."""
+    ctx.state_of(SkillsState).failed.append((skill, error))
+    if ctx.trace is not None:
+        ctx.trace.emit("skill_failed", ctx.agent, skill=skill, error=error)
+    logger.warning("%s: skill %r failed: %s", ctx.agent, skill, error)
 
 
 def loaded_in(messages: Sequence[Message]) -> list[str]:

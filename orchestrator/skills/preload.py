@@ -38,6 +38,8 @@ class Preloaded:
     """False for the skill a forked sub-agent runs: its instructions are the task already."""
     notes: tuple[str, ...] = ()
     """What its MCP servers add: those that did not start, and their instructions."""
+    failures: tuple[str, ...] = ()
+    """What failed to load: its `tools.py`, or MCP servers that did not start."""
 
 
 def preload_skills(
@@ -66,15 +68,30 @@ def _preload(
 ) -> Preloaded:
     refusal = untrusted_code(info, permissions)
     refused = refusal is not None
+    failures: tuple[str, ...] = ()
     try:
         skill = with_servers_sync(catalog.load(info.name)) if refusal is None else None
     except SkillError as exc:
-        refusal, skill = f"its tools could not be loaded: {exc}", None
+        refusal, skill, failures = f"its tools could not be loaded: {exc}", None, (str(exc),)
     if skill is None:
         body = _instructions_only(info)
-        return Preloaded(info, body, note=refusal, refused=refused, instructions=instructions)
+        return Preloaded(
+            info,
+            body,
+            note=refusal,
+            refused=refused,
+            instructions=instructions,
+            failures=failures,
+        )
     tools = tuple(t for t in skill.tools if allows(t.name))
-    return Preloaded(info, skill.body, tools, notes=skill.notes, instructions=instructions)
+    return Preloaded(
+        info,
+        skill.body,
+        tools,
+        notes=skill.notes,
+        instructions=instructions,
+        failures=skill.failures,
+    )
 
 
 def _instructions_only(info: SkillInfo) -> str:

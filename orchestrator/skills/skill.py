@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import Tool
-from ..errors import OrchestratorError
+from ..errors import OrchestratorError, RunHalted
 
 TOOL_SEPARATOR = "__"
 MAX_TOOL_NAME = 64
@@ -19,6 +19,11 @@ _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 class SkillError(OrchestratorError):
     """A skill cannot be used: it is unknown, or its folder is broken."""
+
+
+class SkillFailure(RunHalted):
+    """A skill's code failed to load in a run asked to fail on that (`fail_on_skill_error`):
+    the agent's run ends as `error`."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ class LoadedSkill:
     notes: tuple[str, ...] = ()
     """What the load observation must also say: servers that did not start and why, and
     the servers' own instructions."""
+    failures: tuple[str, ...] = ()
+    """Of those, what failed: each server that did not start (or could not be configured),
+    and why. A run reports them (`skill_failed`) and may be asked to fail on them."""
 
     @property
     def name(self) -> str:

@@ -66,8 +66,9 @@ from ..models import (
     output_modes_of,
     unsupported_mode,
 )
+from ..security import Permissions
 from ..skills import Agent, SkillCatalog, SkillInfo, SkillsExtension
-from ..skills.allowed import ToolLimit, ToolRule, tool_rule
+from ..skills.allowed import ToolLimit, ToolRule, allowed_tools_mode, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
@@ -132,6 +133,8 @@ class ForkSettings:
     agent answer again with their results), or cancel them."""
     wait_timeout: float = 600.0
     """The most seconds one `wait_tasks` call waits."""
+    fail_on_skill_error: bool = False
+    """A sub-agent whose skill's code fails to load ends as `error` (skills/meta_tools.py)."""
 
 
 class ForkExtension(ForksSkills):
@@ -631,7 +634,7 @@ class ForkExtension(ForksSkills):
         extensions: list[Any] = []
         if request.depth < self.settings.max_depth:
             extensions.append(self.within(skills))
-        limit = self._limit(definition, running)
+        limit = self._limit(definition, running, ctx.permissions)
         if limit is not None:
             extensions.append(limit)
         model = model or self._model_for(definition, ctx)
@@ -685,17 +688,25 @@ class ForkExtension(ForksSkills):
             allows=limit.allows if limit is not None else None,
             disclosure=self.settings.disclosure,
             eager_tokens=self.settings.eager_tokens,
+            fail_on_skill_error=self.settings.fail_on_skill_error,
         )
 
-    def _limit(self, definition: SubagentDef, running: SkillInfo | None) -> ToolLimit | None:
+    def _limit(
+        self, definition: SubagentDef, running: SkillInfo | None, permissions: Permissions
+    ) -> ToolLimit | None:
         """What the agent may call: its definition's `tools`, a forked skill's
-        `allowed-tools`; None when neither limits anything."""
+        `allowed-tools` when it is a limit (`restrict`); None when neither limits anything.
+        A forked skill's list that pre-approves does so as an active skill of the agent."""
         rules: list[ToolRule] = []
         if definition.tools is not None or definition.disallowed_tools:
             source = f"its sub-agent definition {definition.name!r} (tools)"
             rule = tool_rule(source, definition.tools, definition.disallowed_tools or None)
             rules += [rule] if rule is not None else []
-        if running is not None and running.allowed_tools is not None:
+        if (
+            running is not None
+            and running.allowed_tools is not None
+            and allowed_tools_mode(running, permissions) == "restrict"
+        ):
             source = f"the skill it runs, {running.name!r} (allowed-tools)"
             rule = tool_rule(
                 source, running.allowed_tools, own_skill=running.name, skills=self._all_skills

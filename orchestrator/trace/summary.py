@@ -24,6 +24,7 @@ from ..events import (
     ModelCall,
     RunEnd,
     RunStart,
+    SkillFailed,
     SkillLoaded,
     TaskEnd,
     TraceEvent,
@@ -226,6 +227,8 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             skills = summary.agent(event.agent).skills
             if event.skill not in skills:
                 skills.append(event.skill)
+        case SkillFailed():
+            summary.error(event, f"{event.agent}: skill {event.skill!r} failed: {event.error}")
         case MessageEvent():
             message = event.message
             if message.role == "tool" and message.is_error:
