@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
+from .compaction import WorkingRecord
 from .tools import (
     DISPATCH_TOOL,
     ApprovalRequest,
@@ -208,7 +209,11 @@ class ToolBatch:
                 error_type=kind,
                 duration_ms=round((time.perf_counter() - began) * 1000, 3),
             )
-        return Message.tool_result(call, text, error_type=kind)
+        if kind is None and found.changes is not None:
+            changed = kwargs.get(found.changes)
+            if isinstance(changed, str):
+                context.state_of(WorkingRecord).changed(changed)
+        return Message.tool_result(call, text, error_type=kind, pinned=found.pin and kind is None)
 
     async def _outcome(
         self, found: Tool, kwargs: dict[str, object], context: ToolContext
