@@ -22,8 +22,10 @@ from orchestrator.agent import CompactionPlan, CompactionRequest, Extension
 from orchestrator.agent.compaction import SUMMARY_SYSTEM
 from orchestrator.jobs import fast_forward, load_job
 from orchestrator.models import ScriptedModel, resolve_model
+from orchestrator.report import render_report
 from orchestrator.tokens import default_counter
 from orchestrator.trace import load_checkpoint
+from orchestrator.trace.summary import render, summarize
 
 COUNTER = default_counter()
 WINDOW = 8192
@@ -212,9 +214,17 @@ async def test_a_long_job_keeps_what_matters_through_many_cuts(
     assert loaded.pinned and SKILL_LINE in (loaded.content or "")
     cut_tools = {r["tool"] for e in cuts for r in e["replaced"]}
     assert "load_skill" not in cut_tools
-    # The note is in the trace, as its own event.
-    (noted,) = [e for e in events if e["type"] == "note"]
-    assert noted["text"] == f"{DECISION}\n{DEAD_END}"
+    # The note is in the trace, as its own event, and again when the run changed a file.
+    noted = [e for e in events if e["type"] == "note"]
+    assert [(e["text"], e["files"]) for e in noted] == [
+        (f"{DECISION}\n{DEAD_END}", []),
+        (f"{DECISION}\n{DEAD_END}", [CHANGED]),
+    ]
+    # `trace show` and the report show it, with the file the run changed.
+    shown = render(summarize(events))
+    assert f"compacted {len(cuts)} times" in shown
+    assert "note: " in shown and "Decision: the report is CSV" in shown and CHANGED in shown
+    assert "note: Decision: the report is CSV" in render_report(events)
     carried = [m for m in conversation if "[kept across compactions]" in (m.content or "")]
     assert len(carried) == 1  # one carried block at a time
     if strategy == "summarize":
