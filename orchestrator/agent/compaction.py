@@ -9,17 +9,25 @@ provider's refusal), every request is fitted to it before it is sent (`ContextFi
   asked. When not even `MIN_ANSWER_TOKENS` fit, the run ends as `context_full`, naming the
   window, instead of sending a request the provider would refuse.
 - **Compaction.** Past `compact_at` of the window (0.8 by default), or when a minimal answer no
-  longer fits, the conversation is compacted: tool results (a loaded skill's instructions among
-  them) become short stubs that say what they were, oldest first, until the prompt is at most
-  half the threshold. Only a result's text changes: every tool call keeps exactly one result,
-  in the model's order, and nothing is removed.
+  longer fits, the conversation is compacted: tool results become short stubs that say what
+  they were, oldest first, until the prompt is at most half the threshold. Only a result's
+  text changes: every tool call keeps exactly one result, in the model's order, and nothing is
+  removed. Never cut: the system prompt, user messages (a job's pins ride in the task), the
+  model's turns, pinned results (`Tool(pin=True)`: a skill's instructions from `load_skill`),
+  and the latest turn's results unless the request cannot fit without them (an unread
+  `read_compacted` answer never). When that alone fills the window, the run ends as
+  `context_full`, saying what takes it (`never_cut`).
+- **Strategies** (`CompactionStrategy`, per agent): `mask` (the stubs); `summarize` (the
+  same, and one more call, charged to the budget like any, made by a one-step agent of its
+  own, `<agent>/summary-<step>`, writes a structured summary of what is cut); or an
+  extension's own plan (`Extension.compact`: a `CompactionRequest` in, a `CompactionPlan` of
+  candidates to cut out).
+- **The working record** (`WorkingRecord`, kept with the `note` tool, with the files the run's
+  tools changed) and the summary ride in the newest stub (`CARRY_MARK`), one copy at a time,
+  so they survive every cut.
 - **Retrievable.** What a stub replaced stays in the trace and in the run:
-  `read_compacted(message=N)` reads it back, part by part (`CompactedResults`).
-- **Notes (optional, `summarize=True`).** The model also writes notes on what is cut: one
-  more call, charged to the budget like any, made by a one-step agent of its own
-  (`<agent>/summary-<step>` in the trace). The notes ride in the newest stub, and replace the
-  previous notes (there is one set at a time, each taking the last into account), so they
-  never pile up.
+  `read_compacted(message=N)` reads it back, in parts no larger than what a compaction leaves
+  (`CompactedResults`).
 - **The record.** Each compaction is a `compact` trace event: the window, the prompt's tokens
   before and after, and each result replaced (its message index, call id, tool, tokens and
   stub). A resumed run, `rebuild_conversations` and the report read it from there.
@@ -219,8 +227,9 @@ class CompactionRequest:
 
     `candidates` are the indices of the results that may become stubs, oldest first: never the
     system prompt, a user's message, the model's own turns, a pinned result (a skill's
-    instructions among them), a stub, nor a `read_compacted` answer the model has not read
-    yet. `tokens` counts each candidate. Cutting `excess` counted tokens brings the prompt down
+    instructions among them), a stub, a `read_compacted` answer the model has not read yet,
+    nor (unless the request cannot fit without it, `needed`) any other result of the latest
+    turn. `tokens` counts each candidate. Cutting `excess` counted tokens brings the prompt down
     to half the threshold (what `mask` aims at); the request fits at all only once `needed`
     are gone. `record` is the working record the newest stub will carry (empty without one).
     """
@@ -255,12 +264,12 @@ def compaction_request(
     record: str = "",
 ) -> CompactionRequest:
     """The request a compactor of one's own gets (counting only the candidates)."""
-    candidates = tuple(cuttable(messages))
+    candidates = tuple(cuttable(messages, needed))
     tokens = {i: counter.count_message(messages[i]) for i in candidates}
     return CompactionRequest(tuple(messages), candidates, tokens, excess, needed, window, record)
 
 
-def cuttable(messages: Sequence[Message]) -> list[int]:
+def cuttable(messages: Sequence[Message], needed: int) -> list[int]:
     """The tool results a compaction may cut, oldest first (see `CompactionRequest`)."""
     latest = _latest_turn(messages)
     return [
@@ -269,7 +278,7 @@ def cuttable(messages: Sequence[Message]) -> list[int]:
         if message.role == "tool"
         and not message.pinned
         and not is_stub(message)
-        and not (index > latest and message.name == READ_COMPACTED_NAME)
+        and not (index > latest and (message.name == READ_COMPACTED_NAME or needed <= 0))
     ]
 
 
@@ -296,13 +305,14 @@ def compact(
     originals: dict[int, str] = {}
     saved = 0
     latest = _latest_turn(messages)
-    candidates = cuttable(messages)
+    candidates = cuttable(messages, needed)
     if chosen is not None:
         refused = sorted(set(chosen) - set(candidates))
         if refused:
             raise ValueError(
-                f"a compaction plan may cut only tool results that are not pinned, not stubs "
-                f"and not unread read_compacted answers; it named message(s) {refused}"
+                "a compaction plan may cut only the request's candidates (tool results not "
+                "pinned, not stubs, not unread unless the request cannot fit without them); "
+                f"it named message(s) {refused}"
             )
     for index in sorted(set(chosen)) if chosen is not None else candidates:
         if chosen is None and saved >= (excess if index < latest else needed):
