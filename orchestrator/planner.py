@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from .agent import (
+    COMPACTION_STRATEGIES,
     DEFAULT_MAX_STEPS,
     DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
@@ -157,6 +158,10 @@ class Orchestrator:
             "compaction": compaction,
             "note": note,
         }
+        if compaction not in COMPACTION_STRATEGIES:
+            raise ValueError(
+                f"compaction must be one of {', '.join(COMPACTION_STRATEGIES)}, got {compaction!r}"
+            )
         self.remake: Remake = (Orchestrator, (model,), given)
         """What this orchestrator was made from, for an executor that makes it again in
         another process (a Ray worker: orchestrator/ray/recipe.py)."""

@@ -397,6 +397,13 @@ async def test_a_compactor_may_not_cut_what_is_pinned(tmp_path: Path) -> None:
 def test_bad_settings_are_refused_naming_the_field(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="compaction must be one of mask, summarize"):
         Agent(ScriptedModel({"*": []}), compaction="squash")  # type: ignore[arg-type]
+    # A job copied with a bad value (model_copy does not validate) is refused when it is run.
+    write_workspace(tmp_path)
+    job = load_job(write_job(tmp_path, "http://127.0.0.1:9/v1", "mask"))
+    with pytest.raises(ValueError, match="compaction must be one of mask, summarize"):
+        Orchestrator.from_job(job.model_copy(update={"compaction": "squash"}))
+    with pytest.raises(ValueError, match="note_chars must be at least 1"):
+        Agent(ScriptedModel({"*": []}), note=True, note_chars=0)
     with pytest.raises(Exception, match="changes='file' names no argument"):
 
         @tool(changes="file")
