@@ -7,6 +7,7 @@ Real skills, files, server and trace; only the model's decisions are scripted.""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +18,15 @@ from provider_server import ProviderServer
 from test_context_window import PROSE, check_pairing, wire_text
 from test_resume import cut
 
-from orchestrator import Agent, Orchestrator, ToolContext, read_trace, rebuild_conversations, tool
+from orchestrator import (
+    Agent,
+    Orchestrator,
+    ToolContext,
+    read_trace,
+    rebuild_conversations,
+    run_job_sync,
+    tool,
+)
 from orchestrator.agent import CompactionPlan, CompactionRequest, Extension
 from orchestrator.agent.compaction import SUMMARY_SYSTEM
 from orchestrator.jobs import fast_forward, load_job
@@ -410,3 +419,41 @@ def test_bad_settings_are_refused_naming_the_field(tmp_path: Path) -> None:
         def write(path: str) -> str:
             """Write."""
             return path
+
+
+def test_a_definition_chooses_its_strategy_and_a_step_overrides_it(tmp_path: Path) -> None:
+    write_workspace(tmp_path)
+    (tmp_path / "subagents").mkdir()
+    (tmp_path / "subagents" / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads notes.\ncompaction: summarize\nnote: true\n---\n"
+        "You read notes.\n"
+    )
+    reads = [
+        {"tool_calls": [{"name": "files__read_file", "arguments": {"path": f"notes/note{i}.txt"}}]}
+        for i in range(12)
+    ]
+    load = {"tool_calls": [{"name": "load_skill", "arguments": {"name": "files"}}]}
+    script = {
+        "a": [load, *reads, {"content": "a done"}],
+        "b": [load, *reads, {"content": "b done"}],
+        "*": [{"content": SUMMARY}] * 20,
+    }
+    (tmp_path / "s.yaml").write_text(json.dumps(script))
+    (tmp_path / "job.yaml").write_text(
+        """\
+name: choose
+model: {name: "scripted:s.yaml", context_window: 4096}
+budget: {max_steps: 20}
+steps:
+  - {id: a, agent: reader, task: Read the notes.}
+  - {id: b, agent: reader, compaction: mask, note: false, task: Read the notes.}
+"""
+    )
+    done = run_job_sync(load_job(tmp_path / "job.yaml"), trace=tmp_path / "t.jsonl")
+
+    assert done.status == "completed", [s.reason for s in done.steps]
+    events = read_trace(tmp_path / "t.jsonl")
+    strategies = {e["agent"]: e["strategy"] for e in events if e["type"] == "compact"}
+    assert strategies == {"a": "summarize", "b": "mask"}
+    tools = {e["agent"]: e["tools"] for e in events if e["type"] == "run_start"}
+    assert "note" in tools["a"] and "note" not in tools["b"]

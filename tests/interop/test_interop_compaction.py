@@ -28,7 +28,7 @@ from orchestrator.models import (
 
 pytestmark = pytest.mark.interop
 WINDOW = 4096
-NOTES = 24
+NOTES = 10
 DECISION = "Decision: the report is CSV. Dead end: a regex split broke on quoted commas."
 PHRASE = (
     "the ledger shows that the invoice was booked twice in the same month and the clerk who "
