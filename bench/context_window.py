@@ -6,7 +6,7 @@ same seeded sizes every run), then answers. The same scripted decisions run twic
 - `16k window`: the model declares a 16,384-token window (`context_window`); the agent asks
   for at most the room left, and compacts its conversation past 80% of the window
   (agent/compaction.py);
-- `16k window, with notes`: the same, with `summarize=True`: at each compaction the model
+- `16k window, with notes`: the same, with `compaction="summarize"`: at each compaction the model
   writes notes on what is cut (about 250 tokens here), one more call each time;
 - `unlimited`: no window is known: the conversation grows with every result (what a model
   with a window of a million tokens would be sent).
@@ -94,7 +94,7 @@ def run_agent(
         max_steps=len(names) + 5,
         max_output_tokens=2048,
         trace=trace,
-        summarize=summarize,
+        compaction="summarize" if summarize else "mask",
     )
     result = agent.run_sync("Read every note in the folder and list the open questions.")
     events = read_trace(trace)

@@ -336,10 +336,24 @@ class Compact(EventBase):
     tokens_after: int | None = None
     scale: Number | None = None
     """The provider's tokens per token of ours, once a refusal taught it."""
+    strategy: str | None = None
+    """`mask`, `summarize`, or the class name of the extension that compacted its own way."""
     replaced: list[CompactedResult] | None = None
     summary_agent: str | None = None
-    """The path of the one-step agent that wrote notes on what was cut."""
+    """The path of the one-step agent that wrote the summary of what was cut."""
+    summary_tokens: int | None = None
+    """What writing the summary cost (its own line among the run's children)."""
     summary_error: str | None = None
+
+
+class Note(EventBase):
+    """The agent kept its working record with the `note` tool."""
+
+    type: Literal["note"]
+    text: str
+    """The whole note, as it now stands."""
+    files: list[str] = Field(default_factory=list)
+    """The files the run's tools had changed by then."""
 
 
 class ContextWindow(EventBase):
@@ -565,6 +579,7 @@ TraceEvent = Annotated[
     | ToolEnd
     | Approval
     | Compact
+    | Note
     | ContextWindow
     | SkillLoaded
     | SkillFailed

@@ -97,6 +97,7 @@ class Message(BaseModel):
     Assistants may carry `tool_calls`; a `tool` message answers one call through `tool_call_id`
     and `name`, with `is_error` set (and `error_type` naming the kind) when the call failed.
     `reasoning` holds a model's separate reasoning text, never mixed into `content`.
+    A `pinned` tool result is never cut by a compaction (agent/compaction.py).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -109,6 +110,7 @@ class Message(BaseModel):
     is_error: bool = False
     error_type: str | None = None
     reasoning: SafeText | None = None
+    pinned: bool = False
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -129,6 +131,7 @@ class Message(BaseModel):
         content: str,
         *,
         error_type: str | None = None,
+        pinned: bool = False,
     ) -> Message:
         return cls(
             role="tool",
@@ -137,6 +140,7 @@ class Message(BaseModel):
             name=call.name,
             is_error=error_type is not None,
             error_type=error_type,
+            pinned=pinned,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from .agent import (
+    COMPACTION_STRATEGIES,
     DEFAULT_MAX_STEPS,
     DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
     Approver,
+    CompactionStrategy,
     RunResult,
     TokenBudget,
     Tool,
@@ -100,6 +102,10 @@ class Orchestrator:
     `on_background_answer`: what becomes of background tasks (`fork(..., wait=false)`) still
     running when their agent answers: `wait` for them and let it answer again with their
     results, or `cancel` them (docs/background.md).
+    `compaction` is how every agent compacts its conversation to fit its model's window
+    (`mask` or `summarize`), and `note` gives every agent the `note` tool (its working
+    record); a sub-agent definition or a job step may choose otherwise
+    (docs/context-window.md).
     """
 
     def __init__(
@@ -128,6 +134,8 @@ class Orchestrator:
         eager_tokens: int = DEFAULT_EAGER_TOKENS,
         on_background_answer: Literal["wait", "cancel"] = "wait",
         fail_on_skill_error: bool = False,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
     ) -> None:
         given = {
             "tools": tools,
@@ -152,7 +160,13 @@ class Orchestrator:
             "eager_tokens": eager_tokens,
             "on_background_answer": on_background_answer,
             "fail_on_skill_error": fail_on_skill_error,
+            "compaction": compaction,
+            "note": note,
         }
+        if compaction not in COMPACTION_STRATEGIES:
+            raise ValueError(
+                f"compaction must be one of {', '.join(COMPACTION_STRATEGIES)}, got {compaction!r}"
+            )
         self.remake: Remake = (Orchestrator, (model,), given)
         """What this orchestrator was made from, for an executor that makes it again in
         another process (a Ray worker: orchestrator/ray/recipe.py)."""
@@ -201,6 +215,8 @@ class Orchestrator:
                 eager_tokens=eager_tokens,
                 on_answer=on_background_answer,
                 fail_on_skill_error=fail_on_skill_error,
+                compaction=compaction,
+                note=note,
             ),
             resolve=self.resolve,
             approve=approve,
@@ -232,6 +248,8 @@ class Orchestrator:
             "executor": executor_for(job),
             "disclosure": job.disclosure,
             "fail_on_skill_error": job.fail_on_skill_error,
+            "compaction": job.compaction,
+            "note": job.note,
         }
         settings.update(overrides)
         # What the spec names and the folders it searches stay read-only, whatever
@@ -329,10 +347,14 @@ class Orchestrator:
         model: ChatModel | None = None,
         permissions: Permissions | None = None,
         output: StepOutput | None = None,
+        compaction: CompactionStrategy | None = None,
+        note: bool | None = None,
     ) -> Agent:
         """The planner agent, ready to run (a job's planner steps use this too, some with a
         model of their own); `permissions` are the run's (this orchestrator's, by default);
-        `output`: what its answer must be (a step's `output_schema`)."""
+        `output`: what its answer must be (a step's `output_schema`); `compaction` and
+        `note`: a step's own, over this orchestrator's."""
+        settings = self.fork.settings
         extensions = [self.fork] if self.fork.settings.max_depth > 0 else []
         model = model or self.model
         return Agent(
@@ -356,6 +378,8 @@ class Orchestrator:
             output_type=output.spec if output is not None else None,
             output_mode=output.mode if output is not None else None,
             output_retries=output.retries if output is not None else DEFAULT_OUTPUT_RETRIES,
+            compaction=compaction or settings.compaction,
+            note=settings.note if note is None else note,
         )
 
     async def run(
@@ -591,8 +615,12 @@ class Orchestrator:
                 model=model,
                 permissions=context.permissions,
                 output=output,
+                compaction=step.compaction,
+                note=step.note,
             )
-        return self.fork.build_agent(request, context, model, output=output)
+        return self.fork.build_agent(
+            request, context, model, output=output, compaction=step.compaction, note=step.note
+        )
 
     def _check_deps(self, deps: object) -> None:
         """`deps` are objects of this process: a run whose tasks go to another refuses them."""

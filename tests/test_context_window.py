@@ -600,7 +600,9 @@ async def test_the_model_keeps_notes_on_what_is_cut_one_set_at_a_time(tmp_path: 
     model = ScriptedModel(script, context_window=WINDOW)
     path = tmp_path / "t.jsonl"
     budget = TokenBudget(1_000_000)
-    agent = Agent(model, [reader(tmp_path / "notes")], trace=path, summarize=True, budget=budget)
+    agent = Agent(
+        model, [reader(tmp_path / "notes")], trace=path, compaction="summarize", budget=budget
+    )
     result = await agent.run("Read every note.")
 
     assert result.status == "completed"
@@ -616,7 +618,7 @@ async def test_the_model_keeps_notes_on_what_is_cut_one_set_at_a_time(tmp_path: 
     assert notes[(first_cut - 2) // 2].read_text() in writers[0].messages[-1].content
     assert "notes 1: note1" in writers[1].messages[-1].content
     # One set of notes at a time, in the newest stub; the ones before are plain stubs again.
-    kept = [m for m in result.messages if "[notes on the results" in (m.content or "")]
+    kept = [m for m in result.messages if "[kept across compactions]" in (m.content or "")]
     assert len(kept) == 1 and kept[0].content.endswith(
         f"notes {len(done)}: note{len(done)} says w{len(done)}x0"
     )

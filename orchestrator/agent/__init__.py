@@ -5,6 +5,13 @@ Nothing here knows of skills, forks or jobs; they extend the loop from the layer
 """
 
 from ..models.base import OutputMode
+from .compaction import (
+    COMPACTION_STRATEGIES,
+    NOTE_CHARS,
+    CompactionPlan,
+    CompactionRequest,
+    CompactionStrategy,
+)
 from .extension import Extension
 from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState, run_sync
 from .output import (
@@ -33,6 +40,7 @@ from .tools import (
 )
 
 __all__ = [
+    "COMPACTION_STRATEGIES",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_OUTPUT_RETRIES",
     "FINAL_TOOL",
@@ -40,9 +48,13 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "ArgumentsError",
+    "CompactionPlan",
+    "CompactionRequest",
+    "CompactionStrategy",
     "Extension",
     "Guard",
     "ModelLike",
+    "NOTE_CHARS",
     "OutputMode",
     "OutputSpec",
     "Preapproval",

@@ -9,17 +9,25 @@ provider's refusal), every request is fitted to it before it is sent (`ContextFi
   asked. When not even `MIN_ANSWER_TOKENS` fit, the run ends as `context_full`, naming the
   window, instead of sending a request the provider would refuse.
 - **Compaction.** Past `compact_at` of the window (0.8 by default), or when a minimal answer no
-  longer fits, the conversation is compacted: tool results (a loaded skill's instructions among
-  them) become short stubs that say what they were, oldest first, until the prompt is at most
-  half the threshold. Only a result's text changes: every tool call keeps exactly one result,
-  in the model's order, and nothing is removed.
+  longer fits, the conversation is compacted: tool results become short stubs that say what
+  they were, oldest first, until the prompt is at most half the threshold. Only a result's
+  text changes: every tool call keeps exactly one result, in the model's order, and nothing is
+  removed. Never cut: the system prompt, user messages (a job's pins ride in the task), the
+  model's turns, pinned results (`Tool(pin=True)`: a skill's instructions from `load_skill`),
+  and the latest turn's results unless the request cannot fit without them (an unread
+  `read_compacted` answer never). When that alone fills the window, the run ends as
+  `context_full`, saying what takes it (`never_cut`).
+- **Strategies** (`CompactionStrategy`, per agent): `mask` (the stubs); `summarize` (the
+  same, and one more call, charged to the budget like any, made by a one-step agent of its
+  own, `<agent>/summary-<step>`, writes a structured summary of what is cut); or an
+  extension's own plan (`Extension.compact`: a `CompactionRequest` in, a `CompactionPlan` of
+  candidates to cut out).
+- **The working record** (`WorkingRecord`, kept with the `note` tool, with the files the run's
+  tools changed) and the summary ride in the newest stub (`CARRY_MARK`), one copy at a time,
+  so they survive every cut.
 - **Retrievable.** What a stub replaced stays in the trace and in the run:
-  `read_compacted(message=N)` reads it back, part by part (`CompactedResults`).
-- **Notes (optional, `summarize=True`).** The model also writes notes on what is cut: one
-  more call, charged to the budget like any, made by a one-step agent of its own
-  (`<agent>/summary-<step>` in the trace). The notes ride in the newest stub, and replace the
-  previous notes (there is one set at a time, each taking the last into account), so they
-  never pile up.
+  `read_compacted(message=N)` reads it back, in parts no larger than what a compaction leaves
+  (`CompactedResults`).
 - **The record.** Each compaction is a `compact` trace event: the window, the prompt's tokens
   before and after, and each result replaced (its message index, call id, tool, tokens and
   stub). A resumed run, `rebuild_conversations` and the report read it from there.
@@ -43,15 +51,16 @@ up to `MAX_REFUSALS` times. The larger of `scale` and `calibrated` is the one us
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..errors import ContextWindowExceeded, ToolError
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..tokens import TokenCounter
-from .tools import Tool, ToolContext
+from .tools import Tool, ToolContext, Toolset, unwrap
 
 DEFAULT_COMPACT_AT = 0.8
 MIN_ANSWER_TOKENS = 128
@@ -62,16 +71,30 @@ MAX_REFUSALS = 3
 PART_CHARS = 8_000
 STUB_MARK = "[compacted]"
 STUB = STUB_MARK + " {tool} result, {tokens:,} tokens: read_compacted(message={index})"
-SUMMARY_MARK = "\n[notes on the results compacted so far]\n"
+CARRY_MARK = "\n[kept across compactions]\n"
+RECORD_HEADING = "Working record (kept with `note`):"
+FILES_HEADING = "Files this run changed:"
+SUMMARY_HEADING = "Summary of the results compacted so far:"
 SUMMARY_TOKENS = 512
 SUMMARY_SYSTEM = (
-    "You keep notes for an agent whose conversation is being shortened to fit its context "
-    "window. You are given its task, the notes kept so far, and tool results that are about "
-    "to be cut from its conversation. Write the notes the agent needs from now on: facts, "
-    "figures, names, file paths, decisions and open questions, each with the message number "
-    "it came from. Keep every point of the earlier notes that still matters. Plain text, at "
-    "most 300 words, no preamble."
+    "You keep a summary for an agent whose conversation is being shortened to fit its context "
+    "window. You are given its task, what was kept so far, and tool results that are about to "
+    "be cut from its conversation. Write the summary the agent needs from now on, under these "
+    "four headings, each point with the message number it came from:\n"
+    "Decisions: what is settled, with the facts, figures and names it rests on.\n"
+    "Dead ends: what was tried and failed, and why, so it is not tried again.\n"
+    "Artifacts: files, paths, ids and results produced or changed.\n"
+    "Next step: what remains to do.\n"
+    "Keep every point of the earlier summary that still matters. Plain text, at most 300 "
+    "words, no preamble."
 )
+NOTE_CHARS = 2_000
+MIN_PART_TOKENS = 64
+CompactionStrategy = Literal["mask", "summarize"]
+"""How an agent compacts: `mask` (tool results become stubs, oldest first) or `summarize`
+(the same, and a model call writes a structured summary of what is cut). A compactor of
+one's own is an extension (`Extension.compact`)."""
+COMPACTION_STRATEGIES: tuple[str, ...] = get_args(CompactionStrategy)
 
 
 @dataclass
@@ -197,23 +220,104 @@ class Compaction:
         return sum(r.tokens for r in self.replaced)
 
 
+@dataclass(frozen=True)
+class CompactionRequest:
+    """What a compactor decides on (`Extension.compact`): the conversation as the next
+    request would send it, and the tool results it may cut.
+
+    `candidates` are the indices of the results that may become stubs, oldest first: never the
+    system prompt, a user's message, the model's own turns, a pinned result (a skill's
+    instructions among them), a stub, a `read_compacted` answer the model has not read yet,
+    nor (unless the request cannot fit without it, `needed`) any other result of the latest
+    turn. `tokens` counts each candidate. Cutting `excess` counted tokens brings the prompt down
+    to half the threshold (what `mask` aims at); the request fits at all only once `needed`
+    are gone. `record` is the working record the newest stub will carry (empty without one).
+    """
+
+    messages: tuple[Message, ...]
+    candidates: tuple[int, ...]
+    tokens: Mapping[int, int]
+    excess: int
+    needed: int
+    window: int
+    record: str = ""
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """A compactor's decision: which candidates become stubs (`cut`, by message index), and
+    a `summary` of them for the newest stub to carry (None: none). Only a result's text
+    changes, so every call keeps its one result, and the cut text stays retrievable with
+    `read_compacted`."""
+
+    cut: Sequence[int]
+    summary: str | None = None
+
+
+def compaction_request(
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    excess: int,
+    needed: int,
+    window: int,
+    record: str = "",
+) -> CompactionRequest:
+    """The request a compactor of one's own gets (counting only the candidates)."""
+    candidates = tuple(cuttable(messages, needed))
+    tokens = {i: counter.count_message(messages[i]) for i in candidates}
+    return CompactionRequest(tuple(messages), candidates, tokens, excess, needed, window, record)
+
+
+def cuttable(messages: Sequence[Message], needed: int) -> list[int]:
+    """The tool results a compaction may cut, oldest first (see `CompactionRequest`)."""
+    latest = _latest_turn(messages)
+    return [
+        index
+        for index, message in enumerate(messages)
+        if message.role == "tool"
+        and not message.pinned
+        and not is_stub(message)
+        and not (index > latest and (message.name == READ_COMPACTED_NAME or needed <= 0))
+    ]
+
+
+def _latest_turn(messages: Sequence[Message]) -> int:
+    return max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+
+
 def compact(
-    messages: Sequence[Message], counter: TokenCounter, *, excess: int, needed: int = 0
+    messages: Sequence[Message],
+    counter: TokenCounter,
+    *,
+    excess: int,
+    needed: int = 0,
+    chosen: Sequence[int] | None = None,
 ) -> Compaction:
     """Replace tool results with stubs, oldest first, until `excess` counted tokens are gone
-    (or none is left to replace). The results of the latest turn, which the model has not
-    read yet, are replaced only as far as `needed` (what the request must lose to fit at all)
-    asks. Stubs are never replaced again."""
+    (or none is left to replace); or exactly the results `chosen` (a compactor's plan), each
+    of which must be a candidate (`cuttable`). The results of the latest turn, which the model
+    has not read yet, are replaced only as far as `needed` (what the request must lose to fit
+    at all) asks, and a `read_compacted` answer among them never. Pinned results and stubs are
+    never replaced. Raises ValueError when `chosen` names a message that may not be cut."""
     kept = list(messages)
     replaced: list[Replaced] = []
     originals: dict[int, str] = {}
     saved = 0
-    latest = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-    for index, message in enumerate(messages):
-        if saved >= (excess if index < latest else needed):
+    latest = _latest_turn(messages)
+    candidates = cuttable(messages, needed)
+    if chosen is not None:
+        refused = sorted(set(chosen) - set(candidates))
+        if refused:
+            raise ValueError(
+                "a compaction plan may cut only the request's candidates (tool results not "
+                "pinned, not stubs, not unread unless the request cannot fit without them); "
+                f"it named message(s) {refused}"
+            )
+    for index in sorted(set(chosen)) if chosen is not None else candidates:
+        if chosen is None and saved >= (excess if index < latest else needed):
             continue
-        if message.role != "tool" or is_stub(message):
-            continue
+        message = messages[index]
         tokens = counter.count_message(message)
         stub = STUB.format(tool=message.name or "tool", tokens=tokens, index=index)
         shrunk = message.model_copy(update={"content": stub})
@@ -229,25 +333,43 @@ def compact(
     return Compaction(kept, replaced, originals)
 
 
-def summary_of(messages: Sequence[Message]) -> tuple[int, str] | None:
-    """Where the conversation's summary is (a stub that carries one), and its text."""
+def never_cut(messages: Sequence[Message], counter: TokenCounter) -> dict[str, int]:
+    """What no compaction can cut, counted by kind (for the error a run ends with when that
+    alone fills the window): the system prompt, the user's messages (the task, with what a
+    job pins), the model's turns, pinned results and stubs."""
+    kinds: dict[str, int] = {}
+    for message in messages:
+        if message.role == "tool":
+            kind = "pinned results" if message.pinned else "stubs" if is_stub(message) else ""
+        else:
+            kind = {"system": "system prompt", "user": "task and user messages"}.get(
+                message.role, "the model's turns"
+            )
+        if kind:
+            kinds[kind] = kinds.get(kind, 0) + counter.count_message(message)
+    return kinds
+
+
+def carried_of(messages: Sequence[Message]) -> tuple[int, str] | None:
+    """Where the conversation's carried block is (in a stub), and its text: the working
+    record and the summary, kept across compactions."""
     for index, message in enumerate(messages):
         content = message.content or ""
-        if message.role == "tool" and is_stub(message) and SUMMARY_MARK in content:
-            return index, content.split(SUMMARY_MARK, 1)[1]
+        if message.role == "tool" and is_stub(message) and CARRY_MARK in content:
+            return index, content.split(CARRY_MARK, 1)[1]
     return None
 
 
 def summary_task(
     messages: Sequence[Message], done: Compaction, counter: TokenCounter, limit: int
 ) -> str:
-    """What the summarizer reads: the agent's task, the summary so far, and the results this
-    compaction cuts, at most `limit` tokens of it."""
+    """What the summarizer reads: the agent's task, what was carried so far, and the results
+    this compaction cuts, at most `limit` tokens of it."""
     task = next((m.content or "" for m in messages if m.role == "user"), "")
-    earlier = summary_of(messages)
+    earlier = carried_of(messages)
     parts = [
         f"The agent's task:\n{task}",
-        f"The notes kept so far:\n{earlier[1] if earlier else '(none)'}",
+        f"Kept so far:\n{earlier[1] if earlier else '(nothing)'}",
         "The tool results being cut:",
         *(f"--- {r.tool} (message {r.index})\n{done.originals[r.index]}" for r in done.replaced),
     ]
@@ -255,19 +377,32 @@ def summary_task(
     return text
 
 
-def with_summary(done: Compaction, summary: str, counter: TokenCounter) -> Compaction:
-    """`done` with `summary` in its newest stub, and the summary before it (there is one at a
-    time) back to its plain stub."""
+def carried_block(record: str, summary: str | None) -> str:
+    """What the newest stub carries: the working record and the summary, either may be
+    missing ("" when both are)."""
+    parts = [record] if record else []
+    if summary:
+        parts.append(f"{SUMMARY_HEADING}\n{summary}")
+    return "\n\n".join(parts)
+
+
+def with_carried(done: Compaction, carried: str, counter: TokenCounter) -> Compaction:
+    """`done` with `carried` in its newest stub, and the block carried before it (there is one
+    at a time) taken out of its stub, which becomes plain again."""
+    if not carried or not done.replaced:
+        return done
     messages = list(done.messages)
     replaced = list(done.replaced)
-    newest = replaced[-1]
-    stub = f"{newest.stub}{SUMMARY_MARK}{summary}"
+    newest = max(replaced, key=lambda r: r.index)
+    stub = f"{newest.stub}{CARRY_MARK}{carried}"
     messages[newest.index] = messages[newest.index].model_copy(update={"content": stub})
-    replaced[-1] = Replaced(newest.index, newest.call_id, newest.tool, newest.tokens, stub)
-    earlier = summary_of(done.messages)
-    if earlier is not None:
+    replaced[replaced.index(newest)] = Replaced(
+        newest.index, newest.call_id, newest.tool, newest.tokens, stub
+    )
+    earlier = carried_of(done.messages)
+    if earlier is not None and earlier[0] != newest.index:
         index, old = earlier[0], messages[earlier[0]]
-        plain = (old.content or "").split(SUMMARY_MARK, 1)[0]
+        plain = (old.content or "").split(CARRY_MARK, 1)[0]
         messages[index] = old.model_copy(update={"content": plain})
         tokens = counter.count_message(old)
         replaced.append(Replaced(index, old.tool_call_id or "", old.name or "", tokens, plain))
@@ -279,10 +414,87 @@ def is_stub(message: Message) -> bool:
 
 
 @dataclass
+class WorkingRecord:
+    """One run's working record (`ctx.state_of(WorkingRecord)`): the agent's note, kept with
+    the `note` tool, and the files the run's tools changed (a tool's `changes`), listed by
+    themselves. Each compaction carries it in the newest stub, so it survives every cut."""
+
+    note: str = ""
+    files: list[str] = field(default_factory=list)
+    limit: int = NOTE_CHARS
+
+    def changed(self, path: str) -> None:
+        if path not in self.files:
+            self.files.append(path)
+
+    def render(self) -> str:
+        """The record as the agent reads it ("" when empty)."""
+        parts = [f"{RECORD_HEADING}\n{self.note}"] if self.note else []
+        if self.files:
+            parts.append(f"{FILES_HEADING} {', '.join(self.files)}")
+        return "\n".join(parts)
+
+
+def note(text: str, ctx: ToolContext) -> str:
+    """Keep your working record: it stays in your context when older tool results are cut to
+    fit the context window. Write it whole each time (it replaces the last one): settled
+    decisions, dead ends (what failed, and why), files changed, open questions.
+
+    Args:
+        text: the whole record, short
+    """
+    record = ctx.state_of(WorkingRecord)
+    if len(text) > record.limit:
+        raise ToolError(
+            f"The note has {len(text):,} characters, more than the {record.limit:,} it may "
+            "hold: shorten it and call note again (the previous note is kept)."
+        )
+    record.note = text
+    if ctx.trace is not None:
+        ctx.trace.emit("note", ctx.agent, text=text, files=list(record.files))
+    return f"Kept.\n{record.render()}"
+
+
+NOTE = Tool(note, name="note")
+
+
+def restore_record(record: WorkingRecord, messages: Sequence[Message], toolset: Toolset) -> None:
+    """Give a resumed run its working record back from its conversation: the latest note the
+    agent kept and the files its calls changed (the model's turns are never cut, and a call's
+    result keeps whether it failed)."""
+    failed = {m.tool_call_id for m in messages if m.role == "tool" and m.is_error}
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.id in failed or call.id not in answered:
+                continue
+            unwrapped = unwrap(call, toolset)
+            found = None if unwrapped.error else toolset.get(unwrapped.call.name)
+            if found is None or (found.changes is None and found.name != NOTE.name):
+                continue
+            arguments = _arguments(unwrapped.call)
+            if found.name == NOTE.name and isinstance(arguments.get("text"), str):
+                record.note = arguments["text"]
+            elif found.changes is not None and isinstance(arguments.get(found.changes), str):
+                record.changed(arguments[found.changes])
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    try:
+        value = json.loads(call.arguments) if call.arguments.strip() else {}
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass
 class CompactedResults:
-    """What one run's compactions cut, by message index (`ctx.state_of(CompactedResults)`)."""
+    """What one run's compactions cut, by message index (`ctx.state_of(CompactedResults)`),
+    and how many tokens one part read back may hold (None: no window known)."""
 
     originals: dict[int, str] = field(default_factory=dict)
+    part_tokens: int | None = None
+    counter: TokenCounter | None = None
 
 
 def read_compacted(message: int, ctx: ToolContext, part: int = 1) -> str:
@@ -292,15 +504,28 @@ def read_compacted(message: int, ctx: ToolContext, part: int = 1) -> str:
         message: the number the stub gives (`read_compacted(message=N)`)
         part: long results come back in parts; 1 is the first
     """
-    originals = ctx.state_of(CompactedResults).originals
+    state = ctx.state_of(CompactedResults)
+    originals = state.originals
     if message not in originals:
         known = ", ".join(str(i) for i in sorted(originals)) or "none yet"
         raise ToolError(f"No compacted result {message}. Compacted so far: {known}.")
     text = originals[message]
-    parts = max(1, math.ceil(len(text) / PART_CHARS))
+    size = PART_CHARS
+    if state.part_tokens is not None and state.counter is not None:
+        if state.part_tokens < MIN_PART_TOKENS:
+            raise ToolError(
+                f"Result {message} cannot be read back here: this agent's context window "
+                f"leaves about {max(0, state.part_tokens)} tokens for a part read back, fewer "
+                f"than the {MIN_PART_TOKENS} one part needs. A model with a larger window "
+                "(`context_window`) can read it."
+            )
+        tokens = state.counter.count_text(text)
+        if tokens > state.part_tokens:
+            size = max(1, min(PART_CHARS, len(text) * state.part_tokens // tokens))
+    parts = max(1, math.ceil(len(text) / size))
     if not 1 <= part <= parts:
         raise ToolError(f"Result {message} has {parts} part(s); ask for part 1 to {parts}.")
-    piece = text[(part - 1) * PART_CHARS : part * PART_CHARS]
+    piece = text[(part - 1) * size : part * size]
     if parts == 1:
         return piece
     more = (
@@ -309,4 +534,5 @@ def read_compacted(message: int, ctx: ToolContext, part: int = 1) -> str:
     return f"{piece}\n[part {part} of {parts}{more}]"
 
 
-READ_COMPACTED = Tool(read_compacted, name="read_compacted", resumable=True)
+READ_COMPACTED_NAME = "read_compacted"
+READ_COMPACTED = Tool(read_compacted, name=READ_COMPACTED_NAME, resumable=True)

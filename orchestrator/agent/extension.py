@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from ..messages import Message, ToolCall
 from ..security import Permissions
+from .compaction import CompactionPlan, CompactionRequest
 from .tools import Preapproval, Refusal, Tool, ToolContext, as_tool
 
 if TYPE_CHECKING:
@@ -82,6 +83,17 @@ class Extension:
         since the last model call. The loop appends them before its next call, after the last
         turn, so the conversation only grows at its end."""
         return []
+
+    async def compact(
+        self, context: ToolContext, request: CompactionRequest
+    ) -> CompactionPlan | None:
+        """A compactor of one's own: when the agent's conversation must shrink to fit its
+        context window, which of the `request`'s candidate tool results become stubs, and a
+        summary of them for the newest stub to carry (agent/compaction.py). None leaves it to
+        the agent's strategy (`compaction`: `mask` or `summarize`); the first extension that
+        returns a plan decides. The loop keeps the rest: the pairing, the cached prefix, what
+        is pinned, the working record, and each cut result retrievable (`read_compacted`)."""
+        return None
 
     async def settle(self, context: ToolContext, *, answered: bool) -> list[Message]:
         """The run is about to end (`answered`: with a final answer; else cut short): wait

@@ -41,18 +41,28 @@ from ..security import Permissions
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, TraceBusy, TraceExists, open_trace
 from .compaction import (
+    COMPACTION_STRATEGIES,
     DEFAULT_COMPACT_AT,
     MAX_REFUSALS,
     MIN_ANSWER_TOKENS,
+    NOTE,
+    NOTE_CHARS,
     READ_COMPACTED,
     SUMMARY_SYSTEM,
     SUMMARY_TOKENS,
     CompactedResults,
     Compaction,
+    CompactionPlan,
+    CompactionStrategy,
     ContextFit,
+    WorkingRecord,
+    carried_block,
     compact,
+    compaction_request,
+    never_cut,
+    restore_record,
     summary_task,
-    with_summary,
+    with_carried,
 )
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
@@ -180,8 +190,15 @@ class AgentLoop:
         compact_at: The share of the model's context window past which the conversation is
             compacted (agent/compaction.py; by default the model's `compact_at` setting, else
             0.8); used only when the window is known.
-        summarize: At each compaction, the model also writes notes on what is cut (one more
-            call, on the budget), kept in the conversation in place of the previous notes.
+        compaction: How the conversation is compacted: `mask` (tool results become stubs,
+            oldest first) or `summarize` (the same, and at each compaction a one-step agent
+            writes a structured summary of what is cut: one more call, on the budget, under
+            its own path `<name>/summary-<step>`). An extension may compact its own way
+            (`Extension.compact`).
+        note: Give the agent the `note` tool: a working record it keeps (decisions, dead
+            ends, files changed, open questions), carried through every compaction with the
+            files the run's tools changed.
+        note_chars: The most characters the note may hold.
         output_type: What the final answer must be (agent/output.py): a Python type (a
             pydantic model, a dataclass, a TypedDict, a scalar, a union), a JSON Schema dict,
             or an `OutputSpec`. The validated value is the result's `data`.
@@ -220,13 +237,24 @@ class AgentLoop:
         time_limit: float | None = None,
         approve: Approver | None = None,
         compact_at: float | None = None,
-        summarize: bool = False,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
+        note_chars: int = NOTE_CHARS,
         output_type: object = None,
         output_mode: OutputMode | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        if compaction not in COMPACTION_STRATEGIES:
+            raise ValueError(
+                f"compaction must be one of {', '.join(COMPACTION_STRATEGIES)}, got "
+                f"{compaction!r} (a compactor of one's own is an extension: Extension.compact)"
+            )
+        if note_chars < 1:
+            raise ValueError(f"note_chars must be at least 1, got {note_chars}")
+        if note:
+            tools = [*tools, NOTE]
         self.model = resolve_model(model)
         self.output = structured_output(output_type, output_mode, self.model, output_retries)
         # The final-answer tool and the schema's prompt section join like an extension's.
@@ -248,7 +276,8 @@ class AgentLoop:
         self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
         ContextFit(None, compact_at=self.compact_at)  # checks it
         self.window = context_window(self.model)
-        self.summarize = summarize
+        self.compaction: CompactionStrategy = compaction
+        self.note_chars = note_chars
         self.last_result: RunResult | None = None
 
     def run_sync(
@@ -494,6 +523,10 @@ class AgentLoop:
         fit = state.fit
         if fit.window is not None:
             fit.calibrated = self.counter.prompt_ratio(unwrap(self.model))
+            # What one part read back may hold: what a compaction leaves (half the threshold).
+            state.context.state_of(CompactedResults).part_tokens = int(
+                fit.compact_at * fit.window / 2 / fit.ratio
+            )
         if refused or fit.needs_compaction(counted):
             await self._compact(state, counted)
             counted = self.counter.count_request(
@@ -503,10 +536,14 @@ class AgentLoop:
         if room is None:
             return wanted, counted
         if room < MIN_ANSWER_TOKENS:
+            kept = never_cut(state.transcript, self.counter)
+            what = ", ".join(f"{kind} {fit.provider_tokens(n):,}" for kind, n in kept.items())
             raise ContextWindowExceeded(
                 f"the conversation needs about {fit.provider_tokens(counted):,} tokens of "
                 f"{fit.describe()} of {self.model.name}, which leaves no room for an answer "
-                f"(at least {MIN_ANSWER_TOKENS} tokens), even with every tool result compacted",
+                f"(at least {MIN_ANSWER_TOKENS} tokens), even with every tool result compacted; "
+                f"what is never cut takes about {fit.provider_tokens(sum(kept.values())):,} "
+                f"tokens of it ({what})",
                 provider=self.model.name,
                 window=fit.window,
                 prompt_tokens=fit.provider_tokens(counted),
@@ -514,20 +551,24 @@ class AgentLoop:
         return min(wanted, room), counted
 
     async def _compact(self, state: RunState, counted: int) -> None:
-        """Replace older tool results with stubs (compaction.py), with the model's notes on
-        them when `summarize`, recorded as a `compact` event; the conversation goes on in a
-        new transcript."""
+        """Replace older tool results with stubs (compaction.py): as an extension's compactor
+        plans it, else by the agent's strategy (`mask`, or `summarize` with the model's
+        summary of what is cut). The newest stub carries the working record and the summary;
+        recorded as a `compact` event, and the conversation goes on in a new transcript."""
         fit = state.fit
-        done = compact(
-            state.transcript, self.counter, excess=fit.excess(counted), needed=fit.needed(counted)
-        )
+        assert fit.window is not None
+        record = state.context.state_of(WorkingRecord).render()
+        excess, needed = fit.excess(counted), fit.needed(counted)
+        plan, strategy = await self._plan(state, excess, needed, record)
+        chosen = list(plan.cut) if plan is not None else None
+        done = compact(state.transcript, self.counter, excess=excess, needed=needed, chosen=chosen)
         if not done.replaced:
             return
-        notes: dict[str, object] = {}
-        if self.summarize:
-            summary, notes = await self._summarize(state, done)
-            if summary:
-                done = with_summary(done, summary, self.counter)
+        summary = plan.summary if plan is not None else None
+        event: dict[str, object] = {}
+        if plan is None and self.compaction == "summarize":
+            summary, event = await self._summarize(state, done)
+        done = with_carried(done, carried_block(record, summary), self.counter)
         state.transcript = Transcript(done.messages)
         state.context.state_of(CompactedResults).originals.update(done.originals)
         state.context.toolset.add(READ_COMPACTED, advertise=False)  # no-op when advertised
@@ -538,6 +579,7 @@ class AgentLoop:
                 "compact",
                 self.name,
                 step=state.steps + 1,
+                strategy=strategy,
                 window=fit.window,
                 window_source=fit.source,
                 compact_at=fit.compact_at,
@@ -545,12 +587,33 @@ class AgentLoop:
                 tokens_after=after,
                 **({"scale": round(fit.ratio, 4)} if fit.ratio != 1.0 else {}),
                 replaced=[r.record() for r in done.replaced],
-                **notes,
+                **event,
             )
 
+    async def _plan(
+        self, state: RunState, excess: int, needed: int, record: str
+    ) -> tuple[CompactionPlan | None, str]:
+        """An extension's compaction plan and its name, or None and the agent's strategy."""
+        fit = state.fit
+        assert fit.window is not None
+        request = compaction_request(
+            state.transcript,
+            self.counter,
+            excess=excess,
+            needed=needed,
+            window=fit.window,
+            record=record,
+        )
+        for extension in self.extensions:
+            plan = await extension.compact(state.context, request)
+            if plan is not None:
+                return plan, type(extension).__name__
+        return None, self.compaction
+
     async def _summarize(self, state: RunState, done: Compaction) -> tuple[str, dict[str, object]]:
-        """The model's notes on what `done` cuts, written by a one-step agent of its own on the
-        run's budget and trace; its text ("" when it wrote none) and what the event says."""
+        """The model's summary of what `done` cuts, written by a one-step agent of its own on
+        the run's budget and trace (its own line among the run's children); its text ("" when
+        it wrote none) and what the event says."""
         fit = state.fit
         assert fit.window is not None
         limit = int(fit.compact_at * fit.window / 2 / fit.ratio)
@@ -580,9 +643,12 @@ class AgentLoop:
             )
         )
         summary = result.output.strip() if result.status == "completed" else ""
-        event: dict[str, object] = {"summary_agent": writer.name}
+        event: dict[str, object] = {
+            "summary_agent": writer.name,
+            "summary_tokens": result.total_usage.total_tokens,
+        }
         if not summary:
-            event["summary_error"] = result.error or f"no notes ({result.status})"
+            event["summary_error"] = result.error or f"no summary ({result.status})"
         return summary, event
 
     def _teach(self, state: RunState, exc: ContextWindowExceeded) -> str:
@@ -818,6 +884,8 @@ class AgentLoop:
         # window is known (the array never changes), else callable by name once one happens.
         if window is not None:
             context.toolset.add(READ_COMPACTED)
+        context.state_of(WorkingRecord).limit = self.note_chars
+        context.state_of(CompactedResults).counter = self.counter
         restart = None
         if trace is not None and trace.checkpoint is not None:
             # Resuming is loaded only by a run that resumes (agent/restart.py).
@@ -840,6 +908,7 @@ class AgentLoop:
                 self._use_server_window(state, restart.server_window[0])
             if restart.compacted:
                 context.toolset.add(READ_COMPACTED, advertise=False)
+            restore_record(context.state_of(WorkingRecord), restart.messages, context.toolset)
             for message in restart.messages:
                 if message.role == "assistant" and message.tool_calls:
                     state.repeats.too_often(message.tool_calls)

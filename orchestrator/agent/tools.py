@@ -323,6 +323,12 @@ class Tool:
     run (`load_skill`, `read_task_output`), or it resumes itself from the trace (`fork`). A
     resumed run calls it again where an earlier attempt was cut off in it, instead of
     answering `aborted`.
+
+    A `pin` tool's results are never cut when the conversation is compacted to fit the
+    context window (a skill's instructions from `load_skill`): mark only what the agent needs
+    whole to the end of its run. `changes` names the argument holding the path of a file the
+    tool writes (`path` for the files skill's `write_file`): each call that succeeds lists
+    that file in the run's working record (agent/compaction.py).
     """
 
     def __init__(
@@ -334,6 +340,8 @@ class Tool:
         timeout: float | None = None,
         exclusive: bool = False,
         resumable: bool = False,
+        pin: bool = False,
+        changes: str | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -344,8 +352,15 @@ class Tool:
         self.timeout = timeout
         self.exclusive = exclusive
         self.resumable = resumable
+        self.pin = pin
+        self.changes = changes
         self.is_async = inspect.iscoroutinefunction(fn)
         self.args_model, self.context_param = _arguments_model(fn, self.name, arg_docs)
+        if changes is not None and changes not in self.args_model.model_fields:
+            raise ConfigError(
+                f"tool {self.name!r}: changes={changes!r} names no argument of it "
+                f"(its arguments: {', '.join(self.args_model.model_fields) or 'none'})"
+            )
         self.spec = ToolSpec(
             name=self.name,
             description=self.description,
@@ -405,6 +420,8 @@ def tool(
     timeout: float | None = None,
     exclusive: bool = False,
     resumable: bool = False,
+    pin: bool = False,
+    changes: str | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -415,12 +432,16 @@ def tool(
     timeout: float | None = None,
     exclusive: bool = False,
     resumable: bool = False,
+    pin: bool = False,
+    changes: str | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool of a sync or async function: `@tool` or `@tool(name=..., timeout=...)`.
 
     `timeout` is in seconds; an `exclusive` tool runs alone, after the calls before it
     in the same turn have finished and before the ones after it start. A `resumable` tool is
-    called again when a resumed run was cut off in it (see `Tool`).
+    called again when a resumed run was cut off in it; a `pin` tool's results are never
+    compacted, and `changes` names the argument holding the path of a file it writes (see
+    `Tool`).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -431,6 +452,8 @@ def tool(
             timeout=timeout,
             exclusive=exclusive,
             resumable=resumable,
+            pin=pin,
+            changes=changes,
         )
 
     return wrap(fn) if fn is not None else wrap

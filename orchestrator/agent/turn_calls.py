@@ -45,6 +45,7 @@ from typing import Any
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
 from ..messages import Message, ToolCall
+from .compaction import NOTE, WorkingRecord
 from .tools import (
     DISPATCH_TOOL,
     ApprovalRequest,
@@ -210,7 +211,11 @@ class ToolBatch:
                 error_type=kind,
                 duration_ms=round((time.perf_counter() - began) * 1000, 3),
             )
-        return Message.tool_result(call, text, error_type=kind)
+        if kind is None and found.changes is not None:
+            changed = kwargs.get(found.changes)
+            if isinstance(changed, str):
+                _record_change(context, changed)
+        return Message.tool_result(call, text, error_type=kind, pinned=found.pin and kind is None)
 
     async def _outcome(
         self, found: Tool, kwargs: dict[str, object], context: ToolContext
@@ -352,3 +357,14 @@ def _record(
             rule=rule,
             reason=why,
         )
+
+
+def _record_change(context: ToolContext, path: str) -> None:
+    """A file the call changed joins the run's working record; an agent that keeps a note
+    gets a `note` event saying so (its record as it now stands)."""
+    record = context.state_of(WorkingRecord)
+    if path in record.files:
+        return
+    record.changed(path)
+    if context.trace is not None and NOTE.name in context.toolset:
+        context.trace.emit("note", context.agent, text=record.note, files=list(record.files))

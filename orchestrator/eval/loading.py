@@ -256,9 +256,10 @@ def job_for(
             raise SpecError(source, problems) from None
     if variant.disclosure is not None:
         job = job.model_copy(update={"disclosure": variant.disclosure})
-    # The compaction strategy a variant tests goes here, once the job spec has the field:
-    #   if variant.compaction is not None:
-    #       job = job.model_copy(update={"compaction": variant.compaction})
+    if variant.compaction is not None:
+        # The job's and every step's: a strategy under test is the one each step's agent uses.
+        steps = [step.model_copy(update={"compaction": variant.compaction}) for step in job.steps]
+        job = job.model_copy(update={"compaction": variant.compaction, "steps": steps})
     return job
 
 

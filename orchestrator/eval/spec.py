@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..agent import CompactionStrategy
 from ..jobs.problems import SpecError
 from ..jobs.spec import FILE_MODELS, InputValue, Location, Name, Positive, Text
 from ..skills.disclosure import Disclosure
@@ -344,6 +345,9 @@ class Variant(BaseModel):
     """Skills (by name) the run does not see."""
     disclosure: Disclosure | None = None
     """How skills' tools reach the model: progressive, eager or auto."""
+    compaction: CompactionStrategy | None = None
+    """How the job's agents compact their conversations: `mask` or `summarize` (the job's
+    and every step's; a sub-agent definition that names its own keeps it)."""
     subagents: list[Location] = Field(default_factory=list)
     """Sub-agent definition folders searched before the job's own."""
 

@@ -33,7 +33,13 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, OutputMode, OutputSpec
+from ..agent import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_OUTPUT_RETRIES,
+    CompactionStrategy,
+    OutputMode,
+    OutputSpec,
+)
 from ..agent.output import SCHEMA_FILE_SUFFIXES, load_output_spec
 from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
@@ -156,6 +162,18 @@ def _schema_beside_spec(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+def _existing_file(path: Path, info: ValidationInfo) -> Path:
+    file = _absolute(path, info)
+    if not file.is_file():
+        raise ValueError(f"expected an existing file, but {file} is not one")
+    return file
+
+
+def _pin_shorthand(value: Any) -> Any:
+    """`pinned: [notes.md]` is `pinned: [{file: notes.md}]`."""
+    return {"file": value} if isinstance(value, str) else value
+
+
 Location = Annotated[Path, AfterValidator(_absolute)]
 SchemaSource = Annotated[dict[str, Any] | Text, AfterValidator(_schema_beside_spec)]
 Retries = Annotated[StrictInt, Field(ge=0)]
@@ -189,6 +207,34 @@ class SpecAgent(BaseModel):
     """Seconds one of its tasks may take; past that the task is cancelled there too."""
     max_calls: Positive | None = None
     """How many tasks one run may send it; none: no cap."""
+
+
+class Pin(BaseModel):
+    """One item of `pinned:`: a file beside the spec (read when its step starts) or a note,
+    written whole into the task of each step it applies to, so no compaction ever cuts it
+    (docs/context-window.md)."""
+
+    model_config = _CONFIG
+
+    file: Annotated[Path, AfterValidator(_existing_file)] | None = None
+    """A file kept whole in the task (a path alone is short for `{file: PATH}`)."""
+    note: Text | None = None
+    """A note kept whole in the task."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Pin:
+        if (self.file is None) == (self.note is None):
+            raise ValueError("a pinned item is either {file: PATH} or {note: TEXT}, one of them")
+        return self
+
+    def render(self) -> str:
+        if self.file is not None:
+            return f'<pinned file="{self.file.name}">\n{self.file.read_text()}\n</pinned>'
+        return f"<pinned note>\n{self.note}\n</pinned>"
+
+
+Pinned = list[Annotated[Pin, BeforeValidator(_pin_shorthand)]]
+PINNED_HEADING = "Pinned for the whole run (kept whole in every request):"
 
 
 class Budget(BaseModel):
@@ -261,6 +307,14 @@ class Step(BaseModel):
     output_retries: Retries = DEFAULT_OUTPUT_RETRIES
     """Answers that do not validate sent back to the model before the step ends
     `output_invalid`."""
+    compaction: CompactionStrategy | None = None
+    """How this step's agent compacts its conversation (`mask` or `summarize`); default: its
+    agent definition's, else the job's."""
+    note: StrictBool | None = None
+    """Give this step's agent the `note` tool (its working record); default: its agent
+    definition's, else the job's."""
+    pinned: Pinned = Field(default_factory=list)
+    """Files and notes kept whole in this step's task, after the job's own `pinned`."""
 
     @property
     def agent_name(self) -> str:
@@ -325,6 +379,19 @@ class Job(BaseModel):
     mcp_servers: dict[Name, SpecServer] = Field(default_factory=dict)
     """MCP servers, as in `.mcp.json`'s `mcpServers`; each becomes a skill of its own, named
     as the server (docs/skills.md). Nothing starts until that skill is loaded."""
+    compaction: CompactionStrategy = "mask"
+    """How every agent of the job compacts its conversation to fit its model's context
+    window: `mask` (old tool results become stubs) or `summarize` (the same, with a model's
+    structured summary of what is cut); a step or an agent definition may choose its own
+    (docs/context-window.md)."""
+    note: StrictBool = False
+    """Give every agent of the job the `note` tool: a working record carried through every
+    compaction, with the files the run changed; a step or an agent definition may say
+    otherwise."""
+    pinned: Pinned = Field(default_factory=list)
+    """Files (`{file: PATH}`, or just the path) and notes (`{note: TEXT}`) kept whole in the
+    task of every step (the goal's too): no compaction cuts them, and a run whose pinned
+    content alone does not fit its window ends as `context_full`."""
 
     _source: Path | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -387,6 +454,8 @@ class Job(BaseModel):
         ]
         if self.trace is not None:
             found.append(self.trace)
+        pins = [*self.pinned, *(pin for s in self.steps for pin in s.pinned)]
+        found += [pin.file for pin in pins if pin.file is not None]
         return found
 
     def price_overrides(self) -> dict[str, Price]:
@@ -474,7 +543,12 @@ class Job(BaseModel):
         values); every step the task refers to must be in them.
         """
         inputs = {name: value or "" for name, value in self.inputs.items()}
-        return Template.parse(self.step(step_id).task).render(inputs, outputs, data)
+        step = self.step(step_id)
+        task = Template.parse(step.task).render(inputs, outputs, data)
+        pins = [*self.pinned, *step.pinned]
+        if not pins:
+            return task
+        return "\n\n".join([task, PINNED_HEADING, *(pin.render() for pin in pins)])
 
 
 # --- Checks across fields: the job seen whole --------------------------------------------

@@ -199,6 +199,17 @@ def _compact(c: Collector, event: Event) -> None:
     agent.bars.append(Bar("compact", label, event["ts"], event["ts"]))
 
 
+def _note(c: Collector, event: Event) -> None:
+    """The agent kept its working record: a mark on its timeline, the note as its label."""
+    agent = c.run(event)
+    if agent is None:
+        return
+    files = event.get("files")
+    changed = f" (files changed: {', '.join(map(str, files))})" if files else ""
+    label = f"note: {event.get('text')}{changed}"
+    agent.bars.append(Bar("compact", label, event["ts"], event["ts"]))
+
+
 def _tool_start(c: Collector, event: Event) -> None:
     agent = c.run(event)
     if agent is not None:
@@ -263,4 +274,5 @@ HANDLERS: dict[str, Handler] = {
     "message": _message,
     "skill_loaded": _skill_loaded,
     "compact": _compact,
+    "note": _note,
 }

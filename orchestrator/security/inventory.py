@@ -80,14 +80,15 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "file a spec names",
-        "what a spec's models, prices and output schemas read (a script, a recording, prices, "
-        "a schema file)",
+        "what a spec's models, prices, output schemas and pins read (a script, a recording, "
+        "prices, a schema file, a pinned file)",
         named_by_run=True,
         readers=(
             "orchestrator.models.scripted:load_script",
             "orchestrator.models.replay:load_recording",
             "orchestrator.models.prices:load_prices",
             "orchestrator.agent.output:_schema_file",
+            "orchestrator.jobs.spec:Pin.render",
         ),
     ),
     Kind(

@@ -19,8 +19,10 @@ from pathlib import Path
 from ..agent import (
     DEFAULT_MAX_STEPS,
     DEFAULT_OUTPUT_RETRIES,
+    NOTE_CHARS,
     AgentLoop,
     Approver,
+    CompactionStrategy,
     Extension,
     ModelLike,
     OutputMode,
@@ -51,8 +53,8 @@ class Agent(AgentLoop):
     Every other argument is `AgentLoop`'s, with the same meaning and default: `model`,
     `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
     `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
-    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `summarize`, `output_type`,
-    `output_mode`, `output_retries`.
+    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `compaction`, `note`,
+    `note_chars`, `output_type`, `output_mode`, `output_retries`.
     """
 
     def __init__(
@@ -77,7 +79,9 @@ class Agent(AgentLoop):
         time_limit: float | None = None,
         approve: Approver | None = None,
         compact_at: float | None = None,
-        summarize: bool = False,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
+        note_chars: int = NOTE_CHARS,
         output_type: object = None,
         output_mode: OutputMode | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
@@ -109,7 +113,9 @@ class Agent(AgentLoop):
             time_limit=time_limit,
             approve=approve,
             compact_at=compact_at,
-            summarize=summarize,
+            compaction=compaction,
+            note=note,
+            note_chars=note_chars,
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,

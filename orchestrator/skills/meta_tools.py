@@ -239,7 +239,8 @@ class SkillsExtension(Extension):
         # All three only read: a resumed run calls them again where it was cut off in them
         # (a `context: fork` skill's sub-agent resumes from the trace, as a fork does).
         meta = [
-            Tool(self.load_skill, exclusive=True, resumable=True),
+            # Pinned: a skill's instructions stay whole in every request, compaction or not.
+            Tool(self.load_skill, exclusive=True, resumable=True, pin=True),
             Tool(self.read_skill_file, resumable=True),
             Tool(self.search_skills, resumable=True),
         ]

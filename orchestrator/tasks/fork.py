@@ -49,6 +49,7 @@ from ..agent import (
     DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
     Approver,
+    CompactionStrategy,
     OutputMode,
     OutputSpec,
     TaskResult,
@@ -135,6 +136,10 @@ class ForkSettings:
     """The most seconds one `wait_tasks` call waits."""
     fail_on_skill_error: bool = False
     """A sub-agent whose skill's code fails to load ends as `error` (skills/meta_tools.py)."""
+    compaction: CompactionStrategy = "mask"
+    """How sub-agents compact their conversations, unless their definition says."""
+    note: bool = False
+    """Whether sub-agents get the `note` tool, unless their definition says."""
 
 
 class ForkExtension(ForksSkills):
@@ -606,13 +611,17 @@ class ForkExtension(ForksSkills):
         running: SkillInfo | None = None,
         budget: TokenBudget | None = None,
         output: StepOutput | None = None,
+        compaction: CompactionStrategy | None = None,
+        note: bool | None = None,
     ) -> Agent:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
         `model` (a job step's own) goes before the definition's; `running` is the
         `context: fork` skill the task runs, if any; `budget` (a meter within the run's
         budget) replaces the run's. What its answer must be: `output` (a job step's own),
-        else the task's `output_schema`, else its definition's, else free text."""
+        else the task's `output_schema`, else its definition's, else free text. How it
+        compacts and whether it keeps a note: `compaction` and `note` (a job step's own),
+        else its definition's, else the run's (`settings`)."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         spec = request.spec
         own = output is None  # a task's own answer, not a job step's
@@ -658,6 +667,8 @@ class ForkExtension(ForksSkills):
             output_type=output.spec if output is not None else None,
             output_mode=output.mode if output is not None else None,
             output_retries=output.retries if output is not None else DEFAULT_OUTPUT_RETRIES,
+            compaction=compaction or definition.compaction or self.settings.compaction,
+            note=_first_set(note, definition.note, self.settings.note),
         )
 
     def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
@@ -752,3 +763,8 @@ class ForkExtension(ForksSkills):
                 f"read_task_output(id={result.id!r}) returns all of it]"
             )
         return f"{head}\n{text or '(no output)'}"
+
+
+def _first_set(*choices: bool | None) -> bool:
+    """The first choice made (a step's, a definition's, the run's); False when none is."""
+    return next((choice for choice in choices if choice is not None), False)

@@ -2,7 +2,8 @@
 
 - **Ours** (`*.md`): frontmatter `name`, `description`, `skills` (the skills it may use, or
   `"*"`), `model`, `max_steps`, `max_tokens`, `output_schema`, `output_mode`,
-  `output_retries` (docs/typed-outputs.md); the body is the system prompt. With `a2a:
+  `output_retries` (docs/typed-outputs.md), `compaction` and `note`
+  (docs/context-window.md); the body is the system prompt. With `a2a:
   URL` (and optionally `token_env`, `skill`, `time_limit`, `max_calls`), the agent is a remote
   A2A agent (`RemoteAgent`) and the body is not used.
 - **Claude Code's** (`*.md`, e.g. `.claude/agents/code-reviewer.md`): recognised by a field
@@ -48,6 +49,8 @@ OUR_FIELDS = (
     "output_schema",
     "output_mode",
     "output_retries",
+    "compaction",
+    "note",
 )
 REMOTE_FIELDS = ("a2a", "token_env", "skill", "time_limit", "max_calls")
 """A remote (A2A) agent's fields: `a2a` is its URL, the others `RemoteAgent`'s."""
@@ -119,7 +122,15 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
     for reserved in ("system", "path"):
         if reserved in meta:
             raise DefinitionError(f"unknown field {reserved!r}")
-    copied = ("max_steps", "max_tokens", "output_schema", "output_mode", "output_retries")
+    copied = (
+        "max_steps",
+        "max_tokens",
+        "output_schema",
+        "output_mode",
+        "output_retries",
+        "compaction",
+        "note",
+    )
     fields: dict[str, Any] = {k: meta[k] for k in copied if k in meta}
     fields["system"] = body
     fields.update(_identity(meta, body, path, notes))

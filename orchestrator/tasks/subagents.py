@@ -36,7 +36,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import DEFAULT_OUTPUT_RETRIES, OutputMode, OutputSpec
+from ..agent import DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode, OutputSpec
 from ..agent.output import load_output_spec
 from ..errors import ConfigError, SafetyWarning
 from ..models import INHERIT, ModelSettings
@@ -132,6 +132,15 @@ class SubagentDef(BaseModel):
         default=DEFAULT_OUTPUT_RETRIES,
         ge=0,
         description="Answers that do not validate sent back before it ends `output_invalid`.",
+    )
+    compaction: CompactionStrategy | None = Field(
+        default=None,
+        description="How it compacts its conversation: `mask` or `summarize`; default: the "
+        "run's (docs/context-window.md).",
+    )
+    note: bool | None = Field(
+        default=None,
+        description="Give it the `note` tool (its working record); default: the run's.",
     )
 
     @model_validator(mode="after")

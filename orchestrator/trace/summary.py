@@ -17,11 +17,13 @@ from typing import Any
 from ..events import (
     A2AEnd,
     BackgroundSettle,
+    Compact,
     Fork,
     JobEnd,
     JobStart,
     MessageEvent,
     ModelCall,
+    Note,
     RunEnd,
     RunStart,
     SkillFailed,
@@ -78,6 +80,12 @@ class AgentSummary:
     settled: list[str] = field(default_factory=list)
     data: Any = None
     """The validated structured answer its run ended with (JSON values), if any."""
+    compactions: int = 0
+    """How many times its conversation was compacted to fit its model's window."""
+    note: str | None = None
+    """Its working record, as its latest `note` call left it."""
+    note_files: list[str] = field(default_factory=list)
+    """The files its run had changed at that note."""
     """What became of this agent's background tasks when its run ended."""
 
     @property
@@ -144,6 +152,9 @@ class RunSummary:
                 "overlap_seconds": a.overlap,
                 "settled": a.settled,
                 "data": a.data,
+                "compactions": a.compactions,
+                "note": a.note,
+                "note_files": a.note_files,
             }
             for a in self.tree()
         ]
@@ -243,6 +254,11 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             agent.reason = event.error or None  # an earlier attempt's reason is not this one's
             if event.error:
                 summary.error(event, f"{agent.path}: run ended {event.status}: {event.error}")
+        case Compact():
+            summary.agent(event.agent).compactions += 1
+        case Note():
+            agent = summary.agent(event.agent)
+            agent.note, agent.note_files = event.text, list(event.files)
         case BackgroundSettle():
             verb = "waited for" if event.choice == "wait" else "cancelled"
             summary.agent(event.agent).settled.append(f"{verb} {', '.join(event.ids)}")
@@ -318,6 +334,14 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
         line += "  (kept from an earlier attempt)"
     if agent.reason:
         line += f"  ({agent.reason})"
+    if agent.compactions:
+        line += f"  compacted {plural(agent.compactions, 'time')}"
+    if agent.note is not None:
+        # As JSON, like the data: the note is the model's text, and may not break the line.
+        shown = json.dumps(agent.note)
+        shown = shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 3] + "..."
+        files = f" (files changed: {json.dumps(agent.note_files)})" if agent.note_files else ""
+        line += f"\n{'  ' * (depth + 1)}note: {shown}{files}"
     if agent.data is not None:
         # ASCII JSON: a trace is read as untrusted, and no character of it may break the line.
         shown = json.dumps(agent.data)

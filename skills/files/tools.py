@@ -130,7 +130,7 @@ def _lines_shown(lines: Lines, path: str, end_line: int | None) -> str:
     return f"{lines.text.rstrip(chr(10))}\n{note}]"
 
 
-@tool
+@tool(changes="path")
 def write_file(path: str, content: str, ctx: ToolContext) -> str:
     """Write a text file in the workspace, replacing it if it exists; folders are created.
 
@@ -144,7 +144,7 @@ def write_file(path: str, content: str, ctx: ToolContext) -> str:
     return f"Wrote {len(content)} characters ({lines} lines) to {relative_name(root, target)}."
 
 
-@tool
+@tool(changes="path")
 def edit_file(path: str, old_text: str, new_text: str, ctx: ToolContext) -> str:
     """Replace one exact, unique piece of text in a file; the file is untouched otherwise.
 
