@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from ..messages import Usage
 from ..security import is_inside
 from ..trace import read_trace
-from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer
+from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer, ToolErrorsCheck
 
 
 class Score(BaseModel):
@@ -32,6 +32,24 @@ class Score(BaseModel):
     passed: bool
     score: float
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A tool call of the run that failed: the tool, the kind of failure, its first line."""
+
+    agent: str
+    tool: str
+    kind: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.tool} [{self.kind}] {self.text}".rstrip()
+
+
+NOT_THE_TOOLS_FAILURE = frozenset({"skipped", "aborted"})
+"""Calls the run never let finish (cancelled, the budget spent, the answer already given):
+the run's status says why; the tool did not fail."""
 
 
 @dataclass
@@ -56,6 +74,8 @@ class RunRecord:
     tools_called: list[str] = field(default_factory=list)
     forks: int = 0
     steps: int = 0
+    tool_errors: list[ToolError] = field(default_factory=list)
+    """The tool calls that failed, every agent's, in the order their results came."""
 
     def read_trajectory(self) -> None:
         """Fill in the trajectory from the run's trace."""
@@ -71,6 +91,24 @@ class RunRecord:
                 self.forks += 1
             elif kind == "model_call":
                 self.steps += 1
+            elif kind == "message" and (failed := _tool_error(event)) is not None:
+                self.tool_errors.append(failed)
+
+
+def _tool_error(event: Mapping[str, Any]) -> ToolError | None:
+    """The failed tool call a trace's `message` event answers, if it does."""
+    message = event.get("message")
+    if not isinstance(message, dict) or message.get("role") != "tool":
+        return None
+    if not message.get("is_error"):
+        return None
+    kind = str(message.get("error_type") or "error")
+    if kind in NOT_THE_TOOLS_FAILURE:
+        return None
+    lines = str(message.get("content") or "").strip().splitlines()
+    first = lines[0] if lines else ""
+    shown = first if len(first) <= 100 else first[:97] + "..."
+    return ToolError(str(event.get("agent") or ""), str(message.get("name") or "?"), kind, shown)
 
 
 Grade = Callable[[Scorer, RunRecord], Awaitable[Score]]
@@ -161,12 +199,25 @@ def _check(scorer: Scorer, run: RunRecord) -> tuple[bool, str]:  # noqa: C901 - 
         fired = triggered(run, skill)
         said = "loaded" if fired else "did not load"
         return fired == should, f"{said} {skill} (should {'' if should else 'not '}load it)"
+    if scorer.no_tool_errors is not None:
+        return _tool_errors(scorer.no_tool_errors, run)
     if scorer.max_seconds is not None:
         return (
             run.seconds <= scorer.max_seconds,
             f"{run.seconds:.2f} s (at most {scorer.max_seconds})",
         )
     raise ValueError(f"no check of kind {scorer.kind}")
+
+
+def _tool_errors(check: ToolErrorsCheck | bool, run: RunRecord) -> tuple[bool, str]:
+    allow, ignored = (
+        (check.allow, set(check.ignore)) if isinstance(check, ToolErrorsCheck) else (0, set())
+    )
+    counted = [error for error in run.tool_errors if error.tool not in ignored]
+    if not counted:
+        return True, "no tool errors"
+    count = f"{len(counted)} tool error{'s' if len(counted) != 1 else ''} (at most {allow})"
+    return len(counted) <= allow, f"{count}: {'; '.join(map(str, counted))}"
 
 
 def triggered(run: RunRecord, skill: str) -> bool:

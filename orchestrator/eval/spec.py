@@ -135,6 +135,18 @@ class TriggerCheck(BaseModel):
     should_trigger: StrictBool
 
 
+class ToolErrorsCheck(BaseModel):
+    """The run's tool calls that failed (raised, timed out, were refused, named no tool, had
+    bad arguments): at most `allow` of them, those of the `ignore`d tools not counted."""
+
+    model_config = _CONFIG
+
+    allow: Annotated[int, Field(ge=0)] = 0
+    """How many failed tool calls the run may have."""
+    ignore: list[Text] = Field(default_factory=list)
+    """Tools whose failures are not counted (`skill__tool`), e.g. one meant to fail."""
+
+
 ScorerKind = Literal[
     "status",
     "equals",
@@ -157,6 +169,7 @@ ScorerKind = Literal[
     "python",
     "judge",
     "trigger",
+    "no_tool_errors",
 ]
 KINDS: tuple[str, ...] = get_args(ScorerKind)
 
@@ -204,6 +217,8 @@ class Scorer(BaseModel):
     (`orchestrator.eval.RunRecord`); returns a bool, a score from 0 to 1, or a `Score`."""
     judge: JudgeSpec | None = None
     trigger: TriggerCheck | None = None
+    no_tool_errors: Literal[True] | ToolErrorsCheck | None = None
+    """`true`: no tool call of the run failed; or `{allow: N, ignore: [tools]}`."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> Scorer:
@@ -226,6 +241,8 @@ class Scorer(BaseModel):
             shown = str(value)
         elif isinstance(value, TriggerCheck):
             shown = f"{value.skill} {'yes' if value.should_trigger else 'no'}"
+        elif self.kind == "no_tool_errors":
+            return self.kind
         elif isinstance(value, BaseModel):
             shown = getattr(value, "path", None) or "rubric"
         elif isinstance(value, list):
