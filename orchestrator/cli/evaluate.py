@@ -109,6 +109,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="DIR",
         help="answer every model call from the recordings in DIR (offline, no key)",
     )
+    command.add_argument(
+        "--volatile-tool",
+        dest="volatile_tools",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="with --replay: this tool (skill__tool; * matches any text) runs again and its "
+        "new result is taken, not compared with the recording (repeatable)",
+    )
     command.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
     command.add_argument("--json", action="store_true", help="print the summary as JSON")
     command.add_argument("-q", "--quiet", action="store_true", help="no line per run on stderr")
@@ -298,6 +307,8 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
     replay = args.replay / sub if args.replay is not None and sub else args.replay
     if replay is not None and not replay.is_dir():
         raise ConfigError(f"--replay: no recordings of this eval at {replay}")
+    if args.volatile_tools and replay is None:
+        print("note: --volatile-tool counts only with --replay: ignored", file=sys.stderr)
     options = EvalOptions(
         out=out,
         results=args.results if sub is None else None,
@@ -310,6 +321,7 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
         max_cost_usd=args.max_cost_usd,
         record=record,
         replay=replay,
+        volatile_tools=args.volatile_tools,
         fresh=args.fresh,
         on_line=None if args.quiet else _show,
     )

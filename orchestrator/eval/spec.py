@@ -374,3 +374,7 @@ class EvalSpec(BaseModel):
     baseline: Name | None = None
     """The variant the others are compared to: each one's lift in pass rate over it, with
     its 95% interval, and a `benchmark.json` beside the results (skill-creator's layout)."""
+    volatile_tools: list[Text] = Field(default_factory=list)
+    """Tools whose output changes from run to run (a clock, a network call, an MCP server's):
+    on `--replay` they run again and their new result is taken as it is, not compared with
+    the recording. Names as the model calls them (`skill__tool`); `*` matches any text."""
