@@ -282,8 +282,10 @@ def summarize(
     )
 
 
-def render_table(summary: EvalSummary) -> str:
-    """The summary as plain text: the table, then flips, misfires, divergences and errors."""
+def table_cells(summary: EvalSummary) -> tuple[list[str], list[list[str]]]:
+    """The summary's table as cells: its head, and a row of texts per variant (a trigger
+    eval's precision, recall and accuracy; a baseline's lift), as the text and the page
+    show it."""
     trigger = any(row.trigger for row in summary.rows)
     head = (
         ["variant", "precision", "recall", "accuracy", "95% interval"]
@@ -326,6 +328,12 @@ def render_table(summary: EvalSummary) -> str:
             f"{row.seconds / row.runs:.2f}" if row.runs else "-",
         ]
         body.append(cells)
+    return head, body
+
+
+def render_table(summary: EvalSummary) -> str:
+    """The summary as plain text: the table, then flips, misfires, divergences and errors."""
+    head, body = table_cells(summary)
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = [f"eval {summary.name}"]
     for cells in [head, *body]:
