@@ -478,3 +478,21 @@ def test_the_html_page_of_a_skill_folder_names_the_trigger_figures(
     lift = head.index("lift over without_skill")
     assert with_skill[0] == "with_skill" and with_skill[lift].startswith("+100%")
     assert without[lift] == "-"
+
+
+def test_a_skill_folders_recording_replays_after_the_folder_moved(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    """The skill's folder is named in what its load returns ("Folder: ..."): a recording
+    made in one checkout replays in another, as a skill author's CI needs."""
+    skill = skill_folder(tmp_path / "here")
+    options = SkillEvalOptions(out=tmp_path / "out", models=[MODEL], catalog=[])
+    made = with_without_eval(find_eval_files(skill), options)
+    run_eval_sync(made.loaded, EvalOptions(out=tmp_path / "a", record=tmp_path / "rec"))
+    moved = tmp_path / "there" / "skills" / "csv-tools"
+    shutil.copytree(skill, moved)
+    shutil.rmtree(tmp_path / "here")
+    made = with_without_eval(find_eval_files(moved), options)
+    replayed = run_eval_sync(made.loaded, EvalOptions(out=tmp_path / "b", replay=tmp_path / "rec"))
+    assert replayed.summary.divergences == [], replayed.summary.divergences[0]["divergence"]
+    assert [row.passed for row in replayed.summary.rows] == [2, 0]

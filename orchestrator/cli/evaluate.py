@@ -291,6 +291,20 @@ def _description(text: str) -> str:
         raise ConfigError(f"--description {text}: cannot read it: {exc}") from None
 
 
+def _recordings(args: argparse.Namespace, sub: str | None) -> tuple[Path | None, Path | None]:
+    """The folders this eval records into and replays from (a skill folder's evals: each
+    its own sub-folder)."""
+    if args.replay is not None and not args.replay.is_dir():
+        raise ConfigError(f"--replay {args.replay}: no such folder")
+    record = args.record / sub if args.record is not None and sub else args.record
+    replay = args.replay / sub if args.replay is not None and sub else args.replay
+    if replay is not None and not replay.is_dir():
+        raise ConfigError(f"--replay: no recordings of this eval at {replay}")
+    if args.volatile_tools and replay is None:
+        print("note: --volatile-tool counts only with --replay: ignored", file=sys.stderr)
+    return record, replay
+
+
 def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | None = None) -> int:
     """Run one eval as the flags say; print its table and what it did; its exit code."""
     min_pass = args.min_pass if args.min_pass is not None else loaded.spec.min_pass
@@ -301,14 +315,7 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
     ):
         if value is not None and not 0 <= value <= 1:
             raise ConfigError(f"{flag} must be between 0 and 1, got {value}")
-    if args.replay is not None and not args.replay.is_dir():
-        raise ConfigError(f"--replay {args.replay}: no such folder")
-    record = args.record / sub if args.record is not None and sub else args.record
-    replay = args.replay / sub if args.replay is not None and sub else args.replay
-    if replay is not None and not replay.is_dir():
-        raise ConfigError(f"--replay: no recordings of this eval at {replay}")
-    if args.volatile_tools and replay is None:
-        print("note: --volatile-tool counts only with --replay: ignored", file=sys.stderr)
+    record, replay = _recordings(args, sub)
     options = EvalOptions(
         out=out,
         results=args.results if sub is None else None,

@@ -459,13 +459,18 @@ class EvalRunner:
     def _paths(self, workspace: Path, job: Job) -> dict[str, str]:
         """The folders a run's messages may name that differ from one machine to another."""
         builtin = builtin_skills_folder()
-        return {
+        found = {
             "workspace": str(workspace),
             "eval": str(self.loaded.folder),
             "job": str(job.source.resolve().parent) if job.source is not None else "",
             # As the catalog shows it (not resolved: it may be a link into a checkout).
             "builtin_skills": str(builtin.absolute()) if builtin else "",
         }
+        # The job's skill folders (a skill folder's own eval names the skill's), wherever
+        # they lie: a loaded skill's observation names its folder.
+        for number, folder in enumerate(job_folders(job).skills):
+            found[f"skills/{number}"] = str(folder)
+        return found
 
     def _write_sidecar(
         self, planned: Planned, workspace: Path, job: Job, verdicts: dict[str, Verdict]

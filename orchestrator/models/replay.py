@@ -37,8 +37,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from fnmatch import fnmatchcase
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..errors import ConfigError, ModelError
