@@ -400,6 +400,9 @@ def _show(line: dict[str, Any]) -> None:
     if not detail and not line.get("passed"):
         failed = [s["name"] for s in line.get("scores") or [] if not s.get("passed")]
         detail = "failed: " + ", ".join(failed) if failed else ""
+    if line.get("volatile_results"):
+        taken = f"(taken as they came: {', '.join(line['volatile_results'])})"
+        detail = f"{detail} {taken}".strip()
     tokens = (line.get("usage") or {}).get("total_tokens", 0)
     text = f"{line['key']}: {verdict} ({line.get('status')}, {tokens:,} tokens)"
     print(f"{text} {detail}".rstrip(), file=sys.stderr)
