@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..events import MessageEvent
 from ..messages import Usage
 from ..security import is_inside
 from ..trace import read_trace
@@ -91,24 +92,22 @@ class RunRecord:
                 self.forks += 1
             elif kind == "model_call":
                 self.steps += 1
-            elif kind == "message" and (failed := _tool_error(event)) is not None:
+            elif isinstance(event, MessageEvent) and (failed := _tool_error(event)) is not None:
                 self.tool_errors.append(failed)
 
 
-def _tool_error(event: Mapping[str, Any]) -> ToolError | None:
+def _tool_error(event: MessageEvent) -> ToolError | None:
     """The failed tool call a trace's `message` event answers, if it does."""
-    message = event.get("message")
-    if not isinstance(message, dict) or message.get("role") != "tool":
+    message = event.message
+    if message.role != "tool" or not message.is_error:
         return None
-    if not message.get("is_error"):
-        return None
-    kind = str(message.get("error_type") or "error")
+    kind = message.error_type or "error"
     if kind in NOT_THE_TOOLS_FAILURE:
         return None
-    lines = str(message.get("content") or "").strip().splitlines()
+    lines = (message.content or "").strip().splitlines()
     first = lines[0] if lines else ""
     shown = first if len(first) <= 100 else first[:97] + "..."
-    return ToolError(str(event.get("agent") or ""), str(message.get("name") or "?"), kind, shown)
+    return ToolError(event.agent, message.name or "?", kind, shown)
 
 
 Grade = Callable[[Scorer, RunRecord], Awaitable[Score]]
