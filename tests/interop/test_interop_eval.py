@@ -100,7 +100,8 @@ def test_a_skills_trigger_eval_against_the_real_model(
     recall computed from those verdicts, and no request refused."""
     config = tmp_path / "config" / "orchestrator"
     config.mkdir(parents=True)
-    alias = {"smollm2": llama_server.model(stream=False)}
+    # A long timeout: on a busy shared CPU the eager requests (every tool's schema) are slow.
+    alias = {"smollm2": llama_server.model(stream=False, timeout=600)}
     (config / "models.yaml").write_text(yaml.safe_dump(alias))
     (tmp_path / "no-other-skills").mkdir()
     example = ROOT / "examples" / "evals" / "data-skill"
@@ -127,13 +128,17 @@ def test_a_skills_trigger_eval_against_the_real_model(
             "eager",
             "--concurrency",
             "1",
+            # The trigger is decided by the first reply; the second step (the last, tools
+            # off) only ends a run that did not load it. Two calls a query keep it short.
+            "--trigger-steps",
+            "2",
             "--out",
             "out",
             "--json",
         ],
         capture_output=True,
         text=True,
-        timeout=1500,
+        timeout=2400,
         cwd=tmp_path,
         env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
     )
@@ -156,7 +161,7 @@ def test_a_skills_trigger_eval_against_the_real_model(
         mine = [line for line in lines if line["variant"] == mode]
         assert sorted(line["case"] for line in mine) == ["q1", "q2", "q3", "q4"]
         for line in mine:
-            events = check_trace(Path(line["trace"]))
+            events = check_trace(tmp_path / line["trace"])  # named from the eval's folder
             loaded = any(e["type"] == "skill_loaded" and e["skill"] == "data" for e in events)
             called = any(
                 e["type"] == "tool_start" and str(e.get("name")).startswith("data__")
