@@ -701,3 +701,53 @@ def test_a_changed_check_runs_the_eval_again(tmp_path: Path) -> None:
     job.write_text(job.read_text().replace("max_tokens: 60000", "max_tokens: 60001"))
     both = orchestrator("eval", "test.eval.yaml", "-q", cwd=root)
     assert "(the case changed, the job changed)" in both.stderr, both.stderr
+
+
+def test_no_tool_errors_fails_a_run_whose_tool_raised_and_allows_what_it_is_told(
+    tmp_path: Path,
+) -> None:
+    root = eval_folder(tmp_path)
+    (root / "job" / "bad.script.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "goal": [
+                    {"tool_calls": [{"name": "load_skill", "arguments": {"name": "word-stats"}}]},
+                    {"tool_calls": [{"name": "word-stats__nope", "arguments": {}}]},
+                    {"content": "done"},
+                ]
+            }
+        )
+    )
+    path = write_eval(
+        root,
+        {
+            # "gone" has no input.txt: the skill's tool raises (FileNotFoundError).
+            "cases": [twelve("twelve"), {"id": "gone"}],
+            "scorers": [
+                {"no_tool_errors": True},
+                {"name": "one allowed", "no_tool_errors": {"allow": 1}},
+                {"name": "tally's own", "no_tool_errors": {"ignore": ["word-stats__tally"]}},
+            ],
+            "variants": [
+                {"name": "full"},
+                {"name": "unknown", "model": "scripted:job/bad.script.yaml"},
+            ],
+        },
+    )
+    result = run(path, tmp_path / "out")
+    lines = {line["key"]: {s["name"]: s for s in line["scores"]} for line in result.lines}
+    clean = lines["full/twelve/1"]
+    assert (
+        clean["no_tool_errors"]["passed"] and clean["no_tool_errors"]["reason"] == "no tool errors"
+    )
+    raised = lines["full/gone/1"]
+    assert not raised["no_tool_errors"]["passed"]
+    reason = raised["no_tool_errors"]["reason"]
+    assert reason.startswith("1 tool error (at most 0): word-stats__tally [tool_error]")
+    assert "No such file" in reason
+    assert raised["one allowed"]["passed"] and raised["tally's own"]["passed"]
+    # A call of a tool that does not exist is a tool error too, whoever ignores tally's.
+    unknown = lines["unknown/twelve/1"]
+    assert "word-stats__nope [unknown_tool]" in unknown["no_tool_errors"]["reason"]
+    assert not unknown["tally's own"]["passed"]
+    assert raised["no_tool_errors"]["kind"] == "no_tool_errors"

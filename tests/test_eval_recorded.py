@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -280,3 +281,117 @@ def test_record_after_a_plain_run_records_every_run(tmp_path: Path) -> None:
     # A replay is not: it runs, from the recording.
     replayed = orchestrator("eval", "test.eval.yaml", "--replay", "rec", "-q", cwd=root)
     assert replayed.returncode == 0 and "eval test: 1 run;" in replayed.stderr, replayed.stderr
+
+
+CLOCK_TOOLS = '''
+import time
+
+from orchestrator import tool
+
+
+@tool
+def now() -> str:
+    """The time now, to the nanosecond."""
+    return f"it is {time.time_ns()} ns since the epoch"
+'''
+
+
+def clock_eval(root: Path, volatile: list[str] | None = None) -> Path:
+    """An eval whose job reads a clock (a tool whose output changes every run), counts the
+    words with word-stats, and answers."""
+    eval_folder(root)
+    clock = root / "job" / "skills" / "clock"
+    clock.mkdir()
+    (clock / "SKILL.md").write_text("---\nname: clock\ndescription: Tells the time.\n---\nx\n")
+    (clock / "tools.py").write_text(CLOCK_TOOLS)
+    load = {"name": "load_skill"}
+    script = {
+        "goal": [
+            {"tool_calls": [{**load, "arguments": {"name": "clock"}}]},
+            {"tool_calls": [{"name": "clock__now", "arguments": {}}]},
+            {"tool_calls": [{**load, "arguments": {"name": "word-stats"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "word-stats__tally",
+                        "arguments": {"path": "input.txt", "output": "out/count.txt"},
+                    }
+                ]
+            },
+            {"content": '{"words": 12}'},
+        ]
+    }
+    (root / "job" / "clock.script.yaml").write_text(yaml.safe_dump(script))
+    return clock_eval_file(root, volatile)
+
+
+def clock_eval_file(root: Path, volatile: list[str] | None = None) -> Path:
+    spec: dict[str, Any] = {
+        "cases": [twelve("twelve")],
+        "scorers": [WRITTEN, {"no_tool_errors": True}],
+        "variants": [{"name": "clock", "model": "scripted:job/clock.script.yaml"}],
+    }
+    if volatile is not None:
+        spec["volatile_tools"] = volatile
+    return write_eval(root, spec)
+
+
+def tool_results(trace: Path, name: str) -> list[str]:
+    found = []
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        message = event.get("message") or {}
+        if event.get("type") == "message" and message.get("name") == name:
+            found.append(message["content"])
+    return found
+
+
+def test_a_volatile_tool_runs_again_on_replay_and_its_new_result_is_accepted(
+    tmp_path: Path,
+) -> None:
+    path = clock_eval(tmp_path)
+    recorded = run_eval_sync(
+        load_eval(path), EvalOptions(out=tmp_path / "a", record=tmp_path / "rec")
+    )
+    assert recorded.lines[0]["passed"], recorded.lines[0]
+    # Replayed as it is, the clock's new reading departs from the recording.
+    strict = run_eval_sync(
+        load_eval(path), EvalOptions(out=tmp_path / "b", replay=tmp_path / "rec")
+    )
+    (line,) = strict.lines
+    assert line["status"] == "diverged"
+    assert "message 6 (tool) departs from the recording" in line["divergence"]
+    assert "it is " in line["divergence"]
+    # Named volatile (in the eval file), the clock runs again and its reading is taken.
+    path = clock_eval_file(tmp_path, volatile=["clock__now"])
+    replayed = run_eval_sync(
+        load_eval(path), EvalOptions(out=tmp_path / "c", replay=tmp_path / "rec")
+    )
+    (line,) = replayed.lines
+    assert line["passed"] and line["status"] == "completed", line
+    assert line["volatile_results"] == ["goal: clock__now"]
+    was = tool_results(tmp_path / "rec" / "clock" / "twelve-1.jsonl", "clock__now")
+    now = tool_results(Path(line["trace"]), "clock__now")
+    assert len(was) == len(now) == 1 and was != now  # really run again, a new reading
+    # Only the tools named are spared: another tool's changed output still diverges.
+    skill = tmp_path / "job" / "skills" / "word-stats" / "tools.py"
+    skill.write_text(skill.read_text().replace('f"{words} words"', 'f"{words} words!"'))
+    changed = run_eval_sync(
+        load_eval(path), EvalOptions(out=tmp_path / "d", replay=tmp_path / "rec")
+    )
+    assert changed.lines[0]["status"] == "diverged"
+    assert "12 words!" in changed.lines[0]["divergence"]
+
+
+def test_the_volatile_tool_flag_reruns_the_runs_that_diverged(tmp_path: Path) -> None:
+    path = clock_eval(tmp_path)
+    run_eval_sync(load_eval(path), EvalOptions(out=tmp_path / "a", record=tmp_path / "rec"))
+    common = ["eval", path, "--replay", tmp_path / "rec", "--out", tmp_path / "b", "-q"]
+    strict = orchestrator(*common, cwd=tmp_path)
+    assert strict.returncode == 1
+    assert "1 run diverged from the recording" in strict.stderr
+    spared = orchestrator(*common, "--volatile-tool", "clock__*", cwd=tmp_path)
+    assert spared.returncode == 0, spared.stdout + spared.stderr
+    # The run that diverged is made again: the mode it answers to changed.
+    assert "the mode changed" in spared.stderr and "volatile clock__*" in spared.stderr
+    assert "1/1 100%" in spared.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator, Mapping
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +340,159 @@ def test_a_changed_file_anywhere_in_the_skill_folder_makes_its_results_stale(
     (skill / "__pycache__" / "tools.cpython-311.pyc").write_bytes(b"\0")
     assert len({first, second, third}) == 3
     assert _skill_digest(skill) == third  # what Python leaves behind is not the skill
+
+
+TOTAL_TOOL = '''
+from orchestrator import tool
+
+
+@tool
+def total(path: str) -> str:
+    """Total each column of a CSV file.
+
+    Args:
+        path: The file.
+    """
+    return "totals: 7"
+'''
+CALL = {"tool_calls": [{"name": "csv-tools__total", "arguments": {"path": "sales.csv"}}]}
+
+
+def eager_route(body: Mapping[str, Any]) -> str:
+    """The same rule, but where the skill's tool is in the tools array (eager disclosure) the
+    model calls it at once instead of loading the skill."""
+    tools = [t["function"]["name"] for t in body.get("tools") or []]
+    decision = route(body)
+    return "call" if decision == "load" and "csv-tools__total" in tools else decision
+
+
+def test_an_eager_trigger_counts_a_call_of_the_skills_tool_as_a_trigger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = skill_folder(tmp_path)
+    (skill / "tools.py").write_text(TOTAL_TOOL)
+    with ProviderServer({**SCRIPT, "call": [CALL] * 200}, route=eager_route) as served:
+        monkeypatch.setenv("OPENAI_BASE_URL", served.openai_url)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        result = run_trigger(skill, tmp_path / "out", disclosures=["progressive", "eager"])
+    rows = {row.name: row for row in result.summary.rows}
+    assert set(rows) == {"progressive", "eager"}
+    for row in rows.values():
+        assert row.trigger is not None
+        counts = row.trigger
+        assert (counts.fired_right, counts.missed, counts.fired_wrong, counts.held) == (3, 1, 1, 3)
+    eager = [line for line in result.lines if line["variant"] == "eager"]
+    fired = [line for line in eager if line["trigger"]["fired"]]
+    assert len(fired) == 4
+    # Eagerly, no load_skill: the call of the skill's own tool is what triggered, and the
+    # run ended right after its result.
+    for line in fired:
+        assert line["skills_loaded"] == [] and line["tools_called"] == ["csv-tools__total"]
+        assert line["steps"] == 2 and "ends here" in line["output"]
+    progressive = [line for line in result.lines if line["variant"] == "progressive"]
+    assert all(
+        "csv-tools__total" not in line["tools_called"]
+        for line in progressive
+        if line["trigger"]["fired"]
+    )
+
+
+class Tables(HTMLParser):
+    """The tables of a page, each a list of rows of cell texts, and its links."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.headings: list[str] = []
+        self.links: list[str] = []
+        self._cell: list[str] | None = None
+        self._heading: list[str] | None = None
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag in ("h1", "h2"):
+            self._heading = []
+        elif tag == "a":
+            self.links += [value or "" for name, value in attrs if name == "href"]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag in ("h1", "h2") and self._heading is not None:
+            self.headings.append("".join(self._heading).strip())
+            self._heading = None
+
+    def handle_data(self, data: str) -> None:
+        for part in (self._cell, self._heading):
+            if part is not None:
+                part.append(data)
+
+
+def test_the_html_page_of_a_skill_folder_names_the_trigger_figures(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    skill = skill_folder(tmp_path)
+    (tmp_path / "none").mkdir()
+    env = {"OPENAI_BASE_URL": server.openai_url, "OPENAI_API_KEY": ""}
+    done = orchestrator(
+        "eval",
+        skill,
+        "-m",
+        MODEL,
+        "--catalog",
+        tmp_path / "none",
+        "--html",
+        "pages/eval.html",
+        "--out",
+        "out",
+        "-q",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    trigger_page = tmp_path / "pages" / "eval-csv-tools-trigger.html"
+    evals_page = tmp_path / "pages" / "eval-csv-tools-evals.html"
+    assert f"page: {Path('pages') / trigger_page.name}" in done.stderr
+    parsed = Tables(trigger_page.read_text())
+    assert parsed.headings[0] == "eval csv-tools-trigger"
+    head, row = parsed.tables[0]
+    figures = dict(zip(head, row, strict=True))
+    assert figures["variant"] == "trigger"
+    assert (figures["precision"], figures["recall"]) == ("75%", "75%")
+    assert figures["accuracy"] == "6/8 75%" and figures["95% interval"] == "41%-93%"
+    # The queries that misfired, each way, as the text table names them.
+    assert "Did not load when it should (trigger)" in parsed.headings
+    assert "Loaded when it should not (trigger)" in parsed.headings
+    runs = parsed.tables[-1]
+    assert len(runs) == 1 + 8 and len(parsed.links) == 8
+    assert all((trigger_page.parent / link).is_file() for link in parsed.links)
+    # The with/without page has its lift over the baseline.
+    head, with_skill, without = Tables(evals_page.read_text()).tables[0]
+    lift = head.index("lift over without_skill")
+    assert with_skill[0] == "with_skill" and with_skill[lift].startswith("+100%")
+    assert without[lift] == "-"
+
+
+def test_a_skill_folders_recording_replays_after_the_folder_moved(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    """The skill's folder is named in what its load returns ("Folder: ..."): a recording
+    made in one checkout replays in another, as a skill author's CI needs."""
+    skill = skill_folder(tmp_path / "here")
+    options = SkillEvalOptions(out=tmp_path / "out", models=[MODEL], catalog=[])
+    made = with_without_eval(find_eval_files(skill), options)
+    run_eval_sync(made.loaded, EvalOptions(out=tmp_path / "a", record=tmp_path / "rec"))
+    moved = tmp_path / "there" / "skills" / "csv-tools"
+    shutil.copytree(skill, moved)
+    shutil.rmtree(tmp_path / "here")
+    made = with_without_eval(find_eval_files(moved), options)
+    replayed = run_eval_sync(made.loaded, EvalOptions(out=tmp_path / "b", replay=tmp_path / "rec"))
+    assert replayed.summary.divergences == [], replayed.summary.divergences[0]["divergence"]
+    assert [row.passed for row in replayed.summary.rows] == [2, 0]

@@ -266,3 +266,57 @@ def test_a_subset_keeps_order_and_shares_loaded_skills(tmp_path: Path) -> None:
     assert "skill-0000" not in subset
     assert subset.load("skill-0001") is catalog.load("skill-0001")
     assert catalog.names == ["skill-0000", "skill-0001", "skill-0002", "skill-0003"]
+
+
+SLOW_TYPED_TOOLS = '''
+from __future__ import annotations
+
+import time
+
+time.sleep(0.4)  # a slow import: another catalog starts importing the same file meanwhile
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from orchestrator import tool
+
+
+class Query(BaseModel):
+    op: Literal["sum", "mean"]
+
+
+@tool
+def run(query: Query) -> str:
+    """Run a query."""
+    return query.op
+'''
+
+
+def test_two_catalogs_load_one_skill_at_once(tmp_path: Path) -> None:
+    """Two runs in one process (an eval's concurrent runs) each have a catalog, and load the
+    same skill at the same moment: each gets its tools; neither sees the other's half-made
+    module (its annotations resolved against it)."""
+    import threading
+
+    skill = tmp_path / "skills" / "typed"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: typed\ndescription: Typed queries.\n---\nx\n")
+    (skill / "tools.py").write_text(SLOW_TYPED_TOOLS)
+    catalogs = [SkillCatalog([tmp_path / "skills"], include_builtin=False) for _ in range(2)]
+    outcomes: list[object] = []
+
+    def load(catalog: SkillCatalog) -> None:
+        try:
+            outcomes.append([t.name for t in catalog.load("typed").tools])
+        except SkillError as exc:
+            outcomes.append(str(exc))
+
+    first = threading.Thread(target=load, args=(catalogs[0],))
+    second = threading.Thread(target=load, args=(catalogs[1],))
+    first.start()
+    threading.Event().wait(0.1)
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert outcomes == [["typed__run"], ["typed__run"]]

@@ -109,6 +109,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="DIR",
         help="answer every model call from the recordings in DIR (offline, no key)",
     )
+    command.add_argument(
+        "--volatile-tool",
+        dest="volatile_tools",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="with --replay: this tool (skill__tool; * matches any text) runs again and its "
+        "new result is taken, not compared with the recording (repeatable)",
+    )
     command.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
     command.add_argument("--json", action="store_true", help="print the summary as JSON")
     command.add_argument("-q", "--quiet", action="store_true", help="no line per run on stderr")
@@ -282,6 +291,20 @@ def _description(text: str) -> str:
         raise ConfigError(f"--description {text}: cannot read it: {exc}") from None
 
 
+def _recordings(args: argparse.Namespace, sub: str | None) -> tuple[Path | None, Path | None]:
+    """The folders this eval records into and replays from (a skill folder's evals: each
+    its own sub-folder)."""
+    if args.replay is not None and not args.replay.is_dir():
+        raise ConfigError(f"--replay {args.replay}: no such folder")
+    record = args.record / sub if args.record is not None and sub else args.record
+    replay = args.replay / sub if args.replay is not None and sub else args.replay
+    if replay is not None and not replay.is_dir():
+        raise ConfigError(f"--replay: no recordings of this eval at {replay}")
+    if args.volatile_tools and replay is None:
+        print("note: --volatile-tool counts only with --replay: ignored", file=sys.stderr)
+    return record, replay
+
+
 def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | None = None) -> int:
     """Run one eval as the flags say; print its table and what it did; its exit code."""
     min_pass = args.min_pass if args.min_pass is not None else loaded.spec.min_pass
@@ -292,12 +315,7 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
     ):
         if value is not None and not 0 <= value <= 1:
             raise ConfigError(f"{flag} must be between 0 and 1, got {value}")
-    if args.replay is not None and not args.replay.is_dir():
-        raise ConfigError(f"--replay {args.replay}: no such folder")
-    record = args.record / sub if args.record is not None and sub else args.record
-    replay = args.replay / sub if args.replay is not None and sub else args.replay
-    if replay is not None and not replay.is_dir():
-        raise ConfigError(f"--replay: no recordings of this eval at {replay}")
+    record, replay = _recordings(args, sub)
     options = EvalOptions(
         out=out,
         results=args.results if sub is None else None,
@@ -310,6 +328,7 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
         max_cost_usd=args.max_cost_usd,
         record=record,
         replay=replay,
+        volatile_tools=args.volatile_tools,
         fresh=args.fresh,
         on_line=None if args.quiet else _show,
     )
@@ -381,6 +400,9 @@ def _show(line: dict[str, Any]) -> None:
     if not detail and not line.get("passed"):
         failed = [s["name"] for s in line.get("scores") or [] if not s.get("passed")]
         detail = "failed: " + ", ".join(failed) if failed else ""
+    if line.get("volatile_results"):
+        taken = f"(taken as they came: {', '.join(line['volatile_results'])})"
+        detail = f"{detail} {taken}".strip()
     tokens = (line.get("usage") or {}).get("total_tokens", 0)
     text = f"{line['key']}: {verdict} ({line.get('status')}, {tokens:,} tokens)"
     print(f"{text} {detail}".rstrip(), file=sys.stderr)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..report import write_report
 from ..trace.reader import iter_trace
-from .summary import EvalSummary
+from .summary import EvalSummary, table_cells
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
@@ -46,35 +46,33 @@ def write_page(summary: EvalSummary, lines: Sequence[dict[str, Any]], target: Pa
 
 
 def _variant_table(summary: EvalSummary) -> str:
-    probed = any(row.probes_asked for row in summary.rows)
-    probe_head = "<th>probes</th><th>95% interval</th>" if probed else ""
-    head = (
-        f"<tr><th>variant</th>{probe_head}<th>pass</th><th>95% interval</th><th>score</th>"
-        f"<th>tokens/run</th><th>cached</th><th>cost</th>{'<th>cuts/run</th>' if probed else ''}"
-        "<th>s/run</th></tr>"
-    )
-    body = []
-    for row in summary.rows:
-        low, high = row.interval
-        cost = f"${row.cost:.4f}" if row.cost is not None else "-"
-        per_run = row.tokens // row.runs if row.runs else 0
-        seconds = row.seconds / row.runs if row.runs else 0.0
-        probes = cuts = ""
-        if probed:
-            probe_low, probe_high = row.probe_interval
-            probes = (
-                f"<td class=n>{row.probes_passed}/{row.probes_asked} ({row.probe_rate:.0%})</td>"
-                f"<td class=n>{probe_low:.0%}-{probe_high:.0%}</td>"
-            )
-            cuts = f"<td class=n>{row.compactions / row.runs if row.runs else 0:.1f}</td>"
-        body.append(
-            f"<tr><td>{_e(row.name)}</td>{probes}<td class=n>{row.passed}/{row.runs} "
-            f"({row.pass_rate:.0%})</td><td class=n>{low:.0%}-{high:.0%}</td>"
-            f"<td class=n>{row.mean_score:.2f}</td><td class=n>{per_run:,}</td>"
-            f"<td class=n>{row.cached_share:.0%}</td><td class=n>{cost}</td>{cuts}"
-            f"<td class=n>{seconds:.2f}</td></tr>"
+    """The table the text shows (a trigger eval's precision, recall and accuracy; a
+    baseline's lift), then the queries that misfired each way."""
+    head, body = table_cells(summary)
+    first = "".join(f"<th>{_e(cell)}</th>" for cell in head)
+    rows = [
+        "<tr>"
+        + "".join(
+            f"<td>{_e(cell)}</td>" if i == 0 else f"<td class=n>{_e(cell)}</td>"
+            for i, cell in enumerate(cells)
         )
-    return f"<table>{head}{''.join(body)}</table>{_probe_table(summary) if probed else ''}"
+        + "</tr>"
+        for cells in body
+    ]
+    parts = [f"<table><tr>{first}</tr>{''.join(rows)}</table>"]
+    for row in summary.rows:
+        if row.trigger is None:
+            continue
+        for title, queries in (
+            ("Did not load when it should", row.trigger.missed_queries),
+            ("Loaded when it should not", row.trigger.false_queries),
+        ):
+            if queries:
+                items = "".join(f"<li>{_e(query)}</li>" for query in queries)
+                parts.append(f"<h2>{title} ({_e(row.name)})</h2><ul>{items}</ul>")
+    if any(row.probes_asked for row in summary.rows):
+        parts.append(_probe_table(summary))
+    return "".join(parts)
 
 
 def _probe_table(summary: EvalSummary) -> str:

@@ -73,6 +73,8 @@ class EvalOptions:
     max_cost_usd: float | None = None
     record: Path | None = None
     replay: Path | None = None
+    volatile_tools: Sequence[str] = ()
+    """Tools whose results a replay takes as they come (beside the eval file's own)."""
     fresh: bool = False
     """Start over: the results file's earlier lines are removed first."""
     on_line: Callable[[Line], None] | None = None
@@ -151,6 +153,7 @@ class EvalRunner:
                     f"--case {', '.join(unknown)}: no such case; cases: {', '.join(ids)}"
                 )
             self.cases = [case for case in loaded.cases if case.id in options.cases]
+        self.volatile = sorted({*spec.volatile_tools, *options.volatile_tools})
         self.mask = SecretMask(secrets_from_environment(dict(os.environ)))
         self._checks_digest, self._job_digest = self._shared_digests()
         self._judges: dict[str, Judge] = {}
@@ -225,7 +228,8 @@ class EvalRunner:
         if self.options.record is not None:
             return f"record {self.options.record.resolve()}"
         if self.options.replay is not None:
-            return f"replay {self.options.replay.resolve()}"
+            volatile = f"; volatile {', '.join(self.volatile)}" if self.volatile else ""
+            return f"replay {self.options.replay.resolve()}{volatile}"
         return "plain"
 
     def _shared_digests(self) -> tuple[str, str]:
@@ -338,6 +342,8 @@ class EvalRunner:
             line["divergence"] = divergence
         if probes is not None:
             line["probes"] = probes
+        if replay is not None and replay.replay.accepted:  # said, never silently taken
+            line["volatile_results"] = replay.replay.accepted
         for check in self.loaded.scorers_for(case):
             if check.trigger is not None:  # what a trigger eval's summary counts
                 line["trigger"] = {
@@ -461,18 +467,23 @@ class EvalRunner:
         job = self.loaded.job_for(planned.variant, planned.case)
         now = self._paths(workspace.resolve(), job)
         paths = {str(recorded[k]): v for k, v in now.items() if recorded.get(k)}
-        return WatchedReplay(ReplayModel(recording, paths=paths))
+        return WatchedReplay(ReplayModel(recording, paths=paths, volatile=self.volatile))
 
     def _paths(self, workspace: Path, job: Job) -> dict[str, str]:
         """The folders a run's messages may name that differ from one machine to another."""
         builtin = builtin_skills_folder()
-        return {
+        found = {
             "workspace": str(workspace),
             "eval": str(self.loaded.folder),
             "job": str(job.source.resolve().parent) if job.source is not None else "",
             # As the catalog shows it (not resolved: it may be a link into a checkout).
             "builtin_skills": str(builtin.absolute()) if builtin else "",
         }
+        # The job's skill folders (a skill folder's own eval names the skill's), wherever
+        # they lie: a loaded skill's observation names its folder.
+        for number, folder in enumerate(job_folders(job).skills):
+            found[f"skills/{number}"] = str(folder)
+        return found
 
     def _write_sidecar(
         self,
@@ -737,6 +748,7 @@ class WatchedReplay(ModelWrapper):
 
     def __init__(self, inner: ReplayModel) -> None:
         super().__init__(inner)
+        self.replay = inner
         self.divergence: str | None = None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -18,10 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..events import MessageEvent
 from ..messages import Usage
 from ..security import is_inside
 from ..trace import read_trace
-from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer
+from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer, ToolErrorsCheck
 
 
 class Score(BaseModel):
@@ -32,6 +33,24 @@ class Score(BaseModel):
     passed: bool
     score: float
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A tool call of the run that failed: the tool, the kind of failure, its first line."""
+
+    agent: str
+    tool: str
+    kind: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.tool} [{self.kind}] {self.text}".rstrip()
+
+
+NOT_THE_TOOLS_FAILURE = frozenset({"skipped", "aborted"})
+"""Calls the run never let finish (cancelled, the budget spent, the answer already given):
+the run's status says why; the tool did not fail."""
 
 
 @dataclass
@@ -58,6 +77,8 @@ class RunRecord:
     steps: int = 0
     compactions: int = 0
     """How many times an agent of the run compacted its conversation (docs/context-window.md)."""
+    tool_errors: list[ToolError] = field(default_factory=list)
+    """The tool calls that failed, every agent's, in the order their results came."""
 
     def read_trajectory(self) -> None:
         """Fill in the trajectory from the run's trace."""
@@ -75,6 +96,22 @@ class RunRecord:
                 self.steps += 1
             elif kind == "compact":
                 self.compactions += 1
+            elif isinstance(event, MessageEvent) and (failed := _tool_error(event)) is not None:
+                self.tool_errors.append(failed)
+
+
+def _tool_error(event: MessageEvent) -> ToolError | None:
+    """The failed tool call a trace's `message` event answers, if it does."""
+    message = event.message
+    if message.role != "tool" or not message.is_error:
+        return None
+    kind = message.error_type or "error"
+    if kind in NOT_THE_TOOLS_FAILURE:
+        return None
+    lines = (message.content or "").strip().splitlines()
+    first = lines[0] if lines else ""
+    shown = first if len(first) <= 100 else first[:97] + "..."
+    return ToolError(event.agent, message.name or "?", kind, shown)
 
 
 Grade = Callable[[Scorer, RunRecord], Awaitable[Score]]
@@ -165,12 +202,25 @@ def _check(scorer: Scorer, run: RunRecord) -> tuple[bool, str]:  # noqa: C901 - 
         fired = triggered(run, skill)
         said = "loaded" if fired else "did not load"
         return fired == should, f"{said} {skill} (should {'' if should else 'not '}load it)"
+    if scorer.no_tool_errors is not None:
+        return _tool_errors(scorer.no_tool_errors, run)
     if scorer.max_seconds is not None:
         return (
             run.seconds <= scorer.max_seconds,
             f"{run.seconds:.2f} s (at most {scorer.max_seconds})",
         )
     raise ValueError(f"no check of kind {scorer.kind}")
+
+
+def _tool_errors(check: ToolErrorsCheck | bool, run: RunRecord) -> tuple[bool, str]:
+    allow, ignored = (
+        (check.allow, set(check.ignore)) if isinstance(check, ToolErrorsCheck) else (0, set())
+    )
+    counted = [error for error in run.tool_errors if error.tool not in ignored]
+    if not counted:
+        return True, "no tool errors"
+    count = f"{len(counted)} tool error{'s' if len(counted) != 1 else ''} (at most {allow})"
+    return len(counted) <= allow, f"{count}: {'; '.join(map(str, counted))}"
 
 
 def triggered(run: RunRecord, skill: str) -> bool:

@@ -14,8 +14,9 @@ Two files answer the two questions a skill's author has:
   was right. Variants: models, disclosure modes, catalog sizes, description rewrites.
 - `evals/evals.json`: `{"skill_name", "evals": [{"id", "prompt", "expected_output", "files",
   "expectations"}]}`. Does the job go better with the skill? Each case runs with the skill
-  (`with_skill`) and without it (`without_skill`, the baseline), its files copied into the
-  run's workspace; each expectation is a judge check, told the expected output.
+  (`with_skill`) and without it (`without_skill`, the baseline), its files (named from the
+  skill's folder, or from the evals file's when that lies outside it) copied into the run's
+  workspace; each expectation is a judge check, told the expected output.
 
 Both are ordinary eval specs, generated from the files as they are: the runner, the checks,
 the summary, resuming, recording and replaying are the eval command's own.
@@ -406,16 +407,20 @@ def with_without_eval(files: EvalFiles, options: SkillEvalOptions) -> SkillEval:
     if len(options.models) > 1 or len(options.disclosures) > 1:
         problem = Problem("variants", "one model and one disclosure mode at a time")
         raise EvalError(files.evals, [problem])
+    # A case's files are named from the skill's folder; from an evals file kept outside it
+    # (a skill one cannot write into, a built-in one), from that file's own folder.
+    evals_file = files.evals.resolve()
+    root = files.folder if evals_file.is_relative_to(files.folder) else evals_file.parent
     problems = []
     cases = []
     for index, case in enumerate(found.evals):
         copies = {}
         for n, name in enumerate(case.files):
-            source = (files.folder / name).resolve()
-            if not source.is_relative_to(files.folder) or not source.is_file():
+            source = (root / name).resolve()
+            if not source.is_relative_to(root) or not source.is_file():
                 where = (
-                    "outside the skill's folder"
-                    if not source.is_relative_to(files.folder)
+                    f"outside {'the skill' if root == files.folder else 'the evals file'}'s folder"
+                    if not source.is_relative_to(root)
                     else "not a file"
                 )
                 problems.append(Problem(f"evals[{index}].files[{n}]", f"{name}: {where}"))

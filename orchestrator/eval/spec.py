@@ -137,6 +137,18 @@ class TriggerCheck(BaseModel):
     should_trigger: StrictBool
 
 
+class ToolErrorsCheck(BaseModel):
+    """The run's tool calls that failed (raised, timed out, were refused, named no tool, had
+    bad arguments): at most `allow` of them, those of the `ignore`d tools not counted."""
+
+    model_config = _CONFIG
+
+    allow: Annotated[int, Field(ge=0)] = 0
+    """How many failed tool calls the run may have."""
+    ignore: list[Text] = Field(default_factory=list)
+    """Tools whose failures are not counted (`skill__tool`), e.g. one meant to fail."""
+
+
 ScorerKind = Literal[
     "status",
     "equals",
@@ -159,6 +171,7 @@ ScorerKind = Literal[
     "python",
     "judge",
     "trigger",
+    "no_tool_errors",
 ]
 KINDS: tuple[str, ...] = get_args(ScorerKind)
 
@@ -206,6 +219,8 @@ class Scorer(BaseModel):
     (`orchestrator.eval.RunRecord`); returns a bool, a score from 0 to 1, or a `Score`."""
     judge: JudgeSpec | None = None
     trigger: TriggerCheck | None = None
+    no_tool_errors: Literal[True] | ToolErrorsCheck | None = None
+    """`true`: no tool call of the run failed; or `{allow: N, ignore: [tools]}`."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> Scorer:
@@ -228,6 +243,8 @@ class Scorer(BaseModel):
             shown = str(value)
         elif isinstance(value, TriggerCheck):
             shown = f"{value.skill} {'yes' if value.should_trigger else 'no'}"
+        elif self.kind == "no_tool_errors":
+            return self.kind
         elif isinstance(value, BaseModel):
             shown = getattr(value, "path", None) or "rubric"
         elif isinstance(value, list):
@@ -423,3 +440,7 @@ class EvalSpec(BaseModel):
     reference_window: Positive | None = None
     """The context window of the `reference` variant (large enough for no cut); default: the
     job's model as the job sets it."""
+    volatile_tools: list[Text] = Field(default_factory=list)
+    """Tools whose output changes from run to run (a clock, a network call, an MCP server's):
+    on `--replay` they run again and their new result is taken as it is, not compared with
+    the recording. Names as the model calls them (`skill__tool`); `*` matches any text."""

@@ -331,8 +331,10 @@ def summarize(
     )
 
 
-def render_table(summary: EvalSummary) -> str:
-    """The summary as plain text: the table, then flips, misfires, divergences and errors."""
+def table_cells(summary: EvalSummary) -> tuple[list[str], list[list[str]]]:
+    """The summary's table as cells: its head, and a row of texts per variant (a trigger
+    eval's precision, recall and accuracy; a baseline's lift), as the text and the page
+    show it."""
     trigger = any(row.trigger for row in summary.rows)
     probed = any(row.probes_asked for row in summary.rows)
     head = (
@@ -346,6 +348,13 @@ def render_table(summary: EvalSummary) -> str:
         head.append(f"lift over {summary.baseline}")
     head += ["tokens/run", "cached", "cost", *(["cuts/run"] if probed else []), "s/run"]
     body = [_cells(row, summary.baseline is not None, probed) for row in summary.rows]
+    return head, body
+
+
+def render_table(summary: EvalSummary) -> str:
+    """The summary as plain text: the table, then flips, misfires, divergences and errors."""
+    head, body = table_cells(summary)
+    probed = any(row.probes_asked for row in summary.rows)
     widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
     lines = [f"eval {summary.name}"]
     for cells in [head, *body]:

@@ -12,6 +12,11 @@ The recorded usage is reported as the provider's, so budgets and fork observatio
 the same as in the recorded run. An answer's text goes to the request's `on_text` whole, as the
 scripted model does, so a streamed run (`run --stream`) shows it.
 
+Tools whose output changes from run to run (a clock, a network call) are named `volatile`
+(shell-style patterns, `weather__*`): their results are not compared with the recording,
+whatever they hold now (the tool ran again; its new result stays in the conversation), and
+each one taken so is kept in `accepted`. Everything else in the request is still compared.
+
 A recording made in another folder replays here with `paths`, the recorded folders and where
 they are now: each is replaced in the recorded messages (texts and tool-call arguments) before
 they are compared and answered.
@@ -31,8 +36,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..errors import ConfigError, ModelError
@@ -90,6 +96,7 @@ class ReplayModel(Model):
 
     `check=False` matches by agent path and turn alone, without comparing conversations.
     `paths` maps folders named in the recording to the folders that stand for them now.
+    `volatile`: the tools (patterns) whose results are taken as they come, not compared.
     """
 
     def __init__(
@@ -99,8 +106,14 @@ class ReplayModel(Model):
         check: bool = True,
         name: str | None = None,
         paths: Mapping[str, str] | None = None,
+        volatile: Sequence[str] = (),
     ) -> None:
         self.path = Path(trace)
+        self.volatile = tuple(volatile)
+        self.accepted: list[str] = []
+        """Each volatile tool's result taken though it differs from the recording, once:
+        `agent: tool`."""
+        self._accepted_calls: set[str] = set()
         self.agents, first_compaction = load_recording(self.path, paths)
         window = first_compaction.window if first_compaction is not None else None
         self.options = WireOptions(
@@ -143,7 +156,7 @@ class ReplayModel(Model):
     def _compare(self, request: ModelRequest, recorded: list[Message], turn: int) -> None:
         sent = [self._masked(m) for m in request.messages]
         for index, (got, want) in enumerate(zip(sent, recorded, strict=False)):
-            if got != want:
+            if got != want and not self._accepted(request.agent, got, want):
                 raise ReplayMismatch(
                     f"replay: agent {request.agent!r}, turn {turn + 1}: message {index + 1} "
                     f"({want.role}) departs from the recording: {difference(want, got)}"
@@ -153,6 +166,21 @@ class ReplayModel(Model):
                 f"replay: agent {request.agent!r}, turn {turn + 1}: the request has "
                 f"{len(sent)} messages, the recording {len(recorded)}"
             )
+
+    def _accepted(self, agent: str, got: Message, want: Message) -> bool:
+        """Whether `got` is a volatile tool's result where `want` was recorded: the same call
+        answered, whatever it says now."""
+        if want.role != "tool" or got.role != "tool" or want.name is None:
+            return False
+        same_call = (got.tool_call_id, got.name) == (want.tool_call_id, want.name)
+        if not same_call or not any(fnmatchcase(want.name, p) for p in self.volatile):
+            return False
+        taken = f"{agent}: {want.name}"
+        key = f"{taken} ({want.tool_call_id})"
+        if key not in self._accepted_calls:
+            self._accepted_calls.add(key)
+            self.accepted.append(taken)
+        return True
 
     def _compare_tools(self, request: ModelRequest, recorded: RecordedTurn, turn: int) -> None:
         if recorded.tools is None:

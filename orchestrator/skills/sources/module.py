@@ -14,6 +14,7 @@ import hashlib
 import importlib.abc
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -21,6 +22,8 @@ from ...agent import Tool
 from ..skill import SkillError, SkillInfo, qualified_tool_name
 
 TOOLS_FILE = "tools.py"
+_IMPORTING: dict[str, threading.Lock] = {}
+_IMPORTING_GUARD = threading.Lock()
 
 
 class _Source(importlib.abc.SourceLoader):
@@ -95,10 +98,17 @@ def import_module_from(path: Path, name: str, source: bytes | None = None) -> Mo
     if spec is None:
         raise SkillError(f"{path}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        loader.exec_module(module)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
-        sys.modules.pop(name, None)
-        raise SkillError(f"{path} failed to import: {type(exc).__name__}: {exc}") from exc
+    # One import of a name at a time, process-wide: two catalogs (two runs of one process)
+    # importing the same file at once would each replace the other's half-made module in
+    # `sys.modules`, where its annotations (pydantic's, `from __future__ import annotations`)
+    # are resolved.
+    with _IMPORTING_GUARD:
+        lock = _IMPORTING.setdefault(name, threading.Lock())
+    with lock:
+        sys.modules[name] = module
+        try:
+            loader.exec_module(module)
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            sys.modules.pop(name, None)
+            raise SkillError(f"{path} failed to import: {type(exc).__name__}: {exc}") from exc
     return module
