@@ -209,11 +209,18 @@ def test_probes_pass_with_the_reference_and_find_what_a_small_window_cut(
     assert found["first-word"]["at"] == "goal at its end (call 15)"
     assert found["first-word-early"]["passed"] is True
     assert found["first-word-early"]["at"] == "goal after call 2 of 15"
-    assert found["last-word"]["passed"] and found["changed-file"]["passed"]
+    assert found["changed-file"]["passed"]  # the model's own calls are never cut
 
     # What the model was asked is what the trace says the run's request held: at its end,
-    # stubs for the early notes, the question appended, no tool callable.
+    # stubs for the early notes, the question appended, no tool callable. The latest note's
+    # word is answered exactly when the request still held it (a read note may be cut too).
     probes = [body for body in server.bodies() if is_probe(body)]
+    last = next(
+        b
+        for b in probes
+        if "note-12" in _text(b["messages"][-1]) and "[compacted]" in json.dumps(b["messages"])
+    )
+    assert found["last-word"]["passed"] == ("W12X" in json.dumps(last["messages"]))
     assert len(probes) == 8
     end = next(
         b
@@ -240,18 +247,21 @@ def test_probes_pass_with_the_reference_and_find_what_a_small_window_cut(
     # The table: probe pass rate with its interval, the job's, tokens, cost, cuts.
     rows = {row.name: row for row in result.summary.rows}
     assert (rows["reference"].probes_passed, rows["reference"].probes_asked) == (4, 4)
-    assert (rows["window-4k"].probes_passed, rows["window-4k"].probes_asked) == (3, 4)
-    assert rows["window-4k"].probe_interval == wilson(3, 4)
+    passed = sum(1 for r in found.values() if r["passed"])
+    assert (rows["window-4k"].probes_passed, rows["window-4k"].probes_asked) == (passed, 4)
+    assert rows["window-4k"].probe_interval == wilson(passed, 4)
     table = render_table(result.summary)
     head = table.splitlines()[1].split()
     assert head[:6] == ["variant", "probes", "95%", "interval", "pass", "95%"]
     assert "cuts/run" in head
-    assert re.search(r"window-4k\s+3/4 75%\s+30%-95%\s+1/1 100%", table)
+    low, high = wilson(passed, 4)
+    shown_rate = rf"{passed}/4 {passed / 4:.0%}\s+{low:.0%}-{high:.0%}"
+    assert re.search(rf"window-4k\s+{shown_rate}\s+1/1 100%", table), table
     assert "  first-word: reference 1/1, window-4k 0/1" in table
     assert f"probes (window-4k): {asked:,} tokens, not counted above" in table
     shown = result.summary.as_dict()["variants"][1]
-    assert shown["probes"]["pass_rate"] == 0.75
-    assert shown["probes"]["interval"] == [round(x, 4) for x in wilson(3, 4)]
+    assert shown["probes"]["pass_rate"] == passed / 4
+    assert shown["probes"]["interval"] == [round(x, 4) for x in wilson(passed, 4)]
     assert shown["probes"]["by_probe"]["first-word"] == {"passed": 0, "asked": 1}
     assert shown["compactions_per_run"] == small["compactions"]
 
@@ -342,9 +352,8 @@ def test_recorded_probes_replay_offline(tmp_path: Path, server: ProviderServer) 
     for before, after in zip(recorded.lines, replayed.lines, strict=True):
         assert after["status"] == "completed"
         assert after["probes"]["results"] == before["probes"]["results"]
-        assert [r["passed"] for r in after["probes"]["results"]].count(False) == (
-            0 if after["variant"] == "reference" else 1
-        )
+        failed = [r["id"] for r in after["probes"]["results"] if not r["passed"]]
+        assert failed == [] if after["variant"] == "reference" else "first-word" in failed
 
 
 def test_a_changed_probe_runs_the_eval_again(tmp_path: Path, server: ProviderServer) -> None:
@@ -376,7 +385,8 @@ def test_the_command_prints_probes_in_its_table_json_and_page(
     assert "FAIL: probe first-word" in html and "I do not know." in html
     as_json = orchestrator("eval", path, "--out", tmp_path / "out", "--json", cwd=tmp_path, env=env)
     variants = json.loads(as_json.stdout)["variants"]
-    assert [v["probes"]["passed"] for v in variants] == [4, 3]
+    reference, small = (v["probes"]["passed"] for v in variants)
+    assert reference == 4 and 1 <= small < 4
 
 
 def test_bad_probes_get_errors_naming_the_field(tmp_path: Path) -> None:
