@@ -7,6 +7,8 @@ the workspace one by one (each about 330 tokens, each ending with a code word), 
 (tests/provider_server.py): it reads the next note until all are read, and it answers a
 probe by searching the messages it was sent. So a note compacted out of the conversation
 really cannot be answered from; nothing decides a probe's pass but what the request held.
+Asked for a summary (the `summarize` strategy's writer), it writes one from what the text it
+was sent states: each code word it read there, with the message it came from.
 """
 
 from __future__ import annotations
@@ -24,10 +26,15 @@ from cli_process import orchestrator
 from eval_factory import FULL_SCRIPT, eval_folder, twelve, write_eval
 from provider_server import ProviderServer
 
+from orchestrator.agent.compaction import SUMMARY_SYSTEM
 from orchestrator.eval import EvalError, EvalOptions, EvalResult, load_eval, run_eval_sync, wilson
 from orchestrator.eval.probes import NOT_CALLABLE
 from orchestrator.eval.runner import EvalRunner
 from orchestrator.eval.summary import render_table
+from orchestrator.messages import Message, Usage
+from orchestrator.models.base import ModelRequest, ModelResponse
+from orchestrator.models.scripted import ScriptedModel
+from orchestrator.trace import read_trace
 
 NOTES = 12
 WORDS = {n: f"W{n:02d}{'XYZ'[n % 3]}" for n in range(1, NOTES + 1)}
@@ -46,11 +53,36 @@ def is_probe(body: Mapping[str, Any]) -> bool:
     return messages[-1]["role"] == "user" and any(m["role"] == "assistant" for m in messages)
 
 
+WRITE = "write:"
+"""A route key for a text the rule writes itself, after the prefix (a summary)."""
+STATED = r"The code word of (note-\d+) is (\w+)\."
+
+
+def summary_of(task: str) -> str:
+    """The summary the rule writes of a summarizer's task (orchestrator/agent/compaction.py
+    `summary_task`): every code word the text states, the earlier summary's and the cut
+    results', each with the message it came from, under the four headings asked for."""
+    kept, _, cut = task.partition("The tool results being cut:")
+    points = [line for line in kept.splitlines() if re.search(STATED, line)]
+    for part in re.split(r"^--- ", cut, flags=re.M)[1:]:
+        where = re.match(r"\S+ \(message (\d+)\)", part)
+        for note, word in re.findall(STATED, part):
+            points.append(f"- The code word of {note} is {word}. (message {where and where[1]})")
+    decisions = "\n".join(points) or "- none yet"
+    return (
+        f"Decisions:\n{decisions}\nDead ends:\n- none\nArtifacts:\n- none yet\n"
+        "Next step:\n- go on with the task"
+    )
+
+
 def route(body: Mapping[str, Any]) -> str:
-    """The model's rule. A probe: a code word is answered when a message sent states it, a
-    changed file when a call sent wrote it; else "I do not know". A turn of the job: load
-    the files skill, read the next note, write the summary, answer."""
+    """The model's rule. A summary (the summarize strategy's writer): written from its task.
+    A probe: a code word is answered when a message sent states it, a changed file when a
+    call sent wrote it; else "I do not know". A turn of the job: load the files skill, read
+    the next note, write the summary, answer."""
     messages = body["messages"]
+    if _text(messages[0]) == SUMMARY_SYSTEM:
+        return WRITE + summary_of(_text(messages[-1]))
     if "You grade an answer" in _text(messages[0]):
         return "pass" if "## Answer\nIt is summary.txt." in _text(messages[-1]) else "fail"
     if is_probe(body):
@@ -110,6 +142,16 @@ SCRIPT = {
 }
 
 
+class RuleModel(ScriptedModel):
+    """The script's turns, and the texts the rule writes itself (a route key `write:TEXT`)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.agent.startswith(WRITE):
+            text = request.agent.removeprefix(WRITE)
+            return ModelResponse(Message(role="assistant", content=text), Usage(), "stop")
+        return await super().complete(request)
+
+
 def counted(body: Mapping[str, Any]) -> tuple[int, int]:
     """The server's usage: a prompt's characters / 4, and 10 tokens out."""
     return len(json.dumps(body["messages"])) // 4, 10
@@ -117,7 +159,7 @@ def counted(body: Mapping[str, Any]) -> tuple[int, int]:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderServer]:
-    with ProviderServer(SCRIPT, route=route, usage=counted) as served:
+    with ProviderServer(RuleModel(SCRIPT), route=route, usage=counted) as served:
         monkeypatch.setenv("OPENAI_BASE_URL", served.openai_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         yield served
@@ -450,3 +492,93 @@ def test_a_scripted_models_probe_turns_are_keyed_probe(tmp_path: Path) -> None:
         found = probe_results(line)
         assert found["file"]["passed"] and found["file"]["at"] == "goal at its end (call 4)"
         assert found["again"]["answer"] == "no idea" and not found["again"]["passed"]
+
+
+def test_mask_and_summarize_run_as_named_and_compare_per_strategy(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    window = {"context_window": 5120}
+    variants = [
+        {"name": "mask", "model_options": window, "compaction": "mask"},
+        {"name": "summarize", "model_options": window, "compaction": "summarize"},
+    ]
+    result = run(notes_eval(tmp_path, variants=variants), tmp_path / "out")
+    lines = {line["variant"]: line for line in result.lines}
+    assert list(lines) == ["reference", "mask", "summarize"]
+    events = {name: read_trace(line["trace"]) for name, line in lines.items()}
+    cuts = {
+        name: [e for e in found if e["type"] == "compact" and e["agent"] == "goal"]
+        for name, found in events.items()
+    }
+
+    # Each variant's run compacted with its own strategy, as often as its line says.
+    assert cuts["reference"] == []
+    for name in ("mask", "summarize"):
+        assert cuts[name] and {e["strategy"] for e in cuts[name]} == {name}
+        assert lines[name]["compactions"] == len(cuts[name])
+    assert all("summary_agent" not in e for e in cuts["mask"])
+
+    # With summarize, each cut had its summary written by a one-step agent of its own, on a
+    # line of its own: its run's usage is what the cut's event charges, and it is part of the
+    # variant's tokens (every model call of the run, the writers' among them).
+    ended = {e["agent"]: e for e in events["summarize"] if e["type"] == "run_end"}
+    writers = [e["summary_agent"] for e in cuts["summarize"]]
+    assert writers == [f"goal/summary-{e['step']}" for e in cuts["summarize"]]
+    for cut in cuts["summarize"]:
+        writer = ended[cut["summary_agent"]]
+        assert writer["status"] == "completed" and writer["steps"] == 1
+        assert writer["usage"]["total_tokens"] == cut["summary_tokens"] > 0
+        assert "summary_error" not in cut
+    calls = [e for e in events["summarize"] if e["type"] == "model_call"]
+    assert {e["agent"] for e in calls} == {"goal", *writers}
+    written = sum(e["usage"]["total_tokens"] for e in calls if e["agent"] in writers)
+    assert written == sum(e["summary_tokens"] for e in cuts["summarize"])
+    total = lines["summarize"]["usage"]["total_tokens"]
+    assert total == sum(e["usage"]["total_tokens"] for e in calls)
+    assert total - written == ended["goal"]["usage"]["total_tokens"]
+    summaries = [b for b in server.bodies() if _text(b["messages"][0]) == SUMMARY_SYSTEM]
+    assert len(summaries) == len(writers)
+
+    # What the summary carries is what the cut results stated, so a fact mask lost is still
+    # in the summarize run's last request; mask's has only a stub where it was.
+    at_end = {
+        name: next(
+            b
+            for b in server.bodies()
+            if is_probe(b)
+            and "note-01" in _text(b["messages"][-1])
+            and b["messages"][-2]["content"] == lines[name]["output"]
+            and (name == "summarize") == ("Summary of the results" in json.dumps(b["messages"]))
+        )
+        for name in ("mask", "summarize")
+    }
+    carried = [m for m in at_end["summarize"]["messages"] if "[kept across" in _text(m)]
+    assert len(carried) == 1 and "The code word of note-01 is W01Y." in _text(carried[0])
+    assert "W01Y" not in json.dumps(at_end["mask"]["messages"])
+    found = {name: probe_results(line) for name, line in lines.items()}
+    assert found["summarize"]["first-word"]["passed"] is True
+    assert found["mask"]["first-word"]["passed"] is False
+
+    # The table compares them per strategy: probes, the job's pass rate, tokens, cuts.
+    rows = {row.name: row for row in result.summary.rows}
+    table = render_table(result.summary)
+    for name in ("mask", "summarize"):
+        line = lines[name]
+        passed = sum(1 for r in found[name].values() if r["passed"])
+        assert (rows[name].probes_passed, rows[name].probes_asked) == (passed, 4)
+        low, high = wilson(passed, 4)
+        job = "1/1 100%" if line["passed"] else "0/1 0%"
+        tokens = line["usage"]["total_tokens"]
+        shown = (
+            rf"{name}\s+{passed}/4 {passed / 4:.0%}\s+{low:.0%}-{high:.0%}\s+{job}\s+\S+\s+"
+            rf"\S+\s+{tokens:,}\s+0%\s+-\s+{len(cuts[name])}\.0\s"
+        )
+        assert re.search(shown, table), table
+    by_probe = {
+        probe["id"]: ", ".join(
+            f"{name} {int(found[name][probe['id']]['passed'])}/1" for name in lines
+        )
+        for probe in PROBES
+    }
+    for probe, shown in by_probe.items():
+        assert f"  {probe}: {shown}" in table
