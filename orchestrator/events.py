@@ -344,6 +344,9 @@ class Compact(EventBase):
     summary_tokens: int | None = None
     """What writing the summary cost (its own line among the run's children)."""
     summary_error: str | None = None
+    summary_cut_to: int | None = None
+    """The summary was longer than a summary may be (the model ignored its output cap) and
+    was cut to this many tokens."""
 
 
 class Note(EventBase):

@@ -28,7 +28,7 @@ from orchestrator import (
     tool,
 )
 from orchestrator.agent import CompactionPlan, CompactionRequest, Extension
-from orchestrator.agent.compaction import SUMMARY_SYSTEM
+from orchestrator.agent.compaction import SUMMARY_SYSTEM, SUMMARY_TOKENS
 from orchestrator.jobs import fast_forward, load_job
 from orchestrator.models import ScriptedModel, resolve_model
 from orchestrator.report import render_report
@@ -253,6 +253,34 @@ async def test_a_long_job_keeps_what_matters_through_many_cuts(
     }
     figures["after"] = [e["tokens_after"] for e in cuts[:3] + cuts[-3:]]
     print(f"\nFIGURES {figures}")
+
+
+async def test_a_summary_longer_than_a_summary_may_be_is_cut_and_said(tmp_path: Path) -> None:
+    """A summarizer that ignores its output cap (each summary longer than the last) must not
+    make the summary grow from cut to cut: the carried summary is cut to `SUMMARY_TOKENS`."""
+    write_workspace(tmp_path)
+    long_summaries = [
+        {"content": f"Decisions: CSV. {prose(SUMMARY_TOKENS + 200 * n)}"} for n in range(1, 81)
+    ]
+    script = {"long": turns(30), "summary": long_summaries}
+    usage = lambda body: (server_tokens(body), 20)  # noqa: E731
+    with ProviderServer(script, refuse=refuse, usage=usage, route=route) as server:
+        done = await run_job_on(tmp_path, server, "summarize")
+        bodies = server.bodies()
+
+    assert done.status == "completed", done.steps[0].reason
+    check_every_request(bodies)
+    cuts = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "compact"]
+    assert cuts and all(e["summary_cut_to"] == SUMMARY_TOKENS for e in cuts)
+    heading = "Summary of the results compacted so far:"
+    carried = [
+        (m.get("content") or "").split(heading, 1)[1]
+        for b in bodies
+        if route(b) == "long"
+        for m in b["messages"]
+        if heading in (m.get("content") or "")
+    ]
+    assert carried and all(COUNTER.count_text(c) <= SUMMARY_TOKENS + 10 for c in carried)
 
 
 async def test_a_compacted_job_resumes_with_its_record(tmp_path: Path) -> None:

@@ -643,9 +643,13 @@ class AgentLoop:
             )
         )
         summary = result.output.strip() if result.status == "completed" else ""
+        # Bounded whatever the model wrote (a provider may ignore the output cap): the summary
+        # rides in every request from now on, and must not grow from one cut to the next.
+        summary, cut = self.counter.truncate(summary, SUMMARY_TOKENS)
         event: dict[str, object] = {
             "summary_agent": writer.name,
             "summary_tokens": result.total_usage.total_tokens,
+            **({"summary_cut_to": SUMMARY_TOKENS} if cut else {}),
         }
         if not summary:
             event["summary_error"] = result.error or f"no summary ({result.status})"
