@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from cli_process import orchestrator
 from provider_server import ProviderServer
+from trace_lines import trace_lines
 
 from orchestrator import Agent, Orchestrator, read_trace, tool
 from orchestrator.agent import TokenBudget
@@ -88,7 +89,7 @@ def test_cache_usage_reaches_the_trace_and_trace_show(
     assert result.status == "completed"
     expected = Usage.of(1000, 20, cache_read=read, cache_write=written)
     assert result.usage == expected + expected
-    calls = [e for e in read_trace(trace) if e["type"] == "model_call"]
+    calls = [e for e in trace_lines(trace) if e["type"] == "model_call"]
     assert calls[0]["usage"]["cache_read_tokens"] == read
     assert calls[0]["cost"] == pytest.approx(SONNET.cost(expected))
     assert result.cost == pytest.approx(2 * SONNET.cost(expected))
@@ -102,7 +103,7 @@ def test_an_unpriced_model_shows_tokens_only(tmp_path: Path) -> None:
     model = ScriptedModel({"*": [{"content": "ok"}]})
     result = Agent(model, trace=trace).run_sync("go")
     assert result.cost is None and result.total_cost is None
-    call = next(e for e in read_trace(trace) if e["type"] == "model_call")
+    call = next(e for e in trace_lines(trace) if e["type"] == "model_call")
     assert "cost" not in call
     assert "$" not in render(summarize(read_trace(trace)))
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import pytest
 from provider_server import ProviderServer
 from pydantic import BaseModel, Field
+from trace_lines import trace_lines
 from trace_signing import resign
 from typing_extensions import TypedDict
 
@@ -24,7 +25,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.jobs import fast_forward
 from orchestrator.models import ChatModel, ForcedTool, ScriptedModel, resolve_model
 from orchestrator.report.markup import STATUS_CLASSES
-from orchestrator.trace import Event, load_checkpoint, read_trace
+from orchestrator.trace import Event, load_checkpoint
 
 KEY = "sk-test-output-0123456789"
 Script = dict[str, list[dict[str, Any]]]
@@ -445,7 +446,7 @@ async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Pa
     with Trace(path) as trace:
         whole = await Agent(ScriptedModel(script), output_type=int, trace=trace).run("Count.")
     assert (whole.status, whole.data) == ("completed", 7)
-    events = read_trace(path)
+    events = trace_lines(path)
     answered = next(
         i
         for i, e in enumerate(events)

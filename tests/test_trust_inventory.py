@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
+from trace_lines import trace_lines
 
-from orchestrator import Orchestrator, Permissions, read_trace
+from orchestrator import Orchestrator, Permissions
 from orchestrator.models import ScriptedModel
 from orchestrator.security.inventory import KINDS, OTHER_READS
 from orchestrator.security.signing import user_key
@@ -137,7 +138,7 @@ def test_the_file_tools_refuse_every_kind_wherever_it_lies(tmp_path: Path) -> No
         assert not (tmp_path / path).exists(), path
     results = [
         e["message"]
-        for e in read_trace(tmp_path / "run.jsonl")
+        for e in trace_lines(tmp_path / "run.jsonl")
         if e["type"] == "message" and e["message"]["role"] == "tool"
     ]
     writes = [r for r in results if r["name"] != "load_skill"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..events import Fork, ModelCall, SkillLoaded, ToolStart
 from ..messages import Usage
 from ..security import is_inside
 from ..trace import read_trace
@@ -62,14 +63,13 @@ class RunRecord:
         if self.trace is None or not self.trace.is_file():
             return
         for event in read_trace(self.trace):
-            kind = event.get("type")
-            if kind == "skill_loaded" and isinstance(event.get("skill"), str):
-                self.skills_loaded.append(event["skill"])
-            elif kind == "tool_start" and isinstance(event.get("name"), str):
-                self.tools_called.append(event["name"])
-            elif kind == "fork" and event.get("agent") != "job":  # the job's steps are no fork
+            if isinstance(event, SkillLoaded):
+                self.skills_loaded.append(event.skill)
+            elif isinstance(event, ToolStart) and event.name is not None:
+                self.tools_called.append(event.name)
+            elif isinstance(event, Fork) and event.agent != "job":  # the job's steps are no fork
                 self.forks += 1
-            elif kind == "model_call":
+            elif isinstance(event, ModelCall):
                 self.steps += 1
 
 

@@ -14,13 +14,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..events import Compact, Event, MessageEvent, RunStart, TraceEvent, event_or_problem, is_event
+from ..events import (
+    MAX_PROBLEMS,
+    Compact,
+    Event,
+    MessageEvent,
+    RunStart,
+    TraceEvent,
+    event_or_problem,
+    is_event,
+)
 from ..messages import Message
 from ..security.json_input import JsonInputError, load_json
 from ..security.signing import Signature, user_key, verify_lines
-
-MAX_PROBLEMS = 20
-"""How many skipped lines are named in `problems` (the rest are only counted)."""
 
 
 class TraceReader:
