@@ -19,7 +19,7 @@ from orchestrator import Agent, Message, TokenBudget, Trace, rebuild_conversatio
 from orchestrator.jobs import fast_forward
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
-from orchestrator.trace import Event, load_checkpoint
+from orchestrator.trace import Event, load_checkpoint, read_trace
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -446,11 +446,11 @@ async def test_trace_show_the_live_view_the_report_and_spans_show_background_tas
     path = tmp_path / "t.jsonl"
     with instrument(provider), Trace(path) as trace:
         await planner(ScriptedModel(overlap_script(wait=False)), trace=trace).run("Plan")
-    events = trace_lines(path)
-    (research_end,) = of_type(events, "task_end", "planner/research")
+    (research_end,) = of_type(trace_lines(path), "task_end", "planner/research")
     overlap = research_end["overlap_s"]
     assert overlap > 0
 
+    events = read_trace(path)
     summary = summarize(events)
     research = summary.agents["planner/research"]
     assert research.background and research.overlap == overlap

@@ -14,7 +14,7 @@ import pytest
 from cli_process import orchestrator
 from trace_lines import trace_lines
 
-from orchestrator import rebuild_conversations
+from orchestrator import read_trace, rebuild_conversations
 from orchestrator.cli.progress import ProgressState
 
 JOB = """\
@@ -247,7 +247,7 @@ def test_ctrl_c_leaves_every_task_ended_and_the_job_cancelled(tmp_path: Path) ->
     assert ends["after"][0] == "skipped" and "cancelled" in (ends["after"][1] or "")
     assert [(e["status"]) for e in events if e["type"] == "job_end"] == ["cancelled"]
     state = ProgressState()
-    for event in events:
+    for event in read_trace(trace):
         state.update(event)
     assert {a.path: a.status for a in state.agents.values()} == {
         "fan": "cancelled",

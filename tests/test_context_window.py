@@ -34,7 +34,7 @@ from orchestrator.models import (
 from orchestrator.report.collect import collect
 from orchestrator.tasks import ForkExtension, SubagentDef, SubagentRegistry
 from orchestrator.tokens import TokenCounter, default_counter
-from orchestrator.trace import Event, load_checkpoint
+from orchestrator.trace import Event, load_checkpoint, read_trace
 
 WINDOW = 4096
 COUNTER = default_counter()
@@ -512,7 +512,7 @@ async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path
 
     lines = io.StringIO()
     progress = PlainProgress(lines)
-    for event in events:
+    for event in read_trace(path):
         progress(event)
     shown = [line for line in lines.getvalue().splitlines() if "compacted" in line]
     assert len(shown) == len(done)
@@ -521,7 +521,7 @@ async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path
         f"agent: compacted {len(first['replaced'])} tool results, "
         f"{first['tokens_before']:,} -> {first['tokens_after']:,} tokens of a 4,096-token window"
     ) in shown[0]
-    report = collect(events)
+    report = collect(read_trace(path))
     (run,) = report.agents.values()
     assert run.compactions == len(done)
     assert [b.kind for b in run.bars].count("compact") == len(done)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from cli_process import orchestrator
 from provider_server import ProviderServer
-from trace_lines import trace_lines
+from trace_lines import trace_lines, typed
 
 from orchestrator import Agent, Orchestrator, read_trace, tool
 from orchestrator.agent import TokenBudget
@@ -198,14 +198,15 @@ def test_the_live_view_shows_cached_input_and_cost() -> None:
     from orchestrator.cli.rows import row_of
 
     state = ProgressState()
-    state.update({"type": "run_start", "agent": "planner", "ts": 1.0})
-    usage = {"total_tokens": 1020, "cache_read_tokens": 900}
-    call = {"type": "model_call", "agent": "planner", "ts": 2.0, "step": 1, "usage": usage}
-    state.update({**call, "cost": 0.003})
+    state.update(typed({"type": "run_start", "agent": "planner", "ts": 1.0}))
+    usage = {"input_tokens": 1000, "output_tokens": 20, "total_tokens": 1020}
+    cached = {**usage, "cache_read_tokens": 900}
+    call = {"type": "model_call", "agent": "planner", "ts": 2.0, "step": 1, "usage": cached}
+    state.update(typed({**call, "cost": 0.003}))
     texts = [cell.text for cell in row_of(state.agents["planner"], now=3.0).cells()]
     assert "cached 900" in texts and "$0.0030" in texts
-    state.update({"type": "run_start", "agent": "free", "ts": 1.0})
-    state.update({**call, "agent": "free", "usage": {"total_tokens": 5}})
+    state.update(typed({"type": "run_start", "agent": "free", "ts": 1.0}))
+    state.update(typed({**call, "agent": "free", "usage": usage}))
     texts = [cell.text for cell in row_of(state.agents["free"], now=3.0).cells()]
     assert not any(t.startswith(("$", "cached")) for t in texts)
 

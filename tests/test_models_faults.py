@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from provider_server import Fault, ProviderServer, anthropic_whole, openai_whole
+from trace_lines import into
 
 from orchestrator import Agent, Trace
 from orchestrator.errors import ModelError, RetryableModelError
@@ -29,7 +30,7 @@ def model_for(provider: str, server: ProviderServer, **options: Any) -> ChatMode
 
 async def run(model: ChatModel, trace_path: Path | None = None) -> tuple[Any, list[Event]]:
     events: list[Event] = []
-    trace = Trace(trace_path, listeners=[events.append], secrets=[])
+    trace = Trace(trace_path, listeners=[into(events)], secrets=[])
     with trace:
         result = await Agent(model, trace=trace).run("Say hello.")
     return result, events
@@ -251,7 +252,7 @@ async def test_concurrent_calls_wait_for_a_place_under_the_limit() -> None:
 async def test_the_limit_holds_across_agents_and_shows_in_their_trace() -> None:
     script = {"*": [{"content": "done"}] * 4}
     events: list[Event] = []
-    trace = Trace(listeners=[events.append], secrets=[])
+    trace = Trace(listeners=[into(events)], secrets=[])
     with ProviderServer(script, latency=0.1) as server:
         agents = [
             Agent(model_for("openai", server, max_concurrency=1), name=f"worker{i}", trace=trace)

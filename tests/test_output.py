@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 from provider_server import ProviderServer
 from pydantic import BaseModel, Field
-from trace_lines import trace_lines
+from trace_lines import into, trace_lines
 from trace_signing import resign
 from typing_extensions import TypedDict
 
@@ -335,7 +335,7 @@ def test_a_native_answer_that_fails_goes_back_naming_the_field_and_the_retry_val
         {"*": [{"content": '{"number": "A-7", "items": []}x'}, {"content": json.dumps(INVOICE)}]}
     )
     events: list[Event] = []
-    agent = Agent(model, output_type=Invoice, trace=Trace(listeners=[events.append], secrets=[]))
+    agent = Agent(model, output_type=Invoice, trace=Trace(listeners=[into(events)], secrets=[]))
     result = agent.run_sync("Read.")
     assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
     note = result.messages[-2]
@@ -352,7 +352,7 @@ def test_after_the_retries_the_run_ends_output_invalid_with_the_error_and_the_ra
     bad = '{"number": "A-7", "items": [{"name": "tea", "price": "cheap"}]}'
     model = ScriptedModel({"*": [{"content": bad}] * 3})
     events: list[Event] = []
-    trace = Trace(listeners=[events.append], secrets=[])
+    trace = Trace(listeners=[into(events)], secrets=[])
     result = Agent(model, output_type=Invoice, output_retries=2, trace=trace).run_sync("Read.")
     assert result.status == "output_invalid"
     assert (result.output, result.data, result.steps) == (bad, None, 3)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from provider_server import ProviderServer
-from trace_lines import trace_lines
+from trace_lines import into, trace_lines
 
 from orchestrator import Agent, Message, Trace, tool
 from orchestrator.models import ModelRequest, ScriptedModel
@@ -90,7 +90,7 @@ async def test_a_lone_surrogate_from_a_real_server_is_made_safe(stream: bool) ->
     with ProviderServer(script) as server:
         model = server.adapter("openai", "sk-test", stream=stream)
         events: list[dict[str, Any]] = []
-        result = await Agent(model, trace=Trace(listeners=[events.append])).run("go")
+        result = await Agent(model, trace=Trace(listeners=[into(events)])).run("go")
 
     assert result.status == "completed"
     assert result.output == "from the wire \ufffd and a pair \U0001f600"

@@ -13,6 +13,7 @@ from orchestrator.events import MessageEvent, TraceEvent
 from orchestrator.models import ScriptedModel
 from orchestrator.security import secrets_from_environment
 from orchestrator.trace import TraceExists, iter_trace
+from orchestrator.trace.summary import summarize
 
 
 def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
@@ -149,3 +150,12 @@ def test_torn_and_foreign_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     assert [e.type for e in events][-1] == "run_end"
     assert rebuild_conversations(path)["agent"][-1].content == "café"
     assert list(iter_trace(path)) == events
+
+
+def test_a_summary_says_what_its_reader_skipped_once_it_has_read(tmp_path: Path) -> None:
+    path = torn(tmp_path)
+    lazy = iter_trace(path)  # counts as it goes: read after the events are folded
+    summary = summarize(lazy, skips=lazy)
+    assert summary.skipped_lines == 4 and len(summary.skipped) == 4
+    assert summary.agents["agent"].status == "completed"
+    assert summarize(list(read_trace(path))).skipped_lines == 0  # no reader, nothing said

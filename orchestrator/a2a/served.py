@@ -36,7 +36,7 @@ from ..events import TaskEnd, TaskStart, TraceEvent
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
-from ..security.inventory import TRACE_FOLDER
+from ..security.inventory import TRACE_FOLDER, reads_no_configuration
 from ..trace import Trace, new_run_id
 
 MAX_ARTIFACT_BYTES = 1_000_000
@@ -429,6 +429,10 @@ async def _send_file(updater: TaskUpdater, path: Path, root: Path, mask: SecretM
     await updater.add_artifact([part], name=name)
 
 
+@reads_no_configuration(
+    "a file a served run wrote in its workspace, sent back as an artifact once the run "
+    "ended (no link followed, nothing outside the workspace)"
+)
 def _read_small(path: Path, root: Path) -> tuple[int, bytes | None]:
     """A file's size, and its bytes when it is within the artifact limit; OSError for a
     link, a file that is not regular, or one outside `root`."""

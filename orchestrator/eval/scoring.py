@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from ..events import Fork, ModelCall, SkillLoaded, ToolStart
 from ..messages import Usage
 from ..security import is_inside
+from ..security.inventory import reads_no_configuration
 from ..trace import read_trace
 from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer
 
@@ -281,6 +282,9 @@ def _schema_holds(schema: dict[str, Any], value: Any) -> tuple[bool, str]:
     return False, f"{where}: {first.message}"
 
 
+@reads_no_configuration(
+    "a file check reads a file of the run's own workspace, confined to it, after the run"
+)
 def _file(check: FileCheck, run: RunRecord) -> tuple[bool, str]:
     root = run.workspace.resolve()
     path = (root / render(check.path, run.case)).resolve()

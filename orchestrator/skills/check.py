@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..agent import Tool
+from ..security.inventory import reads
 from .discovery import walk_skill_folders
 from .servers import check_config
 from .skill import SkillError, qualified_tool_name
@@ -71,6 +72,7 @@ def _skill_folders(path: Path) -> list[Path]:
     return found
 
 
+@reads("skill")
 def check_folder(folder: Path) -> FolderReport:
     """Every problem of one skill folder."""
     report = FolderReport(folder)

@@ -42,6 +42,7 @@ from ..events import (
     new_run_id,
 )
 from ..messages import Message
+from ..security.inventory import reads
 from ..security.secrets import SecretMask
 from .lock import FileBusy, lock_file
 
@@ -145,6 +146,7 @@ class Trace:
             self.emit("retry", "job", paths=list(resume.retrying))
             resume.retrying = []
 
+    @reads("trace")
     def _open(self, path: Path, resuming: bool) -> IO[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         # backslashreplace: a text no message check saw (an error string, say) that holds a
@@ -298,6 +300,7 @@ def _signer(resume: Checkpoint | None) -> LineSigner | None:
     return LineSigner(key, resume.last_mac if resume is not None else "")
 
 
+@reads("trace")
 def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as file:
         file.seek(0, 2)
