@@ -22,6 +22,7 @@ from trace_lines import trace_lines
 
 from orchestrator import Orchestrator
 from orchestrator.errors import ConfigError
+from orchestrator.events import ModelCall, TraceEvent
 from orchestrator.jobs import JobRunner, load_job
 from orchestrator.trace import Event, Trace
 
@@ -229,9 +230,9 @@ def test_two_hundred_tasks_never_overdraw_a_tight_shared_budget(tmp_path: Path) 
 def used_so_far(totals: list[int]) -> Any:
     """A listener keeping the tree's spend after each model call, in the order they came."""
 
-    def listen(event: Event) -> None:
-        if event["type"] == "model_call":
-            totals.append((totals[-1] if totals else 0) + event["usage"]["total_tokens"])
+    def listen(event: TraceEvent) -> None:
+        if isinstance(event, ModelCall):
+            totals.append((totals[-1] if totals else 0) + event.usage.total_tokens)
 
     return listen
 
@@ -255,10 +256,11 @@ def kill_on_first_call(agent: str) -> Any:
     """A listener that kills the worker of `agent` once its first model call is recorded."""
     killed: list[str] = []
 
-    def listen(event: Event) -> None:
-        if event["type"] == "model_call" and event["agent"] == agent and not killed:
-            killed.append(event["worker"])
-            os.kill(int(event["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
+    def listen(event: TraceEvent) -> None:
+        if isinstance(event, ModelCall) and event.agent == agent and not killed:
+            worker = str((event.model_extra or {})["worker"])  # a Ray worker's own field
+            killed.append(worker)
+            os.kill(int(worker.rsplit(":", 1)[1]), signal.SIGKILL)
 
     listen.killed = killed  # type: ignore[attr-defined]
     return listen
