@@ -68,7 +68,7 @@ async def _once(folder: Path, agent: str, url: str, served: Path, index: int) ->
     job = load_job(_write(folder, agent, url))
     trace = folder / f"{agent}-{index}.jsonl"
     await run_job(job, trace=trace)
-    events = list(read_trace(trace))
+    events = [event.as_line() for event in read_trace(trace)]
     if agent == "general":
         return _fork_ms(events) - _model_ms(events, "goal/t")
     return _fork_ms(events) - _model_ms(_newest_served(served))
@@ -77,7 +77,7 @@ async def _once(folder: Path, agent: str, url: str, served: Path, index: int) ->
 def _newest_served(served: Path) -> list[dict[str, Any]]:
     """The events of the run the server wrote last."""
     newest = max(served.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
-    return list(read_trace(newest))
+    return [event.as_line() for event in read_trace(newest)]
 
 
 async def _forks(folder: Path, url: str, served: Path, repeats: int) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def run_agent(
         compaction="summarize" if summarize else "mask",
     )
     result = agent.run_sync("Read every note in the folder and list the open questions.")
-    events = read_trace(trace)
+    events = [event.as_line() for event in read_trace(trace)]
     own = [r for r in model.requests if r.agent == "agent"]
     cache = openai_cache(own)
     counter = default_counter()

@@ -128,7 +128,7 @@ class Outcome:
 
     @property
     def events(self) -> list[Event]:
-        return read_trace(self.trace)
+        return [event.as_line() for event in read_trace(self.trace)]
 
 
 def write_job(folder: Path, script: str = SCRIPT) -> Path:
@@ -165,7 +165,7 @@ def kill_and_resume(folder: Path, point: KillPoint, *, timeout: float = 120) -> 
     )
     deadline = time.monotonic() + timeout
     try:
-        while not (trace.exists() and point.reached(read_trace(trace))):
+        while not (trace.exists() and point.reached([e.as_line() for e in read_trace(trace)])):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the run ended before the kill point {point.name!r}")
             time.sleep(0.02)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, KeysView, Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
@@ -27,9 +27,11 @@ from .messages import Message, ToolSpec
 EVENT_SCHEMA_VERSION = 1
 """The version of the trace format; the first event each attempt writes carries it (`schema`)."""
 
+MAX_PROBLEMS = 20
+"""How many skipped lines (or events) a reader names in its `problems`; the rest are counted."""
+
 Event = dict[str, Any]
-"""An event as its line holds it: what `Trace.emit` writes and hands its listeners."""
-Listener = Callable[[Event], None]
+"""An event as its line holds it: what `Trace.emit` writes (and returns)."""
 
 Number = int | float
 
@@ -103,9 +105,8 @@ class CompactedResult(_Part):
 
 
 class EventBase(BaseModel):
-    """What every event has. Reading an event as the mapping its line was (`event["x"]`,
-    `event.get("x")`, `"x" in event`, `{**event}`) works too, for code written against dict
-    events; it builds the line each time, so the package itself reads attributes."""
+    """What every event has. Its fields are read as attributes; `as_line()` gives the line
+    it was (a dict of JSON values)."""
 
     model_config = _CONFIG
 
@@ -127,18 +128,6 @@ class EventBase(BaseModel):
     def as_line(self) -> Event:
         """The event as its line had it: the fields it was given, as JSON values."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.as_line()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.as_line().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.as_line()
-
-    def keys(self) -> KeysView[str]:
-        return self.as_line().keys()
 
 
 # --- An agent's run ------------------------------------------------------------------------
@@ -605,6 +594,9 @@ TraceEvent = Annotated[
     Field(discriminator="type"),
 ]
 """Every event a run writes, told apart by `type`."""
+
+Listener = Callable[[TraceEvent], None]
+"""What hears a Trace's events as they happen: each one typed, as a reader would parse it."""
 
 _ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
 

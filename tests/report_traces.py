@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trace_lines import trace_lines
+
 from bench.report_size import fan_out
-from orchestrator import Agent, Trace, read_trace
+from orchestrator import Agent, Trace
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, SubagentRegistry
 from orchestrator.testing import loopback_only
@@ -135,7 +137,7 @@ def _interrupt(process: subprocess.Popen[bytes], trace: Path) -> None:
 def _started(trace: Path, name: str) -> bool:
     if not trace.exists():
         return False
-    return any(e["type"] == "tool_start" and e["name"] == name for e in read_trace(trace))
+    return any(e["type"] == "tool_start" and e["name"] == name for e in trace_lines(trace))
 
 
 def fork_call(*tasks: dict[str, Any]) -> dict[str, Any]:

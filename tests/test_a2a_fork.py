@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trace_lines import trace_lines
 
 pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
@@ -44,7 +45,7 @@ def remote_job(tmp_path: Path, url: str, script: dict[str, Any], limit: float = 
 
 
 def fork_observation(trace: Path) -> str:
-    for event in read_trace(trace):
+    for event in trace_lines(trace):
         message = event.get("message") or {}
         content = str(message.get("content", ""))
         if message.get("role") == "tool" and content.startswith("Fork finished"):
@@ -53,7 +54,7 @@ def fork_observation(trace: Path) -> str:
 
 
 def events_of(trace: Path, kind: str) -> list[dict[str, Any]]:
-    return [e for e in read_trace(trace) if e["type"] == kind]
+    return [e for e in trace_lines(trace) if e["type"] == kind]
 
 
 async def test_a_remote_sdk_agent_is_forked_like_any_other(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ async def test_a_remote_sdk_agent_is_forked_like_any_other(tmp_path: Path) -> No
     assert '<artifact name="echo.txt">\nartifact of: repeat after me' in observation
     # The dependent local task was given the remote one's result.
     near_prompt = next(
-        e["message"]["content"] for e in read_trace(trace)
+        e["message"]["content"] for e in trace_lines(trace)
         if e["type"] == "message" and e["agent"] == "goal/near" and e["message"]["role"] == "user"
     )  # fmt: skip
     assert "echo: repeat after me" in near_prompt
@@ -290,7 +291,7 @@ async def test_retry_failed_sends_a_failed_remote_task_anew(tmp_path: Path) -> N
 
 def fork_observation_last(trace: Path) -> str:
     found = [
-        str(e["message"]["content"]) for e in read_trace(trace)
+        str(e["message"]["content"]) for e in trace_lines(trace)
         if e["type"] == "message" and e["message"].get("role") == "tool"
         and str(e["message"].get("content", "")).startswith("Fork finished")
     ]  # fmt: skip
@@ -315,7 +316,7 @@ steps:
     assert agent.received == ["from a step"]
     assert "echo: from a step" in result.step("far").output
     near_prompt = next(
-        e["message"]["content"] for e in read_trace(tmp_path / "run.jsonl")
+        e["message"]["content"] for e in trace_lines(tmp_path / "run.jsonl")
         if e["type"] == "message" and e["agent"] == "near" and e["message"]["role"] == "user"
     )  # fmt: skip
     assert "echo: from a step" in near_prompt

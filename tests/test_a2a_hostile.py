@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from trace_lines import trace_lines
 
 pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
@@ -34,7 +35,6 @@ from a2a_helpers import ASK, ASK_SCRIPT, call, load_served, served, write_job
 from a2a_servers import EchoAgent, hostile_agent, sdk_agent
 from google.protobuf.json_format import MessageToDict
 
-from orchestrator import read_trace
 from orchestrator.jobs import load_job
 from orchestrator.planner import run_job
 
@@ -113,7 +113,7 @@ async def test_a_client_neither_sees_nor_steers_another_clients_task(tmp_path: P
             await mallory.cancel_task(CancelTaskRequest(id=task_id))
         await asyncio.sleep(0.2)
         (trace,) = (tmp_path / "runs").glob("*.jsonl")
-        assert [e for e in read_trace(trace) if e["type"] in ("run_end", "job_end")] == []
+        assert [e for e in trace_lines(trace) if e["type"] in ("run_end", "job_end")] == []
         # Alice's task still waits for her, and she sees it.
         mine = await alice.get_task(GetTaskRequest(id=task_id))
         assert mine.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -221,7 +221,7 @@ def fork_far(task: str = "anything") -> dict[str, Any]:
 
 
 def observation(trace: Path) -> str:
-    for event in read_trace(trace):
+    for event in trace_lines(trace):
         content = str((event.get("message") or {}).get("content", ""))
         if content.startswith("Fork finished"):
             return content
@@ -243,7 +243,7 @@ async def test_appended_artifact_chunks_are_capped_while_they_arrive(tmp_path: P
     # peak is the chunks in flight, on both sides of the connection (one process here).
     assert peak < 40_000_000, f"peak {peak / 1e6:.0f} MB"
     assert "not kept: the remote sent more than 200000 characters" in observation(trace)
-    [end] = [e for e in read_trace(trace) if e["type"] == "a2a_end"]
+    [end] = [e for e in trace_lines(trace) if e["type"] == "a2a_end"]
     assert end["truncated_chars"] > 30_000_000
 
 
@@ -269,10 +269,10 @@ async def test_an_endless_stream_of_status_updates_is_coalesced_in_the_trace(
         result = await asyncio.wait_for(run_job(job, trace=trace), 30)
     assert result.status == "completed"
     assert "time limit of 3 s reached" in observation(trace)
-    statuses = [e for e in read_trace(trace) if e["type"] == "a2a_status"]
+    statuses = [e for e in trace_lines(trace) if e["type"] == "a2a_status"]
     assert len(statuses) <= 60, len(statuses)  # the first 50, then about one a second
     assert any(e.get("coalesced", 0) > 0 for e in statuses)
-    [end] = [e for e in read_trace(trace) if e["type"] == "a2a_end"]
+    [end] = [e for e in trace_lines(trace) if e["type"] == "a2a_end"]
     assert end["status_updates"] > 1_000
     assert end["status_updates"] == len(statuses) + end["status_coalesced"]
     assert trace.stat().st_size < 200_000
@@ -326,6 +326,6 @@ goal: Go.
         result = await run_job(load_job(path), trace=tmp_path / "run.jsonl")
     assert result.status == "completed"
     assert agent.received == ["hi"]
-    refused = [e for e in read_trace(tmp_path / "run.jsonl") if e["type"] == "task_end"
+    refused = [e for e in trace_lines(tmp_path / "run.jsonl") if e["type"] == "task_end"
                and "its cap for one run (max_calls)" in str(e.get("reason"))]  # fmt: skip
     assert len(refused) == 2

@@ -9,12 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from trace_lines import trace_lines
 
 pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
 from a2a_helpers import call, write_job
 
-from orchestrator import read_trace
 from orchestrator.jobs import load_job
 from orchestrator.planner import run_job
 
@@ -57,7 +57,7 @@ async def test_a_javascript_sdk_agent_is_forked_like_any_other(tmp_path: Path) -
         server.terminate()
         await server.wait()
     assert result.status == "completed"
-    events = list(read_trace(tmp_path / "run.jsonl"))
+    events = list(trace_lines(tmp_path / "run.jsonl"))
     observation = next(
         str(e["message"]["content"]) for e in events
         if e["type"] == "message" and e["message"]["role"] == "tool"

@@ -19,12 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
+from trace_lines import trace_lines
 
 pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
 from a2a_helpers import call, write_job
-
-from orchestrator import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -138,9 +137,9 @@ def test_one_process_forks_a_sub_agent_the_other_serves(tmp_path: Path) -> None:
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "goal/ask: remote task completed: helped with it" in done.stderr
-    caller = list(read_trace(client_folder / "b.jsonl"))
+    caller = list(trace_lines(client_folder / "b.jsonl"))
     [served_trace] = (server_folder / "runs").glob("*.jsonl")
-    served = list(read_trace(served_trace))
+    served = list(trace_lines(served_trace))
     [tie] = [e for e in caller if e["type"] == "a2a_task"]
     assert tie["agent"] == "goal/ask"
     assert served[0]["type"] == "a2a_task" and served[0]["task_id"] == tie["task_id"]
@@ -223,5 +222,5 @@ def test_ctrl_c_cancels_the_running_tasks_and_stops_the_server(tmp_path: Path) -
     [answer] = answers
     assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_CANCELED"
     [trace] = (tmp_path / "runs").glob("*.jsonl")
-    events = list(read_trace(trace))
+    events = list(trace_lines(trace))
     assert events[-1]["type"] == "job_end" and events[-1]["status"] == "cancelled"

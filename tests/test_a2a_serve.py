@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from trace_lines import trace_lines
 
 pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
@@ -28,7 +29,6 @@ from a2a.types import (
 from a2a_helpers import ASK, ASK_SCRIPT, call, load_served, served, write_job
 from google.protobuf.json_format import MessageToDict
 
-from orchestrator import read_trace
 from orchestrator.errors import ConfigError
 
 WRITER = """\
@@ -105,7 +105,7 @@ async def collect(stream: Any, until: set[int] | None = None) -> list[StreamResp
 
 
 def traces(folder: Path) -> list[list[dict[str, Any]]]:
-    return [list(read_trace(path)) for path in sorted(folder.glob("*.jsonl"))]
+    return [list(trace_lines(path)) for path in sorted(folder.glob("*.jsonl"))]
 
 
 async def test_the_card_names_each_job_as_a_skill(tmp_path: Path) -> None:
@@ -486,7 +486,7 @@ async def test_a_fork_to_a_served_job_that_asks_for_input_ends_in_error(tmp_path
         caller = write_job(tmp_path / "client", spec, {"goal": [fork, {"content": "ok"}]})
         result = await run_job(load_job(caller), trace=tmp_path / "caller.jsonl")
     assert result.status == "completed"
-    events = list(read_trace(tmp_path / "caller.jsonl"))
+    events = list(trace_lines(tmp_path / "caller.jsonl"))
     [far] = [e for e in events if e["type"] == "task_end" and e["agent"] == "goal/far"]
     assert far["status"] == "error"
     assert "asked for input or authentication" in far["reason"]
@@ -516,6 +516,6 @@ async def test_a_served_runs_trace_is_named_by_its_run_id(tmp_path: Path) -> Non
         await client.close()
     said = MessageToDict(response.task.status.message)["parts"][1]["data"]
     [path] = runs.glob("*.jsonl")
-    events = list(read_trace(path))
+    events = list(trace_lines(path))
     assert {event["run"] for event in events} == {said["run"]}
     assert path.name.startswith(said["run"] + "-a2a-") and str(path) == said["trace"]

@@ -75,7 +75,7 @@ async def test_leaving_early_cancels_the_run_with_its_record_complete(tmp_path: 
                 break
     assert started.is_set()
     events = read_trace(path)
-    assert events[-1].type == "run_end" and events[-1]["status"] == "cancelled"
+    assert isinstance(events[-1], RunEnd) and events[-1].status == "cancelled"
     assert run.result is None
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Orchestrator, Permissions, ToolContext, Trace, read_trace, tool
+from orchestrator import Agent, Orchestrator, Permissions, ToolContext, Trace, tool
 from orchestrator.agent import ApprovalRequest
 from orchestrator.jobs import SpecError, load_job
 from orchestrator.models import ScriptedModel
@@ -46,7 +47,7 @@ TURNS = [
 
 
 def approvals(trace: Path) -> list[dict[str, Any]]:
-    return [e for e in read_trace(trace) if e["type"] == "approval"]
+    return [e for e in trace_lines(trace) if e["type"] == "approval"]
 
 
 async def test_a_sync_callback_approves_and_sees_the_call(tmp_path: Path) -> None:
@@ -88,7 +89,7 @@ async def test_an_async_callback_that_denies_is_an_observation_and_nothing_runs(
     assert "needs a person's approval (permissions.shell is 'ask'); a person denied it" in text
     [event] = approvals(trace)
     assert (event["decision"], event["by"]) == ("denied", "person")
-    starts = [e for e in read_trace(trace) if e["type"] == "tool_start"]
+    starts = [e for e in trace_lines(trace) if e["type"] == "tool_start"]
     assert [e["name"] for e in starts] == ["load_skill"]  # the denied call never started
 
 

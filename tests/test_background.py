@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trace_lines import trace_lines
 from trace_signing import resign
 
-from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
+from orchestrator import Agent, Message, TokenBudget, Trace, rebuild_conversations, tool
 from orchestrator.jobs import fast_forward
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
-from orchestrator.trace import Event, load_checkpoint
+from orchestrator.trace import Event, load_checkpoint, read_trace
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -100,7 +101,7 @@ async def timed_run(tmp_path: Path, *, wait: bool) -> tuple[float, list[Event], 
         result = await planner(model, trace=trace).run("Plan the launch")
         wall = time.perf_counter() - began
     model.assert_all_used()
-    return wall, read_trace(path), result
+    return wall, trace_lines(path), result
 
 
 async def test_a_background_fork_overlaps_the_agents_own_work(tmp_path: Path) -> None:
@@ -183,7 +184,7 @@ async def test_wait_status_and_cancel(tmp_path: Path) -> None:
         "after": ("skipped", "cancelled by cancel_tasks"),
     }
     assert not notes_of(result.messages)  # every result was given once, by a tool
-    events = read_trace(path)
+    events = trace_lines(path)
     assert {e["agent"]: e["status"] for e in of_type(events, "task_end")} == {
         "planner/quick": "completed",
         "planner/slow": "cancelled",
@@ -213,7 +214,7 @@ async def test_an_answer_while_tasks_run_waits_for_them_or_cancels_them(
     with Trace(path) as trace:
         result = await planner(model, trace=trace, on_answer=on_answer).run("Go")
 
-    events = read_trace(path)
+    events = trace_lines(path)
     (settle,) = of_type(events, "background_settle", "planner")
     assert settle["choice"] == on_answer and settle["ids"] == ["study"]
     (study_end,) = of_type(events, "task_end", "planner/study")
@@ -309,7 +310,7 @@ async def test_background_tasks_share_the_trees_slots(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     with Trace(path) as trace:
         result = await planner(ScriptedModel(script), trace=trace, max_parallel=1).run("Go")
-    events = read_trace(path)
+    events = trace_lines(path)
     spans = sorted(
         (start["ts"], end["ts"])
         for start, end in zip(
@@ -341,7 +342,7 @@ async def test_a_time_limit_ends_background_tasks_with_a_complete_record(tmp_pat
         result = await planner(ScriptedModel(script), trace=trace, time_limit=0.3).run("Go")
 
     assert result.status == "cancelled" and "time limit" in (result.error or "")
-    events = read_trace(path)
+    events = trace_lines(path)
     (settle,) = of_type(events, "background_settle")
     assert settle["choice"] == "cancel" and settle["ids"] == ["long", "later"]
     ends = {e["agent"]: e for e in of_type(events, "task_end")}
@@ -377,7 +378,7 @@ RESUME_SCRIPT = {
 
 def cut_after(trace: Path, test: Any, into: Path) -> Path:
     """The trace as a run killed right after the first event that passes `test` leaves it."""
-    events = read_trace(trace)
+    events = trace_lines(trace)
     keep = next(i for i, e in enumerate(events) if test(e)) + 1
     lines = trace.read_bytes().splitlines(keepends=True)
     into.write_bytes(b"".join(lines[:keep]))
@@ -397,7 +398,7 @@ async def test_a_run_killed_with_tasks_in_flight_resumes_them(tmp_path: Path) ->
         lambda e: e["type"] == "tool_end" and e["agent"] == "planner/slow",
         tmp_path / "cut.jsonl",
     )
-    killed = read_trace(cut_path)
+    killed = trace_lines(cut_path)
     assert {e["agent"] for e in of_type(killed, "task_end")} == {"planner/fast"}
     assert not of_type(killed, "run_end", "planner")
 
@@ -409,7 +410,7 @@ async def test_a_run_killed_with_tasks_in_flight_resumes_them(tmp_path: Path) ->
 
     assert resumed.status == "completed" and resumed.output == whole.output
     model.assert_all_used()
-    later = [e for e in read_trace(cut_path) if e["attempt"] == 2]
+    later = [e for e in trace_lines(cut_path) if e["attempt"] == 2]
     # `fast` had ended: its result stands, its agent is not called again.
     (fast_end,) = of_type(later, "task_end", "planner/fast")
     assert fast_end["restored"] is True and fast_end["status"] == "completed"
@@ -445,11 +446,11 @@ async def test_trace_show_the_live_view_the_report_and_spans_show_background_tas
     path = tmp_path / "t.jsonl"
     with instrument(provider), Trace(path) as trace:
         await planner(ScriptedModel(overlap_script(wait=False)), trace=trace).run("Plan")
-    events = read_trace(path)
-    (research_end,) = of_type(events, "task_end", "planner/research")
+    (research_end,) = of_type(trace_lines(path), "task_end", "planner/research")
     overlap = research_end["overlap_s"]
     assert overlap > 0
 
+    events = read_trace(path)
     summary = summarize(events)
     research = summary.agents["planner/research"]
     assert research.background and research.overlap == overlap
@@ -533,7 +534,7 @@ async def test_in_a_job_spec_depends_on_already_runs_a_step_in_the_background(
     result = await Orchestrator.from_job(job).run_job(job, trace=path)
 
     assert result.status == "completed" and result.output == "plan with research"
-    events = read_trace(path)
+    events = trace_lines(path)
     starts = {e["agent"]: e["ts"] for e in of_type(events, "task_start")}
     ends = {e["agent"]: e["ts"] for e in of_type(events, "task_end")}
     # `research` ran while the planner step worked (and its own background task ran).
@@ -590,14 +591,14 @@ def test_a_run_killed_with_sigkill_during_a_background_fork_resumes(tmp_path: Pa
     )
     deadline = time.monotonic() + 60
     try:
-        while not (trace.exists() and of_type(read_trace(trace), "tool_end", "goal/slow")):
+        while not (trace.exists() and of_type(trace_lines(trace), "tool_end", "goal/slow")):
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
             assert time.monotonic() < deadline, "the run never reached the kill point"
             time.sleep(0.02)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(30)
-    killed = read_trace(trace)
+    killed = trace_lines(trace)
     assert not of_type(killed, "run_end", "goal") and not of_type(killed, "task_end", "goal/slow")
     assert [e["status"] for e in of_type(killed, "task_end", "goal/fast")] == ["completed"]
 
@@ -605,7 +606,7 @@ def test_a_run_killed_with_sigkill_during_a_background_fork_resumes(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["status"] == "completed" and report["output"] == "Both are in."
-    later = [e for e in read_trace(trace) if e["attempt"] == 2]
+    later = [e for e in trace_lines(trace) if e["attempt"] == 2]
     (fast_end,) = of_type(later, "task_end", "goal/fast")
     assert fast_end["restored"] is True and not of_type(later, "model_call", "goal/fast")
     (slow_start,) = of_type(later, "run_start", "goal/slow")
@@ -652,14 +653,14 @@ def test_ctrl_c_ends_background_tasks_with_a_complete_record(tmp_path: Path) -> 
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     deadline = time.monotonic() + 30
-    while not (trace.exists() and of_type(read_trace(trace), "run_start", "goal/long")):
+    while not (trace.exists() and of_type(trace_lines(trace), "run_start", "goal/long")):
         assert time.monotonic() < deadline, "the background task never started"
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
 
     assert process.returncode == 130, stderr
-    events = read_trace(trace)
+    events = trace_lines(trace)
     (settle,) = of_type(events, "background_settle", "goal")
     assert settle["choice"] == "cancel" and settle["ids"] == ["long", "later"]
     ends = {e["agent"]: e for e in of_type(events, "task_end")}
@@ -709,7 +710,7 @@ async def test_an_answer_on_the_last_step_cancels_tasks_it_could_not_take_result
         agent.trace = trace
         result = await agent.run("Go")
 
-    events = read_trace(path)
+    events = trace_lines(path)
     (settle,) = of_type(events, "background_settle", "planner")
     # No step was left to hand the results over in: waiting would have spent the budget on
     # results nobody reads, and the record would say they were given.

@@ -11,8 +11,7 @@ from typing import Any
 import pexpect
 import pytest
 import yaml
-
-from orchestrator import read_trace
+from trace_lines import trace_lines
 
 JOB = """\
 name: approve
@@ -50,7 +49,7 @@ def spawn(folder: Path, *extra: str) -> pexpect.spawn:
 def decisions(folder: Path) -> list[tuple[str, str]]:
     return [
         (e["decision"], e["by"])
-        for e in read_trace(folder / "run.jsonl")
+        for e in trace_lines(folder / "run.jsonl")
         if e["type"] == "approval"
     ]
 
@@ -85,7 +84,7 @@ def test_no_on_the_terminal_denies_and_the_model_is_told(tmp_path: Path) -> None
     assert decisions(folder) == [("denied", "person")]
     [denied] = [
         e["message"]["content"]
-        for e in read_trace(folder / "run.jsonl")
+        for e in trace_lines(folder / "run.jsonl")
         if e["type"] == "message" and e["message"].get("error_type") == "denied"
     ]
     assert "a person denied it" in denied

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from cli_process import orchestrator
 from provider_server import Fault, ProviderServer
+from trace_lines import trace_lines
 
-from orchestrator import read_trace
 from orchestrator.cli.output import AnswerStream
 from orchestrator.messages import Message
 from orchestrator.models import ModelResponse
@@ -38,7 +38,7 @@ def test_ask_prints_only_the_answer(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ANSWER + "\n"
     assert "ask: completed in" in done.stderr and "trace: t.jsonl" in done.stderr
-    ends = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "run_end"]
+    ends = [e for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "run_end"]
     assert [(e["agent"], e["status"]) for e in ends] == [("planner", "completed")]
 
 
@@ -111,7 +111,7 @@ def test_run_stream_writes_the_output_steps_answer_once(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (goal,) = [
         e
-        for e in read_trace(tmp_path / "t.jsonl")
+        for e in trace_lines(tmp_path / "t.jsonl")
         if e["type"] == "run_end" and e["agent"] == "goal"
     ]
     assert done.stdout.endswith("\n") and done.stdout.rstrip() == goal["output"].rstrip()

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_process import orchestrator
-
-from orchestrator import read_trace
+from trace_lines import trace_lines
 
 
 def test_init_makes_a_job_that_runs_offline(tmp_path: Path) -> None:
@@ -29,7 +28,7 @@ def test_init_makes_a_job_that_runs_offline(tmp_path: Path) -> None:
     summary = (folder / "work/out/summary.md").read_text()
     notes = (folder / "work/notes.md").read_text()
     assert f"({len(notes.split())} words)" in summary
-    events = read_trace(next((tmp_path / ".orchestrator/runs").glob("*.jsonl")))
+    events = trace_lines(next((tmp_path / ".orchestrator/runs").glob("*.jsonl")))
     tools = [e["name"] for e in events if e["type"] == "tool_end" and e["error_type"] is None]
     assert "word-count__count_words" in tools and "fork" in tools
     assert not [e for e in events if e["type"] == "tool_end" and e["error_type"] is not None]

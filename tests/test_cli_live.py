@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from trace_lines import typed
 
 from orchestrator.cli.progress import ProgressState
 from orchestrator.cli.rows import row_of
@@ -103,15 +104,15 @@ def test_a_model_that_says_nothing_is_shown_as_waited_on(tmp_path: Path) -> None
 
 def test_no_hint_while_a_tool_runs_or_before_the_threshold() -> None:
     state = ProgressState()
-    state.update({"type": "fork", "agent": "job", "ts": 0.0, "tasks": [
-        {"id": "goal", "path": "goal", "agent": "planner"}]})  # fmt: skip
-    state.update({"type": "run_start", "agent": "goal", "ts": 10.0})
+    state.update(typed({"type": "fork", "agent": "job", "ts": 0.0, "tasks": [
+        {"id": "goal", "path": "goal", "agent": "planner", "depends_on": []}]}))  # fmt: skip
+    state.update(typed({"type": "run_start", "agent": "goal", "ts": 10.0}))
     goal = state.agents["goal"]
     assert row_of(goal, 19.0, silence_after=10).silent is None
     assert row_of(goal, 25.0, silence_after=10).silent == 15.0
-    state.update({"type": "tool_start", "agent": "goal", "ts": 26.0, "name": "shell__run"})
+    state.update(typed({"type": "tool_start", "agent": "goal", "ts": 26.0, "name": "shell__run"}))
     assert row_of(goal, 90.0, silence_after=10).silent is None
-    state.update({"type": "tool_end", "agent": "goal", "ts": 91.0, "name": "shell__run"})
+    state.update(typed({"type": "tool_end", "agent": "goal", "ts": 91.0, "name": "shell__run"}))
     row = row_of(goal, 95.0, silence_after=10)
     assert row.silent is None and row.definition == "planner" and row.seconds == 85.0
 

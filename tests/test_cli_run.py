@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_process import orchestrator
+from trace_lines import trace_lines
 
 from orchestrator import read_trace, rebuild_conversations
 from orchestrator.cli.progress import ProgressState
@@ -123,7 +124,7 @@ slow:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if trace.exists() and any(
-            e["type"] == "tool_start" and e["name"] == "shell__run" for e in read_trace(trace)
+            e["type"] == "tool_start" and e["name"] == "shell__run" for e in trace_lines(trace)
         ):
             break
         time.sleep(0.05)
@@ -134,7 +135,7 @@ slow:
     assert "interrupted" in stderr
     conversation = rebuild_conversations(trace)["slow"]
     assert conversation[-1].role == "tool" and conversation[-1].error_type == "aborted"
-    ends = [e for e in read_trace(trace) if e["type"] == "run_end"]
+    ends = [e for e in trace_lines(trace) if e["type"] == "run_end"]
     assert [(e["agent"], e["status"]) for e in ends] == [("slow", "cancelled")]
 
 
@@ -177,7 +178,7 @@ def test_every_run_gets_a_trace_and_a_run_id_of_its_own(tmp_path: Path) -> None:
     assert len(traces) == 2
     ids = []
     for trace in traces:
-        events = read_trace(trace)
+        events = trace_lines(trace)
         (run_id,) = {e["run"] for e in events}
         assert trace.name.startswith(run_id)
         assert [e["type"] for e in events].count("job_start") == 1
@@ -231,7 +232,7 @@ def test_ctrl_c_leaves_every_task_ended_and_the_job_cancelled(tmp_path: Path) ->
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not (
-        trace.exists() and any(e.get("name") == "shell__run" for e in read_trace(trace))
+        trace.exists() and any(e.get("name") == "shell__run" for e in trace_lines(trace))
     ):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
@@ -239,14 +240,14 @@ def test_ctrl_c_leaves_every_task_ended_and_the_job_cancelled(tmp_path: Path) ->
     assert process.returncode == 130, stderr
     assert f"orchestrator resume {trace}" in stderr
 
-    events = read_trace(trace)
+    events = trace_lines(trace)
     tasks = {t["path"] for e in events if e["type"] == "fork" for t in e["tasks"]}
     ends = {e["agent"]: (e["status"], e.get("reason")) for e in events if e["type"] == "task_end"}
     assert set(ends) == tasks == {"fan", "after", "fan/quick", "fan/slow"}
     assert ends["after"][0] == "skipped" and "cancelled" in (ends["after"][1] or "")
     assert [(e["status"]) for e in events if e["type"] == "job_end"] == ["cancelled"]
     state = ProgressState()
-    for event in events:
+    for event in read_trace(trace):
         state.update(event)
     assert {a.path: a.status for a in state.agents.values()} == {
         "fan": "cancelled",
@@ -263,5 +264,5 @@ def test_ctrl_c_leaves_every_task_ended_and_the_job_cancelled(tmp_path: Path) ->
     resumed = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout == "after done\n"
-    model_calls = [e["agent"] for e in read_trace(trace) if e["type"] == "model_call"]
+    model_calls = [e["agent"] for e in trace_lines(trace) if e["type"] == "model_call"]
     assert model_calls.count("fan/quick") == 1 and model_calls.count("fan") == 2

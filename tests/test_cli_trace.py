@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from test_cli_run import make_job, orchestrator
-
-from orchestrator import read_trace
+from trace_lines import trace_lines
 
 FORKS = """\
 a:
@@ -74,7 +73,7 @@ def test_trace_list_and_show_last(tmp_path: Path) -> None:
     ]
     assert [r["job"] for r in runs] == ["bad", "good"]
     good = runs[1]
-    events = read_trace(tmp_path / good["trace"])
+    events = trace_lines(tmp_path / good["trace"])
     assert good["run"] == events[0]["run"] and good["attempts"] == 1
     assert good["tokens"] == sum(
         e["usage"]["total_tokens"] for e in events if e["type"] == "model_call"

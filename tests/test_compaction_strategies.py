@@ -17,6 +17,7 @@ import pytest
 from provider_server import ProviderServer
 from test_context_window import PROSE, check_pairing, wire_text
 from test_resume import cut
+from trace_lines import trace_lines
 
 from orchestrator import (
     Agent,
@@ -211,7 +212,7 @@ async def test_a_long_job_keeps_what_matters_through_many_cuts(
     assert status == "completed", error
     assert (tmp_path / "work" / CHANGED).exists()
     check_every_request(bodies)
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     cuts = [e for e in events if e["type"] == "compact" and e["agent"] == "long"]
     assert len(cuts) >= 10
     name = {"custom": "LargestFirst"}.get(strategy, strategy)
@@ -230,10 +231,10 @@ async def test_a_long_job_keeps_what_matters_through_many_cuts(
         (f"{DECISION}\n{DEAD_END}", [CHANGED]),
     ]
     # `trace show` and the report show it, with the file the run changed.
-    shown = render(summarize(events))
+    shown = render(summarize(read_trace(tmp_path / "t.jsonl")))
     assert f"compacted {len(cuts)} times" in shown
     assert "note: " in shown and "Decision: the report is CSV" in shown and CHANGED in shown
-    assert "note: Decision: the report is CSV" in render_report(events)
+    assert "note: Decision: the report is CSV" in render_report(read_trace(tmp_path / "t.jsonl"))
     carried = [m for m in conversation if "[kept across compactions]" in (m.content or "")]
     assert len(carried) == 1  # one carried block at a time
     if strategy == "summarize":
@@ -270,7 +271,7 @@ async def test_a_summary_longer_than_a_summary_may_be_is_cut_and_said(tmp_path: 
 
     assert done.status == "completed", done.steps[0].reason
     check_every_request(bodies)
-    cuts = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "compact"]
+    cuts = [e for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "compact"]
     assert cuts and all(e["summary_cut_to"] == SUMMARY_TOKENS for e in cuts)
     heading = "Summary of the results compacted so far:"
     carried = [
@@ -291,7 +292,7 @@ async def test_a_compacted_job_resumes_with_its_record(tmp_path: Path) -> None:
         whole = await run_job_on(tmp_path, server, "mask")
         assert whole.status == "completed"
         path = tmp_path / "t.jsonl"
-        events = read_trace(path)
+        events = trace_lines(path)
         cuts = [e for e in events if e["type"] == "compact"]
         assert len(cuts) >= 4
         # Killed while the call after the fourth compaction ran.
@@ -311,7 +312,7 @@ async def test_a_compacted_job_resumes_with_its_record(tmp_path: Path) -> None:
     check_every_request(after)
     conversation = rebuild_conversations(cut_path)["long"]
     check_pairing(conversation)
-    assert len([e for e in read_trace(cut_path) if e["type"] == "compact"]) > 4
+    assert len([e for e in trace_lines(cut_path) if e["type"] == "compact"]) > 4
 
 
 async def test_pinned_content_larger_than_the_window_ends_the_run_saying_so(
@@ -480,7 +481,7 @@ steps:
     done = run_job_sync(load_job(tmp_path / "job.yaml"), trace=tmp_path / "t.jsonl")
 
     assert done.status == "completed", [s.reason for s in done.steps]
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     strategies = {e["agent"]: e["strategy"] for e in events if e["type"] == "compact"}
     assert strategies == {"a": "summarize", "b": "mask"}
     tools = {e["agent"]: e["tools"] for e in events if e["type"] == "run_start"}

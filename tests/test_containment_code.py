@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Permissions, read_trace, tool
+from orchestrator import Agent, Permissions, tool
 from orchestrator.models import ScriptedModel
 
 MARKER_CODE = """\
@@ -56,7 +57,7 @@ def run_job(folder: Path, turns: list[dict[str, Any]]) -> subprocess.CompletedPr
 def results(trace: Path) -> dict[str, dict[str, Any]]:
     """Every tool result of the run, by call id."""
     found = {}
-    for event in read_trace(trace):
+    for event in trace_lines(trace):
         message = event.get("message") or {}
         if event["type"] == "message" and message.get("role") == "tool":
             found[message["tool_call_id"]] = message
@@ -222,6 +223,6 @@ def test_a_preloaded_skill_inside_the_workspace_brings_no_code(tmp_path: Path) -
     assert "[tools-in-workspace]" in done.stderr
     (refusal,) = results(tmp_path / "run.jsonl").values()
     assert refusal["error_type"] == "unknown_tool"
-    first = next(e for e in read_trace(tmp_path / "run.jsonl") if e["type"] == "message")
+    first = next(e for e in trace_lines(tmp_path / "run.jsonl") if e["type"] == "message")
     assert "Take notes." in first["message"]["content"]
     assert "Its tools are not available" in first["message"]["content"]

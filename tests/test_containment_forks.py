@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator import Orchestrator, Permissions, TokenBudget, Trace, read_trace
+from trace_lines import trace_lines
+
+from orchestrator import Orchestrator, Permissions, TokenBudget, Trace
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import SubagentDef, SubagentRegistry
 
@@ -136,7 +138,7 @@ async def test_a_childs_budget_is_a_cap_inside_its_parents(tmp_path: Path) -> No
     by_agent = result.usage_by_agent()
     subtree = sum(u.total_tokens for path, u in by_agent.items() if path.startswith("planner/a"))
     assert subtree <= 12_000
-    ends = {e["agent"]: e for e in read_trace(trace) if e["type"] == "run_end"}
+    ends = {e["agent"]: e for e in trace_lines(trace) if e["type"] == "run_end"}
     assert ends["planner/a/b"]["status"] == "budget_exhausted", ends["planner/a/b"]["error"]
     assert budget.used == sum(u.total_tokens for u in by_agent.values())
 

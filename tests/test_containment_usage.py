@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from provider_server import ProviderServer
+from trace_lines import into
 
 from orchestrator import Agent, TokenBudget, Trace, tool
 from orchestrator.trace import Event
@@ -37,7 +38,7 @@ async def run(
     events: list[Event] = []
     with ProviderServer(SCRIPT, usage=usage) as server:
         model = server.adapter(provider, KEY, stream=stream, max_retries=0)
-        agent = Agent(model, [ping], budget=budget, trace=Trace(listeners=[events.append]))
+        agent = Agent(model, [ping], budget=budget, trace=Trace(listeners=[into(events)]))
         result = await agent.run("go")
     return result, [e for e in events if e["type"] == "model_call"]
 

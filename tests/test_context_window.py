@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from provider_server import ProviderServer
 from test_resume import cut
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
+from orchestrator import Agent, Message, TokenBudget, Trace, rebuild_conversations, tool
 from orchestrator.agent.compaction import STUB_MARK, ContextFit
 from orchestrator.cli.progress import PlainProgress
 from orchestrator.jobs import fast_forward
@@ -33,7 +34,7 @@ from orchestrator.models import (
 from orchestrator.report.collect import collect
 from orchestrator.tasks import ForkExtension, SubagentDef, SubagentRegistry
 from orchestrator.tokens import TokenCounter, default_counter
-from orchestrator.trace import Event, load_checkpoint
+from orchestrator.trace import Event, load_checkpoint, read_trace
 
 WINDOW = 4096
 COUNTER = default_counter()
@@ -111,7 +112,7 @@ async def test_a_long_run_in_a_small_window_never_asks_for_more_than_fits(tmp_pa
     assert whole > 3 * WINDOW
     # The output asked for is cut to the room left when the prompt is large.
     assert {r.max_output_tokens for r in model.requests} > {2048}
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     done = compactions(events)
     # Large steps, rarely: each compaction frees at least 40% of the window (from above 80%
     # to at most 40%), so the notes' tokens pay for every one of them.
@@ -156,7 +157,7 @@ async def test_a_stub_is_read_back_through_a_tool(tmp_path: Path) -> None:
 
     assert result.status == "completed"
     assert "read_compacted" in [spec.name for spec in model.requests[0].tools]
-    first = compactions(read_trace(tmp_path / "t.jsonl"))[0]["replaced"][0]
+    first = compactions(trace_lines(tmp_path / "t.jsonl"))[0]["replaced"][0]
     assert first["index"] == 2 and first["tool"] == "read_note"
     stub = result.messages[2].content
     assert stub.startswith(STUB_MARK) and "read_note" in stub and "message=2" in stub
@@ -206,7 +207,7 @@ async def test_the_cached_prefix_breaks_only_at_the_compaction_request(tmp_path:
         for number, (before, after) in enumerate(zip(requests, requests[1:], strict=False), 2)
         if list(after.messages[: len(before.messages)]) != list(before.messages)
     ]
-    steps = [e["step"] for e in compactions(read_trace(tmp_path / "t.jsonl"))]
+    steps = [e["step"] for e in compactions(trace_lines(tmp_path / "t.jsonl"))]
     assert broken == steps and len(steps) >= 3
 
 
@@ -247,7 +248,7 @@ async def test_a_cancelled_run_after_compactions_keeps_every_call_paired(tmp_pat
     result = await agent.run("Read, then wait.")
 
     assert result.status == "cancelled"
-    assert len(compactions(read_trace(path))) >= 2
+    assert len(compactions(trace_lines(path))) >= 2
     check_pairing(result.messages)
     # The calls ran side by side: the two reads ended, the wait was cut short.
     assert [m.error_type for m in result.messages[-3:]] == [None, "aborted", None]
@@ -265,7 +266,7 @@ async def test_a_compacted_run_resumes_as_it_was(tmp_path: Path) -> None:
     whole_model = ScriptedModel({"*": turns}, context_window=WINDOW)
     with Trace(path) as trace:
         whole = await Agent(whole_model, [reader(tmp_path / "notes")], trace=trace).run("Read.")
-    events = read_trace(path)
+    events = trace_lines(path)
     second = compactions(events)[1]
     # Killed while the tool call after the second compaction ran.
     cut_at = next(
@@ -321,7 +322,7 @@ async def test_a_parents_compaction_never_touches_a_childs_conversation(tmp_path
     result = await planner.run("Fork, then read.")
 
     assert result.status == "completed"
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     assert compactions(events, "planner") and not compactions(events, "planner/a")
     child = rebuild_conversations(tmp_path / "t.jsonl")["planner/a"]
     assert not any(STUB_MARK in (m.content or "") for m in child)
@@ -381,7 +382,7 @@ async def test_a_refusal_that_names_the_window_teaches_it_and_the_run_goes_on(
         bodies = server.bodies()
 
     assert result.status == "completed" and result.output == "read them all"
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
     assert 1 <= refused <= 2  # one to learn the window (and another, at most, its tokens)
     done = compactions(events)
@@ -407,7 +408,7 @@ async def test_a_window_that_counts_more_than_we_do_is_learned_from_its_refusals
         bodies = server.bodies()
 
     assert result.status == "completed"
-    events = read_trace(path)
+    events = trace_lines(path)
     refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
     assert 1 <= refused <= 3
     scales = [e.get("scale", 1.0) for e in compactions(events)]
@@ -506,12 +507,12 @@ async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path
     model = ScriptedModel({"*": [*reads(12), {"content": "done"}]}, context_window=WINDOW)
     path = tmp_path / "t.jsonl"
     await Agent(model, [reader(tmp_path / "notes")], trace=path).run("Read.")
-    events = read_trace(path)
+    events = trace_lines(path)
     done = compactions(events)
 
     lines = io.StringIO()
     progress = PlainProgress(lines)
-    for event in events:
+    for event in read_trace(path):
         progress(event)
     shown = [line for line in lines.getvalue().splitlines() if "compacted" in line]
     assert len(shown) == len(done)
@@ -520,7 +521,7 @@ async def test_the_live_view_and_the_report_show_every_compaction(tmp_path: Path
         f"agent: compacted {len(first['replaced'])} tool results, "
         f"{first['tokens_before']:,} -> {first['tokens_after']:,} tokens of a 4,096-token window"
     ) in shown[0]
-    report = collect(events)
+    report = collect(read_trace(path))
     (run,) = report.agents.values()
     assert run.compactions == len(done)
     assert [b.kind for b in run.bars].count("compact") == len(done)
@@ -551,7 +552,7 @@ async def test_a_local_server_is_asked_for_its_window(
         assert server.gets == asked and asked
 
     assert result.status == "completed"
-    events = read_trace(path)
+    events = trace_lines(path)
     refused = len(bodies) - len([e for e in events if e["type"] == "model_call"])
     done = compactions(events)
     if window is None:  # learned from the refusal instead
@@ -583,7 +584,7 @@ async def test_anthropics_refusal_teaches_a_window_below_the_tables(tmp_path: Pa
         bodies = server.bodies()
 
     assert result.status == "completed" and refusals
-    (done,) = compactions(read_trace(path))
+    (done,) = compactions(trace_lines(path))
     assert (done["window"], done["window_source"]) == (3000, "refusal")
     # Sent again compacted, asking no more than the window leaves in the provider's measure.
     again = bodies[bodies.index(next(b for b in bodies if len(b["messages"]) == refusals[0])) + 1]
@@ -607,7 +608,7 @@ async def test_the_model_keeps_notes_on_what_is_cut_one_set_at_a_time(tmp_path: 
 
     assert result.status == "completed"
     assert max(requested(r) for r in model.requests) <= WINDOW
-    events = read_trace(path)
+    events = trace_lines(path)
     done = compactions(events)
     assert len(done) >= 3
     writers = [r for r in model.requests if r.agent != "agent"]
@@ -667,7 +668,7 @@ async def test_a_child_fits_the_window_of_its_own_model(tmp_path: Path) -> None:
     assert result.status == "completed" and result.children[0].status == "completed"
     assert child.requests and max(requested(r) for r in child.requests) <= 2048
     assert max(requested(r) for r in parent.requests) <= WINDOW
-    events = read_trace(path)
+    events = trace_lines(path)
     assert {e["window"] for e in compactions(events, "planner/a")} == {2048}
     assert {e["window"] for e in compactions(events, "planner")} == {WINDOW}
 
@@ -682,7 +683,7 @@ async def test_a_compacted_run_replays_from_its_trace(tmp_path: Path) -> None:
         trace=recorded,
         compact_at=0.7,
     ).run("Read every note.")
-    assert len(compactions(read_trace(recorded))) >= 2
+    assert len(compactions(trace_lines(recorded))) >= 2
 
     replay = resolve_model(f"replay:{recorded}")
     assert (context_window(replay), Agent(replay).compact_at) == (
@@ -708,7 +709,7 @@ async def test_a_resumed_run_keeps_the_window_its_server_gave_without_asking_aga
         await Agent(model, [reader(tmp_path / "notes")], max_output_tokens=512, trace=path).run(
             "Read every note."
         )
-    events = read_trace(path)
+    events = trace_lines(path)
     (said,) = [e for e in events if e["type"] == "context_window"]
     assert said["tokens"] == 3000
     cut_at = [i for i, e in enumerate(events) if e["type"] == "model_call"][2]
@@ -823,7 +824,7 @@ async def test_a_declared_window_is_never_overshot_when_the_server_counts_more(
     sizes = [prompt_tokens(b) + int(b["max_tokens"]) for b in bodies]
     refused = [size for size in sizes if size > window]
     assert refused == [], f"{len(refused)} of {len(bodies)} requests refused: {refused}"
-    assert len(bodies) == 41 and compactions(read_trace(path))
+    assert len(bodies) == 41 and compactions(trace_lines(path))
     # The calibration leaves no more than the margin unused at the fullest request.
     assert max(sizes) >= 0.9 * window
     check_pairing(result.messages)
@@ -852,7 +853,7 @@ def test_the_window_settings_can_be_tried_with_the_scripted_model(tmp_path: Path
     )
     done = run_cli("run", "job.yaml", "--trace", "a.jsonl", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    start = next(e for e in read_trace(tmp_path / "a.jsonl") if e["type"] == "run_start")
+    start = next(e for e in trace_lines(tmp_path / "a.jsonl") if e["type"] == "run_start")
     assert start["model"] == "scripted"
     (tmp_path / "flag.yaml").write_text("name: f\nmodel: scripted:s.json\ngoal: Go.\n")
     args = ["run", "flag.yaml", "--model-option", "max_output_tokens=256", "--quiet"]

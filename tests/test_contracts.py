@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from cli_process import orchestrator as orchestrator_cli
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Orchestrator, Permissions, load_job, read_trace, tool
+from orchestrator import Agent, Orchestrator, Permissions, load_job, tool
 from orchestrator.agent import Extension, Refusal, ToolContext
 from orchestrator.messages import Message, ToolCall, Usage
 from orchestrator.models import (
@@ -276,7 +277,7 @@ def test_an_agents_trace_is_read_only_to_its_own_file_tools(tmp_path: Path, give
     assert result.status == "completed"
     answer = [m for m in result.messages if m.role == "tool"][-1]
     assert "run.jsonl" in (answer.content or "") and "cannot change it" in (answer.content or "")
-    assert read_trace(trace)[0]["type"] == "run_start"  # still the run's own record
+    assert trace_lines(trace)[0]["type"] == "run_start"  # still the run's own record
 
 
 def test_a_preloaded_skill_whose_code_is_refused_is_in_refused(tmp_path: Path) -> None:

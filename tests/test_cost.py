@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from cli_process import orchestrator
 from provider_server import ProviderServer
+from trace_lines import trace_lines, typed
 
 from orchestrator import Agent, Orchestrator, read_trace, tool
 from orchestrator.agent import TokenBudget
@@ -88,7 +89,7 @@ def test_cache_usage_reaches_the_trace_and_trace_show(
     assert result.status == "completed"
     expected = Usage.of(1000, 20, cache_read=read, cache_write=written)
     assert result.usage == expected + expected
-    calls = [e for e in read_trace(trace) if e["type"] == "model_call"]
+    calls = [e for e in trace_lines(trace) if e["type"] == "model_call"]
     assert calls[0]["usage"]["cache_read_tokens"] == read
     assert calls[0]["cost"] == pytest.approx(SONNET.cost(expected))
     assert result.cost == pytest.approx(2 * SONNET.cost(expected))
@@ -102,7 +103,7 @@ def test_an_unpriced_model_shows_tokens_only(tmp_path: Path) -> None:
     model = ScriptedModel({"*": [{"content": "ok"}]})
     result = Agent(model, trace=trace).run_sync("go")
     assert result.cost is None and result.total_cost is None
-    call = next(e for e in read_trace(trace) if e["type"] == "model_call")
+    call = next(e for e in trace_lines(trace) if e["type"] == "model_call")
     assert "cost" not in call
     assert "$" not in render(summarize(read_trace(trace)))
 
@@ -197,14 +198,15 @@ def test_the_live_view_shows_cached_input_and_cost() -> None:
     from orchestrator.cli.rows import row_of
 
     state = ProgressState()
-    state.update({"type": "run_start", "agent": "planner", "ts": 1.0})
-    usage = {"total_tokens": 1020, "cache_read_tokens": 900}
-    call = {"type": "model_call", "agent": "planner", "ts": 2.0, "step": 1, "usage": usage}
-    state.update({**call, "cost": 0.003})
+    state.update(typed({"type": "run_start", "agent": "planner", "ts": 1.0}))
+    usage = {"input_tokens": 1000, "output_tokens": 20, "total_tokens": 1020}
+    cached = {**usage, "cache_read_tokens": 900}
+    call = {"type": "model_call", "agent": "planner", "ts": 2.0, "step": 1, "usage": cached}
+    state.update(typed({**call, "cost": 0.003}))
     texts = [cell.text for cell in row_of(state.agents["planner"], now=3.0).cells()]
     assert "cached 900" in texts and "$0.0030" in texts
-    state.update({"type": "run_start", "agent": "free", "ts": 1.0})
-    state.update({**call, "agent": "free", "usage": {"total_tokens": 5}})
+    state.update(typed({"type": "run_start", "agent": "free", "ts": 1.0}))
+    state.update(typed({**call, "agent": "free", "usage": usage}))
     texts = [cell.text for cell in row_of(state.agents["free"], now=3.0).cells()]
     assert not any(t.startswith(("$", "cached")) for t in texts)
 

@@ -8,8 +8,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from trace_lines import trace_lines
 
-from orchestrator import read_trace
 from orchestrator.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,7 +140,7 @@ def test_the_readmes_sample_run_looks_like_a_real_one(tmp_path: Path) -> None:
     (shown_trace,) = re.findall(r"^trace: (\S+)$", README, re.MULTILINE)
     # The token count depends a little on where the clone lies (paths reach the prompts).
     assert abs(int(summary.replace(",", "")) - result["usage"]["total_tokens"]) < 100
-    run_id = read_trace(tmp_path / "trace.jsonl")[0]["run"]
+    run_id = trace_lines(tmp_path / "trace.jsonl")[0]["run"]
     assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id)
     assert re.fullmatch(
         r"\.orchestrator/runs/\d{8}-\d{6}-[0-9a-f]{6}-quickstart\.jsonl", shown_trace

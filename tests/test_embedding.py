@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from provider_server import Fault, ProviderServer
 from skill_factory import write_skill
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Orchestrator, ToolContext, read_trace, tool
+from orchestrator import Agent, Orchestrator, ToolContext, tool
 from orchestrator.models import ModelRequest, ModelResponse, ScriptedModel
 from orchestrator.security import Permissions
 
@@ -144,7 +145,7 @@ async def test_one_agent_serves_concurrent_runs_each_with_its_own_settings(
     for i, result in enumerate(results):
         assert getattr(result, "status", None) == "completed"
         assert (tmp_path / f"ws{i}" / "note.txt").read_text(encoding="utf-8") == f"shop{i}"
-        events = read_trace(tmp_path / f"trace{i}.jsonl")
+        events = trace_lines(tmp_path / f"trace{i}.jsonl")
         assert len({e["run"] for e in events}) == 1
         assert [e["max_tokens"] for e in events if e["type"] == "run_start"] == [50_000 + i]
         tool_messages = [
@@ -170,7 +171,7 @@ async def test_an_agent_made_with_a_trace_path_runs_twice(tmp_path: Path) -> Non
     assert Path(second.trace).parent == path.parent
     for result, answer in ((first, "one"), (second, "two")):
         assert result.trace is not None
-        ends = [e for e in read_trace(Path(result.trace)) if e["type"] == "run_end"]
+        ends = [e for e in trace_lines(Path(result.trace)) if e["type"] == "run_end"]
         assert [e["output"] for e in ends] == [answer]
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from cli_process import orchestrator
 from provider_server import ProviderServer
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Orchestrator, load_job, read_trace, run_job
+from orchestrator import Agent, Orchestrator, load_job, run_job
 from orchestrator.models import ScriptedModel
 from orchestrator.trace import Trace
 
@@ -28,7 +29,7 @@ async def test_an_empty_or_blank_answer_is_flagged_in_the_result_and_the_trace(
         assert result.status == "completed"
         assert result.empty_answer
         assert result.model_dump()["empty_answer"] is True
-        (end,) = [e for e in read_trace(trace_path) if e["type"] == "run_end"]
+        (end,) = [e for e in trace_lines(trace_path) if e["type"] == "run_end"]
         assert end["empty_answer"] is True
 
     spoken = await Agent(ScriptedModel({"*": [{"content": "Hello."}]})).run("Say something.")

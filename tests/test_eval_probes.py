@@ -25,6 +25,7 @@ import yaml
 from cli_process import orchestrator
 from eval_factory import FULL_SCRIPT, eval_folder, twelve, write_eval
 from provider_server import ProviderServer
+from trace_lines import trace_lines
 
 from orchestrator.agent.compaction import SUMMARY_SYSTEM
 from orchestrator.eval import EvalError, EvalOptions, EvalResult, load_eval, run_eval_sync, wilson
@@ -34,7 +35,6 @@ from orchestrator.eval.summary import render_table
 from orchestrator.messages import Message, Usage
 from orchestrator.models.base import ModelRequest, ModelResponse
 from orchestrator.models.scripted import ScriptedModel
-from orchestrator.trace import read_trace
 
 NOTES = 12
 WORDS = {n: f"W{n:02d}{'XYZ'[n % 3]}" for n in range(1, NOTES + 1)}
@@ -505,7 +505,7 @@ def test_mask_and_summarize_run_as_named_and_compare_per_strategy(
     result = run(notes_eval(tmp_path, variants=variants), tmp_path / "out")
     lines = {line["variant"]: line for line in result.lines}
     assert list(lines) == ["reference", "mask", "summarize"]
-    events = {name: read_trace(line["trace"]) for name, line in lines.items()}
+    events = {name: trace_lines(line["trace"]) for name, line in lines.items()}
     cuts = {
         name: [e for e in found if e["type"] == "compact" and e["agent"] == "goal"]
         for name, found in events.items()
@@ -548,6 +548,7 @@ def test_mask_and_summarize_run_as_named_and_compare_per_strategy(
             if is_probe(b)
             and "note-01" in _text(b["messages"][-1])
             and b["messages"][-2]["content"] == lines[name]["output"]
+            and "[compacted]" in json.dumps(b["messages"])  # not the reference's
             and (name == "summarize") == ("Summary of the results" in json.dumps(b["messages"]))
         )
         for name in ("mask", "summarize")

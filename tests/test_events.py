@@ -20,6 +20,7 @@ from orchestrator.events import (
     MessageEvent,
     ModelCall,
     TaskEnd,
+    TraceEvent,
     parse_event,
 )
 from orchestrator.models import ScriptedModel
@@ -131,21 +132,24 @@ def test_unknown_kinds_and_wrong_shapes_are_none_and_extra_fields_are_kept() -> 
         {**base, "type": "message", "message": {"role": "tool", "content": "x", "is_error": True}}
     )
     assert isinstance(message, MessageEvent) and message.message.is_error
-    # Read as the mapping its line was, for code written against dict events.
-    assert message["message"] == {"role": "tool", "content": "x", "is_error": True}
     ended = parse_event({**base, "type": "task_end", "status": "completed", "worker": "w1"})
-    assert isinstance(ended, TaskEnd) and ended.get("worker") == "w1" and "reason" not in ended
+    assert isinstance(ended, TaskEnd) and ended.model_extra == {"worker": "w1"}
+    # Its fields are attributes; the line it was is `as_line()`, never the event itself.
+    assert ended.as_line() == {**base, "type": "task_end", "status": "completed", "worker": "w1"}
+    with pytest.raises(TypeError):
+        ended["status"]  # type: ignore[index]
+    assert not hasattr(ended, "get") and not hasattr(ended, "keys")
 
 
 def test_a_listener_that_raises_never_ends_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken(event: dict[str, Any]) -> None:
+    def broken(event: TraceEvent) -> None:
         raise RuntimeError("the listener broke")
 
     seen: list[str] = []
     path = tmp_path / "t.jsonl"
-    with Trace(path, listeners=[broken, lambda e: seen.append(e["type"])]) as trace:
+    with Trace(path, listeners=[broken, lambda e: seen.append(e.type)]) as trace:
         agent = Agent(ScriptedModel({"*": [{"content": "done"}]}), trace=trace)
         result = agent.run_sync("go")
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from trace_lines import trace_lines
 
-from orchestrator import read_trace, rebuild_conversations
+from orchestrator import rebuild_conversations
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -36,7 +37,7 @@ def run_example(tmp_path: Path, name: str, *extra: str) -> tuple[dict[str, Any],
 
 def check_trace(trace: Path, script: Path) -> list[dict[str, Any]]:
     """Every scripted turn was used, and no tool call failed."""
-    events = read_trace(trace)
+    events = trace_lines(trace)
     turns = yaml.safe_load(script.read_text())
     calls: dict[str, int] = {}
     for event in events:
@@ -119,7 +120,7 @@ def test_sales_report_turns_csv_into_a_report(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_inputs_can_be_overridden(tmp_path: Path) -> None:
     result, _ = run_example(tmp_path, "sales-report", "--set", "focus_region=EMEA")
-    events = read_trace(tmp_path / "trace.jsonl")
+    events = trace_lines(tmp_path / "trace.jsonl")
     prompt = next(
         e["message"]["content"]
         for e in events

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
+from orchestrator import Agent, Message, TokenBudget, Trace, rebuild_conversations, tool
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, ForkSettings, SubagentDef, SubagentRegistry
 
@@ -68,7 +69,7 @@ async def test_diamond_dependents_see_outputs_and_independent_tasks_overlap(tmp_
     assert '<result task="south" status="completed">' in prompts["planner/report"]
     assert "<result" not in prompts["planner/load"]
 
-    events = read_trace(trace_path)
+    events = trace_lines(trace_path)
     starts = {e["agent"]: e["ts"] for e in events if e["type"] == "task_start"}
     ends = {e["agent"]: e["ts"] for e in events if e["type"] == "task_end"}
     assert (
@@ -338,7 +339,7 @@ async def test_cancelling_a_running_fork_leaves_every_call_with_a_result(tmp_pat
     child = conversations["planner/a"]
     assert [m.error_type for m in child if m.role == "tool"] == ["aborted", "skipped"]
     assert [m.error_type for m in conversations["planner"] if m.role == "tool"] == ["aborted"]
-    ends = {e["agent"]: e["status"] for e in read_trace(trace_path) if e["type"] == "run_end"}
+    ends = {e["agent"]: e["status"] for e in trace_lines(trace_path) if e["type"] == "run_end"}
     assert ends == {"planner": "cancelled", "planner/a": "cancelled"}
 
 
@@ -434,7 +435,7 @@ async def test_usage_survives_a_time_limit_that_cuts_a_fork_short(tmp_path: Path
     }
     (slow,) = [c for c in result.children if c.id == "slow"]
     assert slow.usage.total_tokens > 0  # its first call counts, though the task was cut short
-    ends = {e["agent"]: e["status"] for e in read_trace(trace_path) if e["type"] == "task_end"}
+    ends = {e["agent"]: e["status"] for e in trace_lines(trace_path) if e["type"] == "task_end"}
     assert ends == {
         "planner/quick": "completed",
         "planner/slow": "cancelled",

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from cli_process import orchestrator
+from trace_lines import trace_lines
 
-from orchestrator import load_job, read_trace, rebuild_conversations
+from orchestrator import load_job, rebuild_conversations
 from orchestrator.cli.run import offline_note
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -53,7 +54,7 @@ def test_a_second_quickstart_run_costs_what_the_first_did(tmp_path: Path) -> Non
     assert second["usage"] == first["usage"]
     assert listings(second["trace"]) == listings(first["trace"])
     assert "out/" not in listings(second["trace"])[0]
-    (job_end,) = [e for e in read_trace(second["trace"]) if e["type"] == "job_end"]
+    (job_end,) = [e for e in trace_lines(second["trace"]) if e["type"] == "job_end"]
     assert job_end["outputs"] == ["out"] and job_end["written"] == ["out/brief.md"]
     assert second["files"] == [str(tmp_path / "examples/quickstart/out/brief.md")]
 
@@ -122,7 +123,7 @@ def test_the_command_line_names_files_from_here_and_says_it_ran_offline(
     assert summary is not None, done.stderr
     assert summary[3] == "offline, scripted model (examples/quickstart.script.yaml)"
     trace = re.search(r"trace: (\S+)", done.stderr)[1]
-    events = read_trace(tmp_path / trace)
+    events = trace_lines(tmp_path / trace)
     # The time shown is the command's, which holds the job's own (from its first to last event).
     assert float(summary[1]) >= round(events[-1]["ts"] - events[0]["ts"], 1)
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from cli_process import orchestrator
+from trace_lines import trace_lines
 
 from orchestrator import Orchestrator, Trace
 from orchestrator.jobs import SpecError, load_job
 from orchestrator.models import ModelWrapper, OutputMode, ScriptedModel
-from orchestrator.trace import read_trace
 
 INVOICE_SCHEMA = {
     "type": "object",
@@ -116,7 +116,7 @@ def test_three_steps_read_each_others_fields_after_one_retry(tmp_path: Path) -> 
     assert "total" in (retry.messages[-1].content or "")
     assert "'total' is a required property" in (retry.messages[-1].content or "")
     # The trace records each step's data; a resumed run keeps it.
-    ends = [e for e in read_trace(tmp_path / "run.jsonl") if e["type"] == "run_end"]
+    ends = [e for e in trace_lines(tmp_path / "run.jsonl") if e["type"] == "run_end"]
     assert {e["agent"]: e.get("data") for e in ends}["read"] == INVOICE
 
 
@@ -180,7 +180,7 @@ def test_resumed_step_keeps_its_data_for_the_next_steps_fields(tmp_path: Path) -
     assert resumed.step("read").data == INVOICE
     asked = [
         e["message"]["content"]
-        for e in read_trace(trace)
+        for e in trace_lines(trace)
         if e["type"] == "message" and e["agent"] == "check" and e["message"]["role"] == "user"
     ]
     assert asked[-1].startswith("Check invoice A-7 of 12.5, first item tea.")
@@ -678,12 +678,12 @@ def test_retry_failed_keeps_the_validated_output_a_retried_step_reads(tmp_path: 
     trace = tmp_path / result["trace"]
     asked = [
         e["message"]["content"]
-        for e in read_trace(trace)
+        for e in trace_lines(trace)
         if e["type"] == "message" and e["agent"] == "check" and e["message"]["role"] == "user"
     ]
     assert asked[-1].startswith("Check invoice A-7 of 12.5, first item tea.")
     assert (
-        len([e for e in read_trace(trace) if e["type"] == "run_end" and e["agent"] == "read"]) == 1
+        len([e for e in trace_lines(trace) if e["type"] == "run_end" and e["agent"] == "read"]) == 1
     )
 
 

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Message, TokenBudget, Trace, read_trace, rebuild_conversations, tool
+from orchestrator import Agent, Message, TokenBudget, Trace, rebuild_conversations, tool
 from orchestrator.errors import PermissionDenied, ToolInfrastructureError
 from orchestrator.models import ScriptedModel
 
@@ -69,7 +70,7 @@ async def test_concurrent_results_come_back_in_model_order(tmp_path: Path) -> No
     # They really overlapped: the fast call finished before the slow one, yet comes last.
     assert clock.spans["fast"][1] < clock.spans["slow"][1]
     assert clock.spans["medium"][0] < clock.spans["slow"][1]
-    finished = [e["call_id"] for e in read_trace(trace_path) if e["type"] == "tool_end"]
+    finished = [e["call_id"] for e in trace_lines(trace_path) if e["type"] == "tool_end"]
     assert finished == [c.id for c in reversed(assistant.tool_calls)]
 
 
@@ -352,7 +353,7 @@ async def test_cancellation_leaves_aborted_and_skipped_results(tmp_path: Path) -
     results = conversation[2:]
     assert [r.tool_call_id for r in results] == [c.id for c in assistant.tool_calls]
     assert [r.error_type for r in results] == [None, "aborted", "skipped"]
-    end = [e for e in read_trace(trace_path) if e["type"] == "run_end"]
+    end = [e for e in trace_lines(trace_path) if e["type"] == "run_end"]
     assert [e["status"] for e in end] == ["cancelled"]
 
 
@@ -472,7 +473,7 @@ async def test_a_model_that_breaks_unexpectedly_ends_the_run_as_error(tmp_path: 
     trace_path = tmp_path / "t.jsonl"
     result = await Agent(BrokenModel(), trace=trace_path).run("go")
     assert (result.status, result.error) == ("error", "RuntimeError: adapter bug")
-    assert [e["status"] for e in read_trace(trace_path) if e["type"] == "run_end"] == ["error"]
+    assert [e["status"] for e in trace_lines(trace_path) if e["type"] == "run_end"] == ["error"]
 
 
 def test_two_tools_of_one_name_are_refused() -> None:

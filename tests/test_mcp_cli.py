@@ -22,8 +22,7 @@ from mcp_helpers import (
     servers_below,
 )
 from skill_factory import CORPUS, needs_mcp_transcripts
-
-from orchestrator import read_trace
+from trace_lines import trace_lines
 
 pytest.importorskip("mcp")
 
@@ -56,7 +55,7 @@ goal:
     _job(tmp_path, servers, script)
     done = orchestrator("run", "job.yaml", "--json", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     messages = [e["message"] for e in events if e["type"] == "message"]
     system = next(m["content"] for m in messages if m["role"] == "system")
     assert "- time: Current time anywhere." in system
@@ -93,7 +92,7 @@ goal:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if trace.exists() and any(
-            e["type"] == "tool_start" and e["name"] == "kit__hang" for e in read_trace(trace)
+            e["type"] == "tool_start" and e["name"] == "kit__hang" for e in trace_lines(trace)
         ):
             break
         time.sleep(0.05)
@@ -107,7 +106,7 @@ goal:
     # The resumed run loads the skill's server tools again (restore), without a new load.
     resumed = orchestrator("resume", "t.jsonl", "--quiet", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    messages = [e["message"] for e in read_trace(trace) if e["type"] == "message"]
+    messages = [e["message"] for e in trace_lines(trace) if e["type"] == "message"]
     echo = [m for m in messages if m.get("name") == "kit__echo"]
     assert [m["content"] for m in echo] == ["echo: after resume"]
 
@@ -133,7 +132,7 @@ now:
     )
     done = orchestrator("run", "job.yaml", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    messages = [e["message"] for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "message"]
+    messages = [e["message"] for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "message"]
     answer = next(m for m in messages if m.get("name") == "time__get_current_time")
     assert not answer.get("is_error") and '"timezone": "UTC"' in answer["content"]
 
@@ -222,7 +221,7 @@ goal:
     done = orchestrator("run", "job.yaml", "--quiet", "--trace", "t.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "t.jsonl").read_text()
-    messages = [e["message"] for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "message"]
+    messages = [e["message"] for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "message"]
     assert next(m for m in messages if m.get("name") == "kit__has_secret")["content"] == "yes"
     assert value not in text and value not in done.stdout + done.stderr
 

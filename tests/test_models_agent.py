@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from provider_server import ProviderServer
+from trace_lines import into
 
 from orchestrator import Agent, Message, Trace, tool
 from orchestrator.errors import ToolError
@@ -62,7 +63,7 @@ def tool_results(messages: list[Message]) -> list[Message]:
 
 async def run(model: ChatModel, task: str, **options: Any) -> tuple[Any, list[Event]]:
     events: list[Event] = []
-    trace = Trace(listeners=[events.append], secrets=[])
+    trace = Trace(listeners=[into(events)], secrets=[])
     agent = Agent(model, tools=[add, multiply, divide], trace=trace, **options)
     return await agent.run(task), events
 

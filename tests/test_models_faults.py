@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 from provider_server import Fault, ProviderServer, anthropic_whole, openai_whole
+from trace_lines import into, trace_lines
 
-from orchestrator import Agent, Trace, read_trace
+from orchestrator import Agent, Trace
 from orchestrator.errors import ModelError, RetryableModelError
 from orchestrator.events import ModelRetry
 from orchestrator.messages import Message
@@ -30,7 +31,7 @@ def model_for(provider: str, server: ProviderServer, **options: Any) -> ChatMode
 
 async def run(model: ChatModel, trace_path: Path | None = None) -> tuple[Any, list[Event]]:
     events: list[Event] = []
-    trace = Trace(trace_path, listeners=[events.append], secrets=[])
+    trace = Trace(trace_path, listeners=[into(events)], secrets=[])
     with trace:
         result = await Agent(model, trace=trace).run("Say hello.")
     return result, events
@@ -66,7 +67,7 @@ async def test_a_retry_in_a_resumed_run_keeps_the_runs_attempt_and_its_own(
         with Trace(path, resume=load_checkpoint(path)) as second:
             result = await Agent(model_for("openai", server), trace=second).run("Say hello.")
     assert result.status == "completed"
-    [line] = [e for e in read_trace(path) if e["type"] == "model_retry"]
+    [line] = [e for e in trace_lines(path) if e["type"] == "model_retry"]
     assert (line["attempt"], line["request_attempt"]) == (2, 1)
     retry = ModelRetry.model_validate(line)
     assert (retry.attempt, retry.request_attempt) == (2, 1)
@@ -269,7 +270,7 @@ async def test_concurrent_calls_wait_for_a_place_under_the_limit() -> None:
 async def test_the_limit_holds_across_agents_and_shows_in_their_trace() -> None:
     script = {"*": [{"content": "done"}] * 4}
     events: list[Event] = []
-    trace = Trace(listeners=[events.append], secrets=[])
+    trace = Trace(listeners=[into(events)], secrets=[])
     with ProviderServer(script, latency=0.1) as server:
         agents = [
             Agent(model_for("openai", server, max_concurrency=1), name=f"worker{i}", trace=trace)

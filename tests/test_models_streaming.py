@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from provider_server import Fault, ProviderServer
+from trace_lines import into
 
 from orchestrator import Agent, Trace
 from orchestrator.errors import ModelError
@@ -33,7 +34,7 @@ ADD = ToolSpec(name="add", description="Add.", parameters={"type": "object", "pr
 
 async def run(model: ChatModel) -> tuple[Any, list[Event]]:
     events: list[Event] = []
-    with Trace(None, listeners=[events.append], secrets=[]) as trace:
+    with Trace(None, listeners=[into(events)], secrets=[]) as trace:
         result = await Agent(model, trace=trace).run("Say hello.")
     return result, events
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import pytest
 from provider_server import ProviderServer
 from pydantic import BaseModel, Field
+from trace_lines import into, trace_lines
 from trace_signing import resign
 from typing_extensions import TypedDict
 
@@ -33,7 +34,7 @@ from orchestrator.models import (
     resolve_model,
 )
 from orchestrator.report.markup import STATUS_CLASSES
-from orchestrator.trace import Event, load_checkpoint, read_trace
+from orchestrator.trace import Event, load_checkpoint
 
 KEY = "sk-test-output-0123456789"
 Script = dict[str, list[dict[str, Any]]]
@@ -365,7 +366,7 @@ def test_a_native_answer_that_fails_goes_back_naming_the_field_and_the_retry_val
         {"*": [{"content": '{"number": "A-7", "items": []}x'}, {"content": json.dumps(INVOICE)}]}
     )
     events: list[Event] = []
-    agent = Agent(model, output_type=Invoice, trace=Trace(listeners=[events.append], secrets=[]))
+    agent = Agent(model, output_type=Invoice, trace=Trace(listeners=[into(events)], secrets=[]))
     result = agent.run_sync("Read.")
     assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
     note = result.messages[-2]
@@ -382,7 +383,7 @@ def test_after_the_retries_the_run_ends_output_invalid_with_the_error_and_the_ra
     bad = '{"number": "A-7", "items": [{"name": "tea", "price": "cheap"}]}'
     model = ScriptedModel({"*": [{"content": bad}] * 3})
     events: list[Event] = []
-    trace = Trace(listeners=[events.append], secrets=[])
+    trace = Trace(listeners=[into(events)], secrets=[])
     result = Agent(model, output_type=Invoice, output_retries=2, trace=trace).run_sync("Read.")
     assert result.status == "output_invalid"
     assert (result.output, result.data, result.steps) == (bad, None, 3)
@@ -476,7 +477,7 @@ async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Pa
     with Trace(path) as trace:
         whole = await Agent(ScriptedModel(script), output_type=int, trace=trace).run("Count.")
     assert (whole.status, whole.data) == ("completed", 7)
-    events = read_trace(path)
+    events = trace_lines(path)
     answered = next(
         i
         for i, e in enumerate(events)
@@ -661,7 +662,7 @@ async def test_a_resumed_run_goes_on_counting_the_answers_that_did_not_validate(
         agent = Agent(ScriptedModel(script), output_type=int, output_mode=mode, trace=trace)
         whole = await agent.run("Count.")
     assert (whole.status, whole.steps) == ("output_invalid", 3)
-    events = read_trace(path)
+    events = trace_lines(path)
     second_answer = [
         i for i, e in enumerate(events) if e["type"] == "model_call" and e["step"] == 2
     ][0]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 from skill_factory import write_skill
+from trace_lines import trace_lines
 
-from orchestrator import read_trace
 from orchestrator.jobs import job_folders, load_job
 from orchestrator.planner import Orchestrator
 
@@ -130,7 +130,7 @@ def test_a_claude_code_project_runs_as_a_job_unchanged(tmp_path: Path) -> None:
     assert "review-checklist" in warning and warning.endswith(
         "read again with its values quoted [yaml]"
     )
-    events = list(read_trace(tmp_path / "run.jsonl"))
+    events = list(trace_lines(tmp_path / "run.jsonl"))
     tools = {e["agent"]: e["tools"] for e in events if e["type"] == "run_start"}
     assert {"files__read_file", "files__grep", "shell__run"} <= set(tools["review"])
     assert "files__write_file" not in tools["review"]
@@ -236,7 +236,7 @@ def test_code_in_the_jobs_own_skills_is_refused_with_the_reason(tmp_path: Path) 
     assert "so its tools.py is not imported" in done.stderr
     results = [
         e["message"]
-        for e in read_trace(tmp_path / "run.jsonl")
+        for e in trace_lines(tmp_path / "run.jsonl")
         if e["type"] == "message" and e["message"]["role"] == "tool"
     ]
     assert "so its tools.py is not imported" in results[0]["content"]
@@ -261,7 +261,7 @@ def test_a_job_step_gives_its_agent_skills_the_model_may_not_choose(tmp_path: Pa
     done = orchestrator("run", "job.yaml", "--trace", "run.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     first = next(
-        e for e in read_trace(tmp_path / "run.jsonl")
+        e for e in trace_lines(tmp_path / "run.jsonl")
         if e["type"] == "message" and e["agent"] == "cut"
     )  # fmt: skip
     assert "Tag the release as vX.Y.Z." in first["message"]["content"]

@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 from cli_process import orchestrator
+from trace_lines import trace_lines
 
 from orchestrator import Orchestrator
 from orchestrator.errors import ConfigError
+from orchestrator.events import ModelCall, TraceEvent
 from orchestrator.jobs import JobRunner, load_job
-from orchestrator.trace import Event, Trace, read_trace
+from orchestrator.trace import Event, Trace
 
 # Starts a local Ray: left out of the inner loop (`pytest -m "not slow"`).
 pytestmark = [pytest.mark.usefixtures("ray_cluster"), pytest.mark.slow]
@@ -109,8 +111,8 @@ def test_the_same_dag_ends_the_same_on_ray_as_here(tmp_path: Path) -> None:
     assert {s.id: s.status for s in there.steps}["after"] == "skipped"
     assert there.usage == here.usage
     local_events, ray_events = (
-        read_trace(tmp_path / "local.jsonl"),
-        read_trace(tmp_path / "ray.jsonl"),
+        trace_lines(tmp_path / "local.jsonl"),
+        trace_lines(tmp_path / "ray.jsonl"),
     )
     # Every agent's events arrived, in the same order as when everything ran here.
     assert by_agent(ray_events) == by_agent(local_events)
@@ -121,8 +123,8 @@ def test_task_start_says_which_executor_and_worker(tmp_path: Path) -> None:
     spec = write_job(tmp_path)
     run_job(spec, tmp_path / "local.jsonl", executor=None)
     run_job(spec, tmp_path / "ray.jsonl")
-    local = [e for e in read_trace(tmp_path / "local.jsonl") if e["type"] == "task_start"]
-    ray = [e for e in read_trace(tmp_path / "ray.jsonl") if e["type"] == "task_start"]
+    local = [e for e in trace_lines(tmp_path / "local.jsonl") if e["type"] == "task_start"]
+    ray = [e for e in trace_lines(tmp_path / "ray.jsonl") if e["type"] == "task_start"]
     assert {e["executor"] for e in local} == {"local"}
     assert all(e["worker"].endswith(f":{os.getpid()}") for e in local)
     steps = [e for e in ray if "/" not in e["agent"]]
@@ -130,7 +132,7 @@ def test_task_start_says_which_executor_and_worker(tmp_path: Path) -> None:
     assert len({e["worker"] for e in steps}) == 2  # the steps were spread over both workers
     assert all(e["worker"].startswith(("w1@", "w2@")) for e in steps)
     # Every event a worker wrote says which one; the forked halves ran inside their planner's.
-    events = read_trace(tmp_path / "ray.jsonl")
+    events = trace_lines(tmp_path / "ray.jsonl")
     worker_of = {e["agent"]: e["worker"] for e in steps}
     for event in events:
         if event["type"] == "model_call":
@@ -155,7 +157,7 @@ def test_trace_show_and_resume_work_on_a_ray_trace(tmp_path: Path) -> None:
     ]
     ended = [json.loads(line) for line in lines[:cut] if '"task_end"' in line]
     before = {e["agent"] for e in ended if e["status"] != "skipped"}  # skips are decided again
-    events = read_trace(tmp_path / "cut.jsonl")
+    events = trace_lines(tmp_path / "cut.jsonl")
     restored = {e["agent"] for e in events if e["type"] == "task_end" and e.get("restored")}
     assert "plan/left" in before and restored == before  # what had ended is not run again
     assert sum(1 for e in events if e["type"] == "job_end") == 1
@@ -183,7 +185,7 @@ def test_a_goal_forks_onto_ray_from_the_python_api(tmp_path: Path) -> None:
         (c.id, c.status, c.output) for c in here.children
     ]
     assert there.total_usage == here.total_usage
-    starts = [e for e in read_trace(tmp_path / "r.jsonl") if e["type"] == "task_start"]
+    starts = [e for e in trace_lines(tmp_path / "r.jsonl") if e["type"] == "task_start"]
     assert {e["executor"] for e in starts} == {"ray"} and len(starts) == 6
 
 
@@ -228,9 +230,9 @@ def test_two_hundred_tasks_never_overdraw_a_tight_shared_budget(tmp_path: Path) 
 def used_so_far(totals: list[int]) -> Any:
     """A listener keeping the tree's spend after each model call, in the order they came."""
 
-    def listen(event: Event) -> None:
-        if event["type"] == "model_call":
-            totals.append((totals[-1] if totals else 0) + event["usage"]["total_tokens"])
+    def listen(event: TraceEvent) -> None:
+        if isinstance(event, ModelCall):
+            totals.append((totals[-1] if totals else 0) + event.usage.total_tokens)
 
     return listen
 
@@ -254,10 +256,11 @@ def kill_on_first_call(agent: str) -> Any:
     """A listener that kills the worker of `agent` once its first model call is recorded."""
     killed: list[str] = []
 
-    def listen(event: Event) -> None:
-        if event["type"] == "model_call" and event["agent"] == agent and not killed:
-            killed.append(event["worker"])
-            os.kill(int(event["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
+    def listen(event: TraceEvent) -> None:
+        if isinstance(event, ModelCall) and event.agent == agent and not killed:
+            worker = str((event.model_extra or {})["worker"])  # a Ray worker's own field
+            killed.append(worker)
+            os.kill(int(worker.rsplit(":", 1)[1]), signal.SIGKILL)
 
     listen.killed = killed  # type: ignore[attr-defined]
     return listen
@@ -272,7 +275,7 @@ def run_until_killed(tmp_path: Path, retries: int) -> tuple[Any, JobRunner, list
     with Trace(tmp_path / "t.jsonl", listeners=[killer]) as trace:
         runner = orch.job_runner(job, trace)
         result = asyncio.run(runner.run())
-    return result, runner, read_trace(tmp_path / "t.jsonl"), killer
+    return result, runner, trace_lines(tmp_path / "t.jsonl"), killer
 
 
 def spent(events: list[Event]) -> int:
@@ -330,7 +333,7 @@ def test_the_command_line_runs_a_job_on_ray(tmp_path: Path, ray_cluster: str) ->
     done = orchestrator(*args, "--json", cwd=tmp_path)
     assert done.returncode == 3, done.stderr  # the broken step
     assert json.loads(done.stdout)["output"] == "all good"
-    starts = [e for e in read_trace(trace) if e["type"] == "task_start" and "/" not in e["agent"]]
+    starts = [e for e in trace_lines(trace) if e["type"] == "task_start" and "/" not in e["agent"]]
     assert {e["executor"] for e in starts} == {"ray"}
 
 
@@ -422,7 +425,7 @@ def test_a_money_cap_holds_across_the_cluster(tmp_path: Path) -> None:
     with Trace(tmp_path / "t.jsonl") as trace:
         runner = Orchestrator.from_job(job).job_runner(job, trace)
         result = asyncio.run(runner.run())
-    events = read_trace(tmp_path / "t.jsonl")
+    events = trace_lines(tmp_path / "t.jsonl")
     costs = [e["cost"] for e in events if e["type"] == "model_call"]
     assert costs and sum(costs) <= 0.02  # never more than the cap, across both workers
     assert runner.budget.spent == pytest.approx(sum(costs))  # every dollar came back

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from provider_server import ProviderServer
+from trace_lines import trace_lines
 
-from orchestrator import Orchestrator, load_job, read_trace
+from orchestrator import Orchestrator, load_job
 from orchestrator.errors import ConfigError
 from orchestrator.models import ReplayModel, resolve_model
 
@@ -80,9 +81,9 @@ def test_a_recorded_run_replays_with_no_server(recorded: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["output"] == "Brief: we ship on Friday."
-    original = [e for e in read_trace(recorded) if e["type"] in ("message", "model_call")]
+    original = [e for e in trace_lines(recorded) if e["type"] in ("message", "model_call")]
     replayed = [
-        e for e in read_trace(folder / "replay.jsonl") if e["type"] in ("message", "model_call")
+        e for e in trace_lines(folder / "replay.jsonl") if e["type"] in ("message", "model_call")
     ]
     assert [e.get("message") for e in replayed] == [e.get("message") for e in original]
     assert [e.get("usage") for e in replayed] == [e.get("usage") for e in original]

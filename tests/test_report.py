@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 from report_traces import HOSTILE, expected_graph
+from trace_lines import trace_lines
 
 from orchestrator import read_trace
+from orchestrator.events import ModelCall
 from orchestrator.report import collect, render_report
 
 # Its traces come from real runs of every example (report_traces.py): left out of the inner
@@ -65,7 +67,7 @@ def page_of(traces: dict[str, Path], name: str) -> str:
 def test_the_graph_and_the_conversations_hold_every_agent(
     report_traces: dict[str, Path], name: str
 ) -> None:
-    events = read_trace(report_traces[name])
+    events = trace_lines(report_traces[name])
     markup = Markup(page_of(report_traces, name))
 
     nodes, edges = expected_graph(events)
@@ -181,9 +183,11 @@ def test_cost_appears_only_when_the_trace_records_it(report_traces: dict[str, Pa
     assert "$" not in render_report(events)
     assert "not in the trace" in render_report(events)
 
-    priced = [{**e, "cost": 0.0025} if e["type"] == "model_call" else e for e in events]
+    priced = [
+        e.model_copy(update={"cost": 0.0025}) if isinstance(e, ModelCall) else e for e in events
+    ]
     report = collect(priced)
-    calls = sum(1 for e in events if e["type"] == "model_call")
+    calls = sum(1 for e in events if isinstance(e, ModelCall))
     assert report.total_cost == pytest.approx(0.0025 * calls)
     assert f"${0.0025 * calls:,.4f}" in render_report(priced)
 
@@ -257,7 +261,7 @@ async def test_a_model_call_that_waited_then_failed_is_a_bar_as_long_as_its_wait
         trace.close()
 
     assert result.status == "error"
-    (failed,) = [e for e in read_trace(tmp_path / "t.jsonl") if e["type"] == "model_error"]
+    (failed,) = [e for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "model_error"]
     assert failed["duration_ms"] >= 600 and not failed["cancelled"]
     (agent,) = collect(read_trace(tmp_path / "t.jsonl")).tree()
     (bar,) = agent.bars

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from browser import Chromium, Page, find_chromium
 from report_traces import expected_graph
+from trace_lines import trace_lines
 
-from orchestrator import read_trace, rebuild_conversations
+from orchestrator import rebuild_conversations
 from orchestrator.report import write_report
 
 # Starts headless Chromium: left out of the inner loop (`pytest -m "not slow"`).
@@ -54,7 +55,7 @@ def open_report(browser: Chromium, trace: Path, folder: Path) -> Page:
 def test_each_report_renders_every_agent(
     browser: Chromium, report_traces: dict[str, Path], tmp_path: Path, name: str
 ) -> None:
-    events = read_trace(report_traces[name])
+    events = trace_lines(report_traces[name])
     page = open_report(browser, report_traces[name], tmp_path)
 
     assert page.evaluate("document.documentElement.dataset.ready") == "1"

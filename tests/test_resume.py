@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_process import orchestrator
+from trace_lines import trace_lines
 from trace_signing import resign
 
 from bench.resume_savings import (
@@ -218,7 +219,7 @@ def test_resume_from_python_appends_one_attempt(finished: Outcome, tmp_path: Pat
 
     assert result.status == "completed" and result.output == "all parts combined"
     assert trace.read_bytes().startswith(kept)
-    events = read_trace(trace)
+    events = trace_lines(trace)
     assert {e["run"] for e in events} == {events[0]["run"]}
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     later = attempt(events, 2)
@@ -234,7 +235,7 @@ def test_resume_reloads_the_spec_inputs_and_model_from_the_trace(
     finished: Outcome, tmp_path: Path
 ) -> None:
     trace = after_step(finished, tmp_path)
-    (start,) = [e for e in read_trace(trace) if e["type"] == "job_start"]
+    (start,) = [e for e in trace_lines(trace) if e["type"] == "job_start"]
     assert start["spec"] == str((tmp_path / "job.yaml").resolve())
     assert len(start["spec_sha256"]) == 64 and start["inputs"] == {}
     assert start["model"] == f"scripted:{(tmp_path / 'script.yaml').resolve()}"
@@ -289,7 +290,7 @@ def test_an_answer_recorded_before_the_run_ended_is_the_answer(
     result = Orchestrator.resume_sync(trace)
 
     assert result.status == "completed" and result.step("gather").output == "gathered facts"
-    assert calls(read_trace(trace))["gather"] == 3  # not asked again
+    assert calls(trace_lines(trace))["gather"] == 3  # not asked again
 
 
 @pytest.mark.parametrize("cut_after", ["tool_start", "message"])
@@ -351,7 +352,7 @@ async def test_any_agent_resumes_from_a_trace_opened_to_resume(tmp_path: Path) -
     path = tmp_path / "t.jsonl"
     with Trace(path) as trace:
         whole = await planner(ScriptedModel(script), trace).run("go")
-    events = read_trace(path)
+    events = trace_lines(path)
     two = index_of(events, lambda e: e["type"] == "task_end" and e["agent"] == "planner/two")
     (tmp_path / "cut").mkdir()
     cut_path = cut(path, two + 1, tmp_path / "cut" / "t.jsonl")
@@ -365,7 +366,7 @@ async def test_any_agent_resumes_from_a_trace_opened_to_resume(tmp_path: Path) -
     assert [c.id for c in resumed.children] == ["one", "two", "three"]
     assert resumed.messages[-2].content == "first"  # read_task_output of the earlier fork
     assert resumed.usage_by_agent().keys() == whole.usage_by_agent().keys()
-    later = attempt(read_trace(cut_path), 2)
+    later = attempt(trace_lines(cut_path), 2)
     assert set(calls(later)) == {"planner", "planner/three"}  # `one` and `two` had ended
     model.assert_all_used()
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from skill_factory import write_skill
+from trace_lines import trace_lines
 
-from orchestrator import Agent, Orchestrator, Permissions, read_trace, rebuild_conversations
+from orchestrator import Agent, Orchestrator, Permissions, rebuild_conversations
 from orchestrator.jobs import ResumeError, fast_forward, job_record, load_job, prepare_resume
 from orchestrator.models import ModelResponse, ReplayModel, ScriptedModel, TextTap
 from orchestrator.skills import SkillCatalog
@@ -27,7 +28,7 @@ def call(tool: str, **arguments: Any) -> dict[str, Any]:
 
 def cut_after(trace: Path, into: Path, test: Any) -> Path:
     """The events of `trace` up to the first one that passes `test`, as a kill leaves them."""
-    events = read_trace(trace)
+    events = trace_lines(trace)
     last = next(i for i, e in enumerate(events) if test(e))
     lines = trace.read_bytes().splitlines(keepends=True)
     into.write_bytes(b"".join(lines[: last + 1]))
@@ -45,7 +46,7 @@ def tool_result(name: str, agent: str) -> Any:
 
 
 def attempt(path: Path, number: int) -> list[Event]:
-    return [e for e in read_trace(path) if e.get("attempt") == number]
+    return [e for e in trace_lines(path) if e.get("attempt") == number]
 
 
 AUDIT = {
@@ -145,7 +146,7 @@ async def test_a_context_fork_skill_cut_in_its_sub_agent_resumes_that_sub_agent(
     later = attempt(cut, 2)
     starts = {e["agent"]: e for e in later if e["type"] == "run_start"}
     assert starts["planner/summarise-1"]["resumed"]  # the same task, not summarise-2
-    assert "planner/summarise-2" not in {e["agent"] for e in read_trace(cut)}
+    assert "planner/summarise-2" not in {e["agent"] for e in trace_lines(cut)}
     (observation,) = [
         m for m in rebuild_conversations(cut)["planner"] if m.role == "tool" and not m.is_error
     ]

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from cli_process import orchestrator
 from provider_server import Fault, ProviderServer
+from trace_lines import trace_lines
 
-from orchestrator import read_trace
 from orchestrator.jobs import ResumeError, prepare_resume
 
 AGENTS = ["load", "side", "analyse", "research", "report", "a", "b"]
@@ -101,7 +101,7 @@ def test_retry_failed_runs_again_only_what_failed_and_what_depends_on_it(
         assert steps["side"]["output"] == "notes tidied"
 
     (trace,) = (tmp_path / ".orchestrator" / "runs").glob("*.jsonl")
-    events = read_trace(trace)
+    events = trace_lines(trace)
     (retry,) = [e for e in events if e["type"] == "retry"]
     assert retry["paths"] == ["analyse", "research/b"] and retry["attempt"] == 2
     # The spend of the first attempt stays counted: the job's tokens cover both attempts.

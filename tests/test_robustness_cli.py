@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli_process import orchestrator
+from trace_lines import trace_lines
 
 GOOD_JOB = "name: x\nmodel: scripted:script.yaml\ngoal: Say hi.\n"
 GOOD_SCRIPT = "goal: [{content: hi}]\n"
@@ -191,8 +192,6 @@ def test_a_reader_that_goes_away_never_changes_the_run(
     import shutil
     import sys
 
-    from orchestrator import read_trace
-
     examples = Path(__file__).resolve().parents[1] / "examples"
     shutil.copytree(examples, tmp_path / "examples", ignore=shutil.ignore_patterns("out"))
     trace = tmp_path / "t.jsonl"
@@ -208,5 +207,5 @@ def test_a_reader_that_goes_away_never_changes_the_run(
     process.stdout.close()
     process.stderr.close()
     assert process.wait(timeout=120) == 0
-    ends = [e for e in read_trace(trace) if e["type"] in ("task_end", "run_end")]
+    ends = [e for e in trace_lines(trace) if e["type"] in ("task_end", "run_end")]
     assert ends and {e["status"] for e in ends} == {"completed"}, ends

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from provider_server import ProviderServer
+from trace_lines import into, trace_lines
 
-from orchestrator import Agent, Message, Trace, read_trace, tool
+from orchestrator import Agent, Message, Trace, tool
 from orchestrator.models import ModelRequest, ScriptedModel
 from orchestrator.models.base import ModelResponse
 from orchestrator.tasks import ForkExtension, SubagentRegistry
@@ -79,7 +80,7 @@ async def test_a_reply_with_a_lone_surrogate_is_recorded_and_returned(tmp_path: 
 
     assert result.status == "completed"
     assert result.output == "broken \ufffd text"
-    ends = [e for e in read_trace(trace) if e["type"] == "run_end"]
+    ends = [e for e in trace_lines(trace) if e["type"] == "run_end"]
     assert ends[0]["output"] == "broken \ufffd text"
 
 
@@ -89,7 +90,7 @@ async def test_a_lone_surrogate_from_a_real_server_is_made_safe(stream: bool) ->
     with ProviderServer(script) as server:
         model = server.adapter("openai", "sk-test", stream=stream)
         events: list[dict[str, Any]] = []
-        result = await Agent(model, trace=Trace(listeners=[events.append])).run("go")
+        result = await Agent(model, trace=Trace(listeners=[into(events)])).run("go")
 
     assert result.status == "completed"
     assert result.output == "from the wire \ufffd and a pair \U0001f600"
@@ -110,7 +111,7 @@ async def test_a_lone_surrogate_from_a_tool_and_the_task_is_made_safe(tmp_path: 
     assert result.status == "completed"
     assert result.messages[0] == Message.user("task \ufffd")
     assert result.messages[2].content == "tool says \ufffd"
-    assert [e["type"] for e in read_trace(trace)][-1] == "run_end"
+    assert [e["type"] for e in trace_lines(trace)][-1] == "run_end"
 
 
 TASKS = [{"id": "bad", "task": "x"}, {"id": "good", "task": "y"}]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from skill_factory import scripted_agent, synthetic_skills, write_skill
+from trace_lines import trace_lines
 
-from orchestrator import Agent, RunResult, read_trace
+from orchestrator import Agent, RunResult
 from orchestrator.agent import tool
 from orchestrator.models import ScriptedModel
 from orchestrator.skills import SkillCatalog, SkillsExtension, skills_extension
@@ -115,7 +116,7 @@ def test_a_loaded_skills_tool_through_the_dispatcher_runs_as_itself(
     )
     result = agent.run_sync("add")
     assert results(result)["calc__add"] == [(None, "42")]
-    starts = [e for e in read_trace(trace_path) if e["type"] == "tool_start"]
+    starts = [e for e in trace_lines(trace_path) if e["type"] == "tool_start"]
     assert [(e["name"], e.get("via")) for e in starts] == [
         ("load_skill", None),
         ("calc__add", "call_skill_tool"),
@@ -250,7 +251,7 @@ def test_loading_twice_is_a_no_op(catalog: SkillCatalog, tmp_path: Path) -> None
         "and its tools are available.",
     )
     assert tool_names(model, 2) == tool_names(model, 1)
-    events = [e for e in read_trace(trace_path) if e["type"] == "skill_loaded"]
+    events = [e for e in trace_lines(trace_path) if e["type"] == "skill_loaded"]
     assert [(e["skill"], e["tools"]) for e in events] == [("calc", ["calc__add", "calc__shout"])]
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from provider_server import ProviderServer
+from trace_lines import trace_lines
 
-from orchestrator import Orchestrator, read_trace
+from orchestrator import Orchestrator
 from orchestrator.jobs import SpecError, load_job, parse_model_options
 
 KEY = "sk-from-dotenv-0123456789"
@@ -224,4 +225,4 @@ def test_the_command_line_reaches_a_local_server_with_streaming_off(tmp_path: Pa
     assert json.loads(done.stdout)["output"] == "served whole"
     assert [("stream" in body) for body in server.bodies()] == [False, True]
     assert streamed.stdout == "served whole\n"
-    assert [e["type"] for e in read_trace(tmp_path / "t.jsonl")][-1] == "job_end"
+    assert [e["type"] for e in trace_lines(tmp_path / "t.jsonl")][-1] == "job_end"

@@ -299,9 +299,10 @@ def test_without_the_extra_instrument_says_how_to_install_it(
 
 
 def test_usage_cache_counts_light_up_when_usage_has_them() -> None:
+    from orchestrator.events import TokenCounts
     from orchestrator.telemetry.genai import usage_attributes
 
-    usage = {"input_tokens": 120, "output_tokens": 8, "cache_read_tokens": 100}
+    usage = TokenCounts(input_tokens=120, output_tokens=8, cache_read_tokens=100)
     assert usage_attributes(usage) == {
         "gen_ai.usage.input_tokens": 120,
         "gen_ai.usage.output_tokens": 8,

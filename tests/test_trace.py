@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from trace_lines import trace_lines
 
 from orchestrator import Agent, Message, Trace, read_trace, rebuild_conversations
+from orchestrator.events import MessageEvent, TraceEvent
 from orchestrator.models import ScriptedModel
 from orchestrator.security import secrets_from_environment
 from orchestrator.trace import TraceExists, iter_trace
+from orchestrator.trace.summary import summarize
 
 
 def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
@@ -24,10 +27,29 @@ def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
 
 
 def test_listeners_see_every_event_and_no_file_is_needed() -> None:
-    seen: list[dict] = []
+    seen: list[TraceEvent] = []
     trace = Trace(listeners=[seen.append], secrets=[])
     trace.message("a", Message.user("hello"))
-    assert seen[0]["message"] == {"role": "user", "content": "hello"}
+    assert isinstance(seen[0], MessageEvent) and seen[0].message == Message.user("hello")
+
+
+def test_an_event_listeners_cannot_read_is_skipped_counted_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[TraceEvent] = []
+    path = tmp_path / "t.jsonl"
+    with Trace(path, listeners=[seen.append], secrets=[]) as trace:
+        trace.emit("custom", "planner", detail=1)  # a kind this version does not know
+        trace.emit("task_end", "planner", status=5)  # a known kind of the wrong shape
+        trace.emit("skill_loaded", "planner", skill="notes")
+    assert [event.type for event in seen] == ["skill_loaded"]
+    assert trace.skipped == 2
+    assert trace.problems == [
+        "event 1: an event of an unknown kind 'custom'",
+        "event 2: a task_end event whose 'status' is int, not text",
+    ]
+    assert capsys.readouterr().err.count("orchestrator:") == 1  # said once, counted every time
+    assert len(path.read_text().splitlines()) == 3  # the file still has every line
 
 
 def test_secrets_are_masked(tmp_path: Path) -> None:
@@ -54,7 +76,7 @@ def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
         trace.emit("context_window", "x")  # a known kind: unknown kinds are skipped
     with path.open("a") as handle:
         handle.write('{"seq": 2, "ty')
-    assert [e["seq"] for e in read_trace(path)] == [1]
+    assert [e["seq"] for e in trace_lines(path)] == [1]
 
 
 def test_repeated_runs_of_one_agent_are_kept_apart(tmp_path: Path) -> None:
@@ -93,7 +115,7 @@ def test_a_trace_that_holds_a_run_is_refused_and_a_run_id_is_in_every_event(
 ) -> None:
     path = tmp_path / "t.jsonl"
     Agent(ScriptedModel({"*": [{"content": "one"}]}), trace=path).run_sync("go")
-    events = read_trace(path)
+    events = trace_lines(path)
     assert len({e["run"] for e in events}) == 1 and {e["attempt"] for e in events} == {1}
 
     with pytest.raises(TraceExists, match="orchestrator resume"):
@@ -102,7 +124,7 @@ def test_a_trace_that_holds_a_run_is_refused_and_a_run_id_is_in_every_event(
     # to the next free name beside it, and the result says which.
     again = Agent(ScriptedModel({"*": [{"content": "two"}]}), trace=path).run_sync("again")
     assert again.trace == str(tmp_path / "t-2.jsonl")
-    assert read_trace(path) == events
+    assert trace_lines(path) == events
     Trace(tmp_path / "empty.jsonl").close()  # a new (or empty) file is fine
     Trace(tmp_path / "empty.jsonl").close()
 
@@ -125,6 +147,15 @@ def test_torn_and_foreign_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     events = read_trace(path)
 
     assert events.skipped == 4
-    assert [e["type"] for e in events][-1] == "run_end"
+    assert [e.type for e in events][-1] == "run_end"
     assert rebuild_conversations(path)["agent"][-1].content == "café"
     assert list(iter_trace(path)) == events
+
+
+def test_a_summary_says_what_its_reader_skipped_once_it_has_read(tmp_path: Path) -> None:
+    path = torn(tmp_path)
+    lazy = iter_trace(path)  # counts as it goes: read after the events are folded
+    summary = summarize(lazy, skips=lazy)
+    assert summary.skipped_lines == 4 and len(summary.skipped) == 4
+    assert summary.agents["agent"].status == "completed"
+    assert summarize(list(read_trace(path))).skipped_lines == 0  # no reader, nothing said

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
+from trace_lines import trace_lines
 from trace_signing import resign
 
-from orchestrator import Orchestrator, Permissions, read_trace
+from orchestrator import Orchestrator, Permissions
 from orchestrator.errors import SafetyWarning
 from orchestrator.jobs import ResumeError, load_job, prepare_resume
 from orchestrator.models import ScriptedModel
@@ -78,7 +79,7 @@ def write_job(folder: Path, turns: list[dict[str, Any]], spec: str | None = None
 def tool_results(trace: Path) -> list[dict[str, Any]]:
     return [
         e["message"]
-        for e in read_trace(trace)
+        for e in trace_lines(trace)
         if e["type"] == "message" and e["message"]["role"] == "tool"
     ]
 
@@ -399,7 +400,7 @@ def test_resume_refuses_permissions_that_changed(tmp_path: Path) -> None:
     resign(trace)
     with pytest.raises(ResumeError):  # the spec's digest, then its permissions
         prepare_resume(trace)
-    record = [e for e in read_trace(trace) if e["type"] == "job_start"][0]
+    record = [e for e in trace_lines(trace) if e["type"] == "job_start"][0]
     assert record["permissions"]["shell"] is False
 
 

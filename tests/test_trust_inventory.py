@@ -12,6 +12,8 @@ configuration, so a new kind of configuration file cannot slip in unlisted.
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +21,16 @@ from typing import Any
 
 import pytest
 import yaml
+from trace_lines import trace_lines
 
-from orchestrator import Orchestrator, Permissions, read_trace
+from orchestrator import Orchestrator, Permissions
 from orchestrator.models import ScriptedModel
-from orchestrator.security.inventory import KINDS, OTHER_READS
+from orchestrator.security.inventory import (
+    KINDS,
+    other_reads,
+    readers,
+    reads,
+)
 from orchestrator.security.signing import user_key
 
 PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
@@ -137,7 +145,7 @@ def test_the_file_tools_refuse_every_kind_wherever_it_lies(tmp_path: Path) -> No
         assert not (tmp_path / path).exists(), path
     results = [
         e["message"]
-        for e in read_trace(tmp_path / "run.jsonl")
+        for e in trace_lines(tmp_path / "run.jsonl")
         if e["type"] == "message" and e["message"]["role"] == "tool"
     ]
     writes = [r for r in results if r["name"] != "load_skill"]
@@ -227,6 +235,7 @@ def file_reads(package: Path) -> set[str]:
     found: set[str] = set()
     for path in sorted(package.rglob("*.py")):
         module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")  # a package's own module, as Python names it
         tree = ast.parse(path.read_text(encoding="utf-8"))
         found |= _reads_in(tree, module)
     return found
@@ -262,17 +271,33 @@ def _reads(func: ast.expr) -> bool:
     return False
 
 
+def declared_readers(package: str = "orchestrator") -> set[str]:
+    """Every reader the modules of `package` declare: each is imported, so its declarations
+    are made (the core itself never imports the optional parts)."""
+    root = importlib.import_module(package)
+    for module in pkgutil.walk_packages(root.__path__, f"{package}."):
+        if not module.name.endswith(".__main__"):  # running it would run the CLI
+            importlib.import_module(module.name)
+    return set(readers()) | set(other_reads())
+
+
 def test_every_file_the_package_reads_is_in_the_inventory_or_explained() -> None:
-    listed = {reader for kind in KINDS for reader in kind.readers} | set(OTHER_READS)
-    reads = file_reads(PACKAGE)
-    unlisted = sorted(reads - listed)
-    assert not unlisted, (
-        "these functions read files but security/inventory.py does not say what they read: "
-        "add each to the readers of its kind (a new kind if it configures a run in a new way) "
-        f"or to OTHER_READS with the reason it reads no configuration: {unlisted}"
+    declared = declared_readers()
+    found = file_reads(PACKAGE)
+    undeclared = sorted(found - declared)
+    assert not undeclared, (
+        "these functions read files but do not say what they read: mark each with "
+        "`@reads(kind)` (security/inventory.py; a new kind if it configures a run in a new "
+        "way) or `@reads_no_configuration(why)`: " + ", ".join(undeclared)
     )
-    stale = sorted(listed - reads)
-    assert not stale, f"security/inventory.py lists readers that read no file: {stale}"
+    stale = sorted(declared - found)
+    assert not stale, f"these functions are declared readers but read no file: {stale}"
+    assert set(readers().values()) <= {kind.name for kind in KINDS}
+
+
+def test_a_reader_names_a_kind_of_the_inventory() -> None:
+    with pytest.raises(ValueError, match="no kind of the inventory"):
+        reads("hooks")
 
 
 def test_the_inventory_check_catches_a_new_reader(tmp_path: Path) -> None:
@@ -282,3 +307,22 @@ def test_the_inventory_check_catches_a_new_reader(tmp_path: Path) -> None:
         "import yaml\n\ndef load_hooks(path):\n    return yaml.safe_load(path.read_text())\n"
     )
     assert file_reads(package) == {"orchestrator.newconfig:load_hooks"}
+
+
+def test_a_new_reader_that_does_not_declare_what_it_reads_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "newpart"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "hooks.py").write_text(
+        "import yaml\n"
+        "from orchestrator.security.inventory import reads\n\n"
+        "@reads('job spec')\n"
+        "def load_spec(path):\n    return yaml.safe_load(path.read_text())\n\n"
+        "def load_hooks(path):\n    return yaml.safe_load(path.read_text())\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    declared = declared_readers("newpart")
+    assert "newpart.hooks:load_spec" in declared
+    assert file_reads(package) - declared == {"newpart.hooks:load_hooks"}

@@ -52,6 +52,7 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
 from ..agent import RunResult, Status, TaskResult, ToolContext
+from ..events import A2ATask, Retry
 from ..messages import Usage
 from ..tasks import RemoteAgent, TaskRequest
 from ..trace import read_trace
@@ -352,15 +353,15 @@ def resumed_task_id(context: ToolContext, path: str) -> str | None:
     trace = context.trace
     if trace is None or trace.checkpoint is None or trace.path is None:
         return None
-    found = None
+    found: str | None = None
     for event in read_trace(trace.path):
-        if event.get("type") == "a2a_task" and event.get("agent") == path:
-            found = event.get("task_id")
-        elif event.get("type") == "retry":
+        if isinstance(event, A2ATask) and event.agent == path:
+            found = event.task_id
+        elif isinstance(event, Retry):
             # `resume --retry-failed`: a task that runs again here (it failed, or used what
             # failed) is sent anew; a task that kept its result is restored before this.
             found = None
-    return found if isinstance(found, str) else None
+    return found
 
 
 async def run_remote_task(

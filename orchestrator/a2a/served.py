@@ -32,16 +32,16 @@ from google.protobuf.json_format import MessageToDict
 
 from ..agent import ApprovalRequest
 from ..errors import ConfigError
+from ..events import TaskEnd, TaskStart, TraceEvent
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
-from ..security.inventory import TRACE_FOLDER
-from ..trace import Event, Trace, new_run_id
+from ..security.inventory import TRACE_FOLDER, reads_no_configuration
+from ..trace import Trace, new_run_id
 
 MAX_ARTIFACT_BYTES = 1_000_000
 """A file the run wrote larger than this is listed by name, not sent."""
 YES = frozenset({"y", "yes", "approve", "approved", "allow", "ok"})
-STATUS_EVENTS = frozenset({"task_start", "task_end"})
 
 
 class ServeError(ConfigError):
@@ -141,8 +141,8 @@ class ServedRun:
         finally:
             self.trace.close()
 
-    def _listen(self, event: Event) -> None:
-        if event.get("type") not in STATUS_EVENTS:
+    def _listen(self, event: TraceEvent) -> None:
+        if not isinstance(event, TaskStart | TaskEnd):
             return
         update = Update(TaskState.TASK_STATE_WORKING, _describe(event), _status_data(event))
         self._loop.call_soon_threadsafe(self.updates.put_nowait, update)
@@ -215,18 +215,17 @@ def _end_state(result: JobResult) -> TaskState:
     return TaskState.TASK_STATE_FAILED
 
 
-def _describe(event: Event) -> str:
-    agent = event.get("agent", "")
-    if event.get("type") == "task_start":
-        return f"{agent} started"
-    status = event.get("status", "ended")
-    reason = event.get("reason")
-    return f"{agent} {status}" + (f": {reason}" if reason else "")
+def _describe(event: TaskStart | TaskEnd) -> str:
+    if isinstance(event, TaskStart):
+        return f"{event.agent} started"
+    return f"{event.agent} {event.status}" + (f": {event.reason}" if event.reason else "")
 
 
-def _status_data(event: Event) -> dict[str, Any]:
-    keys = ("type", "agent", "id", "status", "reason")
-    return {"event": {k: event[k] for k in keys if isinstance(event.get(k), str)}}
+def _status_data(event: TaskStart | TaskEnd) -> dict[str, Any]:
+    fields: dict[str, str | None] = {"type": event.type, "agent": event.agent, "id": event.id}
+    if isinstance(event, TaskEnd):
+        fields |= {"status": event.status, "reason": event.reason}
+    return {"event": {key: value for key, value in fields.items() if value is not None}}
 
 
 class JobAgent(AgentExecutor):
@@ -430,6 +429,10 @@ async def _send_file(updater: TaskUpdater, path: Path, root: Path, mask: SecretM
     await updater.add_artifact([part], name=name)
 
 
+@reads_no_configuration(
+    "a file a served run wrote in its workspace, sent back as an artifact once the run "
+    "ended (no link followed, nothing outside the workspace)"
+)
 def _read_small(path: Path, root: Path) -> tuple[int, bytes | None]:
     """A file's size, and its bytes when it is within the artifact limit; OSError for a
     link, a file that is not regular, or one outside `root`."""

@@ -53,6 +53,7 @@ from ..models.base import (
     output_modes_of,
     unsupported_mode,
 )
+from ..security.inventory import reads
 from .extension import Extension
 from .tools import Tool, ToolContext
 
@@ -256,6 +257,7 @@ def load_output_spec(
     return OutputSpec.of(_imported_type(source, folder.resolve(), refused))
 
 
+@reads("file a spec names")
 def _schema_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")

@@ -15,11 +15,16 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 
-from ..events import Event, TraceEvent, parse_event
+from ..events import TraceEvent
 from ..trace import Trace
 from .run_results import RunResult
 
-_END = object()
+
+class _End:
+    """Put on the queue when the run's task is done: no more events follow."""
+
+
+_END = _End()
 
 
 class AgentRun(AsyncIterator[TraceEvent]):
@@ -37,18 +42,23 @@ class AgentRun(AsyncIterator[TraceEvent]):
     ) -> None:
         self._run = run
         self._trace = trace
-        self._events: asyncio.Queue[object] = asyncio.Queue()
+        self._events: asyncio.Queue[TraceEvent | _End] = asyncio.Queue()
         self._task: asyncio.Task[RunResult] | None = None
         self._scopes = AsyncExitStack()
+        self._heard: Trace | None = None
         self.result: RunResult | None = None
         """The run's result, once its events have ended."""
-        self.skipped = 0
-        """Events that were no event of a known kind (none, unless a listener made some)."""
+
+    @property
+    def skipped(self) -> int:
+        """Events that were no event of a known kind and shape, so not yielded (none, unless
+        a tool emitted some): the trace's count (`Trace.skipped`)."""
+        return self._heard.skipped if self._heard is not None else 0
 
     async def __aenter__(self) -> AgentRun:
         loop = asyncio.get_running_loop()
 
-        def hear(event: Event) -> None:  # the trace may be written from a tool's thread
+        def hear(event: TraceEvent) -> None:  # the trace may be written from a tool's thread
             loop.call_soon_threadsafe(self._events.put_nowait, event)
 
         if isinstance(self._trace, Trace):
@@ -56,6 +66,7 @@ class AgentRun(AsyncIterator[TraceEvent]):
             self._scopes.enter_context(trace.listening(hear))
         else:
             trace = self._scopes.enter_context(Trace(self._trace, listeners=[hear]))
+        self._heard = trace
         self._task = asyncio.create_task(self._run(trace), name="agent-run")
         self._task.add_done_callback(lambda _: loop.call_soon(self._events.put_nowait, _END))
         return self
@@ -82,13 +93,9 @@ class AgentRun(AsyncIterator[TraceEvent]):
     async def __anext__(self) -> TraceEvent:
         if self._task is None:
             raise RuntimeError("enter the run first: `async with agent.iter(task) as run:`")
-        while True:
-            item = await self._events.get()
-            if item is _END:
-                self._events.put_nowait(_END)  # iterating again ends at once
-                self.result = self._task.result()  # the run's own error, if it raised
-                raise StopAsyncIteration
-            event = parse_event(item) if isinstance(item, dict) else None
-            if event is not None:
-                return event
-            self.skipped += 1
+        item = await self._events.get()
+        if isinstance(item, _End):
+            self._events.put_nowait(_END)  # iterating again ends at once
+            self.result = self._task.result()  # the run's own error, if it raised
+            raise StopAsyncIteration
+        return item

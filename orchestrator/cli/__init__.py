@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
+from ..security.inventory import reads_no_configuration
 from .parser import Parser
 
 STARTED = time.time()
@@ -96,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+@reads_no_configuration("opens the null device to silence output")
 def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     import logging
     import warnings

@@ -34,6 +34,7 @@ from ..eval.skill_folder import (
     trigger_eval,
     with_without_eval,
 )
+from ..security.inventory import reads
 from ..trace.summary import plural
 from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
 
@@ -281,6 +282,7 @@ def ignored(paths: Iterable[Path | None]) -> list[str]:
     return found
 
 
+@reads("eval")
 def _description(text: str) -> str:
     """`--description TEXT`, or `@FILE` for the text of a file."""
     if not text.startswith("@"):

@@ -19,6 +19,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ..security.inventory import reads_no_configuration
+
 EXIT_OK = 0
 EXIT_REFUSED = 2
 
@@ -159,6 +161,7 @@ def scaffold(folder: Path) -> dict[Path, str]:
     }
 
 
+@reads_no_configuration("writes a new job folder; reads nothing")
 def init_command(args: argparse.Namespace) -> int:
     files = scaffold(Path(args.folder))
     existing = [path for path in files if path.exists() or path.is_symlink()]

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from ..models import ModelResponse
 from ..security import SecretMask
+from ..security.inventory import reads_no_configuration
 
 
 class MaskedStream:
@@ -43,6 +44,7 @@ class MaskedStream:
             except BrokenPipeError:
                 self._drop_output()
 
+    @reads_no_configuration("opens the null device once the reader of the CLI's output has gone")
     def _drop_output(self) -> None:
         """The reader closed the pipe (`orchestrator run ... | head -1`): what is printed from
         now on goes nowhere, and the run goes on as if it had been read. The stream's file

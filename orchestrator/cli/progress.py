@@ -25,8 +25,19 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..trace import Event
-from ..trace.summary import number
+from ..events import (
+    A2AEnd,
+    A2AStatus,
+    Compact,
+    Fork,
+    ModelCall,
+    RunEnd,
+    RunStart,
+    TaskEnd,
+    ToolEnd,
+    ToolStart,
+    TraceEvent,
+)
 from .rows import SILENCE_AFTER, AgentState, Row, row_of
 
 
@@ -36,107 +47,102 @@ class ProgressState:
 
     max_tokens: int | None = None
     agents: dict[str, AgentState] = field(default_factory=dict)
-    budget_remaining: int | None = None
+    budget_remaining: float | None = None
 
     def agent(self, path: str) -> AgentState:
         if path not in self.agents:
             self.agents[path] = AgentState(path)
         return self.agents[path]
 
-    def update(self, event: Event) -> AgentState | None:
+    def update(self, event: TraceEvent) -> AgentState | None:  # noqa: C901 - one case per kind
         """Fold one event in; returns the agent it changed, if any."""
-        handler = getattr(self, f"_on_{event['type']}", None)
-        changed = handler(event) if handler else None
-        heard = self.agents.get(event.get("agent", ""))
-        if heard is not None and isinstance(event.get("ts"), int | float):
-            heard.last = event["ts"]
+        changed: AgentState | None = None
+        match event:
+            case Fork():
+                self._on_fork(event)
+            case RunStart():
+                changed = self._on_run_start(event)
+            case ModelCall():
+                changed = self._on_model_call(event)
+            case Compact():
+                changed = self.agent(event.agent)
+                changed.compactions += 1
+                changed.note = compaction_note(event)
+            case ToolStart():
+                changed = self.agent(event.agent)
+                changed.tool = event.name
+            case ToolEnd():
+                changed = self.agent(event.agent)
+                changed.tool = None
+            case RunEnd():
+                changed = self.agent(event.agent)
+                changed.status, changed.ended, changed.tool = event.status, event.ts, None
+                changed.note = event.error
+            case A2AStatus():
+                changed = self._on_a2a_status(event)
+            case A2AEnd():
+                # A remote task's end: the tokens the remote reported, if it did.
+                changed = self.agent(event.agent)
+                changed.tool = None
+                if event.usage is not None:
+                    changed.tokens += event.usage.total_tokens
+            case TaskEnd():
+                changed = self._on_task_end(event)
+        heard = self.agents.get(event.agent)
+        if heard is not None and event.ts is not None:
+            heard.last = event.ts
         return changed
 
-    def _on_fork(self, event: Event) -> AgentState | None:
-        for task in event["tasks"]:
-            state = self.agent(task["path"])
-            state.definition = task.get("agent")
-            state.background = state.background or bool(event.get("background"))
-        return None
+    def _on_fork(self, event: Fork) -> None:
+        for task in event.tasks:
+            state = self.agent(task.path)
+            state.definition = task.agent
+            state.background = state.background or bool(event.background)
 
-    def _on_run_start(self, event: Event) -> AgentState:
-        state = self.agent(event["agent"])
-        state.status, state.started = "running", event["ts"]
-        if event.get("resumed"):  # a run going on from an earlier attempt: what it had done
-            state.steps = event.get("steps") or 0
-            state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
+    def _on_run_start(self, event: RunStart) -> AgentState:
+        state = self.agent(event.agent)
+        state.status, state.started = "running", event.ts
+        if event.resumed:  # a run going on from an earlier attempt: what it had done
+            state.steps = event.steps or 0
+            state.tokens = event.usage.total_tokens if event.usage is not None else 0
             state.note = "resumed"
-        if event.get("budget_remaining") is not None and self.budget_remaining is None:
-            self.budget_remaining = event["budget_remaining"]
+        if event.budget_remaining is not None and self.budget_remaining is None:
+            self.budget_remaining = event.budget_remaining
         return state
 
-    def _on_model_call(self, event: Event) -> AgentState:
-        state = self.agent(event["agent"])
-        state.steps = event["step"]
-        state.tokens += event["usage"]["total_tokens"]
-        cached = event["usage"].get("cache_read_tokens")
-        state.cached += cached if isinstance(cached, int) else 0
-        cost = number(event.get("cost"))
-        if cost is not None:
-            state.cost = (state.cost or 0.0) + cost
-        if event.get("budget_remaining") is not None:
-            self.budget_remaining = event["budget_remaining"]
+    def _on_model_call(self, event: ModelCall) -> AgentState:
+        state = self.agent(event.agent)
+        state.steps = event.step
+        state.tokens += event.usage.total_tokens
+        state.cached += event.usage.cache_read_tokens
+        if event.cost is not None:
+            state.cost = (state.cost or 0.0) + event.cost
+        if event.budget_remaining is not None:
+            self.budget_remaining = event.budget_remaining
         return state
 
-    def _on_compact(self, event: Event) -> AgentState:
-        state = self.agent(event["agent"])
-        state.compactions += 1
-        state.note = compaction_note(event)
-        return state
-
-    def _on_tool_start(self, event: Event) -> AgentState:
-        state = self.agent(event["agent"])
-        state.tool = event["name"]
-        return state
-
-    def _on_tool_end(self, event: Event) -> AgentState:
-        state = self.agent(event["agent"])
-        state.tool = None
-        return state
-
-    def _on_run_end(self, event: Event) -> AgentState:
-        state = self.agent(event["agent"])
-        state.status, state.ended, state.tool = event["status"], event["ts"], None
-        state.note = event.get("error")
-        return state
-
-    def _on_a2a_status(self, event: Event) -> AgentState:
+    def _on_a2a_status(self, event: A2AStatus) -> AgentState:
         """A remote (A2A) agent's task: its state as it streams (it has no run here)."""
-        state = self.agent(event["agent"])
+        state = self.agent(event.agent)
         if state.status == "waiting":
-            state.status, state.started = "running", event["ts"]
-        state.tool = f"remote task {event.get('state')}"
-        text = event.get("text")
-        state.note = text if isinstance(text, str) and text else state.note
+            state.status, state.started = "running", event.ts
+        state.tool = f"remote task {event.state}"
+        state.note = event.text or state.note
         return state
 
-    def _on_a2a_end(self, event: Event) -> AgentState:
-        """A remote task's end: the tokens the remote reported, if it did."""
-        state = self.agent(event["agent"])
-        state.tool = None
-        usage = event.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("total_tokens"), int):
-            state.tokens += usage["total_tokens"]
-        return state
-
-    def _on_task_end(self, event: Event) -> AgentState | None:
-        state = self.agent(event["agent"])
-        if event.get("restored"):  # ended in an earlier attempt of a resumed run
-            state.status, state.ended = event["status"], event["ts"]
-            state.steps = event.get("steps") or 0
-            state.tokens = (event.get("usage") or {}).get("total_tokens") or 0
+    def _on_task_end(self, event: TaskEnd) -> AgentState | None:
+        state = self.agent(event.agent)
+        if event.restored:  # ended in an earlier attempt of a resumed run
+            state.status, state.ended = event.status, event.ts
+            state.steps = event.steps or 0
+            state.tokens = event.usage.total_tokens if event.usage is not None else 0
             state.note = "kept from an earlier attempt"
             return state
-        state.overlap = number(event.get("overlap_s"))
-        if event["status"] != "skipped" and state.status not in ("waiting", "running"):
+        state.overlap = float(event.overlap_s) if event.overlap_s is not None else None
+        if event.status != "skipped" and state.status not in ("waiting", "running"):
             return state if state.overlap is not None else None
-        state.status, state.ended, state.tool = event["status"], event["ts"], None
-        state.note = event.get("reason")
+        state.status, state.ended, state.tool = event.status, event.ts, None
+        state.note = event.reason
         return state
 
     @property
@@ -144,16 +150,14 @@ class ProgressState:
         return sum(a.tokens for a in self.agents.values())
 
 
-def compaction_note(event: Event) -> str:
+def compaction_note(event: Compact) -> str:
     """A `compact` event in words: `compacted 12 tool results, 13,100 -> 6,200 tokens of a
     16,384-token window`."""
-    replaced = event.get("replaced")
-    count = len(replaced) if isinstance(replaced, list) else 0
-    window = event.get("window")
-    of = f" of a {window:,}-token window" if isinstance(window, int) else ""
-    before, after = event.get("tokens_before"), event.get("tokens_after")
-    sized = isinstance(before, int) and isinstance(after, int)
-    sizes = f", {before:,} -> {after:,} tokens" if sized else ""
+    count = len(event.replaced or [])
+    window = event.window
+    of = f" of a {window:,}-token window" if window is not None else ""
+    before, after = event.tokens_before, event.tokens_after
+    sizes = f", {before:,} -> {after:,} tokens" if before is not None and after is not None else ""
     return f"compacted {count} tool result{'s' if count != 1 else ''}{sizes}{of}"
 
 
@@ -165,24 +169,25 @@ class PlainProgress:
         self.state = ProgressState()
         self.began = time.time()
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TraceEvent) -> None:
         changed = self.state.update(event)
-        shown = ("run_start", "run_end", "task_end", "a2a_status", "compact")
-        if changed is None or event["type"] not in shown:
+        shown = (RunStart, RunEnd, TaskEnd, A2AStatus, Compact)
+        if changed is None or not isinstance(event, shown):
             return
-        if event["type"] == "compact":
-            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {compaction_note(event)}"
+        ts = event.ts if event.ts is not None else time.time()
+        if isinstance(event, Compact):
+            line = f"[{ts - self.began:7.2f}s] {changed.path}: {compaction_note(event)}"
             print(line, file=self.stream, flush=True)
             return
-        row = row_of(changed, event["ts"])
-        line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {row.status}"
-        if event["type"] == "task_end" and row.overlap is not None:
+        row = row_of(changed, ts)
+        line = f"[{ts - self.began:7.2f}s] {changed.path}: {row.status}"
+        if isinstance(event, TaskEnd) and row.overlap is not None:
             line += f" (background, overlapped its parent's work {row.overlap:.1f}s)"
             print(line, file=self.stream, flush=True)
             return
-        if event["type"] == "a2a_status":
-            line = f"[{event['ts'] - self.began:7.2f}s] {changed.path}: {changed.tool}"
-        elif event["type"] == "run_start":
+        if isinstance(event, A2AStatus):
+            line = f"[{ts - self.began:7.2f}s] {changed.path}: {changed.tool}"
+        elif isinstance(event, RunStart):
             line += f" ({row.definition})" if row.definition else ""
         else:
             took = f", {row.seconds:.1f}s" if row.seconds is not None else ""
@@ -216,7 +221,7 @@ class LiveView:
         self.lock = threading.Lock()
         self.live = self._new_live()
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TraceEvent) -> None:
         with self.lock:
             changed = self.state.update(event)
         if changed is not None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..events import Event, Listener
+from ..events import Listener, SkillFailed, TraceEvent
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
@@ -169,10 +169,9 @@ class SkillFailures:
     def __init__(self) -> None:
         self.found: list[tuple[str, str, str]] = []
 
-    def __call__(self, event: Event) -> None:
-        if event.get("type") == "skill_failed":
-            agent, skill, error = event.get("agent"), event.get("skill"), event.get("error")
-            self.found.append((str(agent), str(skill), str(error)))
+    def __call__(self, event: TraceEvent) -> None:
+        if isinstance(event, SkillFailed):
+            self.found.append((event.agent, event.skill, event.error))
 
     def lines(self) -> list[str]:
         return [

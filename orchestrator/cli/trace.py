@@ -48,7 +48,7 @@ def show_command(args: argparse.Namespace) -> int:
         return EXIT_SPEC_ERROR
     for problem in events.problems:
         print(f"note: {path}: skipped {problem}", file=sys.stderr)
-    summary = summarize(events, live=is_locked(path))
+    summary = summarize(events, live=is_locked(path), skips=events)
     try:
         signature = verify_trace(path)
     except TraceKeyRefused as refused:

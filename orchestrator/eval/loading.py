@@ -27,6 +27,7 @@ from ..jobs import Job, SpecError, load_job
 from ..jobs.batch import csv_records
 from ..jobs.loading import read_yaml
 from ..jobs.problems import Problem, problems_from
+from ..security.inventory import reads
 from ..security.json_input import JsonInputError, json_lines, load_json
 from ..tasks import suggest
 from .spec import (
@@ -113,6 +114,7 @@ def _cases(spec: EvalSpec, problems: list[Problem]) -> list[Case]:
     return named
 
 
+@reads("eval")
 def read_cases(path: Path, problems: list[Problem]) -> list[Case]:
     """The cases of a `.csv` file (a header line; `id`, `expected.NAME` and input columns) or
     a `.jsonl` file (one case per line, as written inline, or flat: its other keys inputs)."""

@@ -40,6 +40,7 @@ from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSett
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
+from ..security.inventory import reads, reads_no_configuration
 from ..security.json_input import JsonInputError, json_lines, load_json
 from ..skills import SkillCatalog
 from ..skills.discovery import builtin_skills_folder
@@ -232,6 +233,7 @@ class EvalRunner:
             return f"replay {self.options.replay.resolve()}{volatile}"
         return "plain"
 
+    @reads("eval")
     def _shared_digests(self) -> tuple[str, str]:
         """The digests of what every run answers to: the eval's checks (with the files of
         its Python checks and its workspace mode), and the job (its spec file's bytes, or
@@ -443,6 +445,7 @@ class EvalRunner:
 
     # --- Recording and replaying -----------------------------------------------------------
 
+    @reads("eval")
     def _sidecar(self, planned: Planned) -> dict[str, Any]:
         if self.options.replay is None:
             return {}
@@ -635,6 +638,7 @@ class EvalRunner:
             self._judges[key] = Judge(judge_model, budget)
         return self._judges[key]
 
+    @reads("eval")
     def _write(self, results: Path, line: Line) -> Line:
         text = self.mask(json.dumps(line, ensure_ascii=False, default=str))
         with results.open("a", encoding="utf-8") as file:
@@ -678,6 +682,10 @@ def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:
     return catalog
 
 
+@reads_no_configuration(
+    "hashes the files an eval case copies into its workspace, for its result's identity; "
+    "decides nothing of a run"
+)
 def _copied(case: Case) -> dict[str, str]:
     """The bytes a case copies into its workspace, as digests: a changed input file makes
     the case's earlier results stale."""
@@ -714,6 +722,7 @@ def changed(earlier: Any, now: dict[str, str]) -> list[str]:
     return found
 
 
+@reads("eval")
 def last_lines(results: Path) -> dict[str, Line]:
     """The last line of each run in `results`, by its key. A line that cannot be read is a
     ConfigError naming the file and the line: skipped, it could hide a failed run."""

@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..events import MessageEvent
+from ..events import Compact, Fork, MessageEvent, ModelCall, SkillLoaded, ToolStart
 from ..messages import Usage
 from ..security import is_inside
+from ..security.inventory import reads_no_configuration
 from ..trace import read_trace
 from .spec import TEMPLATE, Case, DataCheck, FileCheck, JsonPathCheck, Scorer, ToolErrorsCheck
 
@@ -85,16 +86,15 @@ class RunRecord:
         if self.trace is None or not self.trace.is_file():
             return
         for event in read_trace(self.trace):
-            kind = event.get("type")
-            if kind == "skill_loaded" and isinstance(event.get("skill"), str):
-                self.skills_loaded.append(event["skill"])
-            elif kind == "tool_start" and isinstance(event.get("name"), str):
-                self.tools_called.append(event["name"])
-            elif kind == "fork" and event.get("agent") != "job":  # the job's steps are no fork
+            if isinstance(event, SkillLoaded):
+                self.skills_loaded.append(event.skill)
+            elif isinstance(event, ToolStart) and event.name is not None:
+                self.tools_called.append(event.name)
+            elif isinstance(event, Fork) and event.agent != "job":  # the job's steps are no fork
                 self.forks += 1
-            elif kind == "model_call":
+            elif isinstance(event, ModelCall):
                 self.steps += 1
-            elif kind == "compact":
+            elif isinstance(event, Compact):
                 self.compactions += 1
             elif isinstance(event, MessageEvent) and (failed := _tool_error(event)) is not None:
                 self.tool_errors.append(failed)
@@ -335,6 +335,9 @@ def _schema_holds(schema: dict[str, Any], value: Any) -> tuple[bool, str]:
     return False, f"{where}: {first.message}"
 
 
+@reads_no_configuration(
+    "a file check reads a file of the run's own workspace, confined to it, after the run"
+)
 def _file(check: FileCheck, run: RunRecord) -> tuple[bool, str]:
     root = run.workspace.resolve()
     path = (root / render(check.path, run.case)).resolve()

@@ -37,6 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from ..jobs.problems import Problem, problems_from
+from ..security.inventory import reads, reads_no_configuration
 from ..security.json_input import JsonInputError, load_json
 from ..skills import SkillCatalog
 from ..skills.disclosure import Disclosure
@@ -137,6 +138,7 @@ def find_eval_files(
     return found
 
 
+@reads("eval")
 def _read(path: Path) -> Any:
     try:
         return load_json(path.read_bytes(), str(path))
@@ -270,6 +272,10 @@ def _skill_digest(folder: Path) -> str:
     )
 
 
+@reads_no_configuration(
+    "hashes a skill folder's files for an eval result's identity (what made it); decides "
+    "nothing of a run"
+)
 def _file_digest(path: Path) -> str:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -302,6 +308,7 @@ def _removed_for(
     return [name for name in pool if name not in chosen]
 
 
+@reads("eval")
 def _described(files: EvalFiles, text: str, out: Path) -> Path:
     """A copy of the skill folder whose SKILL.md says `text` as its description."""
     digest = _digest(text, _skill_digest(files.folder))

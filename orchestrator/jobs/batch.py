@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Usage
 from ..security import SecretMask, secrets_from_environment
+from ..security.inventory import reads
 from ..security.json_input import JsonInputError, json_lines, load_json
 from .loading import job_dotenv, load_job, read_yaml
 from .runner import JobResult
@@ -45,6 +46,7 @@ class Row:
     values: dict[str, str]
 
 
+@reads("batch results")
 def read_rows(path: str | Path) -> list[Row]:
     """The rows of a CSV file (with a header line) or a JSONL file (one object per line)."""
     path = Path(path)
@@ -108,6 +110,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+@reads("batch results")
 def done_rows(results: Path) -> set[str]:
     """Ids of the rows whose last line in `results` says `completed`. A line that cannot be
     read is a ConfigError naming the file and the line: skipped, it would run a row again."""
@@ -204,6 +207,7 @@ class Batch:
             **({"refused": refused} if (refused := result.refused_by_agent()) else {}),
         }
 
+    @reads("batch results")
     def _write(self, line: Mapping[str, Any]) -> None:
         # A job's output or error can repeat a secret (a model or tool echoing a key): the
         # results file is masked as `run --json` is.

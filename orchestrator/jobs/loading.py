@@ -17,7 +17,7 @@ from dotenv import dotenv_values
 from pydantic import ValidationError
 
 from ..errors import ConfigError
-from ..security.inventory import DOTENV_FILES
+from ..security.inventory import DOTENV_FILES, reads
 from ..security.yaml_input import YamlInputError, load_yaml
 from ..skills.discovery import Folders, discover
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
@@ -191,6 +191,7 @@ def parse_set_options(options: Sequence[str]) -> dict[str, str]:
     return values
 
 
+@reads("job spec")
 def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
     """The spec file (or `text`, named `path`) as a mapping, or a SpecError (missing file,
     bad YAML, not a mapping)."""
@@ -247,6 +248,7 @@ def _override(
 DOTENV = DOTENV_FILES[0]
 
 
+@reads("dotenv")
 def read_dotenv(folders: Iterable[Path | None]) -> dict[str, str]:
     """The variables of the `.env` file in each folder; a later folder wins over an earlier."""
     values: dict[str, str] = {}

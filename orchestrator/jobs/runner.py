@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..agent.model_call import run_prefixes
 from ..messages import Usage
+from ..security.inventory import reads
 from ..skills.servers import server_scope
 from ..tasks import (
     GraphRun,
@@ -249,6 +250,7 @@ class JobRunner:
 # --- What `job_start` records of a job, so that `resume` can load it again ----------------
 
 
+@reads("job spec")
 def spec_digest(path: str | Path) -> str:
     """The sha256 of a spec file's bytes, in hex."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

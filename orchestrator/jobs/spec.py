@@ -45,7 +45,7 @@ from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
-from ..security.inventory import DEFAULT_WORKSPACE
+from ..security.inventory import DEFAULT_WORKSPACE, reads
 from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
 from ..skills.servers import ServerConfig
 from ..tasks import GENERAL, GraphError, RemoteAgent, SubagentDef, build_graph, suggest
@@ -227,6 +227,7 @@ class Pin(BaseModel):
             raise ValueError("a pinned item is either {file: PATH} or {note: TEXT}, one of them")
         return self
 
+    @reads("file a spec names")
     def render(self) -> str:
         if self.file is not None:
             return f'<pinned file="{self.file.name}">\n{self.file.read_text()}\n</pinned>'

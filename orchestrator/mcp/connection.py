@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ToolError, ToolInfrastructureError
+from ..security.inventory import reads_no_configuration
 from ..security.secrets import SecretMask
 from ..skills.process import end_process_group
 from ..skills.servers import ServerConfig, secret_values
@@ -231,6 +232,10 @@ class Connection:
         return " ".join(text[-STDERR_TAIL:].split())
 
 
+@reads_no_configuration(
+    "the process group a stdio MCP server's launcher wrote, in a private temporary folder "
+    "of the run's own"
+)
 def _group_in(pid_file: Path) -> int | None:
     """The process group of a stdio server the launcher started (its pid), if it did."""
     try:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Usage
+from ..security.inventory import reads
 from ..security.json_input import JsonInputError, load_json
 from ..security.yaml_input import YamlInputError, load_yaml
 
@@ -134,6 +135,7 @@ def parse_prices(data: object, source: str = "prices") -> dict[str, Price]:
     return prices
 
 
+@reads("file a spec names")
 def load_prices(path: str | Path) -> dict[str, Price]:
     """A price file (YAML or JSON) as prices."""
     path = Path(path)

@@ -45,6 +45,7 @@ from ..errors import ConfigError, ModelError
 from ..events import Compact, MessageEvent, ModelCall, RunStart, TraceEvent, parse_event
 from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
+from ..security.inventory import reads
 from ..security.json_input import JsonInputError, load_json
 from .base import Model, ModelRequest, ModelResponse
 from .settings import WireOptions
@@ -214,6 +215,7 @@ class ReplayModel(Model):
         return message.model_copy(update={"content": self._mask(message.content)})
 
 
+@reads("file a spec names")
 def load_recording(
     path: Path, paths: Mapping[str, str] | None = None
 ) -> tuple[dict[str, RecordedAgent], Compact | None]:

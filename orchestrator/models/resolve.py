@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
-from ..security.inventory import user_config_folder
+from ..security.inventory import reads, user_config_folder
 from ..security.yaml_input import YamlInputError, load_yaml
 from .base import DEFAULT_OUTPUT_MODES, ChatModel, OutputMode, unwrap
 from .prices import DEFAULT_PRICES
@@ -66,6 +66,7 @@ def user_alias_file(environ: Mapping[str, str] | None = None) -> Path:
     return user_config_folder(environ) / ALIAS_FILE
 
 
+@reads("user configuration")
 def read_alias_file(path: Path) -> dict[str, ModelSettings]:
     """The aliases in a YAML file; none when it does not exist; ConfigError when it is wrong."""
     try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError, ScriptExhausted
 from ..messages import Message, ToolCall, Usage
+from ..security.inventory import reads
 from ..security.json_input import JsonInputError, load_json
 from ..security.yaml_input import YamlInputError, load_yaml
 from ..tokens import default_counter
@@ -155,6 +156,7 @@ def _calls_in(turns: Sequence[Turn]) -> int:
     return sum(len(turn.get("tool_calls") or ()) for turn in turns)
 
 
+@reads("file a spec names")
 def load_script(path: str | Path) -> dict[str, list[Turn]]:
     """Read a script from a YAML (or, named `.json`, a JSON) file."""
     file = Path(path)

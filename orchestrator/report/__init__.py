@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..trace import Event
+from ..events import TraceEvent
 from ..trace.reader import TraceReader, iter_trace
 from .collect import collect
 from .model import AgentRun, RunReport
@@ -23,7 +23,7 @@ from .page import render_page
 __all__ = ["AgentRun", "RunReport", "collect", "render_report", "write_report"]
 
 
-def render_report(events: Iterable[Event], *, source: str = "") -> str:
+def render_report(events: Iterable[TraceEvent], *, source: str = "") -> str:
     """The report page for `events` (a trace's events, in file order) as an HTML string."""
     return render_page(collect(events, source=source))
 
@@ -36,8 +36,7 @@ def write_report(
     the caller wants to see afterwards what it skipped (`reader.problems`)."""
     trace = Path(trace)
     target = Path(output) if output is not None else trace.with_suffix(".html")
-    events = (event.as_line() for event in reader or iter_trace(trace))  # the report reads lines
-    page = render_report(events, source=str(trace))
+    page = render_report(reader or iter_trace(trace), source=str(trace))
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
     return target

@@ -8,13 +8,26 @@ last event, as `interrupted`). Events are taken in file order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
-from ..trace import Event
+from ..events import (
+    Compact,
+    Fork,
+    JobEnd,
+    JobStart,
+    MessageEvent,
+    ModelCall,
+    ModelError,
+    Note,
+    RunEnd,
+    RunStart,
+    SkillLoaded,
+    TaskEnd,
+    ToolEnd,
+    ToolStart,
+    TraceEvent,
+)
 from .model import AgentRun, Bar, ErrorItem, RunReport, Task
-
-Handler = Callable[["Collector", Event], None]
 
 
 class Collector:
@@ -25,19 +38,43 @@ class Collector:
         self.current: dict[str, str] = {}  # path -> key of its latest run
         self.open_tools: dict[tuple[str, str], Bar] = {}  # (run key, call id) -> bar
 
-    def add(self, event: Event) -> None:
-        self.report.run_id = self.report.run_id or event.get("run")
-        attempt = event.get("attempt")
-        if isinstance(attempt, int) and attempt > self.report.attempts:
-            self._next_attempt(attempt)
-        ts = event.get("ts")
-        if isinstance(ts, int | float):
-            report = self.report
+    def add(self, event: TraceEvent) -> None:  # noqa: C901 - one case per kind
+        self.report.run_id = self.report.run_id or event.run
+        if event.attempt > self.report.attempts:
+            self._next_attempt(event.attempt)
+        if event.ts is not None:
+            report, ts = self.report, event.ts
             report.first_ts = ts if report.first_ts is None else min(report.first_ts, ts)
             report.last_ts = ts if report.last_ts is None else max(report.last_ts, ts)
-        handler = HANDLERS.get(event.get("type", ""))
-        if handler is not None and "agent" in event:
-            handler(self, event)
+        match event:
+            case JobStart():
+                _job_start(self, event)
+            case JobEnd():
+                self.report.job_status = event.status
+            case Fork():
+                _fork(self, event)
+            case TaskEnd():
+                _task_end(self, event)
+            case RunStart():
+                _run_start(self, event)
+            case RunEnd():
+                _run_end(self, event)
+            case ModelCall():
+                _model_call(self, event)
+            case ModelError():
+                _model_error(self, event)
+            case ToolStart():
+                _tool_start(self, event)
+            case ToolEnd():
+                _tool_end(self, event)
+            case MessageEvent():
+                _message(self, event)
+            case SkillLoaded():
+                _skill_loaded(self, event)
+            case Compact():
+                _compact(self, event)
+            case Note():
+                _note(self, event)
 
     def _next_attempt(self, attempt: int) -> None:
         """A resumed run's next attempt begins: what the last one left open ended with it."""
@@ -46,8 +83,8 @@ class Collector:
         self.open_tools = {}
         self.report.attempts = attempt
 
-    def run(self, event: Event) -> AgentRun | None:
-        key = self.current.get(event["agent"])
+    def run(self, event: TraceEvent) -> AgentRun | None:
+        key = self.current.get(event.agent)
         return self.report.agents.get(key) if key else None
 
     def finish(self) -> RunReport:
@@ -63,7 +100,7 @@ class Collector:
         return self.report
 
 
-def collect(events: Iterable[Event], *, source: str = "") -> RunReport:
+def collect(events: Iterable[TraceEvent], *, source: str = "") -> RunReport:
     """Fold `events` (in file order) into a report."""
     collector = Collector(source)
     for event in events:
@@ -71,55 +108,50 @@ def collect(events: Iterable[Event], *, source: str = "") -> RunReport:
     return collector.finish()
 
 
-def _job_start(c: Collector, event: Event) -> None:
-    c.report.job = event.get("name") or c.report.job
+def _job_start(c: Collector, event: JobStart) -> None:
+    c.report.job = event.name or c.report.job
     c.report.job_runs += 1
     c.report.job_status = None
 
 
-def _job_end(c: Collector, event: Event) -> None:
-    c.report.job_status = event.get("status")
-
-
-def _fork(c: Collector, event: Event) -> None:
-    caller = event["agent"]
+def _fork(c: Collector, event: Fork) -> None:
+    caller = event.agent
     prefix = "" if caller == "job" else f"{caller}/"
-    for task in event.get("tasks") or []:
-        path = task.get("path") or f"{prefix}{task['id']}"
+    for task in event.tasks:
+        path = task.path or f"{prefix}{task.id}"
         known = c.report.tasks.get(path)  # the same graph again, in a later attempt
         c.report.tasks[path] = Task(
             path=path,
-            id=str(task.get("id")),
+            id=str(task.id),
             caller=caller,
-            subagent=task.get("agent"),
-            depends_on=[f"{prefix}{d}" for d in task.get("depends_on") or []],
+            subagent=task.agent,
+            depends_on=[f"{prefix}{d}" for d in task.depends_on],
             status=known.status if known else None,
             reason=known.reason if known else None,
-            background=bool(event.get("background")),
+            background=bool(event.background),
             overlap=known.overlap if known else None,
         )
 
 
-def _task_end(c: Collector, event: Event) -> None:
-    task = c.report.tasks.get(event["agent"])
+def _task_end(c: Collector, event: TaskEnd) -> None:
+    task = c.report.tasks.get(event.agent)
     if task is None:
         return
-    task.status, task.reason = event.get("status"), event.get("reason")
-    overlap = _number(event.get("overlap_s"))
-    task.overlap = overlap if overlap is not None else task.overlap
+    task.status, task.reason = event.status, event.reason
+    overlap = event.overlap_s
+    task.overlap = float(overlap) if overlap is not None else task.overlap
     ran = c.run(event)
-    if event.get("status") == "error" and (ran is None or ran.status != "error"):
-        _error(c, event, "task", "could not start", event.get("reason") or "")
+    if event.status == "error" and (ran is None or ran.status != "error"):
+        _error(c, event, "task", "could not start", event.reason or "")
 
 
-def _run_start(c: Collector, event: Event) -> None:
-    path = event["agent"]
-    resumed = c.run(event) if event.get("resumed") else None
+def _run_start(c: Collector, event: RunStart) -> None:
+    path = event.agent
+    resumed = c.run(event) if event.resumed else None
     if resumed is not None:  # the run goes on, in a later attempt, from its kept messages
         resumed.status, resumed.reason, resumed.ended = "running", None, None
-        kept = event.get("kept")
-        if isinstance(kept, int):
-            del resumed.messages[kept:]
+        if event.kept is not None:
+            del resumed.messages[event.kept :]
         return
     key, count = path, 1
     while key in c.report.agents:
@@ -131,148 +163,121 @@ def _run_start(c: Collector, event: Event) -> None:
         key=key,
         path=path,
         subagent=task.subagent if task else None,
-        model=event.get("model"),
-        started=event.get("ts"),
+        model=event.model,
+        started=event.ts,
     )
 
 
-def _run_end(c: Collector, event: Event) -> None:
+def _run_end(c: Collector, event: RunEnd) -> None:
     agent = c.run(event)
     if agent is None:
         return
-    agent.status, agent.ended = event.get("status") or "completed", event.get("ts")
-    agent.steps = event.get("steps") or agent.steps
-    agent.data = event.get("data")
-    cost = _number(event.get("cost"))
-    if cost is not None and agent.cost is None:
-        agent.cost = cost
-    if event.get("error"):
-        agent.reason = event["error"]
-        _error(c, event, agent.status, "run", event["error"])
+    agent.status, agent.ended = event.status or "completed", event.ts
+    agent.steps = event.steps or agent.steps
+    agent.data = event.data
+    if event.cost is not None and agent.cost is None:
+        agent.cost = float(event.cost)
+    if event.error:
+        agent.reason = event.error
+        _error(c, event, agent.status, "run", event.error)
     elif agent.status != "completed":
         agent.reason = f"ended {agent.status}"
 
 
-def _model_call(c: Collector, event: Event) -> None:
+def _model_call(c: Collector, event: ModelCall) -> None:
     agent = c.run(event)
     if agent is None:
         return
-    usage: dict[str, Any] = event.get("usage") or {}
-    used_in, used_out = usage.get("input_tokens") or 0, usage.get("output_tokens") or 0
+    usage = event.usage
+    used_in, used_out = usage.input_tokens, usage.output_tokens
     agent.input_tokens += used_in
     agent.output_tokens += used_out
-    if isinstance(usage.get("cache_read_tokens"), int):
-        agent.cache_read_tokens = (agent.cache_read_tokens or 0) + usage["cache_read_tokens"]
-    cost = _number(event.get("cost"))
-    if cost is not None:
-        agent.cost = (agent.cost or 0.0) + cost
-    agent.steps = event.get("step") or agent.steps + 1
-    end = event["ts"]
-    start = end - float(event.get("duration_ms") or 0) / 1000
-    label = f"model call {agent.steps} ({event.get('finish_reason') or 'no finish reason'})"
+    if "cache_read_tokens" in usage.model_fields_set:  # recorded only when some were
+        agent.cache_read_tokens = (agent.cache_read_tokens or 0) + usage.cache_read_tokens
+    if event.cost is not None:
+        agent.cost = (agent.cost or 0.0) + event.cost
+    agent.steps = event.step or agent.steps + 1
+    end = event.ts
+    start = end - float(event.duration_ms or 0) / 1000
+    label = f"model call {agent.steps} ({event.finish_reason or 'no finish reason'})"
     agent.bars.append(Bar("model", label, start, end, tokens=used_in + used_out))
 
 
-def _model_error(c: Collector, event: Event) -> None:
+def _model_error(c: Collector, event: ModelError) -> None:
     """A model call that failed or was cancelled: a bar as long as it waited, marked."""
     agent = c.run(event)
     if agent is None:
         return
-    end = event["ts"]
-    start = end - float(_number(event.get("duration_ms")) or 0) / 1000
-    what = "cancelled" if event.get("cancelled") else "failed"
+    end = event.ts
+    start = end - float(event.duration_ms or 0) / 1000
+    what = "cancelled" if event.cancelled else "failed"
     label = f"model call {agent.steps + 1} ({what})"
-    agent.bars.append(Bar("model", label, start, end, error=str(event.get("error") or what)))
+    agent.bars.append(Bar("model", label, start, end, error=event.error or what))
 
 
-def _compact(c: Collector, event: Event) -> None:
+def _compact(c: Collector, event: Compact) -> None:
     agent = c.run(event)
     if agent is None:
         return
     agent.compactions += 1
-    replaced = event.get("replaced")
-    count = len(replaced) if isinstance(replaced, list) else 0
-    before, after = _number(event.get("tokens_before")), _number(event.get("tokens_after"))
+    if event.ts is None:
+        return
+    count = len(event.replaced or [])
+    before, after = event.tokens_before, event.tokens_after
     label = f"compaction: {count} tool results cut"
     if before is not None and after is not None:
         label += f", {before:,.0f} -> {after:,.0f} tokens"
-    agent.bars.append(Bar("compact", label, event["ts"], event["ts"]))
+    agent.bars.append(Bar("compact", label, event.ts, event.ts))
 
 
-def _note(c: Collector, event: Event) -> None:
+def _note(c: Collector, event: Note) -> None:
     """The agent kept its working record: a mark on its timeline, the note as its label."""
     agent = c.run(event)
-    if agent is None:
+    if agent is None or event.ts is None:
         return
-    files = event.get("files")
-    changed = f" (files changed: {', '.join(map(str, files))})" if files else ""
-    label = f"note: {event.get('text')}{changed}"
-    agent.bars.append(Bar("compact", label, event["ts"], event["ts"]))
+    changed = f" (files changed: {', '.join(event.files)})" if event.files else ""
+    label = f"note: {event.text}{changed}"
+    agent.bars.append(Bar("compact", label, event.ts, event.ts))
 
 
-def _tool_start(c: Collector, event: Event) -> None:
+def _tool_start(c: Collector, event: ToolStart) -> None:
     agent = c.run(event)
     if agent is not None:
-        bar = Bar("tool", str(event.get("name")), event["ts"])
+        bar = Bar("tool", str(event.name), event.ts)
         agent.bars.append(bar)
-        c.open_tools[(agent.key, str(event.get("call_id")))] = bar
+        c.open_tools[(agent.key, str(event.call_id))] = bar
 
 
-def _tool_end(c: Collector, event: Event) -> None:
+def _tool_end(c: Collector, event: ToolEnd) -> None:
     agent = c.run(event)
-    bar = c.open_tools.pop((agent.key, str(event.get("call_id"))), None) if agent else None
+    bar = c.open_tools.pop((agent.key, str(event.call_id)), None) if agent else None
     if bar is not None:
-        bar.end, bar.error = event["ts"], event.get("error_type")
+        bar.end, bar.error = event.ts, event.error_type
 
 
-def _message(c: Collector, event: Event) -> None:
+def _message(c: Collector, event: MessageEvent) -> None:
     agent = c.run(event)
-    message = event.get("message") or {}
     if agent is None:
         return
-    agent.messages.append(message)
-    if message.get("role") != "tool":
+    message = event.message
+    agent.messages.append(message.to_dict())
+    if message.role != "tool":
         return
-    bar = c.open_tools.pop((agent.key, str(message.get("tool_call_id"))), None)
+    bar = c.open_tools.pop((agent.key, str(message.tool_call_id)), None)
     if bar is not None:  # a call cut short: its result (aborted) ends it
-        bar.end, bar.error = event["ts"], message.get("error_type") or "aborted"
-    if message.get("is_error"):
-        lines = (message.get("content") or "").strip().splitlines()
-        kind = message.get("error_type") or "error"
-        _error(c, event, kind, str(message.get("name")), lines[0] if lines else "")
+        bar.end, bar.error = event.ts, message.error_type or "aborted"
+    if message.is_error:
+        lines = (message.content or "").strip().splitlines()
+        kind = message.error_type or "error"
+        _error(c, event, kind, str(message.name), lines[0] if lines else "")
 
 
-def _skill_loaded(c: Collector, event: Event) -> None:
+def _skill_loaded(c: Collector, event: SkillLoaded) -> None:
     agent = c.run(event)
-    if agent is not None and event.get("skill") not in agent.skills:
-        agent.skills.append(str(event.get("skill")))
+    if agent is not None and event.skill not in agent.skills:
+        agent.skills.append(event.skill)
 
 
-def _error(c: Collector, event: Event, kind: str, where: str, text: str) -> None:
-    agent: str = event["agent"]
-    key = c.current.get(agent, agent)
-    c.report.errors.append(ErrorItem(key, kind, where, text, event.get("ts") or 0.0))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-HANDLERS: dict[str, Handler] = {
-    "job_start": _job_start,
-    "job_end": _job_end,
-    "fork": _fork,
-    "task_end": _task_end,
-    "run_start": _run_start,
-    "run_end": _run_end,
-    "model_call": _model_call,
-    "model_error": _model_error,
-    "tool_start": _tool_start,
-    "tool_end": _tool_end,
-    "message": _message,
-    "skill_loaded": _skill_loaded,
-    "compact": _compact,
-    "note": _note,
-}
+def _error(c: Collector, event: TraceEvent, kind: str, where: str, text: str) -> None:
+    key = c.current.get(event.agent, event.agent)
+    c.report.errors.append(ErrorItem(key, kind, where, text, event.ts or 0.0))

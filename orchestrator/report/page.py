@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..security.inventory import reads_no_configuration
 from .dag import render_dag
 from .markup import esc, pill, tokens
 from .model import AgentRun, RunReport
@@ -28,6 +29,7 @@ SHARED_TEXT = 200  # characters: a text at least this long that repeats is writt
 DATA_SHOWN = 200  # characters of an agent's structured answer its conversation's title shows
 
 
+@reads_no_configuration("the report's own CSS and script, in the package")
 @cache
 def asset(name: str) -> str:
     """`report.css` or `report.js`, shipped next to this module."""

@@ -16,9 +16,11 @@ A kind is recognised three ways:
   the same folder is as safe as the run's own.
 
 `KINDS` is data, and a test holds the package to it: every function of the package that reads
-a file is listed, either as a reader of a kind here or in `OTHER_READS` with the reason it does
-not configure a run (tests/test_trust_inventory.py). A new kind of configuration file therefore
-cannot be added without being named here.
+a file declares so where it is defined, either as a reader of a kind here (`@reads(kind)`) or
+with the reason it reads no configuration (`@reads_no_configuration(why)`); `readers()` and
+`other_reads()` collect the declarations of the modules imported, and the test imports them
+all (tests/test_trust_inventory.py). A new kind of configuration file therefore cannot be added
+without being named here, nor a new reader without saying what it reads.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import Any, TypeVar
 
 DOTENV_FILES = (".env", ".env.*")
 SKILL_FILES = ("SKILL.md", "skill.md")
@@ -63,8 +66,6 @@ class Kind:
     """The run names the files of this kind it reads (they become `read_only` paths)."""
     secret: bool = False
     """The file tools never read it either: it holds keys."""
-    readers: tuple[str, ...] = ()
-    """The package's functions that read it (`module:qualified.name`)."""
 
 
 KINDS: tuple[Kind, ...] = (
@@ -72,112 +73,58 @@ KINDS: tuple[Kind, ...] = (
         "job spec",
         "what a run does, with which model, permissions and budget",
         named_by_run=True,
-        readers=(
-            "orchestrator.jobs.loading:read_yaml",
-            "orchestrator.jobs.runner:spec_digest",
-            "orchestrator.security.inventory:_reads_as_job_spec",
-        ),
     ),
     Kind(
         "file a spec names",
         "what a spec's models, prices, output schemas and pins read (a script, a recording, "
         "prices, a schema file, a pinned file)",
         named_by_run=True,
-        readers=(
-            "orchestrator.models.scripted:load_script",
-            "orchestrator.models.replay:load_recording",
-            "orchestrator.models.prices:load_prices",
-            "orchestrator.agent.output:_schema_file",
-            "orchestrator.jobs.spec:Pin.render",
-        ),
     ),
     Kind(
         "dotenv",
         "keys and base URLs for models",
         file_names=DOTENV_FILES,
         secret=True,
-        readers=("orchestrator.jobs.loading:read_dotenv",),
     ),
     Kind(
         "user configuration",
         "your own settings: model aliases and the key that signs traces",
         user_config=True,
         secret=True,
-        readers=(
-            "orchestrator.models.resolve:read_alias_file",
-            "orchestrator.security.signing:user_key",
-        ),
     ),
     Kind(
         "skill",
         "instructions and code that runs load",
         file_names=SKILL_FILES,
         folders=("skills", ".claude", ".agents"),
-        readers=(
-            "orchestrator.skills.skill_md:read_frontmatter",
-            "orchestrator.skills.skill_md:find_frontmatter",
-            "orchestrator.skills.skill_md:read_skill_text",
-            "orchestrator.skills.skill_md:read_body",
-            "orchestrator.skills.skill:file_digest",
-            "orchestrator.skills.check:check_folder",
-            "orchestrator.skills.sources.module:verified_source",
-            "orchestrator.skills.sources.module:import_module_from",
-        ),
     ),
     Kind(
         "sub-agent definition",
         "the prompts, models and limits of forked agents",
         folders=("subagents", ".claude", ".codex"),
-        readers=("orchestrator.tasks.subagent_files:read_definition",),
     ),
     Kind(
         "MCP configuration",
         "the MCP servers a skill starts",
         file_names=MCP_CONFIG_FILES,
-        readers=(
-            "orchestrator.skills.servers:check_config",
-            "orchestrator.skills.servers:declared_servers",
-        ),
     ),
     Kind(
         "trace",
         "the run history that `resume`, `trace show` and `report` read",
         folders=(RUNS_FOLDER,),
         named_by_run=True,
-        readers=(
-            "orchestrator.trace.reader:TraceReader.__iter__",
-            "orchestrator.trace.reader:verify_trace",
-            "orchestrator.trace.writer:Trace._open",
-            "orchestrator.trace.writer:_ends_with_newline",
-            "orchestrator.trace.lock:is_locked",
-        ),
     ),
     Kind(
         "batch results",
         "the rows a batch runs and those it has done",
         file_names=("*.results.jsonl",),
         named_by_run=True,
-        readers=(
-            "orchestrator.jobs.batch:read_rows",
-            "orchestrator.jobs.batch:done_rows",
-            "orchestrator.jobs.batch:Batch._write",
-        ),
     ),
     Kind(
         "eval",
         "an eval's cases, the runs it has done and the recordings it replays",
         file_names=("*.eval.yaml", "*.eval.yml"),
         named_by_run=True,
-        readers=(
-            "orchestrator.eval.loading:read_cases",
-            "orchestrator.eval.runner:EvalRunner._sidecar",
-            "orchestrator.eval.runner:EvalRunner._write",
-            "orchestrator.eval.runner:EvalRunner._shared_digests",
-            "orchestrator.eval.runner:last_lines",
-            "orchestrator.eval.skill_folder:_read",
-            "orchestrator.eval.skill_folder:_described",
-            "orchestrator.cli.evaluate:_description",
-        ),
     ),
     Kind(
         "version control",
@@ -186,33 +133,53 @@ KINDS: tuple[Kind, ...] = (
     ),
 )
 
-OTHER_READS: Mapping[str, str] = {
-    "orchestrator.eval.skill_folder:_file_digest": "hashes a skill folder's files for an "
-    "eval result's identity (what made it); decides nothing of a run",
-    "orchestrator.eval.runner:_copied": "hashes the files an eval case copies into its "
-    "workspace, for its result's identity; decides nothing of a run",
-    "orchestrator.cli.output:MaskedStream._drop_output": "opens the null device once the "
-    "reader of the CLI's output has gone",
-    "orchestrator.security.workspace:open_resolved": "the file tools' own reads and writes, "
-    "inside the workspace, after `refusal` has been asked",
-    "orchestrator.security.workspace:_regular_file": "wraps a descriptor open_resolved opened",
-    "orchestrator.security.workspace:_enter": "opens the folders on the way to a workspace file",
-    "orchestrator.security.workspace:_open_folder": "opens a workspace file's folder, to lock it",
-    "orchestrator.security.workspace:LockedFile.open": "reads a workspace file the file tools "
-    "edit, after `refusal` has been asked",
-    "orchestrator.security.workspace:LockedFile.replace": "writes a workspace file the file "
-    "tools edit, after `refusal` has been asked",
-    "orchestrator.mcp.connection:_group_in": "the process group a stdio MCP "
-    "server's launcher wrote, in a private temporary folder of the run's own",
-    "orchestrator.report.page:asset": "the report's own CSS and script, in the package",
-    "orchestrator.eval.scoring:_file": "a file check reads a file of the run's own workspace, "
-    "confined to it, after the run",
-    "orchestrator.a2a.served:_read_small": "a file a served run wrote in its workspace, sent "
-    "back as an artifact once the run ended (no link followed, nothing outside the workspace)",
-    "orchestrator.cli.init:init_command": "writes a new job folder; reads nothing",
-    "orchestrator.cli.__init__:_dispatch": "opens the null device to silence output",
-}
-"""Functions that read or open files that are not configuration, and why."""
+_KIND_NAMES = frozenset(kind.name for kind in KINDS)
+_READERS: dict[str, str] = {}
+_OTHER_READS: dict[str, str] = {}
+
+Reader = TypeVar("Reader", bound=Callable[..., Any])
+
+
+def reads(kind: str) -> Callable[[Reader], Reader]:
+    """Declare, on the function itself, that it reads files of `kind` (a `Kind.name` above);
+    the function is returned as it is."""
+    if kind not in _KIND_NAMES:
+        raise ValueError(f"{kind!r} is no kind of the inventory: {sorted(_KIND_NAMES)}")
+
+    def declare(reader: Reader) -> Reader:
+        _READERS[_name(reader)] = kind
+        return reader
+
+    return declare
+
+
+def reads_no_configuration(why: str) -> Callable[[Reader], Reader]:
+    """Declare, on the function itself, that it reads or opens files that configure no run,
+    and `why`; the function is returned as it is."""
+
+    def declare(reader: Reader) -> Reader:
+        _OTHER_READS[_name(reader)] = why
+        return reader
+
+    return declare
+
+
+def readers() -> Mapping[str, str]:
+    """Every function declared with `reads` (`module:qualified.name`), and the kind it
+    reads: those of the modules imported so far (the core never imports an optional part
+    to ask it)."""
+    return dict(_READERS)
+
+
+def other_reads() -> Mapping[str, str]:
+    """Every function declared with `reads_no_configuration`, and why it reads no
+    configuration (those of the modules imported so far)."""
+    return dict(_OTHER_READS)
+
+
+def _name(reader: Callable[..., Any]) -> str:
+    return f"{reader.__module__}:{reader.__qualname__.replace('.<locals>', '')}"
+
 
 _SPEC_KEYS = re.compile(rb"^(model|goal|steps)\s*:", re.MULTILINE)
 _SPEC_SNIFF_BYTES = 256 * 1024
@@ -337,6 +304,7 @@ def _has_folder(parts: tuple[str, ...], folder: tuple[str, ...]) -> bool:
     return any(parts[i : i + width] == folder for i in range(len(parts) - width + 1))
 
 
+@reads("job spec")
 def _reads_as_job_spec(path: Path) -> bool:
     """Whether an existing YAML file's top level names a model and a goal or steps."""
     if path.suffix.lower() not in (".yaml", ".yml"):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from .inventory import user_config_folder
+from .inventory import reads, user_config_folder
 
 KEY_FILE = "trace.key"
 KEY_BYTES = 32
@@ -48,6 +48,7 @@ class TraceKeyRefused(ConfigError):
     folder) can put a key of their own in its place. The message says how to close it."""
 
 
+@reads("user configuration")
 def user_key(environ: Mapping[str, str] | None = None) -> bytes | None:
     """The user's trace key, made on first use; None when it can be neither read nor made
     (a read-only home folder): traces are then written unsigned, and cannot be resumed.

@@ -44,6 +44,7 @@ from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from ..errors import PermissionDenied
+from .inventory import reads_no_configuration
 
 TEMP_SUFFIX = ".orchestrator-tmp"
 """How the temporary file of a write in progress ends (it starts with a dot)."""
@@ -113,6 +114,9 @@ def open_inside(root: Path, path: str, *, label: str = "workspace") -> BinaryIO:
     return open_resolved(root, resolve_inside(root, path, label=label), shown=repr(path))
 
 
+@reads_no_configuration(
+    "the file tools' own reads and writes, inside the workspace, after `refusal` has been asked"
+)
 def open_resolved(root: Path, target: Path, *, shown: str = "") -> BinaryIO:
     """`open_inside` for a target already resolved inside `root`."""
     shown = shown or repr(relative_name(root, target))
@@ -167,12 +171,18 @@ class LockedFile:
         self.name = name
         self.shown = shown
 
+    @reads_no_configuration(
+        "reads a workspace file the file tools edit, after `refusal` has been asked"
+    )
     def open(self) -> BinaryIO:
         """The file as it is now, opened for reading (FileNotFoundError if there is none)."""
         with _no_swapped_link(self.shown):
             fd = os.open(self.name, _READ_FLAGS, dir_fd=self._folder)
         return _regular_file(fd, self.shown)
 
+    @reads_no_configuration(
+        "writes a workspace file the file tools edit, after `refusal` has been asked"
+    )
     def replace(self, data: bytes) -> None:
         """Make `data` the file's content at once: written to a temporary file beside it,
         flushed to disk, renamed over it. The file's permission bits are kept."""
@@ -259,6 +269,7 @@ def _shortened(name: str) -> str:
     return name.encode()[:200].decode(errors="ignore")
 
 
+@reads_no_configuration("opens a workspace file's folder, to lock it")
 def _open_folder(root: Path, target: Path, *, create: bool, shown: str) -> tuple[int, str]:
     """The folder of `target`, opened link by link from `root`, and the target's name in it."""
     try:  # a root that already is resolved (the workspace's always is) need not be again
@@ -299,6 +310,7 @@ def _refused(shown: str) -> PathRefused:
     )
 
 
+@reads_no_configuration("wraps a descriptor open_resolved opened")
 def _regular_file(fd: int, shown: str) -> BinaryIO:
     kind = os.fstat(fd).st_mode
     if stat.S_ISREG(kind):
@@ -314,6 +326,7 @@ def _not_regular(shown: str) -> PermissionDenied:
     return PermissionDenied(f"{shown} is not a regular file (a pipe, socket or device).")
 
 
+@reads_no_configuration("opens the folders on the way to a workspace file")
 def _enter(folder: int, name: str, *, create: bool) -> int:
     """Open the sub-folder `name` of the open folder `folder`, never through a link; with
     `create`, make it if it is missing (or use the one another writer just made)."""

@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..agent import Tool
+from ..security.inventory import reads
 from .allowed import resolve_tools, tool_tokens
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .discovery import walk_skill_folders
@@ -104,6 +105,7 @@ def _skill_folders(path: Path) -> list[Path]:
     return found
 
 
+@reads("skill")
 def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderReport:
     """Every problem of one skill folder; given the `catalog` it would run in, also its
     `allowed-tools` entries that name no tool there."""

@@ -45,7 +45,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..parts import Slot
-from ..security.inventory import MCP_CONFIG_FILES
+from ..security.inventory import MCP_CONFIG_FILES, reads
 from ..security.json_input import JsonInputError, load_json
 from .skill import LoadedSkill, SkillInfo
 from .skill_md import Problem
@@ -166,6 +166,7 @@ def parse_servers(servers: Mapping[str, Any], source: str) -> dict[str, ServerCo
     return found
 
 
+@reads("MCP configuration")
 def check_config(folder: Path) -> list[Problem]:
     """`skills check`: the problems of a folder's `.mcp.json`, unset variables included."""
     path = config_file_in(folder)
@@ -404,6 +405,7 @@ def sync_server_scope() -> Iterator[ServerPool]:
 NO_RUN = "its MCP servers start only inside a run (Agent.run, Orchestrator.run, a job)"
 
 
+@reads("MCP configuration")
 def declared_servers(info: SkillInfo) -> Declared:
     """The servers a skill declares, from the job spec or the `.mcp.json` the scan saw."""
     if info.servers:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..agent import Tool
 from ..errors import OrchestratorError, RunHalted
+from ..security.inventory import reads
 
 TOOL_SEPARATOR = "__"
 MAX_TOOL_NAME = 64
@@ -124,6 +125,7 @@ class LoadedSkill:
         return self.info.name
 
 
+@reads("skill")
 def file_digest(path: Path) -> str | None:
     """The SHA-256 of a file's bytes, or None if there is no such file."""
     try:

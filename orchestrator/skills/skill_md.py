@@ -58,7 +58,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from ..security.inventory import SKILL_FILES
+from ..security.inventory import SKILL_FILES, reads
 from ..security.yaml_input import YamlInputError, YamlTooLarge, compose_yaml
 from .skill import SkillError, SkillInfo, parse_keywords
 
@@ -105,6 +105,7 @@ def skill_file_in(folder: Path) -> Path | None:
     return None
 
 
+@reads("skill")
 def read_frontmatter(path: Path) -> tuple[str | None, list[Problem]]:
     """The frontmatter text of a SKILL.md (None if it has none), reading little more."""
     try:
@@ -117,6 +118,7 @@ def read_frontmatter(path: Path) -> tuple[str | None, list[Problem]]:
     return _decode_head(data)
 
 
+@reads("skill")
 def find_frontmatter(folder: Path) -> tuple[Path, str | None, list[Problem]] | None:
     """A folder's skill file and its frontmatter (None if it has none); None when the folder
     has no skill file.
@@ -339,6 +341,7 @@ def fatal(problems: Iterable[Problem]) -> Problem | None:
     return next((p for p in problems if p.fatal), None)
 
 
+@reads("skill")
 def read_skill_text(path: Path, limit: int = 1_048_576) -> str:
     """A whole SKILL.md (up to `limit` bytes), for the fallbacks that need its body."""
     with path.open("rb") as file:
@@ -552,6 +555,7 @@ def _split(arguments: str) -> list[str]:
         return arguments.split()
 
 
+@reads("skill")
 def read_body(info: SkillInfo) -> str:
     """The SKILL.md body (all of the file when it has no frontmatter), stripped; for a job's
     MCP server (no SKILL.md), a line saying what the skill is."""

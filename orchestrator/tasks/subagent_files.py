@@ -29,6 +29,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ..security.inventory import reads
 from ..skills.allowed import resolve_tools, tool_tokens
 from ..skills.skill_md import (
     FrontmatterError,
@@ -92,6 +93,7 @@ class DefinitionError(Exception):
     """A definition file that cannot be understood; the message says why."""
 
 
+@reads("sub-agent definition")
 def read_definition(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The fields of a `SubagentDef` read from `path`, and warnings about what was made up for."""
     try:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +28,21 @@ from opentelemetry import trace as otel
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
-from ..events import Event
-from ..trace.summary import number
+from ..events import (
+    Fork,
+    JobEnd,
+    JobStart,
+    MessageEvent,
+    ModelCall,
+    RunEnd,
+    RunStart,
+    SkillLoaded,
+    TaskEnd,
+    ToolEnd,
+    ToolStart,
+    TraceEvent,
+)
+from ..messages import Message
 from . import genai
 
 TRACER_NAME = "orchestrator"
@@ -41,8 +53,8 @@ class _Agent:
     """An agent run's open span and what its children need from it."""
 
     span: Span
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    arguments: dict[str, Any] = field(default_factory=dict)  # call id -> arguments
+    messages: list[Message] = field(default_factory=list)
+    arguments: dict[str, str] = field(default_factory=dict)  # call id -> arguments
     skills: list[str] = field(default_factory=list)
 
 
@@ -105,25 +117,36 @@ class SpanSink:
         self._ending: dict[str, _Ended] = {}  # background task path -> its agent span
         self._chats: dict[str, _Pending] = {}  # agent -> its chat span awaiting the reply
         self._tools: dict[tuple[str, str | None], _Pending] = {}  # (agent, call id) -> tool span
-        self._handlers: dict[str, Callable[[Event], None]] = {
-            "job_start": self._job_start,
-            "job_end": self._job_end,
-            "fork": self._fork,
-            "task_end": self._task_end,
-            "run_start": self._run_start,
-            "model_call": self._model_call,
-            "message": self._message,
-            "tool_start": self._tool_start,
-            "tool_end": self._tool_end,
-            "skill_loaded": self._skill_loaded,
-            "run_end": self._run_end,
-        }
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: TraceEvent) -> None:  # noqa: C901 - one case per kind
         with self._lock:
-            self._last = _ns(event["ts"])
-            handler = self._handlers.get(event["type"], self._other)
-            handler(event)
+            if event.ts is not None:
+                self._last = _ns(event.ts)
+            match event:
+                case JobStart():
+                    self._job_start(event)
+                case JobEnd():
+                    self._job_end(event)
+                case Fork():
+                    self._fork(event)
+                case TaskEnd():
+                    self._task_end(event)
+                case RunStart():
+                    self._run_start(event)
+                case ModelCall():
+                    self._model_call(event)
+                case MessageEvent():
+                    self._message(event)
+                case ToolStart():
+                    self._tool_start(event)
+                case ToolEnd():
+                    self._tool_end(event)
+                case SkillLoaded():
+                    self._skill_loaded(event)
+                case RunEnd():
+                    self._run_end(event)
+                case _:
+                    self._other(event)
 
     def close(self) -> None:
         """End every span still open (the run was cut short) as an error."""
@@ -150,7 +173,7 @@ class SpanSink:
         self,
         name: str,
         parent: Span | None,
-        event: Event,
+        event: TraceEvent,
         attributes: genai.Attributes,
         *,
         start: int | None = None,
@@ -163,45 +186,48 @@ class SpanSink:
             context=context,
             kind=kind,
             attributes=self._masked(attributes),
-            start_time=start if start is not None else _ns(event["ts"]),
+            start_time=start if start is not None else self._ns(event),
         )
 
-    def _job_start(self, event: Event) -> None:
-        name = event.get("name") or "job"
-        attributes = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.agent.name": name}
-        attributes["orchestrator.job.steps"] = event.get("steps", 0)
-        attributes["orchestrator.run.id"] = str(event.get("run") or "")
-        attributes["orchestrator.run.attempt"] = event.get("attempt") or 1
+    def _job_start(self, event: JobStart) -> None:
+        name = event.name or "job"
+        attributes: genai.Attributes = {
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.agent.name": name,
+        }
+        attributes["orchestrator.job.steps"] = event.steps if event.steps is not None else 0
+        attributes["orchestrator.run.id"] = event.run or ""
+        attributes["orchestrator.run.attempt"] = event.attempt or 1
         self._job = self._start(f"invoke_workflow {name}", None, event, attributes)
 
-    def _job_end(self, event: Event) -> None:
+    def _job_end(self, event: JobEnd) -> None:
         if self._job is None:
             return
-        status = event.get("status", "completed")
-        self._job.set_attributes(genai.usage_attributes(event.get("usage")))
+        status = event.status or "completed"
+        self._job.set_attributes(genai.usage_attributes(event.usage))
         self._job.set_attribute("orchestrator.status", self.mask(str(status)))
-        self._end(self._job, _ns(event["ts"]), None if status == "completed" else status)
+        self._end(self._job, self._ns(event), None if status == "completed" else status)
         self._job = None
 
-    def _fork(self, event: Event) -> None:
-        caller = event["agent"]
-        tasks = event.get("tasks") or []
-        background = bool(event.get("background"))
+    def _fork(self, event: Fork) -> None:
+        caller = event.agent
+        tasks = event.tasks
+        background = bool(event.background)
         attributes = {
             "orchestrator.agent.path": caller,
-            "orchestrator.fork.tasks": [t["id"] for t in tasks],
+            "orchestrator.fork.tasks": [t.id for t in tasks],
             "orchestrator.fork.background": background,
         }
         # A background fork outlives the call that started it: it sits under its caller.
         above = self._agents.get(caller)
         parent = above.span if background and above else self._fork_parent(caller)
         span = self._start(f"fork {caller}", parent, event, attributes)
-        fork = _Fork(span, {t["path"] for t in tasks}, background)
+        fork = _Fork(span, {t.path for t in tasks}, background)
         for task in tasks:
-            self._forks[task["path"]] = fork
-            self._subagents[task["path"]] = task.get("agent")
+            self._forks[task.path] = fork
+            self._subagents[task.path] = task.agent
         if not fork.waiting:
-            self._end(span, _ns(event["ts"]), None)
+            self._end(span, self._ns(event), None)
 
     def _fork_parent(self, caller: str) -> Span | None:
         """A fork's span sits under the caller's running `fork` tool call, else the caller."""
@@ -216,34 +242,32 @@ class SpanSink:
             return self._agents[caller].span
         return self._job
 
-    def _task_end(self, event: Event) -> None:
-        fork = self._forks.get(event["agent"])
+    def _task_end(self, event: TaskEnd) -> None:
+        fork = self._forks.get(event.agent)
         if fork is None:
             return
-        if event["agent"] not in self._ran:  # skipped, or could not even start
+        if event.agent not in self._ran:  # skipped, or could not even start
             self._event(
                 fork.span,
-                f"task_{event.get('status')}",
-                genai.clean(
-                    {"orchestrator.task.id": event.get("id"), "reason": event.get("reason")}
-                ),
+                f"task_{event.status}",
+                genai.clean({"orchestrator.task.id": event.id, "reason": event.reason}),
                 event,
             )
-        ended = self._ending.pop(event["agent"], None)
+        ended = self._ending.pop(event.agent, None)
         if ended is not None:
-            overlap = number(event.get("overlap_s"))
+            overlap = event.overlap_s
             ended.span.set_attributes(
                 genai.clean(
                     {"orchestrator.task.background": True, "orchestrator.task.overlap_s": overlap}
                 )
             )
             self._end(ended.span, ended.end, ended.error, error_type=ended.error_type)
-        fork.waiting.discard(event["agent"])
+        fork.waiting.discard(event.agent)
         if not fork.waiting:
-            self._end(fork.span, _ns(event["ts"]), None)
+            self._end(fork.span, self._ns(event), None)
 
-    def _run_start(self, event: Event) -> None:
-        path = event["agent"]
+    def _run_start(self, event: RunStart) -> None:
+        path = event.agent
         self._ran.add(path)
         fork = self._forks.get(path)
         parent = fork.span if fork else None
@@ -253,68 +277,68 @@ class SpanSink:
         attributes = genai.agent_attributes(event, self._subagents.get(path))
         self._agents[path] = _Agent(self._start(f"invoke_agent {path}", parent, event, attributes))
 
-    def _run_end(self, event: Event) -> None:
-        agent = self._agents.pop(event["agent"], None)
+    def _run_end(self, event: RunEnd) -> None:
+        agent = self._agents.pop(event.agent, None)
         if agent is None:
             return
-        self._finish_chat(event["agent"], None)
-        status = event.get("status", "completed")
-        agent.span.set_attributes(genai.usage_attributes(event.get("usage")))
+        self._finish_chat(event.agent, None)
+        status = event.status
+        agent.span.set_attributes(genai.usage_attributes(event.usage))
         agent.span.set_attributes(
             self._masked(
                 genai.clean(
                     {
                         "orchestrator.status": status,
-                        "orchestrator.steps": event.get("steps"),
+                        "orchestrator.steps": event.steps,
                         "orchestrator.skills": agent.skills or None,
-                        "orchestrator.cost": number(event.get("cost")),
+                        "orchestrator.cost": event.cost,
                     }
                 )
             )
         )
         failed = status != "completed"
-        error = (event.get("error") or status) if failed else None
-        fork = self._forks.get(event["agent"])
+        error = (event.error or status) if failed else None
+        fork = self._forks.get(event.agent)
         if fork is not None and fork.background:  # closed by its task_end, with the overlap
-            ended = _Ended(agent.span, _ns(event["ts"]), error, status if failed else None)
-            self._ending[event["agent"]] = ended
+            ended = _Ended(agent.span, _ns(event.ts), error, status if failed else None)
+            self._ending[event.agent] = ended
             return
-        self._end(agent.span, _ns(event["ts"]), error, error_type=status if failed else None)
+        self._end(agent.span, _ns(event.ts), error, error_type=status if failed else None)
 
-    def _model_call(self, event: Event) -> None:
-        agent = self._agents.get(event["agent"])
+    def _model_call(self, event: ModelCall) -> None:
+        agent = self._agents.get(event.agent)
         if agent is None:
             return
-        end = _ns(event["ts"])
-        start = end - int(float(event.get("duration_ms") or 0) * 1_000_000)
+        end = _ns(event.ts)
+        start = end - int(float(event.duration_ms or 0) * 1_000_000)
         attributes = genai.chat_attributes(event)
         if self.capture_content:
             self._content_attributes(agent, attributes)
         name = f"chat {attributes['gen_ai.request.model']}"
         span = self._start(name, agent.span, event, attributes, start=start, kind=SpanKind.CLIENT)
-        self._chats[event["agent"]] = _Pending(span, name, end)
+        self._chats[event.agent] = _Pending(span, name, end)
 
     def _content_attributes(self, agent: _Agent, attributes: genai.Attributes) -> None:
-        system = [m for m in agent.messages if m.get("role") == "system"]
-        others = [m for m in agent.messages if m.get("role") != "system"]
+        system = [m for m in agent.messages if m.role == "system"]
+        others = [m for m in agent.messages if m.role != "system"]
         if system:
-            text = "\n\n".join(m.get("content") or "" for m in system)
+            text = "\n\n".join(m.content or "" for m in system)
             attributes["gen_ai.system_instructions"] = self.mask(text)
         attributes["gen_ai.input.messages"] = genai.messages_json(others, self.mask)
 
-    def _message(self, event: Event) -> None:
-        path, message = event["agent"], event["message"]
+    def _message(self, event: MessageEvent) -> None:
+        path, message = event.agent, event.message
         agent = self._agents.get(path)
         if agent is not None and self.capture_content:
             agent.messages.append(message)
-            for call in message.get("tool_calls") or ():
-                agent.arguments[call.get("id")] = call.get("arguments")
-        if message.get("role") == "assistant":
+            for call in message.tool_calls:
+                agent.arguments[call.id] = call.arguments
+        if message.role == "assistant":
             self._finish_chat(path, message)
-        elif message.get("role") == "tool":
+        elif message.role == "tool":
             self._tool_result(event, message)
 
-    def _finish_chat(self, path: str, message: dict[str, Any] | None) -> None:
+    def _finish_chat(self, path: str, message: Message | None) -> None:
         pending = self._chats.pop(path, None)
         if pending is None:
             return
@@ -323,65 +347,65 @@ class SpanSink:
             pending.span.set_attribute("gen_ai.output.messages", output)
         self._end(pending.span, pending.end, None)
 
-    def _tool_start(self, event: Event) -> None:
-        agent = self._agents.get(event["agent"])
+    def _tool_start(self, event: ToolStart) -> None:
+        agent = self._agents.get(event.agent)
         if agent is None:
             return
-        attributes = genai.tool_attributes(event)
-        if self.capture_content and event.get("call_id") in agent.arguments:
-            arguments = agent.arguments[event["call_id"]]
-            attributes["gen_ai.tool.call.arguments"] = self.mask(str(arguments))
-        name = event.get("name") or ""
+        attributes = genai.tool_attributes(event.agent, event.name, event.call_id)
+        if self.capture_content and event.call_id in agent.arguments:
+            arguments = agent.arguments[event.call_id]
+            attributes["gen_ai.tool.call.arguments"] = self.mask(arguments)
+        name = event.name or ""
         span = self._start(f"execute_tool {name}", agent.span, event, attributes)
-        self._tools[(event["agent"], event.get("call_id"))] = _Pending(span, name)
+        self._tools[(event.agent, event.call_id)] = _Pending(span, name)
 
-    def _tool_end(self, event: Event) -> None:
-        pending = self._tools.get((event["agent"], event.get("call_id")))
+    def _tool_end(self, event: ToolEnd) -> None:
+        pending = self._tools.get((event.agent, event.call_id))
         if pending is not None:
-            pending.end, pending.error = _ns(event["ts"]), event.get("error_type")
+            pending.end, pending.error = _ns(event.ts), event.error_type
 
-    def _tool_result(self, event: Event, message: dict[str, Any]) -> None:
+    def _tool_result(self, event: MessageEvent, message: Message) -> None:
         """A tool's result message: it ends a span waiting for it, or marks a call that never
         ran (unknown tool, bad arguments, skipped or refused) with a span of its own."""
-        key = (event["agent"], message.get("tool_call_id"))
+        key = (event.agent, message.tool_call_id)
         pending = self._tools.pop(key, None)
-        error = message.get("error_type") or ("error" if message.get("is_error") else None)
+        error = message.error_type or ("error" if message.is_error else None)
         if pending is None:
-            agent = self._agents.get(event["agent"])
+            agent = self._agents.get(event.agent)
             if agent is None or not error:
                 return
-            name = message.get("name") or ""
-            call = {"agent": event["agent"], "name": name, "call_id": key[1]}
-            attributes = {**genai.tool_attributes(call), "orchestrator.tool.started": False}
+            name = message.name or ""
+            attributes = {
+                **genai.tool_attributes(event.agent, name, key[1]),
+                "orchestrator.tool.started": False,
+            }
             span = self._start(f"execute_tool {name}", agent.span, event, attributes)
             pending = _Pending(span, name)
         if self.capture_content:
-            result = self.mask(message.get("content") or "")
+            result = self.mask(message.content or "")
             pending.span.set_attribute("gen_ai.tool.call.result", result)
-        end = pending.end or _ns(event["ts"])
+        end = pending.end or _ns(event.ts)
         error = pending.error or error
         self._end(pending.span, end, error, error_type=error)
 
-    def _skill_loaded(self, event: Event) -> None:
-        agent = self._agents.get(event["agent"])
+    def _skill_loaded(self, event: SkillLoaded) -> None:
+        agent = self._agents.get(event.agent)
         if agent is not None:
-            agent.skills.append(event["skill"])  # a required field
-            attributes = {
-                "orchestrator.skill": event.get("skill"),
-                "tools": event.get("tools") or [],
-            }
+            agent.skills.append(event.skill)
+            attributes = {"orchestrator.skill": event.skill, "tools": event.tools or []}
             self._event(agent.span, "skill_loaded", attributes, event)
 
-    def _other(self, event: Event) -> None:
+    def _other(self, event: TraceEvent) -> None:
         """Events with no span of their own (model_wait, model_retry, ...) become span events."""
-        agent = self._agents.get(event["agent"])
+        agent = self._agents.get(event.agent)
         if agent is None:
             return
         skip = {"seq", "ts", "run", "attempt", "agent", "type"}
+        line = event.as_line()
         attributes = {
-            k: v for k, v in event.items() if k not in skip and isinstance(v, str | int | float)
+            k: v for k, v in line.items() if k not in skip and isinstance(v, str | int | float)
         }
-        self._event(agent.span, event["type"], attributes, event)
+        self._event(agent.span, event.type, attributes, event)
 
     def _masked(self, attributes: genai.Attributes) -> genai.Attributes:
         """Attributes with every text in them masked (a status, an error, a reason can hold
@@ -395,9 +419,16 @@ class SpanSink:
             return [self.mask(item) if isinstance(item, str) else item for item in value]
         return value
 
-    def _event(self, span: Span, name: str, attributes: genai.Attributes, event: Event) -> None:
+    def _event(
+        self, span: Span, name: str, attributes: genai.Attributes, event: TraceEvent
+    ) -> None:
         """A span event, its name and attributes masked."""
-        span.add_event(self.mask(name), self._masked(attributes), timestamp=_ns(event["ts"]))
+        span.add_event(self.mask(name), self._masked(attributes), timestamp=self._ns(event))
+
+    def _ns(self, event: TraceEvent) -> int:
+        """The event's time; an event recorded without one (none the package writes) takes
+        the last event's."""
+        return _ns(event.ts) if event.ts is not None else self._last
 
     def _end(
         self, span: Span, end: int | None, error: str | None, *, error_type: str | None = None

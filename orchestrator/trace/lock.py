@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
+from ..security.inventory import reads
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -31,6 +33,7 @@ def lock_file(file: IO[Any]) -> None:
         raise FileBusy(str(getattr(file, "name", "file"))) from None
 
 
+@reads("trace")
 def is_locked(path: str | Path) -> bool:
     """True if another process holds the lock of the file at `path` (its run is going)."""
     if not _CAN_LOCK:

@@ -14,13 +14,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..events import Compact, Event, MessageEvent, RunStart, TraceEvent, event_or_problem, is_event
+from ..events import (
+    MAX_PROBLEMS,
+    Compact,
+    Event,
+    MessageEvent,
+    RunStart,
+    TraceEvent,
+    event_or_problem,
+    is_event,
+)
 from ..messages import Message
+from ..security.inventory import reads
 from ..security.json_input import JsonInputError, load_json
 from ..security.signing import Signature, user_key, verify_lines
-
-MAX_PROBLEMS = 20
-"""How many skipped lines are named in `problems` (the rest are only counted)."""
 
 
 class TraceReader:
@@ -33,6 +40,7 @@ class TraceReader:
         self.skipped = 0
         self.problems: list[str] = []
 
+    @reads("trace")
     def __iter__(self) -> Iterator[TraceEvent]:
         self.skipped = 0
         self.problems = []
@@ -72,6 +80,7 @@ def iter_trace(path: str | Path) -> TraceReader:
     return TraceReader(path)
 
 
+@reads("trace")
 def verify_trace(path: str | Path, key: bytes | None = None) -> Signature:
     """Whether every event of the trace at `path` carries a good signature under `key` (the
     user's own by default): only then did the user's own runs write it (security/signing.py).

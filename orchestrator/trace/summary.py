@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..events import (
     A2AEnd,
@@ -186,17 +186,32 @@ class RunSummary:
         return ordered
 
 
-def summarize(events: Iterable[TraceEvent], *, live: bool = False) -> RunSummary:
-    """Fold a trace's events into a summary. Agents still running when the trace ends are
-    `unfinished`, unless the run is `live` (still being written)."""
+class Skips(Protocol):
+    """What a trace's reader skipped, once it has read: `TraceEvents` (`read_trace`) and
+    `TraceReader` (`iter_trace`) in trace/reader.py."""
+
+    @property
+    def skipped(self) -> int: ...
+
+    @property
+    def problems(self) -> list[str]: ...
+
+
+def summarize(
+    events: Iterable[TraceEvent], *, live: bool = False, skips: Skips | None = None
+) -> RunSummary:
+    """Fold a trace's events into a summary; `skips`, the reader of `events`, says what it
+    skipped (read once the events are folded: a lazy reader counts as it goes). Agents still
+    running when the trace ends are `unfinished`, unless the run is `live` (still being
+    written)."""
     summary = RunSummary()
     for event in events:
         summary.run_id = summary.run_id or event.run
         summary.attempts = max(summary.attempts, event.attempt)
         _fold(summary, event)
-    skipped = getattr(events, "skipped", 0)
-    summary.skipped_lines = skipped if isinstance(skipped, int) else 0
-    summary.skipped = list(getattr(events, "problems", []))
+    if skips is not None:
+        summary.skipped_lines = skips.skipped
+        summary.skipped = list(skips.problems)
     if not live:
         for agent in summary.agents.values():
             if agent.status == "running":

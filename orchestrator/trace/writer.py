@@ -32,8 +32,17 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
-from ..events import EVENT_SCHEMA_VERSION, Event, Listener, new_run_id
+from ..events import (
+    EVENT_SCHEMA_VERSION,
+    MAX_PROBLEMS,
+    Event,
+    Listener,
+    TraceEvent,
+    event_or_problem,
+    new_run_id,
+)
 from ..messages import Message
+from ..security.inventory import reads
 from ..security.secrets import SecretMask
 from .lock import FileBusy, lock_file
 
@@ -47,7 +56,7 @@ _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps build
 class Sink(Protocol):
     """A listener that is told when its trace closes (to end what is still open)."""
 
-    def __call__(self, event: Event) -> None: ...
+    def __call__(self, event: TraceEvent) -> None: ...
 
     def close(self) -> None: ...
 
@@ -122,6 +131,10 @@ class Trace:
         self._lock = threading.Lock()
         self._failed_listeners: set[int] = set()
         self._recorded: set[str] = set()
+        self.skipped = 0
+        """Events no listener heard: not of a known kind and shape (see `problems`)."""
+        self.problems: list[str] = []
+        """What was wrong with the first of those (`MAX_PROBLEMS`)."""
         self._file: IO[str] | None = None
         self._signer: LineSigner | None = None
         if self.path is not None:
@@ -134,6 +147,7 @@ class Trace:
             self.emit("retry", "job", paths=list(resume.retrying))
             resume.retrying = []
 
+    @reads("trace")
     def _open(self, path: Path, resuming: bool) -> IO[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         # backslashreplace: a text no message check saw (an error string, say) that holds a
@@ -164,7 +178,9 @@ class Trace:
         return file
 
     def emit(self, type: str, agent: str, **fields: Any) -> Event:
-        """Record one event; returns it as written."""
+        """Record one event; returns it as written. Listeners hear it typed, parsed from its
+        line as a reader of the file would parse it (unmasked: a sink masks what it sends);
+        an event they could not read is skipped, counted (`skipped`) and said on stderr."""
         with self._lock:
             self._seq += 1
             event: Event = {
@@ -178,21 +194,45 @@ class Trace:
             if self._seq == self._first_seq:
                 event["schema"] = EVENT_SCHEMA_VERSION  # the format the attempt writes in
             event.update(fields)
+            listeners = self.listeners
+            encoded = _ENCODER.encode(event) if self._file is not None or listeners else ""
             if self._file is not None:
-                line = self.mask(_ENCODER.encode(event))
+                line = self.mask(encoded)
                 if self._signer is not None:
                     line = self._signer.sign(line)
                 self._file.write(line + "\n")
                 self._file.flush()
+        if listeners:
+            self._tell(listeners, encoded, event["seq"])
+        return event
+
+    def _tell(self, listeners: list[Listener], encoded: str, seq: int) -> None:
+        typed, problem = event_or_problem(json.loads(encoded))
+        if typed is None:
+            self._unheard(seq, str(problem))
+            return
         failed: list[tuple[Listener, Exception]] = []
-        for listener in self.listeners:
+        for listener in listeners:
             try:
-                listener(event)
+                listener(typed)
             except Exception as exc:  # a listener's failure never ends the run it listens to
                 failed.append((listener, exc))
         for listener, error in failed:  # after every listener had this event: in order
             self._listener_failed(listener, error)
-        return event
+
+    def _unheard(self, seq: int, problem: str) -> None:
+        """Count an event the listeners could not read; say the first one on stderr."""
+        with self._lock:
+            self.skipped += 1
+            first = self.skipped == 1
+            if len(self.problems) < MAX_PROBLEMS:
+                self.problems.append(f"event {seq}: {problem}")
+        if first:
+            print(
+                f"orchestrator: the trace's listeners skip {problem} (event {seq}); "
+                "they skip every event they cannot read, and the trace counts them",
+                file=sys.stderr,
+            )
 
     def first_time(self, key: str) -> bool:
         """True the first time this trace is asked about `key`: for what an attempt records
@@ -270,6 +310,7 @@ def _signer(resume: Checkpoint | None) -> LineSigner | None:
     return LineSigner(key, resume.last_mac if resume is not None else "")
 
 
+@reads("trace")
 def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as file:
         file.seek(0, 2)

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from orchestrator import read_trace, rebuild_conversations
+from trace_lines import trace_lines
+
+from orchestrator import rebuild_conversations
 from orchestrator.agent.run_results import Status
 from orchestrator.messages import Message
 from orchestrator.models import ChatModel, ModelRequest, ModelResponse, ModelWrapper
@@ -18,7 +20,7 @@ STATUSES = set(get_args(Status))
 def check_trace(path: Path) -> list[dict[str, Any]]:
     """The trace of a finished run: no retry, a defined status and no error for every agent,
     every tool call answered once and in order, one model call per assistant message."""
-    events = read_trace(path)
+    events = trace_lines(path)
     retries = [e for e in events if e["type"] == "model_retry"]
     assert retries == [], f"requests were retried: {retries}"
     ends = [e for e in events if e["type"] == "run_end"]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from interop_server import SEED, LlamaServer, edit_spec, start_server, stop_server
 from invariants import check_calls_answered, check_statuses, check_trace
+from trace_lines import trace_lines
 
-from orchestrator import read_trace, rebuild_conversations
+from orchestrator import rebuild_conversations
 
 pytestmark = pytest.mark.interop
 JOB_STATUSES = {"completed", "failed", "budget_exhausted", "cancelled"}
@@ -200,7 +201,7 @@ def test_the_quickstart_with_default_settings_in_a_small_window(
 
     assert done.returncode in (0, 3, 4), done.stderr
     assert json.loads(done.stdout)["status"] in JOB_STATUSES
-    events = read_trace(quickstart.parent / "t.jsonl")
+    events = trace_lines(quickstart.parent / "t.jsonl")
     ends = of_type(events, "run_end")
     assert ends
     for end in ends:

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from interop_server import SEED, start_server, stop_server
 from invariants import check_calls_answered, check_statuses
+from trace_lines import trace_lines
 
-from orchestrator import Agent, read_trace, rebuild_conversations
+from orchestrator import Agent, rebuild_conversations
 from orchestrator.messages import Message, ToolCall
 from orchestrator.models import (
     ChatModel,
@@ -107,8 +108,7 @@ def test_a_long_run_in_a_4096_window_keeps_its_note_and_pairs_every_call(
     assert result.status == "completed", result.error
     check_statuses(statuses)  # no request refused: every one was answered 200
     assert len(statuses) == len(model.requests) == NOTES + 4
-    events = read_trace(tmp_path / "t.jsonl")
-    cuts = [e for e in events if e["type"] == "compact"]
+    cuts = [e for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "compact"]
     assert len(cuts) >= 3
     for request in model.requests:
         check_calls_answered("agent", request.messages)
@@ -116,5 +116,5 @@ def test_a_long_run_in_a_4096_window_keeps_its_note_and_pairs_every_call(
         assert any(DECISION in (m.content or "") for m in request.messages)
     for request in model.requests[3:]:  # and the file the run changed
         assert any("report.csv" in (m.content or "") for m in request.messages)
-    check_calls_answered("agent", rebuild_conversations(events)["agent"])
+    check_calls_answered("agent", rebuild_conversations(tmp_path / "t.jsonl")["agent"])
     print(f"\nINTEROP requests={len(statuses)} cuts={len(cuts)} usage={result.usage.record()}")

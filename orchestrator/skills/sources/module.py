@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ...agent import Tool
+from ...security.inventory import reads
 from ..skill import SkillError, SkillInfo, qualified_tool_name
 
 TOOLS_FILE = "tools.py"
@@ -55,6 +56,7 @@ def import_tools(info: SkillInfo) -> tuple[Tool, ...]:
     return tuple(tools.values())
 
 
+@reads("skill")
 def verified_source(info: SkillInfo, path: Path) -> bytes | None:
     """`tools.py` as it was when the catalog scanned it, or None if it had none then."""
     try:
@@ -85,6 +87,7 @@ def module_name(info: SkillInfo) -> str:
     return f"_orchestrator_skill_{safe}_{digest}"
 
 
+@reads("skill")
 def import_module_from(path: Path, name: str, source: bytes | None = None) -> ModuleType:
     """Import one Python file as module `name`, from `source` (its bytes) when given;
     SkillError, naming the file, if that fails."""
