@@ -13,7 +13,9 @@ A stdio server runs in a process group of its own (the SDK starts it in a new se
 SDK ends that group only when the server does not exit after its stdin is closed; a server
 that exits politely can leave children behind. So on POSIX the server is started through a
 two-line launcher that writes down its pid (the group's id) and then `exec`s the server, and
-once the server is stopped whatever is left of its group is ended too.
+once the server is stopped whatever is left of its group is ended too. A server whose
+shutdown outlasts `STOP_GRACE` (a loaded machine, one deaf to its closed stdin) has its group
+ended then, rather than the SDK's shutdown cut short by a second cancellation.
 """
 
 from __future__ import annotations
