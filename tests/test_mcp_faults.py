@@ -252,7 +252,7 @@ def test_a_server_cancelled_while_it_starts_is_gone_even_when_its_shutdown_is_sl
 ) -> None:
     # On a loaded machine the SDK's own shutdown (close stdin, wait 2 s, SIGTERM) can outlast
     # the grace `stop` gives it; a grace shorter than that wait plays it on any machine.
-    monkeypatch.setattr(connection, "STOP_GRACE", 0.3)
+    monkeypatch.setattr(connection, "STOP_GRACE", 1.0)
     marker = "mute-server-cancelled-while-starting"
     mute = f"import time; time.sleep(600)  # {marker}"
     config = ServerConfig(command=sys.executable, args=["-c", mute], startTimeout=300)
