@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from mcp_helpers import (
     TEST_SERVER,
     TIME_SERVER,
     alive,
+    command_line,
     kit_server,
     mcp_skill,
     servers_below,
@@ -152,15 +154,51 @@ def test_ctrl_c_while_a_server_starts_leaves_no_process(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not servers_below(process.pid, "mute-mcp-server"):
-        time.sleep(0.05)
-    pids = servers_below(process.pid, "mute-mcp-server")
-    assert len(pids) == 1
+    pid = _running_server(process, [sys.executable, "-c", mute])
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        _kill(process, [pid])
+        pytest.fail(f"the run did not end within 60 s of Ctrl-C; stderr: {_stderr(process)}")
+    left = alive(pid)
+    if left:
+        _kill(process, [pid])
     assert process.returncode == 130, stderr
-    assert not any(alive(pid) for pid in pids)
+    assert not left, f"the server ({pid}) outlived the interrupted run; its stderr: {stderr}"
+
+
+def _running_server(process: subprocess.Popen[str], argv: list[str]) -> int:
+    """The one process below the run whose command line is exactly `argv`: the server itself,
+    once it runs (before, the launcher's line holds the same words). The test fails with the
+    run's stderr if the run ends first, or after a minute."""
+    deadline = time.monotonic() + 60
+    wanted = " ".join(argv)
+    while time.monotonic() < deadline and process.poll() is None:
+        below = servers_below(process.pid, argv[-1])
+        found = [p for p in below if command_line(p).rstrip() == wanted]
+        if found:
+            assert len(found) == 1, f"more than one server started: {found}"
+            return found[0]
+        time.sleep(0.02)
+    ended = process.poll()
+    _kill(process, [])
+    state = f"the run ended ({ended})" if ended is not None else "no server after 60 s"
+    pytest.fail(f"{state}; stderr: {_stderr(process)}")
+
+
+def _kill(process: subprocess.Popen[str], pids: list[int]) -> None:
+    """Whatever a failed test found is ended (none of it may outlive the test)."""
+    if process.poll() is None:
+        process.kill()
+    for pid in [p for p in pids if alive(p)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _stderr(process: subprocess.Popen[str]) -> str:
+    _, stderr = process.communicate(timeout=30)
+    return stderr
 
 
 def test_skills_show_lists_servers_and_with_connect_their_tools(tmp_path: Path) -> None:

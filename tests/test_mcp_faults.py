@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from mcp_helpers import TEST_SERVER, kit_server, mcp_skill, servers_below, tool_results
+from mcp_helpers import (
+    TEST_SERVER,
+    alive,
+    command_line,
+    kit_server,
+    mcp_skill,
+    servers_below,
+    tool_results,
+)
 
 from orchestrator import Agent
+from orchestrator.mcp import connection
+from orchestrator.mcp.connection import Connection
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions
+from orchestrator.skills.servers import ServerConfig
 
 pytest.importorskip("mcp")
 
@@ -231,3 +245,40 @@ def test_a_variable_in_the_args_is_masked_in_what_the_server_prints(
     assert "MCP server 'kit' is not available" in loaded.content
     assert "started with" in loaded.content and "[REDACTED]" in loaded.content
     assert SECRET not in loaded.content and SECRET not in trace.read_text()
+
+
+def test_a_server_cancelled_while_it_starts_is_gone_even_when_its_shutdown_is_slow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a loaded machine the SDK's own shutdown (close stdin, wait 2 s, SIGTERM) can outlast
+    # the grace `stop` gives it; a grace shorter than that wait plays it on any machine.
+    monkeypatch.setattr(connection, "STOP_GRACE", 1.0)
+    marker = "mute-server-cancelled-while-starting"
+    mute = f"import time; time.sleep(600)  # {marker}"
+    config = ServerConfig(command=sys.executable, args=["-c", mute], startTimeout=300)
+
+    async def cancel_while_starting() -> list[str]:
+        server = Connection("mute", config)
+        starting = asyncio.create_task(server.ensure())
+        # The right moment: the server itself runs (exec'd; the launcher's line is gone).
+        for _ in range(3000):
+            pids = servers_below(os.getpid(), marker)
+            if pids and all(command_line(p).startswith(f"{sys.executable} -c") for p in pids):
+                break
+            await asyncio.sleep(0.01)
+        assert len(pids) == 1, f"the server did not start in 30 s: {pids}"
+        starting.cancel()
+        await server.stop()
+        # Checked while the loop still runs: a run's pool stops its loop once `stop` returns.
+        for _ in range(100):  # its parent reaps it a moment after the kill
+            if not any(alive(p) for p in pids):
+                break
+            await asyncio.sleep(0.02)
+        left = [f"{p}: {command_line(p)}" for p in pids if alive(p)]
+        for pid in pids:  # none may outlive the test, whatever it found
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return left
+
+    left = asyncio.run(cancel_while_starting())
+    assert not left, f"a server cancelled while starting outlived its stop: {left}"

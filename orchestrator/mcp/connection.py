@@ -13,7 +13,9 @@ A stdio server runs in a process group of its own (the SDK starts it in a new se
 SDK ends that group only when the server does not exit after its stdin is closed; a server
 that exits politely can leave children behind. So on POSIX the server is started through a
 two-line launcher that writes down its pid (the group's id) and then `exec`s the server, and
-once the server is stopped whatever is left of its group is ended too.
+once the server is stopped whatever is left of its group is ended too. A server whose
+shutdown outlasts `STOP_GRACE` (a loaded machine, one deaf to its closed stdin) has its group
+ended then, rather than the SDK's shutdown cut short by a second cancellation.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._stopping: set[asyncio.Task[None]] = set()
+        self._pid_files: dict[asyncio.Task[None], Path] = {}
+        """Where each stdio server's launcher writes its process group, by holding task."""
         self._lock: asyncio.Lock | None = None
         self._stderr: IO[str] | None = None
         self._tail = ""
@@ -117,6 +121,9 @@ class Connection:
         ):
             self._stderr = log
             pid_file = Path(folder) / "pid"
+            holder = asyncio.current_task()
+            if holder is not None:
+                self._pid_files[holder] = pid_file
             try:
                 async with contextlib.AsyncExitStack() as stack:
                     client = await stack.enter_async_context(self._client_for(stack, log, pid_file))
@@ -133,9 +140,13 @@ class Connection:
             finally:
                 self._tail = self._stderr_tail()
                 self._stderr = None
-                group = _group_in(pid_file)
-                if group is not None:
-                    await end_process_group(group, GROUP_GRACE)
+                try:
+                    group = _group_in(pid_file)
+                    if group is not None:
+                        await end_process_group(group, GROUP_GRACE)
+                finally:
+                    if holder is not None:
+                        self._pid_files.pop(holder, None)
 
     def _client_for(self, stack: contextlib.AsyncExitStack, log: IO[str], pid_file: Path) -> Any:
         sdk, config = self._sdk, self.config
@@ -199,8 +210,15 @@ class Connection:
         if not waiting:
             return
         _, pending = await asyncio.wait(waiting, timeout=STOP_GRACE)
-        # Stuck on its way out: cancel it; the SDK's transport then ends the process
-        # (bounded: stdin, SIGTERM, SIGKILL).
+        # Still on its way out (a loaded machine, a server deaf to its closed stdin): end its
+        # process group here and let the SDK's shutdown see it gone. Cancelling the task
+        # instead cuts that shutdown short before it kills the server, whose stdout the
+        # SDK's reader then drains forever: the server would outlive the run.
+        groups = [_group_in(self._pid_files[t]) for t in pending if t in self._pid_files]
+        await asyncio.gather(*(end_process_group(g, GROUP_GRACE) for g in groups if g))
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=STOP_GRACE)
+        # Still there (an HTTP server's client, or no process group to end): cancel it.
         for task in pending:
             task.cancel()
         if pending:
