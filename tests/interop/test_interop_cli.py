@@ -208,7 +208,7 @@ def test_the_quickstart_with_default_settings_in_a_small_window(
         assert end["status"] != "error", f"{end['agent']} failed: {end['error']}"
         if end["status"] == "context_full":  # a clear status, naming the window
             assert f"context window of {SMALL_WINDOW:,} tokens" in end["error"], end["error"]
-    for agent, messages in rebuild_conversations(events).items():
+    for agent, messages in rebuild_conversations(quickstart.parent / "t.jsonl").items():
         check_calls_answered(agent, messages)
     # A refusal only where an agent learned the window (and, at most once more, the server's
     # count of its prompt); every other request was answered.
