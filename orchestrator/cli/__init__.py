@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
-from ..security.inventory import reads_no_configuration
 from .parser import Parser
 
 STARTED = time.time()
@@ -97,13 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-@reads_no_configuration("opens the null device to silence output")
 def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
     import logging
     import warnings
 
     from ..errors import SafetyWarning
-    from .output import masked_output
+    from .output import masked_output, silence_stdout
 
     # Commands print the catalog's warnings themselves: the logger must not repeat them, and
     # neither may Python's display of the SafetyWarnings they also raise.
@@ -113,8 +110,7 @@ def _dispatch(handler: Callable[[argparse.Namespace], int | None], args: argpars
         with masked_output():
             return int(handler(args) or 0)
     except BrokenPipeError:
-        # The reader went away (`orchestrator run ... | head`): stop quietly, as Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()  # the reader went away (`orchestrator run ... | head`)
         return 1
 
 

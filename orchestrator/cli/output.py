@@ -125,3 +125,10 @@ class AnswerStream:
     def _end_line(self) -> None:
         if not self.at_line_start:
             self._write("\n")
+
+
+@reads_no_configuration("opens the null device to silence output")
+def silence_stdout() -> None:
+    """Send what is still to be written to the null device: stop quietly, as Unix tools do
+    when their reader went away."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -194,6 +194,7 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
             )
 
 
+@reads("MCP configuration")
 def _server_commands(folder: Path) -> list[Problem]:
     """A warning for each stdio server of the folder's `.mcp.json` whose command is not
     found: on PATH, or (a path) from the server's working folder. A command whose variables
