@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from .agent import (
     COMPACTION_STRATEGIES,
@@ -35,10 +35,7 @@ from .jobs import (
     Job,
     JobResult,
     JobRunner,
-    Resumption,
-    fast_forward,
     job_folders,
-    prepare_resume,
 )
 from .jobs.outputs import WorkspaceRecord
 from .jobs.preflight import Preflight, preflight
@@ -72,6 +69,9 @@ from .tasks import (
     builtin_subagent_folders,
 )
 from .trace import Listener, Trace, open_trace
+
+if TYPE_CHECKING:
+    from .jobs.resume import Resumption
 
 T = TypeVar("T")
 DEFAULT_OUTPUT_TOKENS = 4096
@@ -463,6 +463,8 @@ class Orchestrator:
         orchestrator = cls.from_job(
             resumption.job, user_skills=resumption.user_skills, approve=approve
         )
+        from .jobs.resume import fast_forward  # resuming is loaded by a run that resumes
+
         fast_forward(orchestrator.model, resumption.checkpoint)
         return orchestrator, resumption.job
 
@@ -492,6 +494,8 @@ class Orchestrator:
         spec that changed since (`ResumeError`), unless `force`. `user_skills`, `approve` and
         `stream` are those of `from_job`, `Orchestrator` and `run_job`.
         """
+        from .jobs.resume import prepare_resume
+
         resumption = prepare_resume(
             trace,
             model=model,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -315,3 +316,27 @@ def test_an_agent_imports_no_resume_signing_replay_or_graph_code() -> None:
     unwanted = ("restart", "checkpoint", "signing", "replay", "resume", "reader", "networkx")
     assert [m for m in loaded if any(word in m for word in unwanted)] == []
     assert len([m for m in loaded if m.startswith("orchestrator")]) <= 55, len(loaded)
+
+
+def test_a_new_job_run_loads_no_resume_code(tmp_path: Path) -> None:
+    """`orchestrator run` of the quickstart loads what a new run needs: resuming, restoring
+    tasks and reading earlier traces come only with a run that resumes."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    (tmp_path / "quickstart.yaml").write_text((examples / "quickstart.yaml").read_text())
+    (tmp_path / "quickstart.script.yaml").write_text(
+        (examples / "quickstart.script.yaml").read_text()
+    )
+    shutil.copytree(examples / "quickstart", tmp_path / "quickstart")
+    code = (
+        "import sys\nfrom orchestrator.cli import main\n"
+        "code = main(['run', 'quickstart.yaml', '-q'])\n"
+        "print(code, ' '.join(m for m in sys.modules if m.startswith('orchestrator')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    status, *loaded = done.stdout.splitlines()[-1].split()
+    assert status == "0", done.stderr
+    unwanted = ("restart", "checkpoint", "resume", "restore", "reader", "replay")
+    assert [m for m in loaded if any(word in m for word in unwanted)] == []
+    assert len(loaded) <= 80, len(loaded)

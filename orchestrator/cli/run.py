@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..events import Listener, SkillFailed, TraceEvent
@@ -27,7 +27,7 @@ from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
-from ..trace import Checkpoint, Trace, new_run_id
+from ..trace import Trace, new_run_id
 from . import STARTED
 from .approval import TerminalApprover, terminal_approver
 from .executors import add_executor_arguments, with_executor
@@ -45,6 +45,9 @@ from .jobs import (
 from .output import AnswerStream, masked_output
 from .progress import LiveView, PlainProgress
 from .rows import silence_after
+
+if TYPE_CHECKING:
+    from ..trace import Checkpoint
 
 DEFAULT_TRACE_DIR = TRACE_FOLDER
 OFFLINE_PROVIDERS = {"scripted", "replay"}

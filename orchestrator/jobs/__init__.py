@@ -1,4 +1,12 @@
-"""Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner."""
+"""Jobs from a YAML spec: the spec, its checks and errors, templating, loading and the runner.
+
+Resuming (resume.py) is imported on first use (PEP 562): a new run never loads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .loading import (
     job_folders,
@@ -10,9 +18,13 @@ from .loading import (
     read_yaml,
 )
 from .problems import Problem, SpecError
-from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
 from .runner import JobResult, JobRunner, JobStatus, job_record, job_status, spec_digest
 from .spec import GOAL_STEP, Budget, Executor, Job, Step
+
+if TYPE_CHECKING:
+    from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
+
+_RESUME = ("ResumeError", "Resumption", "fast_forward", "prepare_resume", "recorded_result")
 
 __all__ = [
     "GOAL_STEP",
@@ -41,3 +53,11 @@ __all__ = [
     "recorded_result",
     "spec_digest",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _RESUME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(".resume", __name__), name)
+    globals()[name] = value
+    return value

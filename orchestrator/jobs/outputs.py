@@ -22,7 +22,6 @@ from typing import Any
 from ..errors import ConfigError
 from ..events import JobEnd, JobStart
 from ..security import Permissions, is_inside
-from ..trace import TraceReader
 from .spec import Job
 
 TRACE_SUFFIXES = (".jsonl", ".html")
@@ -114,6 +113,8 @@ def earlier_outputs(trace: Path | None, job: Job) -> list[str]:
 
 def _outputs_of(path: Path, spec: str) -> list[str] | None:
     """The last `job_end` outputs in the trace at `path` if it is a run of `spec`."""
+    from ..trace.reader import TraceReader  # only where earlier runs left traces
+
     found: list[str] | None = None
     for number, event in enumerate(TraceReader(path)):
         if number == 0 and not (isinstance(event, JobStart) and event.spec == spec):

@@ -25,7 +25,7 @@ from ..models import ChatModel, ScriptedModel, unwrap
 from ..security import Permissions
 from ..security.signing import TraceKeyRefused
 from ..skills.disclosure import DISCLOSURES
-from ..tasks import restored_children
+from ..tasks.restore import restored_children
 from ..trace import Checkpoint, load_checkpoint
 from ..trace.lock import is_locked
 from ..trace.reader import verify_trace

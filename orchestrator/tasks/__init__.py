@@ -3,7 +3,6 @@
 from .executor import RemoteForks, RemoteSession, TaskExecutor
 from .fork import ForkExtension, ForkSettings, StepOutput
 from .graph import GraphError, GraphProblem, build_graph, suggest
-from .restore import restored_children, restored_task
 from .scheduler import GraphRun, LocalExecutor, budget_refusal, run_agent_task, task_graph
 from .subagents import (
     GENERAL,
@@ -43,8 +42,6 @@ __all__ = [
     "build_graph",
     "check_subagent_folder",
     "builtin_subagent_folders",
-    "restored_children",
-    "restored_task",
     "run_agent_task",
     "suggest",
     "task_graph",

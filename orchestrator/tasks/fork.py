@@ -78,7 +78,6 @@ from .background import Background
 from .executor import RemoteForks
 from .graph import GraphError, suggest
 from .remote import with_remote_agents
-from .restore import background_forks, restore_forks
 from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 from .task import TaskRequest, TaskSpec
@@ -506,6 +505,8 @@ class ForkExtension(ForksSkills):
         starts again: its tasks that had ended keep their results (and are not given to the
         agent twice), the ones in flight go on."""
         state = context.state_of(ForkState)
+        from .restore import background_forks, restore_forks  # loaded by a run that resumes
+
         restore_forks(context, record, messages, state.ids, state.outputs)
         for specs, delivered in background_forks(context, record, messages):
             state.ids.update(spec.id for spec in specs)

@@ -35,7 +35,6 @@ from ..errors import ConfigError
 from ..trace import Trace
 from .executor import TaskExecutor
 from .graph import build_graph
-from .restore import restored_task
 from .task import TaskRequest, TaskSpec
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
@@ -132,9 +131,13 @@ class GraphRun:
 
     async def _run_node(self, spec: TaskSpec) -> TaskResult:
         path = self.path_of(spec)
-        restored = restored_task(self.trace, path, spec.id, self.agent_of(spec), spec.depends_on)
-        if restored is not None:
-            return self._ended(restored, restored=True)
+        if self.trace is not None and self.trace.checkpoint is not None:
+            from .restore import restored_task  # loaded by a run that resumes
+
+            agent = self.agent_of(spec)
+            restored = restored_task(self.trace, path, spec.id, agent, spec.depends_on)
+            if restored is not None:
+                return self._ended(restored, restored=True)
         try:
             if spec.id in self._cancelled:
                 return self._skipped(spec, self._cancelled[spec.id])
