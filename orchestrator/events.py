@@ -336,6 +336,9 @@ class Compact(EventBase):
     summary_cut_to: int | None = None
     """The summary was longer than a summary may be (the model ignored its output cap) and
     was cut to this many tokens."""
+    summary_dropped: str | None = None
+    """Why the summary was not carried (no room for an answer with it): the run went on
+    without it, as `mask` would."""
 
 
 class Note(EventBase):

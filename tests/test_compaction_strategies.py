@@ -45,6 +45,7 @@ DEAD_END = "Dead end: splitting the notes with a regex broke on quoted commas; d
 CHANGED = "out/report.csv"
 SKILL_LINE = "Find before you read: `glob` for names, `grep` for contents"
 PINNED_LINE = "Never rename a note file: other teams link to them."
+PINNED_WORDS = 2_500  # a pinned file that leaves too little room for a summary too
 SUMMARY = "Decisions: CSV. Dead ends: regex. Artifacts: out/report.csv. Next step: read on."
 
 
@@ -282,6 +283,29 @@ async def test_a_summary_longer_than_a_summary_may_be_is_cut_and_said(tmp_path: 
         if heading in (m.get("content") or "")
     ]
     assert carried and all(COUNTER.count_text(c) <= SUMMARY_TOKENS + 10 for c in carried)
+
+
+async def test_a_summary_with_no_room_left_is_dropped_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A window mostly taken by what is never cut: with the summary carried, no answer would
+    fit, so the summary is dropped (said in the `compact` event) and the run ends as `mask`
+    would, never `context_full` for the summary's sake."""
+    write_workspace(tmp_path)
+    rules = f"House rules.\n{PINNED_LINE}\n{prose(PINNED_WORDS)}\n"
+    (tmp_path / "rules.md").write_text(rules)
+    summary = f"Decisions: CSV. {prose(SUMMARY_TOKENS - 40)}"
+    script = {"long": turns(12), "summary": [{"content": summary}] * 40}
+    usage = lambda body: (server_tokens(body), 20)  # noqa: E731
+    with ProviderServer(script, refuse=refuse, usage=usage, route=route) as server:
+        done = await run_job_on(tmp_path, server, "summarize")
+        bodies = server.bodies()
+
+    assert done.status == "completed", done.steps[0].reason
+    check_every_request(bodies)
+    cuts = [e for e in trace_lines(tmp_path / "t.jsonl") if e["type"] == "compact"]
+    dropped = [e for e in cuts if "summary_dropped" in e]
+    assert dropped and all(e["summary_agent"].startswith("long/summary-") for e in dropped)
 
 
 async def test_a_compacted_job_resumes_with_its_record(tmp_path: Path) -> None:

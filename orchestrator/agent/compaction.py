@@ -360,6 +360,25 @@ def carried_of(messages: Sequence[Message]) -> tuple[int, str] | None:
     return None
 
 
+def without_summary(messages: Sequence[Message], counter: TokenCounter) -> Compaction | None:
+    """The conversation with its carried block's summary taken out (the working record
+    stays), as a compaction of the one stub that carries it; None when no summary is
+    carried."""
+    found = carried_of(messages)
+    if found is None or SUMMARY_HEADING not in found[1]:
+        return None
+    index, block = found
+    record = block.split(SUMMARY_HEADING, 1)[0].strip()
+    message = messages[index]
+    stub = (message.content or "").split(CARRY_MARK, 1)[0]
+    content = f"{stub}{CARRY_MARK}{record}" if record else stub
+    changed = list(messages)
+    changed[index] = message.model_copy(update={"content": content})
+    tokens = counter.count_message(message)
+    replaced = Replaced(index, message.tool_call_id or "", message.name or "", tokens, content)
+    return Compaction(changed, [replaced], {})
+
+
 def summary_task(
     messages: Sequence[Message], done: Compaction, counter: TokenCounter, limit: int
 ) -> str:

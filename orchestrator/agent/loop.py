@@ -63,6 +63,7 @@ from .compaction import (
     restore_record,
     summary_task,
     with_carried,
+    without_summary,
 )
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
@@ -562,13 +563,26 @@ class AgentLoop:
         plan, strategy = await self._plan(state, excess, needed, record)
         chosen = list(plan.cut) if plan is not None else None
         done = compact(state.transcript, self.counter, excess=excess, needed=needed, chosen=chosen)
-        if not done.replaced:
-            return
-        summary = plan.summary if plan is not None else None
+        # The summary is kept only while there is room for it: what is never cut comes first,
+        # and a run that could go on without the summary must not end for its sake.
+        no_room = "no room for an answer with it in the request"
         event: dict[str, object] = {}
-        if plan is None and self.compaction == "summarize":
-            summary, event = await self._summarize(state, done)
-        done = with_carried(done, carried_block(record, summary), self.counter)
+        if not done.replaced:
+            messages = state.transcript.view()
+            fits = self._answer_fits(state, messages)
+            dropped = None if fits else without_summary(messages, self.counter)
+            if dropped is None:
+                return
+            done, event["summary_dropped"] = dropped, no_room
+        else:
+            summary = plan.summary if plan is not None else None
+            if plan is None and self.compaction == "summarize":
+                summary, event = await self._summarize(state, done)
+            carried = with_carried(done, carried_block(record, summary), self.counter)
+            if summary and not self._answer_fits(state, carried.messages):
+                carried = with_carried(done, carried_block(record, None), self.counter)
+                event["summary_dropped"] = no_room
+            done = carried
         state.transcript = Transcript(done.messages)
         state.context.state_of(CompactedResults).originals.update(done.originals)
         state.context.toolset.add(READ_COMPACTED, advertise=False)  # no-op when advertised
@@ -589,6 +603,12 @@ class AgentLoop:
                 replaced=[r.record() for r in done.replaced],
                 **event,
             )
+
+    def _answer_fits(self, state: RunState, messages: Sequence[Message]) -> bool:
+        """Whether a request of `messages` leaves room in the window for a minimal answer."""
+        counted = self.counter.count_request(messages, state.context.toolset.specs)
+        room = state.fit.room(counted)
+        return room is None or room >= MIN_ANSWER_TOKENS
 
     async def _plan(
         self, state: RunState, excess: int, needed: int, record: str
