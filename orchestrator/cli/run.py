@@ -121,9 +121,9 @@ def execute(
         return EXIT_SPEC_ERROR
     secrets = orchestrator.secrets()  # the environment's and the .env files'
     with telemetry, masked_output(SecretMask(secrets)):
-        progress, view = _progress(args, job)
+        progress, view, pause = _progress(args, job)
         if approver is not None:
-            approver.pause = getattr(view, "paused", nullcontext)
+            approver.pause = pause
         stream = AnswerStream(secrets=secrets) if args.stream and not args.json else None
         failures = SkillFailures()
         try:
@@ -189,13 +189,21 @@ def default_trace_path(name: str, run_id: str) -> Path:
     return DEFAULT_TRACE_DIR / f"{run_id}-{safe}.jsonl"
 
 
-def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None] | None, Any]:
+def _progress(
+    args: argparse.Namespace, job: Job
+) -> tuple[
+    Callable[[Any], None] | None,
+    AbstractContextManager[object],
+    Callable[[], AbstractContextManager[object]],
+]:
+    """What shows the run's progress: its listener (None with --quiet), the context it is
+    shown in, and what pauses it while the terminal asks for an approval."""
     if args.quiet:
-        return None, nullcontext()
+        return None, nullcontext(), nullcontext
     if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
         view = LiveView(f"job {job.name}", job.budget.max_tokens, silence_after=silence_after())
-        return view, view
-    return PlainProgress(sys.stderr), nullcontext()
+        return view, view, view.paused
+    return PlainProgress(sys.stderr), nullcontext(), nullcontext
 
 
 def report(

@@ -808,7 +808,6 @@ class Replayed(Orchestrator):
     was made with: a run's recording."""
 
     def resolve(self, model: ChatModel | ModelRef | None) -> ChatModel:
-        current: ChatModel | None = getattr(self, "model", None)
-        if current is not None and (model is None or isinstance(model, str | ModelSettings)):
-            return current
+        if model is None or isinstance(model, str | ModelSettings):
+            return self.model
         return super().resolve(model)

@@ -52,9 +52,7 @@ class TaskWorker:
     def where(self) -> dict[str, Any]:
         """Which worker this is: its name (`label@host:pid`) and process id. The run's
         orchestrator is made now, before the first task waits for it."""
-        warm = getattr(self.recipe, "orchestrator", None)
-        if callable(warm):
-            warm()
+        self.recipe.orchestrator()
         return {"worker": self.name, "pid": os.getpid()}
 
     async def run(
@@ -78,7 +76,7 @@ class TaskWorker:
         return result, self.trace.take() if self.trace is not None else None
 
     def _environment(self) -> dict[str, str] | None:
-        job = getattr(self.recipe, "job", None)
+        job = self.recipe.job
         return job.environment() if job is not None else None
 
     async def flush(self) -> None:
