@@ -153,6 +153,29 @@ def test_a_secret_in_a_jobs_output_never_reaches_the_results_file(tmp_path: Path
     assert secret not in ran.stderr and secret not in ran.stdout
 
 
+def test_a_credential_the_spec_names_is_masked_whatever_its_variable_is_called(
+    tmp_path: Path,
+) -> None:
+    """`token_env` names a remote agent's bearer token: the batch masks its value in the
+    results file and on stderr, though `FAR_BEARER` does not look like a secret's name."""
+    token = "b3arer-value-8c21f0"
+    make_batch(tmp_path, '{"id": "a", "city": "Oslo"}\n')
+    spec = JOB + "agents:\n  far: {a2a: 'http://127.0.0.1:9/', token_env: FAR_BEARER}\n"
+    (tmp_path / "job.yaml").write_text(spec, encoding="utf-8")
+    (tmp_path / "script.yaml").write_text(
+        f'answer: [{{content: "the remote wants {token}"}}]\n', encoding="utf-8"
+    )
+    ran = orchestrator(
+        "run-batch", "job.yaml", "--inputs", "rows.jsonl", cwd=tmp_path,
+        env={"FAR_BEARER": token},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    [line] = results(tmp_path)
+    assert line["output"] == "the remote wants [REDACTED]"
+    assert token not in (tmp_path / "rows.results.jsonl").read_text(encoding="utf-8")
+    assert token not in ran.stderr and token not in ran.stdout
+
+
 def test_a_line_separator_in_an_output_does_not_run_a_done_row_again(tmp_path: Path) -> None:
     make_batch(tmp_path, '{"id": "a", "city": "Oslo"}\n')
     (tmp_path / "script.yaml").write_text(

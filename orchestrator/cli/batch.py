@@ -150,7 +150,9 @@ class BatchRun:
         if budget is not None and self.executor is None:
             # The spec's own caps still hold for each job, inside the batch's budget.
             budget = budget.scoped(orchestrator.max_tokens, orchestrator.max_cost)
-        with Trace(path, secrets=orchestrator.secrets()) as trace:
+        secrets = orchestrator.secrets()
+        self.batch.mask_also(secrets)  # the row's line is written once its job has ended
+        with Trace(path, secrets=secrets) as trace:
             return await orchestrator.run_job(job, trace=trace, budget=budget)
 
 

@@ -163,7 +163,8 @@ class Batch:
         self.declared = set((read_yaml(self.spec).get("inputs") or {}).keys())
         if secrets is None:
             secrets = secrets_from_environment({**os.environ, **job_dotenv(self.spec)})
-        self.mask = SecretMask(secrets)
+        self._secrets = set(secrets)
+        self.mask = SecretMask(self._secrets)
         self.usage = Usage()
         self.lines: list[dict[str, Any]] = []
 
@@ -182,6 +183,14 @@ class Batch:
             for row in todo:
                 group.create_task(one(row))
         return self.lines
+
+    def mask_also(self, secrets: Iterable[str]) -> None:
+        """Mask `secrets` too from now on: the credentials a row's job names (a model's
+        `api_key_env`, a remote agent's `token_env`), known once its orchestrator is made."""
+        new = set(secrets) - self._secrets
+        if new:
+            self._secrets |= new
+            self.mask = SecretMask(self._secrets)
 
     def inputs_of(self, row: Row) -> dict[str, str]:
         return {k: v for k, v in row.values.items() if k in self.declared}
