@@ -479,3 +479,5 @@ def test_a_run_without_a_trace_writes_nothing_and_its_events_still_reach_listene
         assert ends == {"planner": "completed", "planner/a": "completed"}
 
     assert _files_under(tmp_path, home) == before
+    with pytest.raises(TypeError, match="records no events"), NullTrace().listening(print):
+        pass  # a listener of the null trace would hear nothing: refused, not silent
