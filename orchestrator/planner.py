@@ -395,15 +395,15 @@ class Orchestrator:
         caller's own object, reaches every tool of the run as `ctx.deps`: the planner's, its
         sub-agents' at any depth, their skills'."""
         self._check_deps(deps)
-        trace, owned = self._open_trace(trace if trace is not None else self.trace)
+        opened, owned = self._open_trace(trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
             if self.executor is None:  # the planner keeps its trace read-only to itself
-                return await self.planner(trace=trace, model=model).run(goal, deps=deps)
-            return await self.executor.run_goal(self, goal, trace, model)
+                return await self.planner(trace=opened, model=model).run(goal, deps=deps)
+            return await self.executor.run_goal(self, goal, opened, model)
         finally:
-            if owned and trace is not None:
-                trace.close()
+            if owned:
+                opened.close()
 
     def run_sync(
         self,
@@ -434,11 +434,11 @@ class Orchestrator:
         if job is None:
             raise ValueError("run_job() needs a job, or an orchestrator made with from_job(job)")
         self._check_deps(deps)
-        opened, owned = self._open_trace(trace if trace is not None else self.trace)
+        opened, owned = self._open_trace(trace)
         try:
             return await self.job_runner(job, opened, stream=stream, budget=budget, deps=deps).run()
         finally:
-            if owned and opened is not None:
+            if owned:
                 opened.close()
 
     def run_job_sync(
@@ -547,7 +547,7 @@ class Orchestrator:
     def job_runner(
         self,
         job: Job,
-        trace: Trace | None,
+        trace: Trace,
         *,
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
@@ -560,7 +560,7 @@ class Orchestrator:
         awaits it."""
         self._check_deps(deps)
         permissions = self._run_permissions(trace)
-        workspace = WorkspaceRecord.start(job, permissions, trace.path if trace else None)
+        workspace = WorkspaceRecord.start(job, permissions, trace.path)
         run_permissions = workspace.permissions(permissions)
         executor = self.executor
         return JobRunner(
@@ -581,7 +581,7 @@ class Orchestrator:
     def step_context(
         self,
         budget: TokenBudget,
-        trace: Trace | None,
+        trace: Trace,
         permissions: Permissions | None = None,
         deps: object = None,
     ) -> ToolContext[Any]:
@@ -634,14 +634,15 @@ class Orchestrator:
                 f"({type(self.executor).__name__}); run without an executor to use them"
             )
 
-    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
-        """The run's trace, masking this run's secrets when it opens one."""
-        return open_trace(trace, secrets=self.secrets())
+    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace, bool]:
+        """The run's trace (its own, else this orchestrator's), masking this run's secrets
+        when it opens one."""
+        return open_trace(trace, default=self.trace, secrets=self.secrets())
 
-    def _run_permissions(self, trace: Trace | None) -> Permissions:
+    def _run_permissions(self, trace: Trace) -> Permissions:
         """One run's permissions: this orchestrator's, with the run's trace read-only to its
         agents like its skills and sub-agents (the orchestrator keeps nothing of the run)."""
-        if trace is None or trace.path is None:
+        if trace.path is None:
             return self.permissions
         return self.permissions.protecting([trace.path])
 
@@ -651,11 +652,11 @@ class RemoteExecutor(Protocol):
     (`orchestrator.ray.RayExecutor`), or an executor of your own with these methods."""
 
     async def run_goal(
-        self, orchestrator: Orchestrator, goal: str, trace: Trace | None, model: ChatModel | None
+        self, orchestrator: Orchestrator, goal: str, trace: Trace, model: ChatModel | None
     ) -> RunResult: ...
 
     def open_job(
-        self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace | None
+        self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace
     ) -> RemoteSession: ...
 
     def shared_budget(self, budget: TokenBudget) -> TokenBudget: ...

@@ -4,6 +4,7 @@ them; a model carries its settings and price, and a run never writes onto a call
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from trace_lines import trace_lines
 
 from orchestrator import Agent, Orchestrator, Permissions, load_job, tool
 from orchestrator.agent import Extension, Refusal, ToolContext
+from orchestrator.events import RunEnd, ToolStart, TraceEvent
 from orchestrator.messages import Message, ToolCall, Usage
 from orchestrator.models import (
     ModelRequest,
@@ -33,6 +35,8 @@ from orchestrator.models import (
 )
 from orchestrator.models.prices import Price
 from orchestrator.parts import MissingPart, Slot
+from orchestrator.tasks import ForkExtension, SubagentRegistry
+from orchestrator.trace import NullTrace, Trace
 
 PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
 
@@ -343,3 +347,140 @@ def test_a_new_job_run_loads_no_resume_code(tmp_path: Path) -> None:
     unwanted = ("restart", "checkpoint", "resume", "restore", "reader", "replay")
     assert [m for m in loaded if any(word in m for word in unwanted)] == []
     assert len(loaded) <= 80, len(loaded)
+
+
+# Modules whose `trace` is a file's path (a spec field, a `--trace PATH` option, a run's
+# record), not the run's Trace: a None there means "no file".
+TRACE_PATH_MODULES = {
+    "cli/ask.py",
+    "cli/run.py",
+    "jobs/spec.py",
+    "jobs/outputs.py",
+    "jobs/loading.py",
+    "eval/scoring.py",
+}
+# `AgentLoop._start`'s resume block is being rewritten apart from this contract.
+TRACE_CHECKS_LEFT = {("agent/loop.py", "_start")}
+
+
+def _is_trace(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "trace") or (
+        isinstance(node, ast.Attribute) and node.attr == "trace"
+    )
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _trace_none_checks(path: Path) -> list[tuple[str, int]]:
+    """Each comparison of a `trace` (a name, or an attribute such as `ctx.trace`) with None,
+    and each test of one's truth (`if trace`, `trace and ...`): the function it is in, and
+    its line."""
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(map(_is_trace, sides)) and any(map(_is_none, sides)):
+                found.append((function, node.lineno))
+        tested: list[ast.expr] = []
+        if isinstance(node, ast.If | ast.IfExp | ast.While):
+            tested = [node.test]
+        elif isinstance(node, ast.BoolOp):
+            tested = list(node.values)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            tested = [node.operand]
+        found.extend((function, t.lineno) for t in tested if _is_trace(t))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(path.read_text()), "")
+    return found
+
+
+def test_the_core_asks_no_trace_whether_it_is_there() -> None:
+    """A run given no trace holds a NullTrace, so nothing asks `trace is None`: only where
+    `trace` is a file's path (TRACE_PATH_MODULES) does None mean something."""
+    checks, in_path_modules = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        for function, line in _trace_none_checks(path):
+            if module in TRACE_PATH_MODULES:
+                in_path_modules.append(module)
+            elif (module, function) not in TRACE_CHECKS_LEFT:
+                checks.append(f"{module}:{line} ({function})")
+    assert checks == []
+    # The scan sees what it looks for: each path module's own checks of its path are found.
+    assert set(in_path_modules) == TRACE_PATH_MODULES
+
+
+def _files_under(*folders: Path) -> set[Path]:
+    return {p for folder in folders for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_run_without_a_trace_writes_nothing_and_its_events_still_reach_listeners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_config_folder: Path
+) -> None:
+    seen_by_tools: list[Trace] = []
+
+    @tool
+    def look(ctx: ToolContext, n: int) -> str:
+        """Look a number up.
+
+        Args:
+            n: The number.
+        """
+        seen_by_tools.append(ctx.trace)
+        return f"entry {n}"
+
+    tasks = [{"id": "a", "task": "look 2"}]
+    script: dict[str, Any] = {
+        "planner": [
+            {"tool_calls": [{"name": "look", "arguments": {"n": 1}}]},
+            {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+            {"content": "done"},
+        ],
+        "planner/a": [
+            {"tool_calls": [{"name": "look", "arguments": {"n": 2}}]},
+            {"content": "a done"},
+        ],
+    }
+
+    def agent(trace: Trace | None = None) -> Agent:
+        return Agent(
+            ScriptedModel(script),
+            [look],
+            name="planner",
+            extensions=[ForkExtension(SubagentRegistry(), tools=[look])],
+            trace=trace,
+        )
+
+    monkeypatch.chdir(tmp_path)
+    home = own_config_folder.parent
+    before = _files_under(tmp_path, home)
+
+    result = agent().run_sync("go")
+    assert result.status == "completed" and result.trace is None
+    assert [type(t) for t in seen_by_tools] == [NullTrace, NullTrace]
+    assert not seen_by_tools[0].recording and seen_by_tools[0].path is None
+
+    heard: list[TraceEvent] = []  # a trace in memory, with a listener: events, still no file
+    assert agent().run_sync("go", trace=Trace(listeners=[heard.append])).trace is None
+    calls = [(e.agent, e.name) for e in heard if isinstance(e, ToolStart)]
+    assert calls == [("planner", "look"), ("planner", "fork"), ("planner/a", "look")]
+
+    async def iterate(trace: Trace | None) -> list[TraceEvent]:
+        async with agent(trace).iter("go") as run:
+            return [event async for event in run]
+
+    for given in (None, NullTrace()):  # `iter` keeps the events in memory
+        events = asyncio.run(iterate(given))
+        ends = {e.agent: e.status for e in events if isinstance(e, RunEnd)}
+        assert ends == {"planner": "completed", "planner/a": "completed"}
+
+    assert _files_under(tmp_path, home) == before
+    with pytest.raises(TypeError, match="records no events"), NullTrace().listening(print):
+        pass  # a listener of the null trace would hear nothing: refused, not silent

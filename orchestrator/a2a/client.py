@@ -126,8 +126,7 @@ class RemoteTask:
         self._status_written_at = 0.0
 
     def emit(self, type: str, **fields: Any) -> None:
-        if self.context.trace is not None:
-            self.context.trace.emit(type, self.request.path, **fields)
+        self.context.trace.emit(type, self.request.path, **fields)
 
     def _headers(self) -> dict[str, str]:
         if self.remote.token_env is None:
@@ -351,7 +350,7 @@ def _part_text(part: Part) -> str:
 def resumed_task_id(context: ToolContext, path: str) -> str | None:
     """The remote task id an earlier attempt of this run recorded for the task at `path`."""
     trace = context.trace
-    if trace is None or trace.checkpoint is None or trace.path is None:
+    if trace.checkpoint is None or trace.path is None:
         return None
     found: str | None = None
     for event in read_trace(trace.path):

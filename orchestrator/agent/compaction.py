@@ -469,8 +469,7 @@ def note(text: str, ctx: ToolContext) -> str:
             "hold: shorten it and call note again (the previous note is kept)."
         )
     record.note = text
-    if ctx.trace is not None:
-        ctx.trace.emit("note", ctx.agent, text=text, files=list(record.files))
+    ctx.trace.emit("note", ctx.agent, text=text, files=list(record.files))
     return f"Kept.\n{record.render()}"
 
 

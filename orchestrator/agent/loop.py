@@ -331,9 +331,9 @@ class AgentLoop:
                 await scopes.enter_async_context(extension.run_scope())
             run_permissions = self._run_permissions(permissions)  # before a trace is opened
             opened, own_trace = self._open_trace(trace)
-            if own_trace and opened is not None:
+            if own_trace:
                 scopes.callback(opened.close)
-            if opened is not None and opened.path is not None:
+            if opened.path is not None:
                 # The run's trace is its checkpoint: read-only to its agents' file tools.
                 run_permissions = run_permissions.protecting([opened.path])
             state = self._start(
@@ -353,12 +353,12 @@ class AgentLoop:
                 state.result.error = f"time limit of {limit:g} s reached"
                 return state.result
 
-    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace | None, bool]:
+    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace, bool]:
         """The run's trace (its own, else the agent's) and whether the run opened it. A path
         the agent was built with is shared by its runs: each writes a file of its own there."""
-        if trace is None and isinstance(self.trace, str | Path):
-            return _free_trace(Path(self.trace)), True
-        return open_trace(trace if trace is not None else self.trace)
+        if isinstance(trace, Trace | str | Path) or not isinstance(self.trace, str | Path):
+            return open_trace(trace, default=self.trace)
+        return _free_trace(Path(self.trace)), True
 
     def iter(self, task: str) -> AgentRun:
         """The run's typed events as they happen, every agent of its tree included, and its
@@ -505,8 +505,7 @@ class AgentLoop:
         answer = await model.server_window()
         window = answer if isinstance(answer, int) and answer > 0 else None
         state.asked_server = True
-        if state.context.trace is not None:
-            state.context.trace.emit("context_window", self.name, tokens=window, source="server")
+        state.context.trace.emit("context_window", self.name, tokens=window, source="server")
         self._use_server_window(state, window)
 
     @staticmethod
@@ -588,21 +587,20 @@ class AgentLoop:
         state.context.toolset.add(READ_COMPACTED, advertise=False)  # no-op when advertised
         fit.compactions += 1
         after = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
-        if state.context.trace is not None:
-            state.context.trace.emit(
-                "compact",
-                self.name,
-                step=state.steps + 1,
-                strategy=strategy,
-                window=fit.window,
-                window_source=fit.source,
-                compact_at=fit.compact_at,
-                tokens_before=counted,
-                tokens_after=after,
-                **({"scale": round(fit.ratio, 4)} if fit.ratio != 1.0 else {}),
-                replaced=[r.record() for r in done.replaced],
-                **event,
-            )
+        state.context.trace.emit(
+            "compact",
+            self.name,
+            step=state.steps + 1,
+            strategy=strategy,
+            window=fit.window,
+            window_source=fit.source,
+            compact_at=fit.compact_at,
+            tokens_before=counted,
+            tokens_after=after,
+            **({"scale": round(fit.ratio, 4)} if fit.ratio != 1.0 else {}),
+            replaced=[r.record() for r in done.replaced],
+            **event,
+        )
 
     def _answer_fits(self, state: RunState, messages: Sequence[Message]) -> bool:
         """Whether a request of `messages` leaves room in the window for a minimal answer."""
@@ -873,7 +871,7 @@ class AgentLoop:
     def _start(
         self,
         task: str,
-        trace: Trace | None,
+        trace: Trace,
         *,
         deps: object = None,
         permissions: Permissions,
@@ -936,20 +934,19 @@ class AgentLoop:
             for message in restart.messages:
                 if message.role == "assistant" and message.tool_calls:
                     state.repeats.too_often(message.tool_calls)
-        if trace is not None:
-            state.on_event = _events(trace, self.name)
-            trace.emit(
-                "run_start",
-                self.name,
-                model=self.model.name,
-                tools=context.toolset.names,
-                max_steps=self.max_steps,
-                max_tokens=max_tokens,
-                budget_remaining=budget.remaining,
-                depth=self.depth,
-                **{k: v for e in self.extensions for k, v in e.start_record().items()},
-                **(restart.started() if restart is not None else {}),
-            )
+        state.on_event = _events(trace, self.name)
+        trace.emit(
+            "run_start",
+            self.name,
+            model=self.model.name,
+            tools=context.toolset.names,
+            max_steps=self.max_steps,
+            max_tokens=max_tokens,
+            budget_remaining=budget.remaining,
+            depth=self.depth,
+            **{k: v for e in self.extensions for k, v in e.start_record().items()},
+            **(restart.started() if restart is not None else {}),
+        )
         if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
                 self._append(state, Message.system(self.system))
@@ -975,8 +972,7 @@ class AgentLoop:
 
     def _append(self, state: RunState, message: Message) -> None:
         state.transcript.append(message)
-        if state.context.trace is not None:
-            state.context.trace.message(self.name, message)
+        state.context.trace.message(self.name, message)
 
     def _finish(
         self,
@@ -1000,7 +996,7 @@ class AgentLoop:
             steps=state.steps,
             error=error,
             error_detail=detail,
-            trace=str(trace.path) if trace is not None and trace.path is not None else None,
+            trace=str(trace.path) if trace.path is not None else None,
             children=list(state.context.children),
             refused={
                 **{k: v for e in self.extensions for k, v in e.refused().items()},
@@ -1008,21 +1004,20 @@ class AgentLoop:
             },
         )
         self.last_result = state.result
-        if state.context.trace is not None:
-            state.context.trace.emit(
-                "run_end",
-                self.name,
-                status=status,
-                output=output,
-                # The validated answer's JSON values: what resume gives back as its data.
-                **({"data": json.loads(output)} if data is not None else {}),
-                steps=state.steps,
-                usage=state.usage.record(),
-                **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
-                error=error,
-                **({"refused": state.result.refused} if state.result.refused else {}),
-                **({"empty_answer": True} if state.result.empty_answer else {}),
-            )
+        state.context.trace.emit(
+            "run_end",
+            self.name,
+            status=status,
+            output=output,
+            # The validated answer's JSON values: what resume gives back as its data.
+            **({"data": json.loads(output)} if data is not None else {}),
+            steps=state.steps,
+            usage=state.usage.record(),
+            **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
+            error=error,
+            **({"refused": state.result.refused} if state.result.refused else {}),
+            **({"empty_answer": True} if state.result.empty_answer else {}),
+        )
 
     def __repr__(self) -> str:
         kind = type(self).__name__

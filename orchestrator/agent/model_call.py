@@ -90,7 +90,7 @@ async def call_model(
     max_output_tokens: int,
     agent: str,
     step: int,
-    trace: Trace | None,
+    trace: Trace,
     on_event: Callable[..., None] | None = None,
     input_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
@@ -118,16 +118,16 @@ async def call_model(
     try:
         response = await _complete(model, request, budget, reservation)
     except BaseException as exc:
-        if trace is not None:  # a failed or cancelled call still took its time: say how long
-            trace.emit(
-                "model_error",
-                agent,
-                step=step,
-                model=model.name,
-                error=str(exc) or type(exc).__name__,
-                cancelled=isinstance(exc, asyncio.CancelledError),
-                duration_ms=round((time.perf_counter() - began) * 1000, 3),
-            )
+        # A failed or cancelled call still took its time: say how long.
+        trace.emit(
+            "model_error",
+            agent,
+            step=step,
+            model=model.name,
+            error=str(exc) or type(exc).__name__,
+            cancelled=isinstance(exc, asyncio.CancelledError),
+            duration_ms=round((time.perf_counter() - began) * 1000, 3),
+        )
         raise
     charged = charge(
         response.usage,
@@ -141,7 +141,7 @@ async def call_model(
     price = price_of(model)
     cost = price.cost(usage) if price is not None else None
     budget.settle(reservation, usage.total_tokens, cost or 0.0)
-    if trace is not None:
+    if trace.recording:  # the tools' digest and schemas are costly: built for a record only
         doubt = {"usage_doubt": charged.doubt, "usage_raw": response.raw_usage}
         digest = tools_digest(request.tools)
         # The schemas once per distinct tools array: what the model saw can be read back.

@@ -81,7 +81,7 @@ class Restart:
 
 
 def restart_from(
-    trace: Trace | None,
+    trace: Trace,
     context: ToolContext,
     *,
     extensions: Iterable[Extension],
@@ -95,7 +95,7 @@ def restart_from(
     unless it is the shared budget (`shared_budget`), which counts the earlier attempts by
     itself.
     """
-    checkpoint = trace.checkpoint if trace is not None else None
+    checkpoint = trace.checkpoint
     path = context.agent
     record = checkpoint.claim(path) if checkpoint is not None else None
     if checkpoint is None or record is None:

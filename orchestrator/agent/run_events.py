@@ -31,8 +31,8 @@ class AgentRun(AsyncIterator[TraceEvent]):
     """One run's events as they happen; `result` once they ended (see the module doc).
 
     `run` runs the agent with the Trace it is given; `trace` is the agent's own (a Trace, a
-    path, or None): a Trace is listened to for the run, a path or None is opened here (None as
-    a Trace in memory, so the events exist without a file).
+    path, or None): a Trace is listened to for the run, a path or None is opened here (None,
+    or a `NullTrace`, as a Trace in memory, so the events exist without a file).
     """
 
     def __init__(
@@ -61,11 +61,13 @@ class AgentRun(AsyncIterator[TraceEvent]):
         def hear(event: TraceEvent) -> None:  # the trace may be written from a tool's thread
             loop.call_soon_threadsafe(self._events.put_nowait, event)
 
-        if isinstance(self._trace, Trace):
-            trace = self._trace
+        given = self._trace
+        if isinstance(given, Trace) and given.recording:
+            trace = given
             self._scopes.enter_context(trace.listening(hear))
         else:
-            trace = self._scopes.enter_context(Trace(self._trace, listeners=[hear]))
+            path = given if isinstance(given, str | Path) else None
+            trace = self._scopes.enter_context(Trace(path, listeners=[hear]))
         self._heard = trace
         self._task = asyncio.create_task(self._run(trace), name="agent-run")
         self._task.add_done_callback(lambda _: loop.call_soon(self._events.put_nowait, _END))

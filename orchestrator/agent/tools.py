@@ -59,11 +59,11 @@ from typing_extensions import TypeVar as DefaultTypeVar
 from ..errors import ConfigError
 from ..messages import ToolCall, ToolSpec
 from ..security import Permissions
+from ..trace import NullTrace, Trace
 from .run_results import TaskResult
 
 if TYPE_CHECKING:
     from ..models.base import ChatModel
-    from ..trace import Trace
     from .token_budget import TokenBudget
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -264,7 +264,8 @@ class ToolContext(Generic[Deps]):
     calling agent's path; `toolset` is its run's tools (extensions add to it); `permissions`
     are the run's, parsed once when it starts. `budget`, `trace` and `model` are the run's
     own, for extensions that start agents of their own (a sub-agent draws from the same
-    budget and writes to the same trace), and `children` collects the results of those
+    budget and writes to the same trace; a run given no trace has a `NullTrace`, which records
+    nothing), and `children` collects the results of those
     agents for the run's result. `guards` check every call before it starts, `preapprovers`
     may spare a call marked `ask` its question, and `approve` is the run's approval callback
     (agent/turn_calls.py); sub-agents get the same. An extension
@@ -275,7 +276,7 @@ class ToolContext(Generic[Deps]):
     toolset: Toolset = field(default_factory=lambda: Toolset())
     permissions: Permissions = field(default_factory=Permissions)
     budget: TokenBudget | None = None
-    trace: Trace | None = None
+    trace: Trace = field(default_factory=NullTrace)
     model: ChatModel | None = None
     depth: int = 0
     children: list[TaskResult] = field(default_factory=list)

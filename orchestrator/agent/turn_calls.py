@@ -195,22 +195,20 @@ class ToolBatch:
     ) -> Message:
         trace, agent = context.trace, context.agent
         via = {"via": DISPATCH_TOOL} if dispatched else {}
-        if trace is not None:
-            trace.emit("tool_start", agent, call_id=call.id, name=call.name, **via)
+        trace.emit("tool_start", agent, call_id=call.id, name=call.name, **via)
         began = time.perf_counter()
         text, kind = await self._outcome(found, kwargs, context)
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
             text = f"{text[: self.max_result_chars]}\n[... {cut} more characters cut]"
-        if trace is not None:
-            trace.emit(
-                "tool_end",
-                agent,
-                call_id=call.id,
-                name=call.name,
-                error_type=kind,
-                duration_ms=round((time.perf_counter() - began) * 1000, 3),
-            )
+        trace.emit(
+            "tool_end",
+            agent,
+            call_id=call.id,
+            name=call.name,
+            error_type=kind,
+            duration_ms=round((time.perf_counter() - began) * 1000, 3),
+        )
         if kind is None and found.changes is not None:
             changed = kwargs.get(found.changes)
             if isinstance(changed, str):
@@ -346,17 +344,16 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
 def _record(
     ctx: ToolContext, call: ToolCall, decision: str, by: str, rule: str, why: str | None = None
 ) -> None:
-    if ctx.trace is not None:
-        ctx.trace.emit(
-            "approval",
-            ctx.agent,
-            call_id=call.id,
-            name=call.name,
-            decision=decision,
-            by=by,
-            rule=rule,
-            reason=why,
-        )
+    ctx.trace.emit(
+        "approval",
+        ctx.agent,
+        call_id=call.id,
+        name=call.name,
+        decision=decision,
+        by=by,
+        rule=rule,
+        reason=why,
+    )
 
 
 def _record_change(context: ToolContext, path: str) -> None:
@@ -366,5 +363,5 @@ def _record_change(context: ToolContext, path: str) -> None:
     if path in record.files:
         return
     record.changed(path)
-    if context.trace is not None and NOTE.name in context.toolset:
+    if NOTE.name in context.toolset:
         context.trace.emit("note", context.agent, text=record.note, files=list(record.files))

@@ -19,6 +19,7 @@ from ..messages import Message, Usage
 from ..models import ChatModel
 from ..security.json_input import load_json
 from ..tokens import TokenCounter, default_counter
+from ..trace import NullTrace
 from .scoring import RunRecord, Score
 
 JUDGE_AGENT = "judge"
@@ -71,7 +72,7 @@ class Judge:
             max_output_tokens=JUDGE_OUTPUT_TOKENS,
             agent=JUDGE_AGENT,
             step=self.calls + 1,
-            trace=None,
+            trace=NullTrace(),  # not a run's call: nothing of it is recorded
         )
         self.calls += 1
         if call is None:

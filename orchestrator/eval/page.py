@@ -94,11 +94,11 @@ def _probe_table(summary: EvalSummary) -> str:
 def _run_row(line: dict[str, Any], reports: Path, base: Path) -> str:
     key = str(line.get("key"))
     link = _e(key)
-    trace = line.get("trace")
-    if trace and Path(trace).is_file():
+    trace_file = line.get("trace")
+    if trace_file and Path(trace_file).is_file():
         report = reports / (key.replace("/", "--") + ".html")
-        reader = iter_trace(trace)
-        write_report(trace, report, reader=reader)
+        reader = iter_trace(trace_file)
+        write_report(trace_file, report, reader=reader)
         link = f'<a href="{_e(os.path.relpath(report, base))}">{_e(key)}</a>'
     passed = bool(line.get("passed"))
     verdict = "<span class=pass>pass</span>" if passed else "<span class=fail>FAIL</span>"

@@ -24,6 +24,7 @@ from ..messages import Message, ToolSpec, Usage
 from ..models import ChatModel
 from ..models.replay import RecordedAgent, load_recording
 from ..tokens import TokenCounter, default_counter
+from ..trace import NullTrace
 from .spec import Probe
 
 PROBE_AGENT = "probe"
@@ -112,7 +113,7 @@ async def ask(
             max_output_tokens=PROBE_OUTPUT_TOKENS,
             agent=PROBE_AGENT,
             step=step,
-            trace=None,
+            trace=NullTrace(),  # not a run's call: nothing of it is recorded
         )
     except OrchestratorError as exc:
         return ProbeAnswer(at=at.at, error=f"asking failed: {type(exc).__name__}: {exc}")

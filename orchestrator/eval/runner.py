@@ -579,9 +579,10 @@ class EvalRunner:
         spec = self.loaded.spec
         saved = sidecar.get("probes") or {}
         agents, unreadable = {}, None
-        if self.options.replay is None and record.trace is not None:
+        trace_file = record.trace
+        if self.options.replay is None and trace_file is not None:
             try:
-                agents = recorded_agents(record.trace)
+                agents = recorded_agents(trace_file)
             except ConfigError as exc:
                 unreadable = str(exc)
         model = orchestrator.resolve(spec.probe_model) if spec.probe_model else orchestrator.model

@@ -127,7 +127,7 @@ class JobRunner:
     def __init__(
         self,
         job: Job,
-        trace: Trace | None,
+        trace: Trace,
         *,
         build: Callable[[TaskRequest, ToolContext], AgentLoop],
         context: Callable[[TokenBudget], ToolContext],
@@ -147,7 +147,7 @@ class JobRunner:
         self.user_skills = user_skills
         self.workspace = workspace
         self.budget = budget
-        if not shared_budget and trace is not None and trace.checkpoint is not None:
+        if not shared_budget and trace.checkpoint is not None:
             checkpoint = trace.checkpoint
             self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
         self.outputs: dict[str, str] = {}
@@ -186,7 +186,7 @@ class JobRunner:
             )
             for s in self.job.plan
         ]
-        if self.trace is not None:
+        if self.trace.recording:  # the job's record hashes its spec file: for a record only
             resumed = {"resumed": True} if self.trace.checkpoint is not None else {}
             record = job_record(self.job, user_skills=self.user_skills)
             self.trace.emit(
@@ -225,15 +225,14 @@ class JobRunner:
             output_step=output_step,
             usage=sum((r.usage for r in results), Usage()),
             steps=results,
-            trace=str(self.trace.path) if self.trace and self.trace.path else None,
+            trace=str(self.trace.path) if self.trace.path is not None else None,
         )
 
     def _end(self, result: JobResult) -> JobResult:
         left = self.workspace.finish() if self.workspace is not None else {}
         result.files = left.pop("files", [])
-        if self.trace is not None:
-            usage = result.usage.record()
-            self.trace.emit("job_end", "job", status=result.status, usage=usage, **left)
+        usage = result.usage.record()
+        self.trace.emit("job_end", "job", status=result.status, usage=usage, **left)
         return result
 
     def _step_ended(self, result: TaskResult) -> None:

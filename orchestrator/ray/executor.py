@@ -89,12 +89,11 @@ class RayExecutor:
         return LeasedBudget(start_host(budget), "shared", lease_tokens=self.lease_tokens)
 
     async def run_goal(
-        self, orchestrator: Orchestrator, goal: str, trace: Trace | None, model: ChatModel | None
+        self, orchestrator: Orchestrator, goal: str, trace: Trace, model: ChatModel | None
     ) -> RunResult:
         """A goal run on the cluster: the planner here, the tasks it forks on the workers,
         one budget across both."""
-        checkpoint = trace.checkpoint if trace is not None else None
-        recipe = WorkerRecipe.of(orchestrator, None, checkpoint)
+        recipe = WorkerRecipe.of(orchestrator, None, trace.checkpoint)
         async with self.open(recipe, orchestrator.new_budget(), trace) as session:
             orchestrator.fork.remote = partial(_remote_forks, session, orchestrator.model_key)
             try:
@@ -104,14 +103,13 @@ class RayExecutor:
                 orchestrator.fork.remote = None
 
     def open_job(
-        self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace | None
+        self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace
     ) -> RaySession:
         """Start a job's run on the cluster: its workers build the steps' agents from the
         job and `orchestrator`'s recipe."""
-        checkpoint = trace.checkpoint if trace is not None else None
-        return self.open(WorkerRecipe.of(orchestrator, job, checkpoint), budget, trace)
+        return self.open(WorkerRecipe.of(orchestrator, job, trace.checkpoint), budget, trace)
 
-    def open(self, recipe: WorkerRecipe, budget: TokenBudget, trace: Trace | None) -> RaySession:
+    def open(self, recipe: WorkerRecipe, budget: TokenBudget, trace: Trace) -> RaySession:
         """Start a run's actors: its budget on the cluster, its trace relay, its workers."""
         self.connect()
         try:
@@ -128,7 +126,7 @@ class RaySession:
     """One run on the cluster: its actors, the driver's lease, the relay pump."""
 
     def __init__(
-        self, settings: RayExecutor, recipe: WorkerRecipe, budget: TokenBudget, trace: Trace | None
+        self, settings: RayExecutor, recipe: WorkerRecipe, budget: TokenBudget, trace: Trace
     ) -> None:
         self.settings = settings
         self.recipe = recipe
@@ -139,8 +137,9 @@ class RaySession:
         self.host = budget.host if isinstance(budget, LeasedBudget) else start_host(budget)
         client = f"driver-{next(_SESSIONS)}"
         self.budget = LeasedBudget(self.host, client, lease_tokens=settings.lease_tokens)
-        self.relay = start_relay() if trace is not None else None
-        self.pump = RelayPump(self.relay, trace) if trace is not None else None
+        # Workers send their events to a relay only when the run records them.
+        self.relay = start_relay() if trace.recording else None
+        self.pump = RelayPump(self.relay, trace) if trace.recording else None
         self._pumping: asyncio.Task[None] | None = None
         self.workers: list[_Worker] = []
         self._count = 0
@@ -217,10 +216,9 @@ class RaySession:
         worker = min(alive, key=lambda w: w.busy)
         await worker.ready()
         worker.busy += 1
-        if self.trace is not None:
-            self.trace.emit(
-                "task_retry", request.path, id=request.spec.id, reason=reason, worker=worker.name
-            )
+        self.trace.emit(
+            "task_retry", request.path, id=request.spec.id, reason=reason, worker=worker.name
+        )
         return worker
 
     async def _bury(self, worker: _Worker) -> None:
@@ -291,8 +289,8 @@ class RaySession:
                 self.recipe,
                 self.host,
                 self.relay,
-                self.trace.run_id if self.trace is not None else "",
-                self.trace.checkpoint if self.trace is not None else None,
+                self.trace.run_id,
+                self.trace.checkpoint,
                 str(Path.cwd()),
                 self.settings.lease_tokens,
             )

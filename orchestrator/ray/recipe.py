@@ -71,7 +71,7 @@ class WorkerRecipe:
         request: TaskRequest,
         origin: TaskOrigin,
         budget: TokenBudget,
-        trace: Trace | None,
+        trace: Trace,
     ) -> AgentLoop:
         made = self.orchestrator()
         if origin.kind == "step":

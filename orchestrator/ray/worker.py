@@ -20,7 +20,7 @@ from ..agent import TaskResult
 from ..skills.servers import server_scope
 from ..tasks.scheduler import run_agent_task
 from ..tasks.task import TaskOrigin, TaskRequest
-from ..trace import Checkpoint
+from ..trace import Checkpoint, NullTrace, Trace
 from .budget import LeasedBudget
 from .recipe import WorkerRecipe
 from .relay import Batch, RelayTrace
@@ -45,7 +45,10 @@ class TaskWorker:
         self.name = f"{label}@{socket.gethostname()}:{os.getpid()}"
         self.recipe = recipe
         self.budget = LeasedBudget(host, self.name, lease_tokens=lease_tokens)
-        self.trace = RelayTrace(relay, self.name, run_id, checkpoint) if relay else None
+        # A run that records nothing has no relay: its agents get the null trace.
+        self.trace: Trace = (
+            RelayTrace(relay, self.name, run_id, checkpoint) if relay else NullTrace()
+        )
         self._flusher: asyncio.Task[None] | None = None
         self._running = 0
 
@@ -59,7 +62,7 @@ class TaskWorker:
         self, request: TaskRequest, origin: TaskOrigin
     ) -> tuple[TaskResult, Batch | None]:
         """Run one task to its end; its result comes back with the events not sent yet."""
-        if self.trace is not None and self._flusher is None:
+        if isinstance(self.trace, RelayTrace) and self._flusher is None:
             self._flusher = asyncio.create_task(self.trace.keep_flushing())
         self._running += 1
         try:
@@ -73,7 +76,7 @@ class TaskWorker:
             self._running -= 1
             if not self._running:  # idle: what it holds of the budget goes back to the host
                 self.budget.flush()
-        return result, self.trace.take() if self.trace is not None else None
+        return result, self.trace.take() if isinstance(self.trace, RelayTrace) else None
 
     def _environment(self) -> dict[str, str] | None:
         job = self.recipe.job
@@ -83,5 +86,5 @@ class TaskWorker:
         """Report what this worker spent to the budget, give back the rest of its lease, and
         send the events not sent yet."""
         self.budget.flush()
-        if self.trace is not None:
+        if isinstance(self.trace, RelayTrace):
             await self.trace.relay.push.remote(self.name, self.trace.take())

@@ -338,8 +338,7 @@ class SkillsExtension(Extension):
         loaded.add(info.name)
         if rule is not None:
             rules.append(rule)
-        if ctx.trace is not None:
-            ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
+        ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
         shown = [*added, *already]
         # An eager agent holds this skill's tools in its tools array: their names suffice.
         schemas = self.stable_tools and info.name not in self.plan.names
@@ -461,8 +460,7 @@ def skill_failed(ctx: ToolContext, skill: str, error: str) -> None:
     """Record that a skill's code failed to load: in the run's state, the trace
     (`skill_failed`) and the `orchestrator.skills` log."""
     ctx.state_of(SkillsState).failed.append((skill, error))
-    if ctx.trace is not None:
-        ctx.trace.emit("skill_failed", ctx.agent, skill=skill, error=error)
+    ctx.trace.emit("skill_failed", ctx.agent, skill=skill, error=error)
     logger.warning("%s: skill %r failed: %s", ctx.agent, skill, error)
 
 

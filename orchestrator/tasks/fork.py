@@ -493,8 +493,7 @@ class ForkExtension(ForksSkills):
         return list(dict.fromkeys(ids))
 
     def _emit(self, ctx: ToolContext, type: str, **fields: object) -> None:
-        if ctx.trace is not None:
-            ctx.trace.emit(type, ctx.agent, **fields)
+        ctx.trace.emit(type, ctx.agent, **fields)
 
     def restore(
         self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]

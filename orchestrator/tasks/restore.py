@@ -25,10 +25,10 @@ from .task import TaskSpec
 
 
 def restored_task(
-    trace: Trace | None, path: str, task_id: str, agent: str, depends_on: list[str]
+    trace: Trace, path: str, task_id: str, agent: str, depends_on: list[str]
 ) -> TaskResult | None:
     """The recorded result of the task at `path`, if the run being resumed ended it."""
-    checkpoint = trace.checkpoint if trace is not None else None
+    checkpoint = trace.checkpoint
     if checkpoint is None:
         return None
     return _ended(checkpoint, path, task_id, agent, depends_on)
@@ -44,7 +44,7 @@ def restore_forks(
     """Bring back the forks a resumed agent made and got results for: their task ids are
     `used`, their `outputs` readable, their results among its children. A fork still without
     a result is left out: the resumed run calls it again."""
-    checkpoint = context.trace.checkpoint if context.trace is not None else None
+    checkpoint = context.trace.checkpoint
     if checkpoint is None:
         return
     answered = {m.tool_call_id for m in messages if m.role == "tool"}
@@ -63,7 +63,7 @@ def background_forks(
     """The background forks a resumed agent had started (the call that started each was
     answered): each one's tasks as the model wrote them, and the ids of those whose results
     had reached the agent."""
-    checkpoint = context.trace.checkpoint if context.trace is not None else None
+    checkpoint = context.trace.checkpoint
     if checkpoint is None:
         return []
     answered = {m.tool_call_id for m in messages if m.role == "tool"}

@@ -65,7 +65,7 @@ class GraphRun:
         prompt_for: PromptBuilder,
         gate: Gate | None = None,
         max_parallel: int = 4,
-        trace: Trace | None = None,
+        trace: Trace,
         on_result: Callable[[TaskResult], None] | None = None,
         output_users: Mapping[str, Sequence[str]] | None = None,
         slots: Slots | None = None,
@@ -97,21 +97,20 @@ class GraphRun:
         if self._announced:
             return
         self._announced = True
-        if self.trace is not None:
-            self.trace.emit(
-                "fork",
-                self.parent or "job",
-                **({"background": True} if self.background else {}),
-                tasks=[
-                    {
-                        "id": s.id,
-                        "path": self.path_of(s),
-                        "agent": self.agent_of(s),
-                        "depends_on": s.depends_on,
-                    }
-                    for s in self.specs
-                ],
-            )
+        self.trace.emit(
+            "fork",
+            self.parent or "job",
+            **({"background": True} if self.background else {}),
+            tasks=[
+                {
+                    "id": s.id,
+                    "path": self.path_of(s),
+                    "agent": self.agent_of(s),
+                    "depends_on": s.depends_on,
+                }
+                for s in self.specs
+            ],
+        )
 
     async def run(self) -> list[TaskResult]:
         """Run every task; results come back in the order the tasks were given."""
@@ -131,7 +130,7 @@ class GraphRun:
 
     async def _run_node(self, spec: TaskSpec) -> TaskResult:
         path = self.path_of(spec)
-        if self.trace is not None and self.trace.checkpoint is not None:
+        if self.trace.checkpoint is not None:
             from .restore import restored_task  # loaded by a run that resumes
 
             agent = self.agent_of(spec)
@@ -239,8 +238,7 @@ class GraphRun:
         return result
 
     def _emit(self, type: str, agent: str, **fields: object) -> None:
-        if self.trace is not None:
-            self.trace.emit(type, agent, **fields)
+        self.trace.emit(type, agent, **fields)
 
 
 def _dependents(specs: Sequence[TaskSpec]) -> dict[str, list[str]]:

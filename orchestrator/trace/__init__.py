@@ -10,7 +10,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event, Listener, is_event, new_run_id
-from .writer import Sink, Trace, TraceBusy, TraceExists, add_sink, open_trace, remove_sink
+from .writer import (
+    NullTrace,
+    Sink,
+    Trace,
+    TraceBusy,
+    TraceExists,
+    add_sink,
+    open_trace,
+    remove_sink,
+)
 
 if TYPE_CHECKING:
     from .checkpoint import (
@@ -41,6 +50,7 @@ __all__ = [
     "Event",
     "ForkRecord",
     "Listener",
+    "NullTrace",
     "Sink",
     "TaskRecord",
     "Trace",

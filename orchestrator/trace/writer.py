@@ -12,10 +12,12 @@ the run recorded there (`Trace(path, resume=checkpoint)`), which appends its nex
 under the same run id. While a Trace writes a file it holds a lock on it, so a second process
 cannot resume (or write) a run that is still going.
 
-Sinks are listeners that every new Trace gets without being asked: `add_sink(factory)` is the
-process-wide opt-in switch behind `orchestrator.telemetry.instrument()`. While a sink is
-installed, `open_trace(None)` makes an in-memory Trace, so a run without a trace file still
-reaches it.
+A run given no trace gets a `NullTrace`: a Trace that records nothing (no file, no events, no
+listeners), so the code of a run emits to the trace it holds without asking whether there is
+one. Sinks are listeners that every new Trace gets without being asked: `add_sink(factory)` is
+the process-wide opt-in switch behind `orchestrator.telemetry.instrument()`. While a sink is
+installed, `open_trace(None)` makes an in-memory Trace instead, so a run without a trace file
+still reaches it.
 """
 
 from __future__ import annotations
@@ -77,19 +79,27 @@ def remove_sink(factory: SinkFactory) -> None:
 
 
 def open_trace(
-    trace: Trace | str | Path | None, *, secrets: Iterable[str] | None = None
-) -> tuple[Trace | None, bool]:
+    trace: Trace | str | Path | None,
+    *,
+    default: Trace | str | Path | None = None,
+    secrets: Iterable[str] | None = None,
+) -> tuple[Trace, bool]:
     """The Trace a run writes to, and whether the run opened it (and so must close it).
 
-    A path opens a file; None stays None unless a sink is installed, then it is an in-memory
-    Trace, so the sink still sees the run. `secrets` are masked in a Trace opened here (by
-    default, those of the environment).
+    The run's own `trace`, else `default` (the trace its agent or orchestrator was made
+    with): a Trace is used as it is, a path opens a file. Given neither, the run gets a
+    `NullTrace`, unless a sink is installed: then an in-memory Trace, so the sink still sees
+    the run. `secrets` are masked in a Trace opened here (by default, those of the
+    environment).
     """
-    if isinstance(trace, Trace):
-        return trace, False
-    if trace is None and not _SINKS:
-        return None, False
-    return Trace(trace, secrets=secrets), True
+    for given in (trace, default):
+        if isinstance(given, Trace):
+            return given, False
+        if isinstance(given, str | Path):
+            return Trace(given, secrets=secrets), True
+    if _SINKS:
+        return Trace(None, secrets=secrets), True
+    return NullTrace(), False
 
 
 class TraceExists(ConfigError):
@@ -111,6 +121,10 @@ class Trace:
     gets one sink from each installed sink factory (see `add_sink`), and closes those sinks
     when it closes.
     """
+
+    recording = True
+    """Whether events emitted here are recorded (written, or heard by listeners): False only
+    for the `NullTrace`. Test it before building a costly field that only the record uses."""
 
     def __init__(
         self,
@@ -284,6 +298,50 @@ class Trace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class NullTrace(Trace):
+    """The trace of a run given none: it records nothing and holds no file, no path, no
+    checkpoint and no listeners. `emit` drops the event before building it; what it returns
+    is empty."""
+
+    recording = False
+
+    def __init__(self) -> None:  # none of a Trace's state: nothing is written or heard
+        self.path = None
+        self.checkpoint = None
+        self.run_id = ""
+        self.attempt = 1
+        self.mask = SecretMask(())
+        self.skipped = 0
+        self.problems = []
+        self.sinks = []
+        self.listeners = []
+
+    def emit(self, type: str, agent: str, **fields: Any) -> Event:
+        return {}
+
+    def message(self, agent: str, message: Message) -> None:
+        return None
+
+    def first_time(self, key: str) -> bool:
+        return True
+
+    @contextmanager
+    def listening(self, listener: Listener) -> Iterator[None]:
+        """Refused: no event of a run without a trace is heard (make a `Trace()`, in memory,
+        to hear them)."""
+        raise TypeError(
+            "a NullTrace records no events, so a listener would hear none: give the run a "
+            "Trace (Trace() keeps its events in memory)"
+        )
+        yield  # a generator, as `contextmanager` needs
+
+    def close(self) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return "NullTrace()"
 
 
 def _signer(resume: Checkpoint | None) -> LineSigner | None:
