@@ -43,8 +43,6 @@ from .jobs import (
     report_preflight,
 )
 from .output import AnswerStream, masked_output
-from .progress import LiveView, PlainProgress
-from .rows import silence_after
 
 if TYPE_CHECKING:
     from ..trace import Checkpoint
@@ -192,6 +190,10 @@ def default_trace_path(name: str, run_id: str) -> Path:
 def _progress(args: argparse.Namespace, job: Job) -> tuple[Callable[[Any], None] | None, Any]:
     if args.quiet:
         return None, nullcontext()
+    # Loaded by a run that shows its progress (not `-q`).
+    from .progress import LiveView, PlainProgress
+    from .rows import silence_after
+
     if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
         view = LiveView(f"job {job.name}", job.budget.max_tokens, silence_after=silence_after())
         return view, view
