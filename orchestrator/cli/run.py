@@ -30,17 +30,18 @@ from ..security.inventory import TRACE_FOLDER
 from ..trace import Trace, new_run_id
 from . import STARTED
 from .approval import TerminalApprover, terminal_approver
-from .executors import add_executor_arguments, with_executor
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SPEC_ERROR,
+    add_executor_arguments,
     add_job_arguments,
     config_error,
     load_job_from_args,
     report_preflight,
+    with_executor,
 )
 from .output import AnswerStream, masked_output
 
