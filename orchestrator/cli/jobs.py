@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..jobs import Executor, Job, SpecError, load_job, parse_model_options, parse_set_options
@@ -16,6 +16,9 @@ from ..jobs.preflight import Preflight, preflight_job
 from ..models import MissingSettingError
 from ..skills.disclosure import DISCLOSURES
 from ..trace.summary import plural
+
+if TYPE_CHECKING:
+    from .approval import TerminalApprover
 
 EXIT_OK = 0
 EXIT_SPEC_ERROR = 2
@@ -130,6 +133,16 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
     if getattr(args, "fail_on_skill_error", False):
         job = job.model_copy(update={"fail_on_skill_error": True})
     return with_disclosure(job, args)
+
+
+def terminal_approver() -> TerminalApprover | None:
+    """The approver of a job command whose standard input is a terminal, else None (no one to
+    ask). Set its `pause` to the live view's `paused` once there is one."""
+    if not sys.stdin.isatty():
+        return None
+    from .approval import TerminalApprover  # loaded by a run on a terminal, where one can answer
+
+    return TerminalApprover()
 
 
 def with_disclosure(job: Job, args: argparse.Namespace) -> Job:

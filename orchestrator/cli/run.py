@@ -29,7 +29,6 @@ from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
 from ..trace import Trace, new_run_id
 from . import STARTED
-from .approval import TerminalApprover, terminal_approver
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
@@ -41,12 +40,14 @@ from .jobs import (
     config_error,
     load_job_from_args,
     report_preflight,
+    terminal_approver,
     with_executor,
 )
 from .output import AnswerStream, masked_output
 
 if TYPE_CHECKING:
     from ..trace import Checkpoint
+    from .approval import TerminalApprover
 
 DEFAULT_TRACE_DIR = TRACE_FOLDER
 OFFLINE_PROVIDERS = {"scripted", "replay"}
