@@ -37,6 +37,9 @@ from ..parts import MissingPart, Slot
 from ..skills import SkillInfo
 from .subagents import RemoteAgent, SubagentRegistry
 
+# --- A task, as plain models --------------------------------------------------------------
+
+
 TASK_ID = r"^[A-Za-z0-9_-]{1,48}$"
 
 
@@ -93,6 +96,9 @@ class TaskOrigin(BaseModel):
     running: str | None = None
 
 
+# --- What runs a task ---------------------------------------------------------------------
+
+
 HERE = {"executor": "local", "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
@@ -138,6 +144,9 @@ class RemoteSession(Protocol):
 RemoteForks = Callable[
     [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop]], TaskExecutor
 ]
+
+
+# --- Remote sub-agents: their tasks sent through their protocol ---------------------------
 
 
 SendTask = Callable[[TaskRequest, RemoteAgent, ToolContext], Awaitable[TaskResult]]
