@@ -57,8 +57,13 @@ from .parts import Slot
 from .security import Permissions
 from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
-from .skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
-from .skills.preload import refused_code, warn_refused_code
+from .skills.disclosure import (
+    DEFAULT_DISCLOSURE,
+    DEFAULT_EAGER_TOKENS,
+    Disclosure,
+    refused_code,
+    warn_refused_code,
+)
 from .tasks import (
     ForkExtension,
     ForkSettings,

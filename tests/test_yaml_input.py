@@ -15,8 +15,8 @@ from orchestrator.jobs import SpecError, load_spec, parse_model_options
 from orchestrator.models.prices import load_prices
 from orchestrator.models.resolve import read_alias_file
 from orchestrator.models.scripted import load_script
-from orchestrator.security import yaml_input
-from orchestrator.security.yaml_input import YamlInputError, YamlTooLarge, load_yaml
+from orchestrator.security import inputs
+from orchestrator.security.inputs import YamlInputError, YamlTooLarge, load_yaml
 from orchestrator.skills.skill_md import TOO_LARGE, FrontmatterError, parse_yaml
 
 
@@ -63,7 +63,7 @@ def test_self_referring_alias_and_duplicate_keys_are_refused() -> None:
 
 
 def test_too_many_aliases_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(yaml_input, "MAX_ALIASES", 3)
+    monkeypatch.setattr(inputs, "MAX_ALIASES", 3)
     text = "a: &a 1\nlist: [*a, *a, *a, *a]\n"
     with pytest.raises(YamlTooLarge, match="more than 3 aliases"):
         load_yaml(text, "many.yaml")
@@ -76,7 +76,7 @@ def test_deep_nesting_is_an_error_not_a_crash() -> None:
 
 def test_the_c_loader_is_used_when_pyyaml_has_it() -> None:
     if getattr(yaml, "__with_libyaml__", False):
-        assert issubclass(yaml_input._SafeLoader, yaml.CSafeLoader)
+        assert issubclass(inputs._SafeLoader, yaml.CSafeLoader)
 
 
 def test_spec_with_an_alias_bomb(tmp_path: Path) -> None:
@@ -172,7 +172,7 @@ def test_a_yaml_slip_gets_a_hint_in_words_and_the_right_line(
         pytest.skip("PyYAML was built without libyaml")
     with pytest.raises(yaml.MarkedYAMLError) as parsed:
         yaml.load(text, yaml.CSafeLoader if loader == "C" else yaml.SafeLoader)  # noqa: S506
-    error = yaml_input._marked(parsed.value, "job.yaml", text)
+    error = inputs._marked(parsed.value, "job.yaml", text)
 
     assert error.line == line, str(error)
     assert hint in str(error)

@@ -68,7 +68,6 @@ from .compaction import (
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .output import DEFAULT_OUTPUT_RETRIES, Verdict, structured_output
-from .run_events import AgentRun
 from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
@@ -76,6 +75,7 @@ from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
     from .restart import CutTurn
+    from .run_events import AgentRun
 
 T = TypeVar("T")
 
@@ -371,6 +371,8 @@ class AgentLoop:
 
         Leaving the `async with` early cancels the run (its record stays complete).
         """
+        from .run_events import AgentRun  # loaded by a run whose events are iterated
+
         return AgentRun(partial(self._run_on, task=task), self.trace)
 
     async def _run_on(self, trace: Trace, *, task: str) -> RunResult:

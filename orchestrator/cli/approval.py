@@ -65,9 +65,3 @@ def render_request(request: ApprovalRequest) -> str:
         f"\nApproval needed: agent {request.agent} wants to call {request.tool} "
         f"({request.rule})\narguments: {arguments}"
     )
-
-
-def terminal_approver() -> TerminalApprover | None:
-    """The approver of a command whose standard input is a terminal, else None (no one to
-    ask). Set its `pause` to the live view's `paused` once there is one."""
-    return TerminalApprover() if sys.stdin.isatty() else None

@@ -24,14 +24,15 @@ from ..jobs.batch import Batch, Row, read_rows
 from ..planner import Orchestrator, executor_for
 from ..trace import Trace, new_run_id
 from ..trace.summary import plural
-from .executors import add_executor_arguments, with_executor
 from .jobs import (
     EXIT_FAILED_STEP,
     EXIT_OK,
     EXIT_SPEC_ERROR,
+    add_executor_arguments,
     add_job_arguments,
     config_error,
     with_disclosure,
+    with_executor,
 )
 from .run import DEFAULT_TRACE_DIR, refusal_lines
 

@@ -1,18 +1,24 @@
-"""Job commands: `orchestrator validate JOB.yaml [--set k=v] [--model M] [--model-option k=v]`."""
+"""Job commands: `orchestrator validate JOB.yaml [--set k=v] [--model M] [--model-option k=v]`,
+and the arguments every command that runs a job shares (`--executor local|ray` and
+`--ray-address ADDR`: where a job's agents run, for run and run-batch).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..jobs import Job, SpecError, load_job, parse_model_options, parse_set_options
+from ..jobs import Executor, Job, SpecError, load_job, parse_model_options, parse_set_options
 from ..jobs.preflight import Preflight, preflight_job
 from ..models import MissingSettingError
 from ..skills.disclosure import DISCLOSURES
 from ..trace.summary import plural
+
+if TYPE_CHECKING:
+    from .approval import TerminalApprover
 
 EXIT_OK = 0
 EXIT_SPEC_ERROR = 2
@@ -129,11 +135,49 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
     return with_disclosure(job, args)
 
 
+def terminal_approver() -> TerminalApprover | None:
+    """The approver of a job command whose standard input is a terminal, else None (no one to
+    ask). Set its `pause` to the live view's `paused` once there is one."""
+    if not sys.stdin.isatty():
+        return None
+    from .approval import TerminalApprover  # loaded by a run on a terminal, where one can answer
+
+    return TerminalApprover()
+
+
 def with_disclosure(job: Job, args: argparse.Namespace) -> Job:
     """`job` with the disclosure the command line asks for, if it asks for one."""
     if getattr(args, "disclosure", None) is None:
         return job
     return job.model_copy(update={"disclosure": args.disclosure})
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        help="where the agents run: here (local) or on a Ray cluster (needs the [ray] extra); "
+        "default: the spec's `executor`, else local",
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to use: auto (the one running here) or ray://HOST:10001; "
+        "default: a Ray of its own on this machine",
+    )
+
+
+def with_executor(job: Job, args: argparse.Namespace) -> Job:
+    """`job` with the executor the command line asks for (`--ray-address` implies ray)."""
+    kind = args.executor or ("ray" if args.ray_address else None)
+    if kind is None:
+        return job
+    spec = job.executor
+    address = args.ray_address or (spec.address if spec.type == "ray" else None)
+    chosen = Executor.model_validate(
+        {"type": kind, "address": address if kind == "ray" else None, "workers": spec.workers}
+    )
+    return job.model_copy(update={"executor": chosen})
 
 
 def validate_command(args: argparse.Namespace) -> int:

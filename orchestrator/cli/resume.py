@@ -18,8 +18,7 @@ from ..errors import ConfigError
 from ..jobs import JobResult, Resumption, parse_model_options, prepare_resume
 from ..planner import Orchestrator
 from ..trace.history import latest_trace
-from .approval import terminal_approver
-from .jobs import EXIT_OK, EXIT_SPEC_ERROR, add_model_arguments, config_error
+from .jobs import EXIT_OK, EXIT_SPEC_ERROR, add_model_arguments, config_error, terminal_approver
 from .run import DEFAULT_TRACE_DIR, add_output_arguments, execute, report
 
 

@@ -29,25 +29,25 @@ from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
 from ..trace import Trace, new_run_id
 from . import STARTED
-from .approval import TerminalApprover, terminal_approver
-from .executors import add_executor_arguments, with_executor
 from .jobs import (
     EXIT_BUDGET,
     EXIT_FAILED_STEP,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SPEC_ERROR,
+    add_executor_arguments,
     add_job_arguments,
     config_error,
     load_job_from_args,
     report_preflight,
+    terminal_approver,
+    with_executor,
 )
 from .output import AnswerStream, masked_output
-from .progress import LiveView, PlainProgress
-from .rows import silence_after
 
 if TYPE_CHECKING:
     from ..trace import Checkpoint
+    from .approval import TerminalApprover
 
 DEFAULT_TRACE_DIR = TRACE_FOLDER
 OFFLINE_PROVIDERS = {"scripted", "replay"}
@@ -200,6 +200,10 @@ def _progress(
     shown in, and what pauses it while the terminal asks for an approval."""
     if args.quiet:
         return None, nullcontext(), nullcontext
+    # Loaded by a run that shows its progress (not `-q`).
+    from .progress import LiveView, PlainProgress
+    from .rows import silence_after
+
     if sys.stderr.isatty() and not args.stream:  # a live view would redraw over the answer
         view = LiveView(f"job {job.name}", job.budget.max_tokens, silence_after=silence_after())
         return view, view, view.paused

@@ -17,7 +17,7 @@ from ..agent import TokenBudget
 from ..agent.model_call import call_model
 from ..messages import Message, Usage
 from ..models import ChatModel
-from ..security.json_input import load_json
+from ..security.inputs import load_json
 from ..tokens import TokenCounter, default_counter
 from ..trace import NullTrace
 from .scoring import RunRecord, Score

@@ -27,8 +27,8 @@ from ..jobs import Job, SpecError, load_job
 from ..jobs.batch import csv_records
 from ..jobs.loading import read_yaml
 from ..jobs.problems import Problem, problems_from
+from ..security.inputs import JsonInputError, json_lines, load_json
 from ..security.inventory import reads
-from ..security.json_input import JsonInputError, json_lines, load_json
 from ..tasks import suggest
 from .spec import (
     PROBE_KINDS,

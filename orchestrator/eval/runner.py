@@ -40,8 +40,8 @@ from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSett
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
+from ..security.inputs import JsonInputError, json_lines, load_json
 from ..security.inventory import reads, reads_no_configuration
-from ..security.json_input import JsonInputError, json_lines, load_json
 from ..skills import SkillCatalog
 from ..skills.discovery import builtin_skills_folder
 from ..trace import Trace

@@ -37,8 +37,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from ..jobs.problems import Problem, problems_from
+from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import reads, reads_no_configuration
-from ..security.json_input import JsonInputError, load_json
 from ..skills import SkillCatalog
 from ..skills.disclosure import Disclosure
 from ..skills.discovery import project_skill_folders

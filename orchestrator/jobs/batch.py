@@ -30,8 +30,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import Usage
 from ..security import SecretMask, secrets_from_environment
+from ..security.inputs import JsonInputError, json_lines, load_json
 from ..security.inventory import reads
-from ..security.json_input import JsonInputError, json_lines, load_json
 from .loading import job_dotenv, load_job, read_yaml
 from .runner import JobResult
 from .spec import Job

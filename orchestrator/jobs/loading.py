@@ -1,6 +1,6 @@
 """Reading a job spec file: YAML (safe, no duplicate keys), command-line overrides, one error.
 
-`load_job(path)` reads the file with the package's YAML reader (`security/yaml_input.py`:
+`load_job(path)` reads the file with the package's YAML reader (`security/inputs.py`:
 safe, alias expansion bounded), applies overrides (`--model`, `--model-option`, `--set`,
 `--trace`), validates it as a `Job`, and checks its agents against the sub-agents it can see.
 Any problem, at any stage, ends in a single `SpecError` naming the file. The `.env`
@@ -17,8 +17,8 @@ from dotenv import dotenv_values
 from pydantic import ValidationError
 
 from ..errors import ConfigError
+from ..security.inputs import YamlInputError, load_yaml
 from ..security.inventory import DOTENV_FILES, reads
-from ..security.yaml_input import YamlInputError, load_yaml
 from ..skills.discovery import Folders, discover
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
 from .problems import Problem, SpecError, describe, problems_from

@@ -44,8 +44,7 @@ from ..tasks import (
     TaskRequest,
     TaskSpec,
 )
-from ..tasks.executor import TaskExecutor
-from ..tasks.remote import with_remote_agents
+from ..tasks.executor import TaskExecutor, with_remote_agents
 from ..trace import Trace
 from .outputs import WorkspaceRecord
 from .spec import Job

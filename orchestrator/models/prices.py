@@ -24,9 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..messages import Usage
+from ..security.inputs import JsonInputError, YamlInputError, load_json, load_yaml
 from ..security.inventory import reads
-from ..security.json_input import JsonInputError, load_json
-from ..security.yaml_input import YamlInputError, load_yaml
 
 PRICES_CHECKED = "2026-11"
 _DATED = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")

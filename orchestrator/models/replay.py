@@ -45,8 +45,8 @@ from ..errors import ConfigError, ModelError
 from ..events import Compact, MessageEvent, ModelCall, RunStart, TraceEvent, parse_event
 from ..messages import Message, Usage, tools_digest
 from ..security import SecretMask
+from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import reads
-from ..security.json_input import JsonInputError, load_json
 from .base import Model, ModelRequest, ModelResponse
 from .settings import WireOptions
 

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
+from ..security.inputs import YamlInputError, load_yaml
 from ..security.inventory import reads, user_config_folder
-from ..security.yaml_input import YamlInputError, load_yaml
 from .base import DEFAULT_OUTPUT_MODES, ChatModel, OutputMode, unwrap
 from .prices import DEFAULT_PRICES
 from .scripted import SCRIPTED_OUTPUT_MODES, ScriptedModel

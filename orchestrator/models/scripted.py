@@ -15,9 +15,8 @@ from typing import Any
 
 from ..errors import ConfigError, ScriptExhausted
 from ..messages import Message, ToolCall, Usage
+from ..security.inputs import JsonInputError, YamlInputError, load_json, load_yaml
 from ..security.inventory import reads
-from ..security.json_input import JsonInputError, load_json
-from ..security.yaml_input import YamlInputError, load_yaml
 from ..tokens import default_counter
 from .base import Model, ModelRequest, ModelResponse, OutputMode
 from .settings import WireOptions

@@ -31,9 +31,8 @@ from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
-from ..tasks.executor import TaskExecutor
+from ..tasks.executor import TaskExecutor, TaskOrigin, TaskRequest
 from ..tasks.scheduler import LocalExecutor
-from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Trace
 from ._ray import ray
 from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host

@@ -18,8 +18,8 @@ from typing import Any
 
 from ..agent import TaskResult
 from ..skills.servers import server_scope
+from ..tasks.executor import TaskOrigin, TaskRequest
 from ..tasks.scheduler import run_agent_task
-from ..tasks.task import TaskOrigin, TaskRequest
 from ..trace import Checkpoint, NullTrace, Trace
 from .budget import LeasedBudget
 from .recipe import WorkerRecipe

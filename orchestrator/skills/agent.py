@@ -33,8 +33,8 @@ from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
 from .catalog import SkillCatalog
+from .disclosure import warn_refused_code
 from .meta_tools import ForksSkills, SkillsExtension, skills_extension
-from .preload import warn_refused_code
 
 SkillsLike = (
     SkillCatalog | SkillsExtension | str | os.PathLike[str] | Iterable[str | os.PathLike[str]]

@@ -74,7 +74,7 @@ class SkillCatalog:
         self.import_timeout: float | None = DEFAULT_IMPORT_TIMEOUT
         self._search: SearchIndex | None = None
         self.warned_workspaces: set[Path] = set()
-        """Workspaces already warned about this catalog's refused code (preload.py)."""
+        """Workspaces already warned about this catalog's refused code (disclosure.py)."""
         for root in self.paths:
             self._scan_root(root)
 

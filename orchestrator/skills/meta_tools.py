@@ -55,11 +55,14 @@ from .disclosure import (
     EAGER_NOTE,
     Disclosure,
     DisclosurePlan,
+    Preloaded,
     plan_disclosure,
+    preload_skills,
+    render_loaded,
+    render_preloaded,
+    untrusted_code,
 )
 from .files import DEFAULT_MAX_FILE_CHARS, read_file
-from .observation import render_loaded
-from .preload import Preloaded, preload_skills, render_preloaded, untrusted_code
 from .servers import server_scope, with_servers, with_servers_sync
 from .skill import LoadedSkill, SkillError, SkillFailure, SkillInfo
 from .skill_md import read_body, substitute
@@ -109,7 +112,7 @@ class ForksSkills(Extension, ABC):
 class SkillsExtension(Extension):
     """An agent extension: the skill index for the system prompt, and the meta-tools.
 
-    `preload` names skills the agent starts with loaded (preload.py); `running` is the skill a
+    `preload` names skills the agent starts with loaded (disclosure.py); `running` is the skill a
     forked sub-agent runs (its tools and limits, not its instructions: those are its task).
     `allows` filters the tools loaded skills add (a sub-agent's tool limit). `stable_tools`
     keeps the tools array of every request the same (see the module's docstring).

@@ -45,8 +45,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..parts import Slot
+from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import MCP_CONFIG_FILES, reads
-from ..security.json_input import JsonInputError, load_json
 from .skill import LoadedSkill, SkillInfo
 from .skill_md import Problem
 

@@ -58,8 +58,8 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from ..security.inputs import YamlInputError, YamlTooLarge, compose_yaml
 from ..security.inventory import SKILL_FILES, reads
-from ..security.yaml_input import YamlInputError, YamlTooLarge, compose_yaml
 from .skill import SkillError, SkillInfo, parse_keywords
 
 SKILL_FILE = SKILL_FILES[0]

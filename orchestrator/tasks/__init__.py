@@ -1,6 +1,6 @@
 """Sub-agents as a DAG: graph validation, the scheduler, executors, `fork`, and definitions."""
 
-from .executor import RemoteForks, RemoteSession, TaskExecutor
+from .executor import RemoteForks, RemoteSession, TaskExecutor, TaskOrigin, TaskRequest, TaskSpec
 from .fork import ForkExtension, ForkSettings, StepOutput
 from .graph import GraphError, GraphProblem, build_graph, suggest
 from .scheduler import GraphRun, LocalExecutor, budget_refusal, run_agent_task, task_graph
@@ -15,7 +15,6 @@ from .subagents import (
     builtin_subagent_folders,
     check_subagent_folder,
 )
-from .task import TaskOrigin, TaskRequest, TaskSpec
 
 __all__ = [
     "GENERAL",

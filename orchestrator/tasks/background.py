@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..agent import TaskResult, TokenBudget
+from .executor import TaskSpec
 from .scheduler import GraphRun, Slots
-from .task import TaskSpec
 
 
 @dataclass

@@ -75,12 +75,10 @@ from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
 from ..trace.summary import plural
 from .background import Background
-from .executor import RemoteForks
+from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
 from .graph import GraphError, suggest
-from .remote import with_remote_agents
 from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
-from .task import TaskRequest, TaskSpec
 
 if TYPE_CHECKING:
     from ..trace import AgentRecord

@@ -21,7 +21,7 @@ from ..agent import RunResult, TaskResult, ToolContext
 from ..agent.run_results import is_status, is_task_status
 from ..messages import Message
 from ..trace import ENDED_TASK, AgentRecord, Checkpoint, ForkRecord, Trace
-from .task import TaskSpec
+from .executor import TaskSpec
 
 
 def restored_task(

@@ -33,9 +33,8 @@ import networkx as nx
 from ..agent import AgentLoop, TaskResult, TaskStatus, TokenBudget
 from ..errors import ConfigError
 from ..trace import Trace
-from .executor import TaskExecutor
+from .executor import TaskExecutor, TaskRequest, TaskSpec
 from .graph import build_graph
-from .task import TaskRequest, TaskSpec
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
 Gate = Callable[[TaskRequest], str | None]

@@ -25,8 +25,8 @@ from ..events import (
     is_event,
 )
 from ..messages import Message
+from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import reads
-from ..security.json_input import JsonInputError, load_json
 from ..security.signing import Signature, user_key, verify_lines
 
 

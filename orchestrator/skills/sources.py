@@ -1,4 +1,4 @@
-"""Tools from a skill's `tools.py`: every `@tool` function at its top level.
+"""Where a skill's tools come from: its `tools.py`, every `@tool` function at its top level.
 
 Only the file the catalog saw when it scanned is imported: its bytes are read once, checked
 against the digest taken at the scan, and those same bytes are compiled, so a `tools.py` that
@@ -18,9 +18,9 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-from ...agent import Tool
-from ...security.inventory import reads
-from ..skill import SkillError, SkillInfo, qualified_tool_name
+from ..agent import Tool
+from ..security.inventory import reads
+from .skill import SkillError, SkillInfo, qualified_tool_name
 
 TOOLS_FILE = "tools.py"
 _IMPORTING: dict[str, threading.Lock] = {}
