@@ -178,6 +178,8 @@ class RunEnd(EventBase):
     """It completed with an empty answer."""
     data: JsonValue = None
     """Its validated structured answer (JSON values), when it was asked for one."""
+    structured: bool | None = None
+    """The agent was given an output type (its `output` is then a value, not text)."""
 
 
 class MessageEvent(EventBase):

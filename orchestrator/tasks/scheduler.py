@@ -351,7 +351,7 @@ async def run_agent_task(
         depends_on=base.depends_on,
         started_at=base.started_at,
         status=run.status,
-        output=run.output,
+        output=run.text,
         reason=reason,
         usage=run.total_usage,
         cost=run.total_cost,
