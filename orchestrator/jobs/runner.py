@@ -129,7 +129,7 @@ class JobRunner:
         job: Job,
         trace: Trace | None,
         *,
-        build: Callable[[TaskRequest, ToolContext], AgentLoop],
+        build: Callable[[TaskRequest, ToolContext], AgentLoop[Any]],
         context: Callable[[TokenBudget], ToolContext],
         budget: TokenBudget,
         shared_budget: bool = False,
@@ -243,7 +243,7 @@ class JobRunner:
             if result.data is not None:
                 self.data[result.id] = result.data
 
-    def _build(self, request: TaskRequest) -> AgentLoop:
+    def _build(self, request: TaskRequest) -> AgentLoop[Any]:
         return self.build(request, self.context)
 
 

@@ -12,7 +12,7 @@ import os
 import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..skills import SkillInfo
@@ -50,7 +50,7 @@ class RemoteSession(Protocol):
     def budget(self) -> TokenBudget: ...
 
     def executor(
-        self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop]
+        self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop[Any]]
     ) -> TaskExecutor: ...
 
     async def __aenter__(self) -> RemoteSession: ...
@@ -61,5 +61,5 @@ class RemoteSession(Protocol):
 # The executor of a fork's tasks, from the forking agent's context, the `context: fork` skill
 # it runs (if any) and how the driver builds a task's agent (for the budget check).
 RemoteForks = Callable[
-    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop]], TaskExecutor
+    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop[Any]]], TaskExecutor
 ]

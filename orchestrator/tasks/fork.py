@@ -278,7 +278,7 @@ class ForkExtension(ForksSkills):
         self,
         tasks: Sequence[TaskSpec],
         ctx: ToolContext,
-        build: Callable[[TaskRequest], AgentLoop],
+        build: Callable[[TaskRequest], AgentLoop[Any]],
         *,
         running: SkillInfo | None = None,
         **options: Any,
@@ -326,7 +326,7 @@ class ForkExtension(ForksSkills):
         background = state.background
         meters: dict[str, TokenBudget] = {}
 
-        def build(request: TaskRequest) -> Agent:
+        def build(request: TaskRequest) -> Agent[Any]:
             return self.build_agent(request, ctx, budget=meters[request.spec.id])
 
         def started(spec: TaskSpec) -> None:
@@ -614,7 +614,7 @@ class ForkExtension(ForksSkills):
         output: StepOutput | None = None,
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
-    ) -> Agent:
+    ) -> Agent[Any]:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
         `model` (a job step's own) goes before the definition's; `running` is the
