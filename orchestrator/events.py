@@ -178,8 +178,9 @@ class RunEnd(EventBase):
     """It completed with an empty answer."""
     data: JsonValue = None
     """Its validated structured answer (JSON values), when it was asked for one."""
-    structured: bool | None = None
-    """The agent was given an output type (its `output` is then a value, not text)."""
+    validated: bool | None = None
+    """For an agent given an output type, whether its answer validated (`data`); absent
+    for one without."""
 
 
 class MessageEvent(EventBase):

@@ -6,6 +6,7 @@ values; `mypy --strict` sees `Agent(model, output_type=City)` run to a `RunResul
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from typing_extensions import TypedDict
 from orchestrator import Agent, Orchestrator, RunResult, Trace
 from orchestrator.errors import NoOutput, OrchestratorError
 from orchestrator.jobs import fast_forward, load_job
-from orchestrator.models import ScriptedModel
+from orchestrator.models import ModelRequest, ModelResponse, ModelWrapper, ScriptedModel
 from orchestrator.trace import load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +59,13 @@ class Dog(BaseModel):
 PARIS = {"name": "Paris", "population": 2100000}
 
 
+class IgnoresToolChoice(ModelWrapper):
+    """A provider that calls tools even when the request said `tool_choice: none`."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self.inner.complete(dataclasses.replace(request, tool_choice="auto"))
+
+
 def answering(content: str) -> ScriptedModel:
     return ScriptedModel({"*": [{"content": content}]})
 
@@ -68,7 +76,7 @@ def test_a_pydantic_models_output_is_an_instance_and_its_text_the_json() -> None
     assert isinstance(result.output, City)
     assert result.output.name == "Paris"
     assert json.loads(result.text) == PARIS
-    assert result.data == PARIS and result.structured
+    assert result.data == PARIS and result.validated
 
 
 def test_a_dataclass_a_typeddict_an_int_and_a_union_are_what_the_type_adapter_gives() -> None:
@@ -89,7 +97,7 @@ def test_a_dataclass_a_typeddict_an_int_and_a_union_are_what_the_type_adapter_gi
 def test_a_run_without_an_output_type_gives_its_text() -> None:
     result = Agent(answering("Paris, of course.")).run_sync("Which city?")
     assert result.output == result.text == "Paris, of course."
-    assert (result.data, result.structured) == (None, False)
+    assert (result.data, result.validated) == (None, None)
 
 
 def test_a_run_whose_answer_never_validated_raises_no_output_naming_its_status() -> None:
@@ -107,11 +115,30 @@ def test_a_run_whose_answer_never_validated_raises_no_output_naming_its_status()
         _ = failed.output
 
 
+def test_a_typed_run_stopped_by_its_step_cap_while_calling_tools_has_no_output() -> None:
+    """`max_steps` with no error: the last step called a tool instead of answering. Its
+    `output` is no `None` pretending to be a City, live or read back."""
+    looking = {"tool_calls": [{"name": "look", "arguments": {}}]}
+    model = IgnoresToolChoice(ScriptedModel({"*": [looking, looking]}))
+
+    def look() -> str:
+        """Look around."""
+        return "a city"
+
+    agent = Agent(model, [look], output_type=City, output_mode="prompted", max_steps=2)
+    result = agent.run_sync("Which city?")
+    assert (result.status, result.error, result.validated) == ("max_steps", None, False)
+    with pytest.raises(NoOutput, match="ended max_steps without a valid answer"):
+        _ = result.output
+    with pytest.raises(NoOutput, match="ended max_steps"):
+        _ = RunResult.model_validate_json(result.model_dump_json()).output
+
+
 def test_a_result_read_back_from_json_carries_json_values_or_text() -> None:
     typed = Agent(answering(json.dumps(PARIS)), output_type=City).run_sync("Which city?")
     again = RunResult.model_validate_json(typed.model_dump_json())
     assert again.output == PARIS  # no Python type to rebuild: its JSON values
-    assert (again.text, again.structured) == (typed.text, True)
+    assert (again.text, again.validated) == (typed.text, True)
     plain = Agent(answering("Paris.")).run_sync("Which city?")
     assert RunResult.model_validate_json(plain.model_dump_json()).output == "Paris."
     bad = Agent(answering("Paris"), output_type=City, output_retries=0).run_sync("Which?")
@@ -210,7 +237,7 @@ def test_mypy_strict_types_the_output_of_an_agent_given_an_output_type(tmp_path:
             from typing_extensions import assert_type
 
             from orchestrator import Agent, RunResult
-            from orchestrator.models import ScriptedModel
+            from orchestrator.models import ModelRequest, ModelResponse, ModelWrapper, ScriptedModel
 
 
             class City(BaseModel):
@@ -236,7 +263,7 @@ def test_mypy_strict_types_the_output_of_an_agent_given_an_output_type(tmp_path:
             from pydantic import BaseModel
 
             from orchestrator import Agent
-            from orchestrator.models import ScriptedModel
+            from orchestrator.models import ModelRequest, ModelResponse, ModelWrapper, ScriptedModel
 
 
             class City(BaseModel):

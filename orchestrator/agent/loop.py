@@ -1054,7 +1054,7 @@ class AgentLoop(Generic[OutputT]):
             agent=self.name,
             status=status,
             text=output,
-            structured=self.output is not None,
+            validated=(answer is not None) if self.output is not None else None,
             data=json.loads(output) if answer is not None else None,
             messages=list(state.transcript),
             usage=state.usage,
@@ -1077,7 +1077,7 @@ class AgentLoop(Generic[OutputT]):
                 self.name,
                 status=status,
                 output=output,
-                **({"structured": True} if self.output is not None else {}),
+                **({"validated": answer is not None} if self.output is not None else {}),
                 # The validated answer's JSON values: what a result read back gives as output.
                 **({"data": result.data} if answer is not None else {}),
                 steps=state.steps,

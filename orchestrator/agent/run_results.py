@@ -40,8 +40,6 @@ OutputT = TypeVar("OutputT", default=str)
 """What a run's `output` is: its agent's output type; `str` for an agent without one."""
 STATUSES: frozenset[str] = frozenset(get_args(Status))
 TASK_STATUSES: frozenset[str] = STATUSES | {"skipped"}
-ANSWERED: frozenset[str] = frozenset({"completed", "max_steps", "budget_exhausted"})
-"""The ends a run may reach with a valid answer (`budget_exhausted` only without an `error`)."""
 
 
 def is_status(value: object) -> TypeGuard[Status]:
@@ -113,8 +111,11 @@ class RunResult(BaseModel, Generic[OutputT]):
         description="The answer as text: the model's final text, or a typed run's validated "
         "answer as JSON (its raw answer when none validated).",
     )
-    structured: bool = Field(
-        default=False, description="The agent was given an output type (agent/output.py)."
+    validated: bool | None = Field(
+        default=None,
+        description="For an agent given an output type (agent/output.py), whether its answer "
+        "validated: True, `output` is the value; False, reading `output` raises NoOutput. "
+        "None for an agent without one (`output` is the text).",
     )
     data: Any = Field(
         default=None,
@@ -150,7 +151,7 @@ class RunResult(BaseModel, Generic[OutputT]):
     def with_output(self, value: object) -> RunResult[Any]:
         """A copy of this typed run's result whose answer validated as `value` (the loop
         makes it as the run ends: the value is not read back from JSON)."""
-        answered: RunResult[Any] = self.model_copy(update={"structured": True})
+        answered: RunResult[Any] = self.model_copy(update={"validated": True})
         answered._value = (value,)
         return answered
 
@@ -163,9 +164,9 @@ class RunResult(BaseModel, Generic[OutputT]):
         (`text` holds what the model wrote)."""
         if self._value is not None:
             return cast(OutputT, self._value[0])
-        if not self.structured:
+        if self.validated is None:
             return cast(OutputT, self.text)
-        if self.status in ANSWERED and self.error is None:
+        if self.validated:
             return cast(OutputT, self.data)
         why = f": {self.error}" if self.error else ""
         raise NoOutput(

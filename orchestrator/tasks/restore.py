@@ -165,7 +165,7 @@ def _run(checkpoint: Checkpoint, path: str) -> RunResult[Any] | None:
         agent=path,
         status=record.status,
         text=record.output,
-        structured=record.structured,
+        validated=record.validated,
         data=record.data,
         messages=record.messages,
         usage=record.usage,

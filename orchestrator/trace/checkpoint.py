@@ -61,8 +61,8 @@ class AgentRecord:
     output: str = ""
     data: Any = None
     """The run's validated structured answer, as JSON values (agent/output.py)."""
-    structured: bool = False
-    """The agent was given an output type."""
+    validated: bool | None = None
+    """For an agent given an output type, whether its answer validated; None without one."""
     error: str | None = None
     steps: int = 0
     calls: int = 0
@@ -321,7 +321,7 @@ def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one cas
         case RunEnd():
             record = c.agent(event.agent)
             record.status, record.output = event.status or "error", event.output or ""
-            record.data, record.structured = event.data, bool(event.structured)
+            record.data, record.validated = event.data, event.validated
             record.error, record.ended_at = event.error, event.ts
         case ModelCall():
             _model_call(c, event)
