@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .errors import (
         ConfigError,
         ModelError,
+        NoOutput,
         OrchestratorError,
         PermissionDenied,
         ToolError,
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "load_job": "jobs",
     "Message": "messages",
     "ModelError": "errors",
+    "NoOutput": "errors",
     "Orchestrator": "planner",
     "run_job": "planner",
     "run_job_sync": "planner",
@@ -65,6 +67,7 @@ __all__ = [
     "JobResult",
     "Message",
     "ModelError",
+    "NoOutput",
     "Orchestrator",
     "OrchestratorError",
     "Permissions",

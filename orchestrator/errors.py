@@ -10,6 +10,7 @@
     │   ├── ContextWindowExceeded  the conversation does not fit the model's context window
     │   ├── ScriptExhausted      the scripted model has no turn left for an agent
     │   └── UntrustedUsage       a provider reported usage too far off to believe
+    ├── NoOutput                 `RunResult.output` of a typed run that has no valid answer
     └── ToolError                raised by a tool: its message goes back to the model as is
         ├── PermissionDenied     the run's permissions forbid what the tool was asked to do
         └── ToolInfrastructureError  the tool's machinery (a server, a process) failed, not the tool
@@ -29,6 +30,12 @@ class OrchestratorError(Exception):
 
 class ConfigError(OrchestratorError):
     """Invalid configuration or input given by the user."""
+
+
+class NoOutput(OrchestratorError):
+    """`RunResult.output` was read for a run given an output type that ended without a valid
+    answer (`output_invalid`, `error`, `cancelled`...): the message names the status and why.
+    The answer as written is `RunResult.text`."""
 
 
 class RunHalted(OrchestratorError):

@@ -178,6 +178,9 @@ class RunEnd(EventBase):
     """It completed with an empty answer."""
     data: JsonValue = None
     """Its validated structured answer (JSON values), when it was asked for one."""
+    validated: bool | None = None
+    """For an agent given an output type, whether its answer validated (`data`); absent
+    for one without."""
 
 
 class MessageEvent(EventBase):

@@ -341,6 +341,30 @@ steps:
     assert prompt["message"]["content"] == "Write about bees, plain."
 
 
+async def test_a_typed_answer_goes_on_the_wire_as_its_json_text(tmp_path: Path) -> None:
+    """A step whose output type is a Python class: its value stays in the run, the message
+    the client gets is the answer's JSON text."""
+    (tmp_path / "served_types.py").write_text(
+        "from pydantic import BaseModel\n\n\nclass Town(BaseModel):\n    name: str\n"
+    )
+    spec = """\
+name: towns
+model: scripted:SCRIPT
+inputs: {topic: null}
+steps:
+  - {id: answer, task: "Name a town of {inputs.topic}.", output_schema: served_types.Town}
+"""
+    script = {"answer": [{"content": '{"name": "Paris"}'}]}
+    job = load_served(write_job(tmp_path, spec, script, "towns"))
+    async with served([job], tmp_path / "runs") as url:
+        client = await client_for(url)
+        responses = await collect(client.send_message(SendMessageRequest(
+            message=user_message("France"))))  # fmt: skip
+        await client.close()
+    assert states(responses)[-1] == "TASK_STATE_COMPLETED"
+    assert status_texts(responses)[-1] == '{"name":"Paris"}'
+
+
 async def test_tasks_past_the_limit_are_rejected(tmp_path: Path) -> None:
     job = load_served(write_job(tmp_path, SLOW, SLOW_SCRIPT, "slow"))
     async with served([job], tmp_path / "runs", max_tasks=1) as url:

@@ -177,7 +177,12 @@ def test_resumed_step_keeps_its_data_for_the_next_steps_fields(tmp_path: Path) -
     resumed = Orchestrator.resume_sync(trace)
 
     assert resumed.status == "completed", [(s.id, s.status, s.reason) for s in resumed.steps]
-    assert resumed.step("read").data == INVOICE
+    kept = resumed.step("read")
+    assert kept.data == INVOICE
+    # Read back from the trace: no Python type to rebuild, so its output is the JSON values.
+    assert kept.run is not None and kept.run.validated and kept.run.output == INVOICE
+    summary = resumed.step("summary").run
+    assert summary is not None and type(summary.output).__name__ == "Summary"  # ran again
     asked = [
         e["message"]["content"]
         for e in trace_lines(trace)

@@ -17,11 +17,11 @@ from trace_lines import into, trace_lines
 from trace_signing import resign
 from typing_extensions import TypedDict
 
-from orchestrator import Agent, Message, RunResult, Trace, tool
+from orchestrator import Agent, Message, Trace, tool
 from orchestrator.agent import FINAL_TOOL, OutputSpec, strict_schema
 from orchestrator.agent.run_results import STATUSES
 from orchestrator.cli.rows import STYLES
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, NoOutput
 from orchestrator.jobs import fast_forward
 from orchestrator.models import (
     PRESETS,
@@ -222,8 +222,8 @@ async def test_openai_native_sends_a_strict_json_schema_response_format(stream: 
     with ProviderServer({"*": [{"content": json.dumps(INVOICE)}]}) as server:
         model = server.adapter("openai", KEY, stream=stream)
         result = await Agent(model, [lookup], output_type=Invoice).run("Read A-7.")
-    assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
-    assert json.loads(result.output) == INVOICE
+    assert (result.status, result.output) == ("completed", Invoice.model_validate(INVOICE))
+    assert json.loads(result.text) == result.data == INVOICE
     [body] = server.bodies()
     strict, _ = strict_schema(Invoice.model_json_schema())
     assert body["response_format"] == {
@@ -242,7 +242,7 @@ async def test_a_local_server_gets_native_output_by_default_and_a_scalar_is_wrap
     with ProviderServer({"*": [{"content": '{"result": 12}'}]}) as server:
         model = openai_model(server, "openai-compatible")
         result = await Agent(model, output_type=int).run("How many?")
-    assert (result.status, result.data, result.output) == ("completed", 12, "12")
+    assert (result.status, result.output, result.text) == ("completed", 12, "12")
     [body] = server.bodies()
     assert body["response_format"]["json_schema"] == {
         "name": "result",
@@ -261,7 +261,7 @@ async def test_output_format_json_object_sends_the_schema_beside_the_type() -> N
     with ProviderServer({"*": [{"content": '{"result": 12}'}]}) as server:
         model = openai_model(server, "openai-compatible", output_format="json_object")
         result = await Agent(model, output_type=int).run("How many?")
-    assert (result.status, result.data) == ("completed", 12)
+    assert (result.status, result.output) == ("completed", 12)
     [body] = server.bodies()
     assert body["response_format"] == {
         "type": "json_object",
@@ -282,7 +282,7 @@ async def test_a_schema_that_cannot_be_strict_goes_with_strict_false_and_a_warni
         with pytest.warns(UserWarning, match="cannot be made strict .*counts is an object"):
             agent = Agent(openai_model(server), output_type=Tally)
         result = await agent.run("Count.")
-    assert result.data == Tally(counts={"a": 1})
+    assert result.output == Tally(counts={"a": 1})
     [body] = server.bodies()
     assert body["response_format"]["json_schema"]["strict"] is False
     assert body["response_format"]["json_schema"]["schema"] == Tally.model_json_schema()
@@ -292,7 +292,7 @@ async def test_anthropic_native_sends_output_config_format() -> None:
     with ProviderServer({"*": [{"content": json.dumps(INVOICE)}]}) as server:
         model = server.adapter("anthropic", KEY)
         result = await Agent(model, output_type=Invoice, output_mode="native").run("Read.")
-    assert result.data == Invoice.model_validate(INVOICE)
+    assert result.output == Invoice.model_validate(INVOICE)
     [body] = server.bodies()
     strict, _ = strict_schema(Invoice.model_json_schema())
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": strict}}
@@ -313,7 +313,7 @@ async def test_tool_mode_keeps_one_tools_array_from_the_first_request_to_the_las
     with ProviderServer(script) as server:
         model = server.adapter(provider, KEY)
         result = await Agent(model, [lookup], output_type=Invoice, output_mode="tool").run("Go.")
-    assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
+    assert (result.status, result.output) == ("completed", Invoice.model_validate(INVOICE))
     bodies = [without_cache_marks(body) for body in server.bodies()]
     assert len(bodies) == 3
     assert all(body["tools"] == bodies[0]["tools"] for body in bodies)
@@ -334,7 +334,7 @@ async def test_tool_mode_keeps_one_tools_array_from_the_first_request_to_the_las
 async def test_anthropic_defaults_to_the_tool_mode() -> None:
     with ProviderServer({"*": [{"tool_calls": [call(FINAL_TOOL, result=3)]}]}) as server:
         result = await Agent(server.adapter("anthropic", KEY), output_type=int).run("Three?")
-    assert (result.status, result.data) == ("completed", 3)
+    assert (result.status, result.output) == ("completed", 3)
     [body] = server.bodies()
     assert tool_names(body) == [FINAL_TOOL]
     assert body["tools"][0]["input_schema"]["properties"] == {"result": {"type": "integer"}}
@@ -347,7 +347,7 @@ async def test_prompted_mode_puts_the_schema_in_the_system_prompt(provider: str)
         model = server.adapter(provider, KEY)
         agent = Agent(model, system="Read invoices.", output_type=Invoice, output_mode="prompted")
         result = await agent.run("Read.")
-    assert result.data == Invoice.model_validate(INVOICE)
+    assert result.output == Invoice.model_validate(INVOICE)
     [body] = server.bodies()
     if provider == "anthropic":
         system = body["system"][0]["text"]
@@ -368,7 +368,7 @@ def test_a_native_answer_that_fails_goes_back_naming_the_field_and_the_retry_val
     events: list[Event] = []
     agent = Agent(model, output_type=Invoice, trace=Trace(listeners=[into(events)], secrets=[]))
     result = agent.run_sync("Read.")
-    assert (result.status, result.data) == ("completed", Invoice.model_validate(INVOICE))
+    assert (result.status, result.output) == ("completed", Invoice.model_validate(INVOICE))
     note = result.messages[-2]
     assert note.role == "user" and note.content is not None
     assert note.content.startswith("[orchestrator] The answer is not valid JSON (Extra data")
@@ -386,7 +386,7 @@ def test_after_the_retries_the_run_ends_output_invalid_with_the_error_and_the_ra
     trace = Trace(listeners=[into(events)], secrets=[])
     result = Agent(model, output_type=Invoice, output_retries=2, trace=trace).run_sync("Read.")
     assert result.status == "output_invalid"
-    assert (result.output, result.data, result.steps) == (bad, None, 3)
+    assert (result.text, result.data, result.steps) == (bad, None, 3)
     assert result.error is not None and "- items.0.price: Input should be a valid number" in (
         result.error
     )
@@ -397,14 +397,14 @@ def test_after_the_retries_the_run_ends_output_invalid_with_the_error_and_the_ra
     ]
     [end] = [e for e in events if e["type"] == "run_end"]
     assert (end["status"], end["output"]) == ("output_invalid", bad)
-    with pytest.raises(ValueError, match="ended output_invalid without a valid answer"):
-        result.output_as(Invoice)
+    with pytest.raises(NoOutput, match="ended output_invalid without a valid answer"):
+        _ = result.output
 
 
 def test_no_retries_ends_at_the_first_invalid_answer() -> None:
     model = ScriptedModel({"*": [{"content": "twelve"}]})
     result = Agent(model, output_type=int, output_retries=0).run_sync("How many?")
-    assert (result.status, result.output, result.steps) == ("output_invalid", "twelve", 1)
+    assert (result.status, result.text, result.steps) == ("output_invalid", "twelve", 1)
 
 
 def test_the_last_step_allows_no_retry_and_forces_the_final_tool() -> None:
@@ -442,7 +442,7 @@ def test_a_valid_final_call_skips_the_turns_other_calls_and_an_invalid_one_lets_
     }
     agent = Agent(ScriptedModel(script), [note], output_type=int, output_mode="tool")
     result = agent.run_sync("Count.")
-    assert (result.status, result.data, ran) == ("completed", 7, ["first"])
+    assert (result.status, result.output, ran) == ("completed", 7, ["first"])
     results = [(m.name, m.error_type, m.content) for m in result.messages if m.role == "tool"]
     assert results[0][:2] == (FINAL_TOOL, "invalid_arguments")
     assert results[1:] == [
@@ -455,7 +455,7 @@ def test_a_valid_final_call_skips_the_turns_other_calls_and_an_invalid_one_lets_
 def test_in_tool_mode_a_text_answer_is_sent_back_to_call_the_tool() -> None:
     script: Script = {"*": [{"content": "It is 7."}, {"tool_calls": [call(FINAL_TOOL, result=7)]}]}
     result = Agent(ScriptedModel(script), output_type=int, output_mode="tool").run_sync("Count.")
-    assert (result.status, result.data) == ("completed", 7)
+    assert (result.status, result.output) == ("completed", 7)
     assert result.messages[2].content == (
         "[orchestrator] Give your final answer by calling final_result, not as text.\n"
         "Fix it and call final_result again (2 tries left)."
@@ -465,10 +465,10 @@ def test_in_tool_mode_a_text_answer_is_sent_back_to_call_the_tool() -> None:
 def test_a_union_and_a_json_schema_as_output_types() -> None:
     script = {"*": [{"content": '{"result": {"kind": "fruit", "name": "pear"}}'}]}
     result = Agent(ScriptedModel(script), output_type=Fruit | Vehicle).run_sync("What?")
-    assert result.data == Fruit(kind="fruit", name="pear")
+    assert result.output == Fruit(kind="fruit", name="pear")
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     raw = Agent(ScriptedModel({"*": [{"content": '{"ok": true}'}]}), output_type=schema)
-    assert raw.run_sync("Fine?").data == {"ok": True}
+    assert raw.run_sync("Fine?").output == {"ok": True}
 
 
 async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Path) -> None:
@@ -476,7 +476,7 @@ async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Pa
     path = tmp_path / "t.jsonl"
     with Trace(path) as trace:
         whole = await Agent(ScriptedModel(script), output_type=int, trace=trace).run("Count.")
-    assert (whole.status, whole.data) == ("completed", 7)
+    assert (whole.status, whole.output) == ("completed", 7)
     events = trace_lines(path)
     answered = next(
         i
@@ -492,23 +492,11 @@ async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Pa
     with Trace(path, resume=checkpoint) as trace:
         resumed = await Agent(model, output_type=int, trace=trace).run("Count.")
     # The recorded answer is judged as a new one would be: sent back, then answered again.
-    assert (resumed.status, resumed.data) == ("completed", 7)
+    assert (resumed.status, resumed.output) == ("completed", 7)
     assert [m.content or "" for m in resumed.messages if m.role == "user"][1].startswith(
         "[orchestrator] The answer is not valid JSON"
     )
     model.assert_all_used()
-
-
-def test_output_as_gives_the_typed_value_also_after_a_json_round_trip() -> None:
-    model = ScriptedModel({"*": [{"content": json.dumps(INVOICE)}]})
-    result = Agent(model, output_type=Invoice).run_sync("Read.")
-    invoice: Invoice = result.output_as(Invoice)
-    assert invoice is result.data
-    again = RunResult.model_validate_json(result.model_dump_json())
-    assert again.data == INVOICE
-    assert again.output_as(Invoice) == invoice
-    with pytest.raises(ValueError, match="is not a"):
-        again.output_as(Point)
 
 
 def test_a_mode_the_model_cannot_give_and_a_mode_without_a_type_are_refused() -> None:
@@ -568,7 +556,7 @@ def test_in_tool_mode_the_last_step_note_says_to_call_the_final_tool() -> None:
     model = ScriptedModel(script)
     agent = Agent(model, [lookup], output_type=Invoice, output_mode="tool", max_steps=2)
     result = agent.run_sync("Read.")
-    assert (result.status, result.data) == ("max_steps", Invoice.model_validate(INVOICE))
+    assert (result.status, result.output) == ("max_steps", Invoice.model_validate(INVOICE))
     note = model.requests[-1].messages[-1]
     assert note.role == "user" and note.content is not None
     assert f"Call {FINAL_TOOL} now" in note.content
@@ -600,13 +588,12 @@ async def test_in_tool_mode_the_budget_wrap_up_offers_the_final_tool_and_keeps_i
     assert wrap_up.tool_choice == ForcedTool(FINAL_TOOL)
     assert [t.name for t in wrap_up.tools] == ["fetch", FINAL_TOOL]
     assert f"Call {FINAL_TOOL} now" in (wrap_up.messages[-1].content or "")
-    assert (result.status, result.data, result.output, result.error) == (
+    assert (result.status, result.output, result.text, result.error) == (
         "budget_exhausted",
         2,
         "2",
         None,
     )
-    assert result.output_as(int) == 2
     assert result.messages[-1].content == "Final answer accepted."
     model.assert_all_used()
 
@@ -627,7 +614,7 @@ async def test_a_wrap_up_answer_that_does_not_validate_says_why_data_is_missing(
     assert model.requests[-1].tool_choice == (
         "none" if mode == "native" else ForcedTool(FINAL_TOOL)
     )
-    assert (result.status, result.data, result.output) == (
+    assert (result.status, result.data, result.text) == (
         "budget_exhausted",
         None,
         "Two, I think.",
@@ -635,8 +622,8 @@ async def test_a_wrap_up_answer_that_does_not_validate_says_why_data_is_missing(
     assert result.error is not None
     assert result.error.startswith("the token budget ran out before a valid answer: ")
     assert why in result.error
-    with pytest.raises(ValueError, match="budget_exhausted without a valid answer: the token"):
-        result.output_as(int)
+    with pytest.raises(NoOutput, match="budget_exhausted without a valid answer: the token"):
+        _ = result.output
 
 
 async def test_a_budget_with_no_room_for_a_wrap_up_says_why_data_is_missing() -> None:

@@ -426,7 +426,7 @@ async def run_remote_task(
         reason = unknown.removeprefix("; ") or None
     # A run of its own, so that what the remote reported counts in every total above it.
     run = RunResult(
-        agent=request.path, status=status, output=output, usage=usage or Usage(), error=reason
+        agent=request.path, status=status, text=output, usage=usage or Usage(), error=reason
     )
     return TaskResult(
         **base,

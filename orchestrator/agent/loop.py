@@ -30,7 +30,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ..errors import ContextWindowExceeded, ModelError, RunHalted, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
@@ -67,8 +67,8 @@ from .compaction import (
 )
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
-from .output import DEFAULT_OUTPUT_RETRIES, Verdict, structured_output
-from .run_results import ErrorDetail, RunResult, Status, TaskResult, refusals
+from .output import DEFAULT_OUTPUT_RETRIES, OutputSpec, Verdict, structured_output
+from .run_results import ErrorDetail, OutputT, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
@@ -154,14 +154,14 @@ class RunState:
     cost: float | None = None  # US dollars, when the model has a price
     repeats: RepeatDetector = field(default_factory=RepeatDetector)
     batch: ToolBatch | None = None
-    result: RunResult | None = None
+    result: RunResult[Any] | None = None
     on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
     fit: ContextFit = field(default_factory=lambda: ContextFit(None))
     asked_server: bool = False  # the server was asked for its window (in this attempt or before)
 
 
-class AgentLoop:
+class AgentLoop(Generic[OutputT]):
     """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
 
     Args:
@@ -202,7 +202,9 @@ class AgentLoop:
         note_chars: The most characters the note may hold.
         output_type: What the final answer must be (agent/output.py): a Python type (a
             pydantic model, a dataclass, a TypedDict, a scalar, a union), a JSON Schema dict,
-            or an `OutputSpec`. The validated value is the result's `data`.
+            or an `OutputSpec`. The result's `output` is the validated value: an
+            `AgentLoop(model, output_type=City)` runs to a `RunResult[City]` (a JSON Schema
+            gives JSON values, typed `Any`); without one, `output` is the text.
         output_mode: How the model is asked for it: `tool`, `native` or `prompted` (by
             default the model's own choice: `Model.output_modes`).
         output_retries: How many answers that do not validate go back to the model before
@@ -217,6 +219,64 @@ class AgentLoop:
     re-raised).
     """
 
+    @overload
+    def __init__(
+        self,
+        model: ModelLike,
+        tools: Iterable[Tool | Callable[..., object]] = (),
+        *,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Permissions | None = None,
+        extensions: Iterable[Extension] = (),
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+        approve: Approver | None = None,
+        compact_at: float | None = None,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
+        note_chars: int = NOTE_CHARS,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: AgentLoop[Any],
+        model: ModelLike,
+        tools: Iterable[Tool | Callable[..., object]] = (),
+        *,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Permissions | None = None,
+        extensions: Iterable[Extension] = (),
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+        approve: Approver | None = None,
+        compact_at: float | None = None,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
+        note_chars: int = NOTE_CHARS,
+        output_type: object,
+        output_mode: OutputMode | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> None: ...
     def __init__(
         self,
         model: ModelLike,
@@ -279,7 +339,7 @@ class AgentLoop:
         self.window = context_window(self.model)
         self.compaction: CompactionStrategy = compaction
         self.note_chars = note_chars
-        self.last_result: RunResult | None = None
+        self.last_result: RunResult[OutputT] | None = None
 
     def run_sync(
         self,
@@ -291,7 +351,7 @@ class AgentLoop:
         max_tokens: int | None = None,
         max_cost: float | None = None,
         time_limit: float | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """`run` from synchronous code."""
         return run_sync(
             self.run(
@@ -315,7 +375,7 @@ class AgentLoop:
         max_tokens: int | None = None,
         max_cost: float | None = None,
         time_limit: float | None = None,
-    ) -> RunResult:
+    ) -> RunResult[OutputT]:
         """Run until a final answer or a stop condition.
 
         `deps` is handed to every tool of the run as `ctx.deps` (forked sub-agents' included);
@@ -360,7 +420,7 @@ class AgentLoop:
             return open_trace(trace, default=self.trace)
         return _free_trace(Path(self.trace)), True
 
-    def iter(self, task: str) -> AgentRun:
+    def iter(self, task: str) -> AgentRun[OutputT]:
         """The run's typed events as they happen, every agent of its tree included, and its
         result at the end (agent/run_events.py):
 
@@ -375,7 +435,7 @@ class AgentLoop:
 
         return AgentRun(partial(self._run_on, task=task), self.trace)
 
-    async def _run_on(self, trace: Trace, *, task: str) -> RunResult:
+    async def _run_on(self, trace: Trace, *, task: str) -> RunResult[OutputT]:
         """`run(task)` writing to `trace` (a copy of this agent runs it: the agent is not
         changed, only its `last_result` set)."""
         runner = copy.copy(self)
@@ -384,7 +444,7 @@ class AgentLoop:
         self.last_result = runner.last_result
         return result
 
-    async def _loop(self, state: RunState) -> RunResult:
+    async def _loop(self, state: RunState) -> RunResult[Any]:
         try:
             await self._ask_window(state)
             if state.resume is not None:
@@ -655,14 +715,14 @@ class AgentLoop:
                 agent="summary",
                 path=writer.name,
                 status=result.status,
-                output=result.output,
+                output=result.text,
                 usage=result.total_usage,
                 cost=result.total_cost,
                 steps=result.steps,
                 run=result,
             )
         )
-        summary = result.output.strip() if result.status == "completed" else ""
+        summary = result.text.strip() if result.status == "completed" else ""
         # Bounded whatever the model wrote (a provider may ignore the output cap): the summary
         # rides in every request from now on, and must not grow from one cut to the next.
         summary, cut = self.counter.truncate(summary, SUMMARY_TOKENS)
@@ -780,7 +840,7 @@ class AgentLoop:
         """End with a checked answer's value; or tell the model what to fix, and go on; or,
         with no try left, end as `output_invalid` with the last error and the raw answer."""
         if verdict.valid:
-            self._finish(state, status, verdict.output, data=verdict.value)
+            self._finish(state, status, verdict.output, answer=verdict)
         elif verdict.retry:
             if verdict.note is not None:
                 self._append(state, verdict.note)
@@ -790,7 +850,7 @@ class AgentLoop:
     async def _wrap_up(self, state: RunState) -> None:
         """The budget cannot cover another call: one last one, if it fits, with tools disabled
         (or, in tool mode, only the final-answer tool allowed). An agent given an output type
-        keeps a valid answer as its data; without one, `error` says why."""
+        keeps a valid answer as its output; without one, `error` says why."""
         self._append(state, Message.user(self._notes()[1]))
         remaining = state.budget.remaining
         needed = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
@@ -808,7 +868,7 @@ class AgentLoop:
                 text = response.message.content or ""
         await self._settle(state, answered=False)
         if verdict is not None and verdict.valid:
-            self._finish(state, "budget_exhausted", verdict.output, data=verdict.value)
+            self._finish(state, "budget_exhausted", verdict.output, answer=verdict)
             return
         error = None
         if self.output is not None:
@@ -984,14 +1044,16 @@ class AgentLoop:
         *,
         error: str | None = None,
         detail: ErrorDetail | None = None,
-        data: object = None,
+        answer: Verdict | None = None,
     ) -> None:
+        """End the run with `output`, its text; `answer`: the valid answer of a typed run."""
         trace = state.context.trace
-        state.result = RunResult(
+        result: RunResult[Any] = RunResult(
             agent=self.name,
             status=status,
-            output=output,
-            data=data,
+            text=output,
+            validated=(answer is not None) if self.output is not None else None,
+            data=json.loads(output) if answer is not None else None,
             messages=list(state.transcript),
             usage=state.usage,
             cost=state.cost,
@@ -1005,14 +1067,16 @@ class AgentLoop:
                 **refusals(state.transcript),
             },
         )
+        state.result = result.with_output(answer.value) if answer is not None else result
         self.last_result = state.result
         state.context.trace.emit(
             "run_end",
             self.name,
             status=status,
             output=output,
-            # The validated answer's JSON values: what resume gives back as its data.
-            **({"data": json.loads(output)} if data is not None else {}),
+            **({"validated": answer is not None} if self.output is not None else {}),
+            # The validated answer's JSON values: what a result read back gives as output.
+            **({"data": result.data} if answer is not None else {}),
             steps=state.steps,
             usage=state.usage.record(),
             **({"cost": round(state.cost, 8)} if state.cost is not None else {}),

@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
+from typing import Generic
 
 from ..events import TraceEvent
 from ..trace import Trace
-from .run_results import RunResult
+from .run_results import OutputT, RunResult
 
 
 class _End:
@@ -27,7 +28,7 @@ class _End:
 _END = _End()
 
 
-class AgentRun(AsyncIterator[TraceEvent]):
+class AgentRun(AsyncIterator[TraceEvent], Generic[OutputT]):
     """One run's events as they happen; `result` once they ended (see the module doc).
 
     `run` runs the agent with the Trace it is given; `trace` is the agent's own (a Trace, a
@@ -37,16 +38,16 @@ class AgentRun(AsyncIterator[TraceEvent]):
 
     def __init__(
         self,
-        run: Callable[[Trace], Coroutine[object, object, RunResult]],
+        run: Callable[[Trace], Coroutine[object, object, RunResult[OutputT]]],
         trace: Trace | str | Path | None,
     ) -> None:
         self._run = run
         self._trace = trace
         self._events: asyncio.Queue[TraceEvent | _End] = asyncio.Queue()
-        self._task: asyncio.Task[RunResult] | None = None
+        self._task: asyncio.Task[RunResult[OutputT]] | None = None
         self._scopes = AsyncExitStack()
         self._heard: Trace | None = None
-        self.result: RunResult | None = None
+        self.result: RunResult[OutputT] | None = None
         """The run's result, once its events have ended."""
 
     @property
@@ -55,7 +56,7 @@ class AgentRun(AsyncIterator[TraceEvent]):
         a tool emitted some): the trace's count (`Trace.skipped`)."""
         return self._heard.skipped if self._heard is not None else 0
 
-    async def __aenter__(self) -> AgentRun:
+    async def __aenter__(self) -> AgentRun[OutputT]:
         loop = asyncio.get_running_loop()
 
         def hear(event: TraceEvent) -> None:  # the trace may be written from a tool's thread
@@ -89,7 +90,7 @@ class AgentRun(AsyncIterator[TraceEvent]):
         finally:
             await self._scopes.aclose()
 
-    def __aiter__(self) -> AgentRun:
+    def __aiter__(self) -> AgentRun[OutputT]:
         return self
 
     async def __anext__(self) -> TraceEvent:

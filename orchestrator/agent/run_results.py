@@ -2,17 +2,27 @@
 
 Both are plain pydantic models (serializable, no live objects), so a task could run in another
 process or on another machine and send its result back.
+
+An answer has three faces. `RunResult.output` is the answer as the agent's output type made it
+(a `RunResult[City]` holds a `City`; a run without an output type, its text); `text` is the
+answer as text, always (for a typed run, the validated value's JSON); `data` the validated
+value as JSON values, for what reads JSON (templating, eval, result files). A result read back
+from JSON (a trace, a results file) has no Python type to rebuild: its `output` is `data`.
+A `TaskResult` is what a parent reads of its child: its `output` is the child's text (what
+the parent's observation shows), its `data` the same JSON values, and `run.output` the typed
+value.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal, TypeGuard, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeGuard, cast, get_args
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, computed_field
+from pydantic import BaseModel, Field, PrivateAttr, computed_field
+from typing_extensions import TypeVar
 
-from ..errors import ModelError, RetryableModelError
+from ..errors import ModelError, NoOutput, RetryableModelError
 from ..messages import Message, Usage
 
 Status = Literal[
@@ -26,7 +36,8 @@ Status = Literal[
     "error",
 ]
 TaskStatus = Status | Literal["skipped"]
-T = TypeVar("T")
+OutputT = TypeVar("OutputT", default=str)
+"""What a run's `output` is: its agent's output type; `str` for an agent without one."""
 STATUSES: frozenset[str] = frozenset(get_args(Status))
 TASK_STATUSES: frozenset[str] = STATUSES | {"skipped"}
 
@@ -86,16 +97,30 @@ class ErrorDetail(BaseModel):
         )
 
 
-class RunResult(BaseModel):
-    """How one agent run ended, what it said, and what it cost."""
+class RunResult(BaseModel, Generic[OutputT]):
+    """How one agent run ended, what it said, and what it cost.
+
+    `output` is the answer: for an agent given `output_type=T`, the validated `T` (pydantic's
+    `TypeAdapter(T)` made it); for one without, the final text. `text` is the answer as text
+    and `data` its JSON values (module docstring)."""
 
     agent: str
     status: Status
-    output: str = ""
+    text: str = Field(
+        default="",
+        description="The answer as text: the model's final text, or a typed run's validated "
+        "answer as JSON (its raw answer when none validated).",
+    )
+    validated: bool | None = Field(
+        default=None,
+        description="For an agent given an output type (agent/output.py), whether its answer "
+        "validated: True, `output` is the value; False, reading `output` raises NoOutput. "
+        "None for an agent without one (`output` is the text).",
+    )
     data: Any = Field(
         default=None,
-        description="The validated answer of an agent given an output type (agent/output.py); "
-        "None otherwise, and when no answer validated. `output` then holds its JSON text.",
+        description="A typed run's validated answer as JSON values; None without an output "
+        "type, and when no answer validated.",
     )
     messages: list[Message] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
@@ -119,27 +144,42 @@ class RunResult(BaseModel):
         "name (or `load_skill:NAME` for a skill), with the reason last given. A run can "
         "complete with entries here: the work they stood for was not done.",
     )
+    # The validated value itself, in a box (a valid answer may be None): set by the run that
+    # made it, not by JSON, which has no Python type to rebuild.
+    _value: tuple[Any] | None = PrivateAttr(default=None)
+
+    def with_output(self, value: object) -> RunResult[Any]:
+        """A copy of this typed run's result whose answer validated as `value` (the loop
+        makes it as the run ends: the value is not read back from JSON)."""
+        answered: RunResult[Any] = self.model_copy(update={"validated": True})
+        answered._value = (value,)
+        return answered
+
+    @property
+    def output(self) -> OutputT:
+        """The answer: the validated `T` of a typed run (read back from JSON: its JSON values,
+        `data`), or the text of a run without an output type.
+
+        Raises NoOutput, naming the status, for a typed run that ended without a valid answer
+        (`text` holds what the model wrote)."""
+        if self._value is not None:
+            return cast(OutputT, self._value[0])
+        if self.validated is None:
+            return cast(OutputT, self.text)
+        if self.validated:
+            return cast(OutputT, self.data)
+        why = f": {self.error}" if self.error else ""
+        raise NoOutput(
+            f"the run of {self.agent!r} ended {self.status} without a valid answer{why} "
+            "(its text is in .text)"
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def empty_answer(self) -> bool:
         """Completed with a final answer that is empty or only whitespace: the run ended
         cleanly and said nothing, which is rarely what was wanted."""
-        return self.status == "completed" and not self.output.strip()
-
-    def output_as(self, output_type: type[T]) -> T:
-        """`data` as a `T`, the type the agent was given: the value itself, or (a result read
-        back from JSON) the value rebuilt from its JSON form.
-
-        Raises ValueError when the run ended without a valid answer, or its data is not a `T`.
-        """
-        if self.data is None and self.status != "completed":
-            why = f": {self.error}" if self.error else ""
-            raise ValueError(f"the run ended {self.status} without a valid answer{why}")
-        try:
-            return TypeAdapter(output_type).validate_python(self.data)
-        except ValidationError as exc:
-            raise ValueError(f"the run's data is not a {output_type!r}: {exc}") from None
+        return self.status == "completed" and not self.text.strip()
 
     def refused_by_agent(self) -> dict[str, dict[str, str]]:
         """`refused` of this agent and of every descendant that has any, by agent path."""
@@ -176,12 +216,20 @@ class RunResult(BaseModel):
         return sum(self.usage_by_agent().values(), Usage())
 
     def __repr__(self) -> str:
-        output = self.output if len(self.output) <= 60 else f"{self.output[:57]}..."
+        text = self.text if len(self.text) <= 60 else f"{self.text[:57]}..."
         return (
-            f"RunResult(agent={self.agent!r}, status={self.status!r}, output={output!r}, "
+            f"RunResult(agent={self.agent!r}, status={self.status!r}, text={text!r}, "
             f"steps={self.steps}, messages={len(self.messages)}, "
             f"tokens={self.usage.total_tokens}, children={len(self.children)})"
         )
+
+
+if TYPE_CHECKING:
+    AnyRunResult = RunResult[Any]
+else:
+    # The bare class at run time: pydantic holds any run's result as it is, where a field of
+    # `RunResult[Any]` would revalidate it into a copy without its validated value.
+    AnyRunResult = RunResult
 
 
 class TaskResult(BaseModel):
@@ -191,7 +239,11 @@ class TaskResult(BaseModel):
     agent: str = Field(description="The sub-agent definition that ran it.")
     path: str = Field(description="The agent path in the trace, e.g. planner/load.")
     status: TaskStatus
-    output: str = ""
+    output: str = Field(
+        default="",
+        description="The task's answer as text: what its parent's observation shows (a typed "
+        "answer's JSON; its value is `run.output`).",
+    )
     reason: str | None = Field(default=None, description="Why it was skipped or failed.")
     depends_on: list[str] = Field(default_factory=list)
     usage: Usage = Field(
@@ -203,7 +255,7 @@ class TaskResult(BaseModel):
     steps: int = 0
     started_at: float | None = None
     ended_at: float | None = None
-    run: RunResult | None = None
+    run: AnyRunResult | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -213,11 +265,9 @@ class TaskResult(BaseModel):
 
     @property
     def data(self) -> Any:
-        """The task's validated structured answer as JSON values (its output's JSON), when
-        its agent had an output type and the answer validated; None otherwise."""
-        if self.run is None or self.run.data is None:
-            return None
-        return json.loads(self.output)
+        """The task's validated structured answer as JSON values (`RunResult.data`), when its
+        agent had an output type and the answer validated; None otherwise."""
+        return self.run.data if self.run is not None else None
 
     def usage_by_agent(self) -> dict[str, Usage]:
         return self.run.usage_by_agent() if self.run else {}

@@ -134,7 +134,7 @@ def ask_command(args: argparse.Namespace) -> int:
             return EXIT_INTERRUPTED
         finally:
             trace.close()
-        stream.finish(result.output)
+        stream.finish(result.text)
         if not args.quiet:
             _summary(result, time.time() - began, trace_path)
         for line in refusal_lines(result.refused_by_agent()):

@@ -128,7 +128,7 @@ class JobRunner:
         job: Job,
         trace: Trace,
         *,
-        build: Callable[[TaskRequest, ToolContext], AgentLoop],
+        build: Callable[[TaskRequest, ToolContext], AgentLoop[Any]],
         context: Callable[[TokenBudget], ToolContext],
         budget: TokenBudget,
         shared_budget: bool = False,
@@ -241,7 +241,7 @@ class JobRunner:
             if result.data is not None:
                 self.data[result.id] = result.data
 
-    def _build(self, request: TaskRequest) -> AgentLoop:
+    def _build(self, request: TaskRequest) -> AgentLoop[Any]:
         return self.build(request, self.context)
 
 

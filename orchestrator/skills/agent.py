@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, overload
 
 from ..agent import (
     DEFAULT_MAX_STEPS,
@@ -26,9 +27,11 @@ from ..agent import (
     Extension,
     ModelLike,
     OutputMode,
+    OutputSpec,
     TokenBudget,
     Tool,
 )
+from ..agent.run_results import OutputT
 from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
@@ -42,7 +45,7 @@ SkillsLike = (
 """What `Agent(skills=...)` accepts: a catalog, a skills extension, or skill folders."""
 
 
-class Agent(AgentLoop):
+class Agent(AgentLoop[OutputT]):
     """A function-calling agent loop that may be given skills.
 
     Args:
@@ -54,9 +57,70 @@ class Agent(AgentLoop):
     `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
     `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
     `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `compaction`, `note`,
-    `note_chars`, `output_type`, `output_mode`, `output_retries`.
+    `note_chars`, `output_type`, `output_mode`, `output_retries`. `Agent(model,
+    output_type=City)` is an `Agent[City]`: its runs give a `RunResult[City]`.
     """
 
+    @overload
+    def __init__(
+        self,
+        model: ModelLike,
+        tools: Iterable[Tool | Callable[..., object]] = (),
+        *,
+        skills: SkillsLike | None = None,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Permissions | None = None,
+        extensions: Iterable[Extension] = (),
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+        approve: Approver | None = None,
+        compact_at: float | None = None,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
+        note_chars: int = NOTE_CHARS,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Agent[Any],
+        model: ModelLike,
+        tools: Iterable[Tool | Callable[..., object]] = (),
+        *,
+        skills: SkillsLike | None = None,
+        system: str | None = None,
+        name: str = "agent",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_tokens: int | None = None,
+        budget: TokenBudget | None = None,
+        trace: Trace | str | Path | None = None,
+        max_output_tokens: int = 4096,
+        tool_concurrency: int = 8,
+        tool_timeout: float | None = None,
+        permissions: Permissions | None = None,
+        extensions: Iterable[Extension] = (),
+        counter: TokenCounter | None = None,
+        depth: int = 0,
+        time_limit: float | None = None,
+        approve: Approver | None = None,
+        compact_at: float | None = None,
+        compaction: CompactionStrategy = "mask",
+        note: bool = False,
+        note_chars: int = NOTE_CHARS,
+        output_type: object,
+        output_mode: OutputMode | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> None: ...
     def __init__(
         self,
         model: ModelLike,

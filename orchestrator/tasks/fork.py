@@ -276,7 +276,7 @@ class ForkExtension(ForksSkills):
         self,
         tasks: Sequence[TaskSpec],
         ctx: ToolContext,
-        build: Callable[[TaskRequest], AgentLoop],
+        build: Callable[[TaskRequest], AgentLoop[Any]],
         *,
         running: SkillInfo | None = None,
         **options: Any,
@@ -324,7 +324,7 @@ class ForkExtension(ForksSkills):
         background = state.background
         meters: dict[str, TokenBudget] = {}
 
-        def build(request: TaskRequest) -> Agent:
+        def build(request: TaskRequest) -> Agent[Any]:
             return self.build_agent(request, ctx, budget=meters[request.spec.id])
 
         def started(spec: TaskSpec) -> None:
@@ -611,7 +611,7 @@ class ForkExtension(ForksSkills):
         output: StepOutput | None = None,
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
-    ) -> Agent:
+    ) -> Agent[Any]:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
         `model` (a job step's own) goes before the definition's; `running` is the

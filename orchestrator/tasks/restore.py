@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -151,7 +152,9 @@ def _ended(
     )
 
 
-def _run(checkpoint: Checkpoint, path: str) -> RunResult | None:
+def _run(checkpoint: Checkpoint, path: str) -> RunResult[Any] | None:
+    """The recorded result of the agent at `path`: read back, a typed answer's `output` is
+    its JSON values."""
     record = checkpoint.agents.get(path)
     if record is None or not is_status(record.status) or record.status == "cancelled":
         return None
@@ -161,7 +164,8 @@ def _run(checkpoint: Checkpoint, path: str) -> RunResult | None:
     return RunResult(
         agent=path,
         status=record.status,
-        output=record.output,
+        text=record.output,
+        validated=record.validated,
         data=record.data,
         messages=record.messages,
         usage=record.usage,

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -315,7 +316,7 @@ async def lend() -> AsyncIterator[None]:
 
 
 async def run_agent_task(
-    request: TaskRequest, build: Callable[[], AgentLoop], deps: object = None
+    request: TaskRequest, build: Callable[[], AgentLoop[Any]], deps: object = None
 ) -> TaskResult:
     """Build the task's agent, run it on the task's prompt (with the run's `deps`), and
     report how it went.
@@ -348,7 +349,7 @@ async def run_agent_task(
         depends_on=base.depends_on,
         started_at=base.started_at,
         status=run.status,
-        output=run.output,
+        output=run.text,
         reason=reason,
         usage=run.total_usage,
         cost=run.total_cost,
@@ -358,7 +359,7 @@ async def run_agent_task(
     )
 
 
-def budget_refusal(budget: TokenBudget | None, agent: AgentLoop, prompt: str) -> str | None:
+def budget_refusal(budget: TokenBudget | None, agent: AgentLoop[Any], prompt: str) -> str | None:
     """Why a task cannot start within what is left of the budget, or None if it can."""
     remaining = budget.remaining if budget is not None else None
     if remaining is None:
@@ -378,16 +379,16 @@ class LocalExecutor(TaskExecutor):
 
     def __init__(
         self,
-        build: Callable[[TaskRequest], AgentLoop],
+        build: Callable[[TaskRequest], AgentLoop[Any]],
         budget: TokenBudget | None,
         deps: object = None,
     ) -> None:
         self.build = build
         self.budget = budget
         self.deps = deps
-        self._agents: dict[str, AgentLoop] = {}
+        self._agents: dict[str, AgentLoop[Any]] = {}
 
-    def agent_for(self, request: TaskRequest) -> AgentLoop:
+    def agent_for(self, request: TaskRequest) -> AgentLoop[Any]:
         if request.path not in self._agents:
             self._agents[request.path] = self.build(request)
         return self._agents[request.path]

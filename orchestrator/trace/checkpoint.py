@@ -61,6 +61,8 @@ class AgentRecord:
     output: str = ""
     data: Any = None
     """The run's validated structured answer, as JSON values (agent/output.py)."""
+    validated: bool | None = None
+    """For an agent given an output type, whether its answer validated; None without one."""
     error: str | None = None
     steps: int = 0
     calls: int = 0
@@ -319,7 +321,7 @@ def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one cas
         case RunEnd():
             record = c.agent(event.agent)
             record.status, record.output = event.status or "error", event.output or ""
-            record.data = event.data
+            record.data, record.validated = event.data, event.validated
             record.error, record.ended_at = event.error, event.ts
         case ModelCall():
             _model_call(c, event)
