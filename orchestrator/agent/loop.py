@@ -971,7 +971,7 @@ class AgentLoop(Generic[OutputT]):
         context.state_of(WorkingRecord).limit = self.note_chars
         context.state_of(CompactedResults).counter = self.counter
         restart = None
-        if trace is not None and trace.checkpoint is not None:
+        if trace.checkpoint is not None:
             # Resuming is loaded only by a run that resumes (agent/restart.py).
             from .restart import restart_from
 
