@@ -404,7 +404,9 @@ class Orchestrator:
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
             if self.executor is None:  # the planner keeps its trace read-only to itself
-                return await self.planner(trace=opened, model=model).run(goal, deps=deps)
+                planner = self.planner(trace=opened, model=model)
+                history = opened.history(planner.name)
+                return await planner.run(goal, deps=deps, history=history)
             return await self.executor.run_goal(self, goal, opened, model)
         finally:
             if owned:

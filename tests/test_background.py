@@ -406,7 +406,8 @@ async def test_a_run_killed_with_tasks_in_flight_resumes_them(tmp_path: Path) ->
     model = ScriptedModel(RESUME_SCRIPT)
     fast_forward(model, checkpoint)
     with Trace(cut_path, resume=checkpoint) as trace:
-        resumed = await planner(model, trace=trace).run("Check and study")
+        agent = planner(model, trace=trace)
+        resumed = await agent.run("Check and study", history=trace.history(agent.name))
 
     assert resumed.status == "completed" and resumed.output == whole.output
     model.assert_all_used()

@@ -278,7 +278,8 @@ async def test_a_compacted_run_resumes_as_it_was(tmp_path: Path) -> None:
     model = ScriptedModel({"*": turns}, context_window=WINDOW)
     fast_forward(model, checkpoint)
     with Trace(cut_path, resume=checkpoint) as trace:
-        resumed = await Agent(model, [reader(tmp_path / "notes")], trace=trace).run("Read.")
+        agent = Agent(model, [reader(tmp_path / "notes")], trace=trace)
+        resumed = await agent.run("Read.", history=trace.history(agent.name))
 
     assert resumed.status == "completed" and resumed.output == whole.output == "all read"
     # The first request after the resume is the one the whole run made at that step, stubs
@@ -721,7 +722,7 @@ async def test_a_resumed_run_keeps_the_window_its_server_gave_without_asking_aga
         checkpoint = load_checkpoint(cut_path)
         with Trace(cut_path, resume=checkpoint) as trace:
             agent = Agent(model, [reader(tmp_path / "notes")], max_output_tokens=512, trace=trace)
-            resumed = await agent.run("Read every note.")
+            resumed = await agent.run("Read every note.", history=trace.history(agent.name))
         bodies = silent.bodies()
         assert not silent.gets  # not asked again
 

@@ -420,6 +420,30 @@ def test_the_core_asks_no_trace_whether_it_is_there() -> None:
     assert set(in_path_modules) == TRACE_PATH_MODULES
 
 
+CHECKPOINT_READERS = {
+    "jobs/runner.py": "a job's run, which resumes the run its trace was opened on",
+    "a2a/client.py": "a remote agent's task, which asks its server again for it",
+    "ray/executor.py": "the workers' recipe, which carries the checkpoint to each worker",
+}
+
+
+def test_only_a_run_s_entry_asks_the_trace_for_what_it_resumes() -> None:
+    """Resume in one place: an agent is handed its history (`run(history=...)`), and the
+    tasks of a resumed run are restored by one layer wrapped around their executor
+    (tasks/restore.py). The loop, the scheduler and the fork never ask a trace what it
+    resumes (`trace.checkpoint`): only a run's entry does (CHECKPOINT_READERS)."""
+    asked: dict[str, list[int]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "checkpoint"
+                and (_is_trace(node.value) or ast.unparse(node.value) == "opened")
+            ):
+                asked.setdefault(path.relative_to(PACKAGE).as_posix(), []).append(node.lineno)
+    assert set(asked) == set(CHECKPOINT_READERS), asked
+
+
 def _files_under(*folders: Path) -> set[Path]:
     return {p for folder in folders for p in folder.rglob("*") if p.is_file()}
 

@@ -490,7 +490,8 @@ async def test_a_resumed_run_checks_the_answer_it_was_cut_off_after(tmp_path: Pa
     model = ScriptedModel(script)
     fast_forward(model, checkpoint)
     with Trace(path, resume=checkpoint) as trace:
-        resumed = await Agent(model, output_type=int, trace=trace).run("Count.")
+        agent = Agent(model, output_type=int, trace=trace)
+        resumed = await agent.run("Count.", history=trace.history(agent.name))
     # The recorded answer is judged as a new one would be: sent back, then answered again.
     assert (resumed.status, resumed.output) == ("completed", 7)
     assert [m.content or "" for m in resumed.messages if m.role == "user"][1].startswith(
@@ -666,7 +667,7 @@ async def test_a_resumed_run_goes_on_counting_the_answers_that_did_not_validate(
     fast_forward(model, checkpoint)
     with Trace(path, resume=checkpoint) as trace:
         agent = Agent(model, output_type=int, output_mode=mode, trace=trace)
-        resumed = await agent.run("Count.")
+        resumed = await agent.run("Count.", history=trace.history(agent.name))
     # Two failures before the cut, the third after it: no try is left, as in the whole run.
     assert (resumed.status, resumed.steps) == ("output_invalid", 3)
     model.assert_all_used()

@@ -318,8 +318,9 @@ def test_a_resumed_agent_has_its_skills_loaded_again(
     assert [m.name for m in gather if m.role == "tool"] == ["load_skill", "shell__run"]
 
 
-async def test_any_agent_resumes_from_a_trace_opened_to_resume(tmp_path: Path) -> None:
-    """The resume machinery is the loop's and the fork's, not only the job runner's."""
+async def test_any_agent_resumes_from_the_history_it_is_handed(tmp_path: Path) -> None:
+    """The resume machinery is the loop's and the fork's, not only the job runner's: an
+    agent handed its history goes on, its forks' tasks restored by the restoring layer."""
     script = {
         "planner": [
             {
@@ -360,7 +361,11 @@ async def test_any_agent_resumes_from_a_trace_opened_to_resume(tmp_path: Path) -
     model = ScriptedModel(script)
     fast_forward(model, checkpoint)
     with Trace(cut_path, resume=checkpoint) as trace:
-        resumed = await planner(model, trace).run("go")
+        history = trace.history("planner")
+        assert history is not None and trace.history("planner") is None  # given out once
+        with pytest.raises(ValueError, match="history of 'planner' cannot resume the agent"):
+            await Agent(model, name="other", trace=trace).run("go", history=history)
+        resumed = await planner(model, trace).run("go", history=history)
 
     assert resumed.status == "completed" and resumed.output == whole.output == "all three"
     assert [c.id for c in resumed.children] == ["one", "two", "three"]

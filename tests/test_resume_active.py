@@ -88,7 +88,8 @@ async def test_an_active_skills_limit_holds_in_the_resumed_run(tmp_path: Path) -
     model = ScriptedModel(AUDIT)
     fast_forward(model, checkpoint)
     with Trace(cut, resume=checkpoint) as trace:
-        resumed = await agent(model, trace).run("Audit.")
+        auditor = agent(model, trace)
+        resumed = await auditor.run("Audit.", history=trace.history(auditor.name))
 
     assert resumed.status == "completed"
     assert not (tmp_path / "work" / "owned.txt").exists()
@@ -268,7 +269,8 @@ async def test_a_dispatched_resumable_skill_tool_cut_off_runs_again(tmp_path: Pa
     model = ScriptedModel(script)
     fast_forward(model, checkpoint)
     with Trace(cut, resume=checkpoint) as trace:
-        resumed = await agent(model, trace).run("Count.")
+        counter = agent(model, trace)
+        resumed = await counter.run("Count.", history=trace.history(counter.name))
     assert resumed.status == "completed"
     (tally,) = [m for m in resumed.messages if m.name == "counter__tally"]
     assert tally.error_type is None and tally.content == "call 2"  # called again, not aborted

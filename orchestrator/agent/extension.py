@@ -19,7 +19,7 @@ from .compaction import CompactionPlan, CompactionRequest
 from .tools import Preapproval, Refusal, Tool, ToolContext, as_tool
 
 if TYPE_CHECKING:
-    from ..trace import AgentRecord
+    from ..trace import AgentHistory
 
 
 class Extension:
@@ -73,10 +73,10 @@ class Extension:
         return {}
 
     def restore(
-        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+        self, context: ToolContext, history: AgentHistory, messages: Sequence[Message]
     ) -> None:
-        """A run resumes from its trace: give back the extension's per-run state (in
-        `context`) from the agent's `record` and its rebuilt `messages` (agent/restart.py)."""
+        """A run resumes from its `history`: give back the extension's per-run state (in
+        `context`) from its record and the rebuilt `messages` (agent/restart.py)."""
 
     def arrived(self, context: ToolContext) -> list[Message]:
         """Work beside the agent's turns (background forks): messages about work that ended

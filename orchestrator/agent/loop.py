@@ -74,6 +74,7 @@ from .tools import Approver, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
+    from ..trace import AgentHistory
     from .restart import CutTurn
     from .run_events import AgentRun
 
@@ -351,6 +352,7 @@ class AgentLoop(Generic[OutputT]):
         max_tokens: int | None = None,
         max_cost: float | None = None,
         time_limit: float | None = None,
+        history: AgentHistory | None = None,
     ) -> RunResult[OutputT]:
         """`run` from synchronous code."""
         return run_sync(
@@ -362,6 +364,7 @@ class AgentLoop(Generic[OutputT]):
                 max_tokens=max_tokens,
                 max_cost=max_cost,
                 time_limit=time_limit,
+                history=history,
             )
         )
 
@@ -375,6 +378,7 @@ class AgentLoop(Generic[OutputT]):
         max_tokens: int | None = None,
         max_cost: float | None = None,
         time_limit: float | None = None,
+        history: AgentHistory | None = None,
     ) -> RunResult[OutputT]:
         """Run until a final answer or a stop condition.
 
@@ -383,6 +387,10 @@ class AgentLoop(Generic[OutputT]):
         only, and `max_cost` caps its spend in US dollars. Past the time limit the run ends as
         `cancelled` with its record complete. Cancelling the task that awaits this leaves the
         same record (trace included) and re-raises; `last_result` holds the partial result.
+
+        `history` resumes a run that was cut off: what `Checkpoint.history(path)` gives for
+        this agent's path, the trace it recorded opened to resume (docs/resume.md). The run
+        goes on from its last complete turn (agent/restart.py).
         """
         limit = time_limit if time_limit is not None else self.time_limit
         async with AsyncExitStack() as scopes:
@@ -403,6 +411,7 @@ class AgentLoop(Generic[OutputT]):
                 permissions=run_permissions,
                 max_tokens=max_tokens,
                 max_cost=max_cost,
+                history=history,
             )
             try:
                 async with asyncio.timeout(limit):
@@ -939,9 +948,10 @@ class AgentLoop(Generic[OutputT]):
         permissions: Permissions,
         max_tokens: int | None = None,
         max_cost: float | None = None,
+        history: AgentHistory | None = None,
     ) -> RunState:
-        """A new run's state (or a resumed one's, from its trace) with the run's permissions;
-        the other keywords are `run`'s, None for the agent's own."""
+        """A new run's state (or a resumed one's, from its `history`) with the run's
+        permissions; the other keywords are `run`'s, None for the agent's own."""
         max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         budget = self._run_budget(max_tokens, max_cost)
         context = ToolContext[Any](
@@ -971,12 +981,16 @@ class AgentLoop(Generic[OutputT]):
         context.state_of(WorkingRecord).limit = self.note_chars
         context.state_of(CompactedResults).counter = self.counter
         restart = None
-        if trace.checkpoint is not None:
+        if history is not None:
+            if history.path != self.name:
+                raise ValueError(
+                    f"the history of {history.path!r} cannot resume the agent {self.name!r}"
+                )
             # Resuming is loaded only by a run that resumes (agent/restart.py).
             from .restart import restart_from
 
             restart = restart_from(
-                trace,
+                history,
                 context,
                 extensions=self.extensions,
                 notes={*self._notes(), FORCED_ANSWER_NOTE, WRAP_UP_NOTE},

@@ -58,7 +58,7 @@ from .extension import Extension
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from ..trace import AgentRecord
+    from ..trace import AgentHistory
 
 T = TypeVar("T")
 
@@ -395,7 +395,7 @@ class StructuredOutput(Extension, Generic[T]):
         return {"output": {"mode": self.mode, "name": self.spec.name}}
 
     def restore(
-        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+        self, context: ToolContext, history: AgentHistory, messages: Sequence[Message]
     ) -> None:
         """A resumed run goes on counting the answers that did not validate: each got a retry
         note, and the conversation it goes on from holds them."""

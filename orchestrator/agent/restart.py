@@ -1,10 +1,11 @@
-"""Restarting an agent's run from what its trace recorded (the trace's checkpoint).
+"""Restarting an agent's run from its history (what the trace of a run cut off recorded).
 
-An agent whose trace was opened to resume a run, and whose path was cut off there (a crash,
-`kill -9`) or cancelled (Ctrl-C), does not start over: it restarts from its last complete
-turn. Its conversation is rebuilt from the trace; its steps, usage, budget and repeat count go
-on from where they were; its extensions get their state back (skills loaded, forks made); and
-the turn that was cut gets the results it is missing:
+An agent handed the history of its path (`AgentLoop.run(history=...)`, from
+`Checkpoint.history`: its run was cut off there by a crash or `kill -9`, or cancelled by
+Ctrl-C) does not start over: it restarts from its last complete turn. Its conversation is
+rebuilt from the trace; its steps, usage, budget and repeat count go on from where they were;
+its extensions get their state back (skills loaded, forks made); and the turn that was cut
+gets the results it is missing:
 
 - a call whose result was recorded keeps it;
 - a resumable tool is called again: one that only reads (`load_skill`, `read_task_output`),
@@ -26,7 +27,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from ..messages import Message, ToolCall, Usage
-from ..trace import AgentRecord, Trace
+from ..trace import AgentHistory, AgentRecord
 from .extension import Extension
 from .tools import ToolContext, Toolset, target
 
@@ -81,34 +82,29 @@ class Restart:
 
 
 def restart_from(
-    trace: Trace,
+    history: AgentHistory,
     context: ToolContext,
     *,
     extensions: Iterable[Extension],
     notes: Collection[str],
     shared_budget: bool,
-) -> Restart | None:
-    """If `trace` resumes a run that was cut off at this agent's path (`context.agent`), where
-    it goes on from; None for a new run. The extensions get their state back (in `context`).
+) -> Restart:
+    """Where the agent whose cut-off run `history` holds goes on from. The extensions get
+    their state back (in `context`).
 
     The run's own budget (`context.budget`) is charged what the path's subtree spent before,
     unless it is the shared budget (`shared_budget`), which counts the earlier attempts by
     itself.
     """
-    checkpoint = trace.checkpoint
-    path = context.agent
-    record = checkpoint.claim(path) if checkpoint is not None else None
-    if checkpoint is None or record is None:
-        return None
+    record = history.record
     messages, _ = cut_turn(record, context.toolset, notes)
     for extension in extensions:
-        extension.restore(context, record, messages)
+        extension.restore(context, history, messages)
     # Which calls of the cut turn run again depends on their tools, loaded skills' included:
     # so the cut turn is read once the extensions have given those tools back.
     _, cut = cut_turn(record, context.toolset, notes)
     if not shared_budget and context.budget is not None:
-        spent = checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path)
-        context.budget.record_spent(*spent)
+        context.budget.record_spent(*history.spent())
     compacted = {i: text for i, text in record.compacted.items() if i < len(messages)}
     asked = (record.server_window,) if record.asked_server else None
     return Restart(messages, record.steps, record.usage, record.cost, cut, compacted, asked)

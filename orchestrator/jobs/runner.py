@@ -16,8 +16,9 @@ each step's agent from the job themselves; the budget is the cluster's, the trac
 one.
 
 A job cancelled half-way (Ctrl-C) still records its `job_end`, status `cancelled`. On a trace
-opened to resume the job's run, the budget starts with everything the run spent before, and
-the steps that had ended keep their results (jobs/resume.py, docs/resume.md).
+opened to resume the job's run, the budget starts with everything the run spent before, the
+steps that had ended keep their results and the ones cut off go on from where they were: its
+steps' executor is wrapped in the restoring layer (tasks/restore.py, docs/resume.md).
 """
 
 from __future__ import annotations
@@ -146,9 +147,10 @@ class JobRunner:
         self.user_skills = user_skills
         self.workspace = workspace
         self.budget = budget
-        if not shared_budget and trace.checkpoint is not None:
-            checkpoint = trace.checkpoint
-            self.budget.record_spent(checkpoint.usage.total_tokens, checkpoint.cost)
+        self.restoring = trace.checkpoint
+        """The checkpoint of the run this one resumes (the trace was opened to resume it)."""
+        if not shared_budget and self.restoring is not None:
+            self.budget.record_spent(self.restoring.usage.total_tokens, self.restoring.cost)
         self.outputs: dict[str, str] = {}
         self.data: dict[str, Any] = {}
         """Steps' structured answers as JSON values, for `{steps.ID.output.FIELD}`."""
@@ -162,10 +164,15 @@ class JobRunner:
         )
 
     def _routed(self, executor: TaskExecutor) -> TaskExecutor:
-        """`executor`, with the steps whose agent is remote (A2A) sent there."""
-        if self.subagents is None:
-            return executor
-        return with_remote_agents(executor, self.subagents, self.context)
+        """`executor`, with the steps whose agent is remote (A2A) sent there, and, in a run
+        that resumes, the steps restored from the trace (tasks/restore.py)."""
+        if self.subagents is not None:
+            executor = with_remote_agents(executor, self.subagents, self.context)
+        if self.restoring is not None:
+            from ..tasks.restore import Restoring  # loaded by a run that resumes
+
+            executor = Restoring(executor, self.restoring)
+        return executor
 
     async def run(self) -> JobResult:
         """Run the job's steps here, or on the cluster `remote` opens. Its steps share one
@@ -186,7 +193,7 @@ class JobRunner:
             for s in self.job.plan
         ]
         if self.trace.recording:  # the job's record hashes its spec file: for a record only
-            resumed = {"resumed": True} if self.trace.checkpoint is not None else {}
+            resumed = {"resumed": True} if self.restoring is not None else {}
             record = job_record(self.job, user_skills=self.user_skills)
             self.trace.emit(
                 "job_start", "job", name=self.job.name, steps=len(specs), **record, **resumed

@@ -33,7 +33,7 @@ from ..planner import Orchestrator
 from ..skills import SkillInfo
 from ..tasks.executor import TaskExecutor, TaskOrigin, TaskRequest
 from ..tasks.scheduler import LocalExecutor
-from ..trace import Trace
+from ..trace import AgentHistory, Trace
 from ._ray import ray
 from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
 from .recipe import WorkerRecipe
@@ -97,7 +97,7 @@ class RayExecutor:
             orchestrator.fork.remote = partial(_remote_forks, session, orchestrator.model_key)
             try:
                 planner = orchestrator.planner(trace=trace, model=model, budget=session.budget)
-                return await planner.run(goal)
+                return await planner.run(goal, history=trace.history(planner.name))
             finally:
                 orchestrator.fork.remote = None
 
@@ -338,6 +338,10 @@ class RayTaskExecutor(TaskExecutor):
         return self.session.placement(request)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
+        return await self.session.run_task(request, self.origin)
+
+    async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
+        # The worker holds the run's checkpoint (its recipe's): it hands the agent its history.
         return await self.session.run_task(request, self.origin)
 
 

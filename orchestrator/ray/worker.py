@@ -49,6 +49,8 @@ class TaskWorker:
         self.trace: Trace = (
             RelayTrace(relay, self.name, run_id, checkpoint) if relay else NullTrace()
         )
+        self.checkpoint = checkpoint
+        """The run this one resumes: a task's agent cut off there goes on from its history."""
         self._flusher: asyncio.Task[None] | None = None
         self._running = 0
 
@@ -68,9 +70,12 @@ class TaskWorker:
         try:
             # The task's MCP servers (skills it starts with included) live in a pool of its
             # own, opened before its agent is built and closed, servers and all, at its end.
+            history = self.checkpoint.history(request.path) if self.checkpoint else None
             async with server_scope(self._environment()):
                 result = await run_agent_task(
-                    request, lambda: self.recipe.build(request, origin, self.budget, self.trace)
+                    request,
+                    lambda: self.recipe.build(request, origin, self.budget, self.trace),
+                    history=history,
                 )
         finally:
             self._running -= 1

@@ -68,7 +68,7 @@ from .skill import LoadedSkill, SkillError, SkillFailure, SkillInfo
 from .skill_md import read_body, substitute
 
 if TYPE_CHECKING:
-    from ..trace import AgentRecord
+    from ..trace import AgentHistory
 
 MAX_SEARCH_RESULTS = 20
 logger = logging.getLogger("orchestrator.skills")
@@ -383,7 +383,7 @@ class SkillsExtension(Extension):
         return {item.info.name for item in self.preloaded}
 
     def restore(
-        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+        self, context: ToolContext, history: AgentHistory, messages: Sequence[Message]
     ) -> None:
         """A resumed run: the skills whose `load_skill` result is in the rebuilt conversation
         are loaded again, their tools in the same order and their `allowed-tools` limits

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -36,6 +37,9 @@ from ..models.base import OutputMode
 from ..parts import MissingPart, Slot
 from ..skills import SkillInfo
 from .subagents import RemoteAgent, SubagentRegistry
+
+if TYPE_CHECKING:
+    from ..trace import AgentHistory
 
 # --- A task, as plain models --------------------------------------------------------------
 
@@ -108,10 +112,29 @@ class TaskExecutor(ABC):
     An executor of one's own subclasses it. It may also say where a task will run
     (`placement`: the fields its `task_start` gets, `executor` and `worker`) and refuse a task
     its budget cannot cover before it starts (`budget_refusal`).
+
+    A resumed run wraps its executors in one restoring layer (`Restoring`, tasks/restore.py):
+    it answers `ended_before` from the trace, and hands a task whose agent was cut off its
+    history through `resume_task`.
     """
 
     @abstractmethod
     async def run_task(self, request: TaskRequest) -> TaskResult: ...
+
+    async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
+        """Run `request`'s agent on from `history`, its cut-off run's. An executor whose
+        agents cannot be handed a history runs the task anew, and warns."""
+        warnings.warn(
+            f"{type(self).__name__} cannot resume the agent at {request.path}: its task "
+            "runs again from the start",
+            stacklevel=2,
+        )
+        return await self.run_task(request)
+
+    def ended_before(self, spec: TaskSpec, path: str, agent: str) -> TaskResult | None:
+        """The result an earlier attempt of the run recorded for the task at `path`, when it
+        ended there (it does not run again); None for a task to run."""
+        return None
 
     def placement(self, request: TaskRequest) -> dict[str, object]:
         """Where `request` runs: this process, unless the executor says otherwise."""
@@ -205,6 +228,15 @@ class RemoteAgentsExecutor(TaskExecutor):
         if remote is None:
             return self.inner.placement(request)
         return {"executor": "a2a", "worker": remote.url}
+
+    async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
+        if self.remote_of(request) is not None:
+            return await self.run_task(request)  # the protocol resumes its own (a2a/client.py)
+        lent = _RUN_CALLS.set(self.calls)
+        try:
+            return await self.inner.resume_task(request, history)
+        finally:
+            _RUN_CALLS.reset(lent)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
         remote = self.remote_of(request)

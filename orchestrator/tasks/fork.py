@@ -81,7 +81,7 @@ from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 
 if TYPE_CHECKING:
-    from ..trace import AgentRecord
+    from ..trace import AgentHistory, Checkpoint
 
 FORK_PROMPT = """\
 ## Sub-agents
@@ -110,6 +110,8 @@ class ForkState:
 
     ids: set[str] = field(default_factory=set)
     outputs: dict[str, str] = field(default_factory=dict)
+    restoring: Checkpoint | None = None
+    """The checkpoint of the run this one resumes: its forks' tasks are restored from it."""
     background: Background = field(default_factory=Background)
 
 
@@ -286,6 +288,11 @@ class ForkExtension(ForksSkills):
         local = LocalExecutor(build, ctx.budget, ctx.deps)  # the run's deps, to every depth
         executor = local if self.remote is None else self.remote(ctx, running, local.build)
         executor = with_remote_agents(executor, self.subagents, ctx)
+        restoring = ctx.state_of(ForkState).restoring
+        if restoring is not None:
+            from .restore import Restoring  # loaded by a run that resumes
+
+            executor = Restoring(executor, restoring)
         return GraphRun(
             tasks,
             executor,
@@ -494,7 +501,7 @@ class ForkExtension(ForksSkills):
         ctx.trace.emit(type, ctx.agent, **fields)
 
     def restore(
-        self, context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+        self, context: ToolContext, history: AgentHistory, messages: Sequence[Message]
     ) -> None:
         """A resumed run: the forks it made and got results for count again (their ids are
         used, their outputs readable, their results among its children). A fork still
@@ -504,8 +511,9 @@ class ForkExtension(ForksSkills):
         state = context.state_of(ForkState)
         from .restore import background_forks, restore_forks  # loaded by a run that resumes
 
-        restore_forks(context, record, messages, state.ids, state.outputs)
-        for specs, delivered in background_forks(context, record, messages):
+        state.restoring = history.checkpoint
+        restore_forks(context, history, messages, state.ids, state.outputs)
+        for specs, delivered in background_forks(history, messages):
             state.ids.update(spec.id for spec in specs)
             self._start_background(specs, context, resumed=True, delivered=delivered)
 

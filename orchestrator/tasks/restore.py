@@ -1,12 +1,16 @@
-"""Task results rebuilt from a trace's checkpoint, for tasks a resumed run does not run again.
+"""Restoring a resumed run's tasks: the one layer that reads the checkpoint for them.
 
-A task (a job step or a forked task) that ran to an end in an earlier attempt of the run keeps
-that end: its output, status, steps and spend (its whole subtree's, every attempt's) come from
-the trace, and so does its agent's result, with the results of the tasks it forked. Tasks that
-were cancelled, skipped, cut off or never started are not restored: the scheduler decides
-about them again. `restore_forks` gives a resumed agent back the forks it had got results for
-(`ForkExtension.restore`), and `background_forks` the background forks it had started, to start
-again.
+A resumed run wraps the executor of its job's steps (jobs/runner.py), and a resumed agent the
+executor of its forks (`ForkExtension`), in `Restoring`. A task (a job step or a forked task)
+that ran to an end in an earlier attempt of the run keeps that end: its output, status, steps
+and spend (its whole subtree's, every attempt's) come from the trace, and so does its agent's
+result, with the results of the tasks it forked. A task whose agent was cut off runs on from
+its history (`TaskExecutor.resume_task`). Tasks that were cancelled, skipped or never started
+are not restored: the scheduler decides about them again.
+
+`restore_forks` gives a resumed agent back the forks it had got results for
+(`ForkExtension.restore`), and `background_forks` the background forks it had started, to
+start again.
 """
 
 from __future__ import annotations
@@ -21,23 +25,40 @@ from pydantic import ValidationError
 from ..agent import RunResult, TaskResult, ToolContext
 from ..agent.run_results import is_status, is_task_status
 from ..messages import Message
-from ..trace import ENDED_TASK, AgentRecord, Checkpoint, ForkRecord, Trace
-from .executor import TaskSpec
+from ..trace import ENDED_TASK, AgentHistory, AgentRecord, Checkpoint, ForkRecord
+from .executor import TaskExecutor, TaskRequest, TaskSpec
 
 
-def restored_task(
-    trace: Trace, path: str, task_id: str, agent: str, depends_on: list[str]
-) -> TaskResult | None:
-    """The recorded result of the task at `path`, if the run being resumed ended it."""
-    checkpoint = trace.checkpoint
-    if checkpoint is None:
-        return None
-    return _ended(checkpoint, path, task_id, agent, depends_on)
+class Restoring(TaskExecutor):
+    """`inner`, in a run that resumes the one `checkpoint` recorded: a task that ended there
+    keeps its result, and one whose agent was cut off goes on from its history."""
+
+    def __init__(self, inner: TaskExecutor, checkpoint: Checkpoint) -> None:
+        self.inner = inner
+        self.checkpoint = checkpoint
+
+    def ended_before(self, spec: TaskSpec, path: str, agent: str) -> TaskResult | None:
+        return _ended(self.checkpoint, path, spec.id, agent, spec.depends_on)
+
+    async def run_task(self, request: TaskRequest) -> TaskResult:
+        history = self.checkpoint.history(request.path)
+        if history is None:
+            return await self.inner.run_task(request)
+        return await self.inner.resume_task(request, history)
+
+    async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
+        return await self.inner.resume_task(request, history)
+
+    def placement(self, request: TaskRequest) -> dict[str, object]:
+        return self.inner.placement(request)
+
+    def budget_refusal(self, request: TaskRequest) -> str | None:
+        return self.inner.budget_refusal(request)
 
 
 def restore_forks(
     context: ToolContext,
-    record: AgentRecord,
+    history: AgentHistory,
     messages: Sequence[Message],
     used: set[str],
     outputs: dict[str, str],
@@ -45,9 +66,7 @@ def restore_forks(
     """Bring back the forks a resumed agent made and got results for: their task ids are
     `used`, their `outputs` readable, their results among its children. A fork still without
     a result is left out: the resumed run calls it again."""
-    checkpoint = context.trace.checkpoint
-    if checkpoint is None:
-        return
+    checkpoint, record = history.checkpoint, history.record
     answered = {m.tool_call_id for m in messages if m.role == "tool"}
     for fork in checkpoint.forks_of(record.path):
         if fork.call_id not in answered or fork.background:
@@ -59,14 +78,12 @@ def restore_forks(
 
 
 def background_forks(
-    context: ToolContext, record: AgentRecord, messages: Sequence[Message]
+    history: AgentHistory, messages: Sequence[Message]
 ) -> list[tuple[list[TaskSpec], set[str]]]:
     """The background forks a resumed agent had started (the call that started each was
     answered): each one's tasks as the model wrote them, and the ids of those whose results
     had reached the agent."""
-    checkpoint = context.trace.checkpoint
-    if checkpoint is None:
-        return []
+    checkpoint, record = history.checkpoint, history.record
     answered = {m.tool_call_id for m in messages if m.role == "tool"}
     calls = {c.id: c for m in messages for c in m.tool_calls}
     found = []

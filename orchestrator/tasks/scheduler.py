@@ -10,9 +10,9 @@ that was running ends `cancelled` with what it had done, one that had not starte
 Each result is handed to `on_result` as soon as its task ends. `cancel(ids, reason)` ends some
 tasks of a running graph (a running one `cancelled`, a waiting one skipped) and lets the rest
 go on; a `background` graph says so in its `fork` event, and `on_start` and `end_fields` let
-its owner follow each task (when it starts; what its `task_end` adds). When the trace resumes a run,
-a task that ran to an end in an earlier attempt is not run again: its recorded result stands
-(restore.py), and its `task_end` says `restored`.
+its owner follow each task (when it starts; what its `task_end` adds). In a resumed run, a task
+its executor says ran to an end in an earlier attempt (`ended_before`, the restoring layer of
+restore.py) is not run again: its recorded result stands, and its `task_end` says `restored`.
 
 A task cancelled while it runs (the scheduler cancels its graph) returns its result with
 status `cancelled`, its partial run and usage attached, rather than raising: the scheduler
@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -36,6 +36,9 @@ from ..errors import ConfigError
 from ..trace import Trace
 from .executor import TaskExecutor, TaskRequest, TaskSpec
 from .graph import build_graph
+
+if TYPE_CHECKING:
+    from ..trace import AgentHistory
 
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
 Gate = Callable[[TaskRequest], str | None]
@@ -129,14 +132,9 @@ class GraphRun:
                 task.cancel()
 
     async def _run_node(self, spec: TaskSpec) -> TaskResult:
-        path = self.path_of(spec)
-        if self.trace.checkpoint is not None:
-            from .restore import restored_task  # loaded by a run that resumes
-
-            agent = self.agent_of(spec)
-            restored = restored_task(self.trace, path, spec.id, agent, spec.depends_on)
-            if restored is not None:
-                return self._ended(restored, restored=True)
+        restored = self.executor.ended_before(spec, self.path_of(spec), self.agent_of(spec))
+        if restored is not None:
+            return self._ended(restored, restored=True)
         try:
             if spec.id in self._cancelled:
                 return self._skipped(spec, self._cancelled[spec.id])
@@ -316,10 +314,13 @@ async def lend() -> AsyncIterator[None]:
 
 
 async def run_agent_task(
-    request: TaskRequest, build: Callable[[], AgentLoop[Any]], deps: object = None
+    request: TaskRequest,
+    build: Callable[[], AgentLoop[Any]],
+    deps: object = None,
+    history: AgentHistory | None = None,
 ) -> TaskResult:
-    """Build the task's agent, run it on the task's prompt (with the run's `deps`), and
-    report how it went.
+    """Build the task's agent, run it on the task's prompt (with the run's `deps`; on from
+    `history`, its cut-off run's, when it has one), and report how it went.
 
     A task that cannot even start (its agent's model cannot be resolved, say) ends `error`;
     one cancelled while it runs ends `cancelled`, with what its agent had done.
@@ -334,7 +335,7 @@ async def run_agent_task(
     )
     try:
         agent = build()
-        run = await agent.run(request.prompt, deps=deps)
+        run = await agent.run(request.prompt, deps=deps, history=history)
     except (ConfigError, OSError) as exc:
         return base.model_copy(update={"reason": str(exc), "ended_at": time.time()})
     except asyncio.CancelledError:
@@ -402,3 +403,6 @@ class LocalExecutor(TaskExecutor):
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
         return await run_agent_task(request, lambda: self.agent_for(request), self.deps)
+
+    async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
+        return await run_agent_task(request, lambda: self.agent_for(request), self.deps, history)

@@ -24,6 +24,7 @@ from .writer import (
 if TYPE_CHECKING:
     from .checkpoint import (
         ENDED_TASK,
+        AgentHistory,
         AgentRecord,
         Checkpoint,
         ForkRecord,
@@ -34,7 +35,15 @@ if TYPE_CHECKING:
 
 _LAZY = {
     **dict.fromkeys(
-        ("ENDED_TASK", "AgentRecord", "Checkpoint", "ForkRecord", "TaskRecord", "load_checkpoint"),
+        (
+            "ENDED_TASK",
+            "AgentHistory",
+            "AgentRecord",
+            "Checkpoint",
+            "ForkRecord",
+            "TaskRecord",
+            "load_checkpoint",
+        ),
         "checkpoint",
     ),
     **dict.fromkeys(
@@ -45,6 +54,7 @@ _LAZY = {
 
 __all__ = [
     "ENDED_TASK",
+    "AgentHistory",
     "AgentRecord",
     "Checkpoint",
     "Event",

@@ -119,6 +119,25 @@ class ForkRecord:
     """Started by `fork(..., wait=false)`: it ran beside its caller."""
 
 
+@dataclass(frozen=True)
+class AgentHistory:
+    """What a resumed agent is handed to go on from: its path's `record` in the `checkpoint`
+    (which also holds the forks it made and the tasks under it). `Checkpoint.history` gives
+    it out, once per path; `AgentLoop.run(history=...)` takes it."""
+
+    checkpoint: Checkpoint
+    record: AgentRecord
+
+    @property
+    def path(self) -> str:
+        return self.record.path
+
+    def spent(self) -> tuple[int, float]:
+        """Tokens and US dollars the path's whole subtree spent before, every attempt's."""
+        checkpoint, path = self.checkpoint, self.record.path
+        return checkpoint.subtree_usage(path).total_tokens, checkpoint.subtree_cost(path)
+
+
 @dataclass
 class Checkpoint:
     """Everything a trace tells of its run, by agent path and by task."""
@@ -161,13 +180,14 @@ class Checkpoint:
             self.agents[path] = AgentRecord(path)
         return self.agents[path]
 
-    def claim(self, path: str) -> AgentRecord | None:
-        """The record of a cut-off run at `path`, once: the agent that resumes it takes it."""
+    def history(self, path: str) -> AgentHistory | None:
+        """The history of a cut-off run at `path`, once: the agent that resumes it takes it.
+        None when the path's run ended (or never started), or its history was given out."""
         record = self.agents.get(path)
         if record is None or not record.resumable or path in self._claimed:
             return None
         self._claimed.add(path)
-        return record
+        return AgentHistory(self, record)
 
     def subtree_cost(self, path: str) -> float:
         """US dollars of the agent at `path` and every agent under it, over every attempt."""

@@ -50,7 +50,7 @@ from .lock import FileBusy, lock_file
 
 if TYPE_CHECKING:
     from ..security.signing import LineSigner
-    from .checkpoint import Checkpoint
+    from .checkpoint import AgentHistory, Checkpoint
 
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
 
@@ -247,6 +247,12 @@ class Trace:
                 "they skip every event they cannot read, and the trace counts them",
                 file=sys.stderr,
             )
+
+    def history(self, path: str) -> AgentHistory | None:
+        """What the run this trace resumes recorded of the cut-off agent at `path`, for
+        `AgentLoop.run(history=...)`: once per path, and None in a trace not opened to resume
+        a run (or where that agent's run had ended)."""
+        return self.checkpoint.history(path) if self.checkpoint is not None else None
 
     def first_time(self, key: str) -> bool:
         """True the first time this trace is asked about `key`: for what an attempt records
