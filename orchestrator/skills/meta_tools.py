@@ -5,7 +5,8 @@
   The tools become callable, but the tools array the model is sent does not change (so the
   provider's prompt cache keeps the whole prefix): the model calls them by name or through
   `call_skill_tool` (agent/tools.py), which is in the array from the first request when
-  a skill with tools could be loaded. With `stable_tools=False` their schemas are appended
+  a skill with tools could be loaded (and in a forked sub-agent that can fork: its array then
+  begins as its parent's). With `stable_tools=False` their schemas are appended
   to the array instead, and the observation lists them by name only. A `context: fork`
   skill runs as a sub-agent instead (through the run's fork extension, `ForkSkill`), and
   the sub-agent's answer comes back. With `disclosure="eager"` (or `"auto"` under its
@@ -254,7 +255,7 @@ class SkillsExtension(Extension):
             Tool(self.read_skill_file, resumable=True),
             Tool(self.search_skills, resumable=True),
         ]
-        if self.stable_tools and (self._loadable_tools() or self._kept_dispatcher()):
+        if self._dispatches():
             meta.append(dispatcher())
         return meta
 
@@ -263,22 +264,19 @@ class SkillsExtension(Extension):
         # begins as its parent's, whose cached prefix its first request then reads.
         return [t for item in self.preloaded for t in item.tools] + self.plan.tools
 
-    def _loadable_tools(self, given: set[str] | None = None) -> bool:
-        """Whether loading a skill could give tools (the dispatcher is then needed), the
-        skills in `given` aside (by default, the preloaded and the eager ones)."""
-        if given is None:
-            given = self._preloaded_names() | self.plan.names
+    def _dispatches(self) -> bool:
+        """Whether the dispatcher is in the tools array: when loading a skill could give
+        tools; with `keep_dispatcher` (progressive), also when every skill with tools is
+        preloaded, as an agent that could load them (its parent) has it."""
+        if not self.stable_tools:
+            return False
+        given = self._preloaded_names() | self.plan.names
+        if self.keep_dispatcher and self.plan.mode == "progressive":
+            given = set()
         return any(
             info.gives_tools and not info.forks and info.name not in given
             for info in self.catalog
             if info.model_invocable
-        )
-
-    def _kept_dispatcher(self) -> bool:
-        """`keep_dispatcher`: a progressive agent whose skills with tools are all preloaded
-        keeps the dispatcher that an agent loading them (its parent) has."""
-        return (
-            self.keep_dispatcher and self.plan.mode == "progressive" and self._loadable_tools(set())
         )
 
     def before_call(self, context: ToolContext) -> None:

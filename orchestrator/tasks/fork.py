@@ -689,7 +689,7 @@ class ForkExtension(ForksSkills):
     ) -> SkillsExtension | None:
         """The task's skills: those named by its task and its definition start loaded. An
         agent that forks keeps the dispatcher: its tools array then begins as its parent's
-        (own tools, skill meta-tools, dispatcher, fork tools), and its first request reads
+        (the skill meta-tools, the dispatcher, the fork tools), and its first request reads
         what its parent's requests cached. Without the fork tools too little would match
         for a provider to serve it, so an agent that cannot fork is spared the dispatcher."""
         if skills is None or not len(skills):
