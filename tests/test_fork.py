@@ -441,3 +441,118 @@ async def test_usage_survives_a_time_limit_that_cuts_a_fork_short(tmp_path: Path
         "planner/slow": "cancelled",
         "planner/later": "skipped",
     }
+
+
+LEDGER = '''
+from orchestrator import tool
+
+@tool
+def lookup(account: str) -> str:
+    """Look up an account's balance.
+
+    Args:
+        account: The account id.
+    """
+    return f"{account}: 12,480.00 EUR"
+'''
+NOTES = '''
+from orchestrator import tool
+
+@tool
+def jot(text: str) -> str:
+    """Keep a note.
+
+    Args:
+        text: The note.
+    """
+    return f"noted: {text}"
+'''
+
+
+def tool_names(request: Any) -> list[str]:
+    return [t.name for t in request.tools]
+
+
+def results_of(model: ScriptedModel, agent: str) -> list[tuple[str | None, str]]:
+    last = [r for r in model.requests if r.agent == agent][-1]
+    return [(m.error_type, m.content or "") for m in last.messages if m.role == "tool"]
+
+
+async def test_a_sub_agent_starts_its_tools_array_as_its_parent_does(tmp_path: Path) -> None:
+    # Providers cache the tools array first: a sub-agent whose array begins with its parent's
+    # reads the tools its parent's requests cached. Its preloaded skill's tools come after
+    # the fork tools, and it keeps call_skill_tool, which works for a skill it loads later.
+    from skill_factory import write_skill
+
+    from orchestrator import Orchestrator
+
+    write_skill(tmp_path / "skills", "ledger", description="Ledger balances.", tools=LEDGER)
+    write_skill(tmp_path / "skills", "notes", description="Keep notes.", tools=NOTES)
+    clerk = SubagentDef(name="clerk", description="Books.", system="You book.", preload=["ledger"])
+    dispatched = {"tool": "notes__jot", "arguments": {"text": "north done"}}
+    script = {
+        "planner": [
+            fork_call(
+                {"id": "books", "task": "Book the north.", "agent": "clerk"},
+                {"id": "audit", "task": "Audit the south.", "skills": ["ledger"]},
+            ),
+            {"content": "done"},
+        ],
+        "planner/books": [
+            {"tool_calls": [{"name": "ledger__lookup", "arguments": {"account": "north"}}]},
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "notes"}}]},
+            {"tool_calls": [{"name": "call_skill_tool", "arguments": dispatched}]},
+            {"content": "booked"},
+        ],
+        "planner/audit": [
+            {"tool_calls": [{"name": "call_skill_tool", "arguments": {"tool": "ledger__lookup"}}]},
+            {"content": "audited"},
+        ],
+    }
+    model = ScriptedModel(script)
+    orchestrator = Orchestrator(
+        model, skills=[tmp_path / "skills"], subagents=SubagentRegistry([clerk])
+    )
+    result = await orchestrator.run("Book and audit.")
+
+    assert result.status == "completed"
+    model.assert_all_used()
+    firsts = {r.agent: tool_names(r) for r in reversed(model.requests)}
+    parent = firsts["planner"]
+    assert parent[3:5] == ["call_skill_tool", "fork"]
+    for agent in ("planner/books", "planner/audit"):
+        assert firsts[agent] == [*parent, "ledger__lookup"]
+    # The skill loaded later is called through the dispatcher; the array does not change.
+    assert [tool_names(r) for r in model.requests if r.agent == "planner/books"] == [
+        firsts["planner/books"]
+    ] * 4
+    booked, loaded, jotted = results_of(model, "planner/books")
+    assert booked == (None, "north: 12,480.00 EUR")
+    assert loaded[0] is None and "notes__jot" in loaded[1]
+    assert jotted == (None, "noted: north done")
+    # Where every skill with tools is preloaded, the dispatcher is there for the shared
+    # prefix only: a call of an advertised tool through it is an observation to correct.
+    [(error, text)] = results_of(model, "planner/audit")
+    assert error == "invalid_arguments" and "call it directly" in text
+
+
+async def test_a_sub_agent_that_cannot_fork_keeps_no_idle_dispatcher(tmp_path: Path) -> None:
+    # Without fork tools its array shares too little with its parent's to be read from a
+    # cache: the dispatcher would only cost tokens in each of its requests.
+    from skill_factory import write_skill
+
+    from orchestrator import Orchestrator
+
+    write_skill(tmp_path / "skills", "ledger", description="Ledger balances.", tools=LEDGER)
+    script = {
+        "planner": [
+            fork_call({"id": "audit", "task": "Audit the south.", "skills": ["ledger"]}),
+            {"content": "done"},
+        ],
+        "planner/audit": [{"content": "audited"}],
+    }
+    model = ScriptedModel(script)
+    orchestrator = Orchestrator(model, skills=[tmp_path / "skills"], max_depth=1)
+    assert (await orchestrator.run("Audit.")).status == "completed"
+    [audit] = [r for r in model.requests if r.agent == "planner/audit"]
+    assert tool_names(audit) == ["load_skill", "read_skill_file", "search_skills", "ledger__lookup"]

@@ -116,6 +116,11 @@ def job_script(definition: bool) -> dict[str, list[dict[str, Any]]]:
     return script
 
 
+def tool_name(tool: Mapping[str, Any]) -> str:
+    """A tool's name in either wire format (OpenAI nests it under `function`)."""
+    return str(tool.get("function", tool)["name"])
+
+
 def route(body: Mapping[str, Any]) -> str:
     """Which agent a request is for: the sub-agent whose task marker its first turn holds."""
     turns = [m for m in body["messages"] if m["role"] == "user"]
@@ -172,11 +177,24 @@ def test_a_planner_and_three_sub_agents_are_served_from_the_cache(
     rules, ceiling = RULES[provider]
     tally, most = rules(bodies, server.timing()), ceiling(bodies)
     # Each request's new turns can never come from a cache: the job's shape sets the ceiling
-    # (84-85% here). Anthropic's breakpoints reach it within a point; OpenAI's 1,024-token
-    # minimum and 128-token steps cost a few more (94.8-96.5% of it, as the requests' lengths
-    # fall against the steps: the temporary folder's name in the prompts moves it).
+    # (87% here). What a cache serves falls short of it where a shared prefix is under the
+    # provider's 1,024-token minimum or (OpenAI) between its 128-token steps: the first
+    # sub-agent's first request shares the planner's tools array, 1,070 tokens as OpenAI's wire
+    # writes it (1,024 served) and 1,015 as Anthropic's does (none served). So Anthropic serves
+    # 97% of the ceiling and OpenAI 96-98% (as the requests' lengths fall against its steps:
+    # the temporary folder's name in the prompts moves it; 95.9% at worst over names of 20 to
+    # 270 characters).
     assert most.read_share > 0.8
-    assert tally.read_share >= most.read_share * (0.98 if provider == "anthropic" else 0.93)
+    assert tally.read_share >= most.read_share * (0.96 if provider == "anthropic" else 0.95)
+    # A sub-agent's tools array begins with the planner's whole array, in its order (its
+    # preloaded skill's tool comes after): the first sub-agent's first request shares the
+    # planner's tools (not only its first three tools' 333), which OpenAI then serves.
+    names = [[tool_name(t) for t in body["tools"]] for body in bodies]
+    assert all(tools[: len(names[0])] == names[0] for tools in names)
+    first_sub_agent = next(i for i, body in enumerate(bodies) if route(body) != "planner")
+    assert most.per_request[first_sub_agent][1] > 1000
+    if provider == "openai":
+        assert tally.per_request[first_sub_agent][1] == OPENAI_MIN_PREFIX
     # Request by request, the cache serves all that its rules allow of what the request shares
     # with an earlier one, however the lengths fall: a sibling sent before the request that
     # warms its prefix was answered, or breakpoints that miss the shared prefix, show here.

@@ -137,7 +137,7 @@ def test_eager_gives_no_tools_of_a_skill_whose_code_may_not_run(tmp_path: Path) 
     folder = skills_folder(tmp_path)
     extension = SkillsExtension(SkillCatalog([folder], include_builtin=False), disclosure="eager")
     view = extension.configured(Permissions(workspace=tmp_path), None)
-    names = [t.name for t in view.tools()]
+    names = [t.name for t in [*view.tools(), *view.trailing_tools()]]
     assert "counter__count" not in names and view.plan.mode == "eager"
     assert view.plan.eager == ()
 
@@ -148,7 +148,7 @@ def test_a_preloaded_skill_is_not_given_twice(tmp_path: Path) -> None:
         SkillCatalog([folder], include_builtin=False), disclosure="eager", preload=["counter"]
     )
     view = extension.configured(Permissions(workspace=tmp_path / "work"), None)
-    names = [t.name for t in view.tools()]
+    names = [t.name for t in [*view.tools(), *view.trailing_tools()]]
     assert names.count("counter__count") == 1 and "upper__shout" in names
 
 

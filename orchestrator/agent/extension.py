@@ -33,6 +33,13 @@ class Extension:
         """Tools the agent gets, after its own (their names must be unique)."""
         return ()
 
+    def trailing_tools(self) -> Sequence[Tool]:
+        """Tools particular to this agent (the tools of the skills it starts with), after
+        every extension's `tools`: agents of one tree then begin their tools arrays alike, and
+        a sub-agent's first request reads the prefix its parent's requests cached (providers
+        cache the tools array first)."""
+        return ()
+
     def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
         """Every call of the agent's runs passes each extension's guard before it starts
         (agent/turn_calls.py): a refusal becomes the call's error result. A skill's
@@ -107,13 +114,16 @@ def assemble(
     system: str | None,
     extensions: Sequence[Extension],
 ) -> tuple[list[Tool], str | None]:
-    """An agent's tools and system prompt: its own first, then each extension's, in order.
+    """An agent's tools and system prompt: its own first, then each extension's, in order
+    (the extensions' trailing tools after all the others).
 
     Raises ConfigError when two tools share a name.
     """
     found = [as_tool(t) for t in tools]
     for extension in extensions:
         found.extend(extension.tools())
+    for extension in extensions:
+        found.extend(extension.trailing_tools())
     seen: set[str] = set()
     for item in found:
         if item.name in seen:

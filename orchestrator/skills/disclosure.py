@@ -20,7 +20,9 @@ follows (`untrusted_code`): a skill whose code may not run here gives no tools.
 Preloading: skills an agent starts with already loaded are those its task or job step names,
 and those a Claude Code sub-agent file lists under `skills` (or reaches through its `tools`).
 A preloaded skill's instructions are in the agent's system prompt and its tools in its tools
-array from the first request, so neither changes during the run (provider caches stay warm).
+array from the first request, so neither changes during the run (provider caches stay warm);
+its tools come last in the array (`SkillsExtension.trailing_tools`), so a sub-agent's array
+begins as its parent's.
 Its code is imported only under the rules `load_skill` follows (`untrusted_code`); when it may
 not be, or fails, the instructions still load and the prompt says why the tools are missing.
 A skill is active from the start, its `allowed-tools` included. Preloading a `context: fork`

@@ -5,7 +5,8 @@
   The tools become callable, but the tools array the model is sent does not change (so the
   provider's prompt cache keeps the whole prefix): the model calls them by name or through
   `call_skill_tool` (agent/tools.py), which is in the array from the first request when
-  a skill with tools could be loaded. With `stable_tools=False` their schemas are appended
+  a skill with tools could be loaded (and in a forked sub-agent that can fork: its array then
+  begins as its parent's). With `stable_tools=False` their schemas are appended
   to the array instead, and the observation lists them by name only. A `context: fork`
   skill runs as a sub-agent instead (through the run's fork extension, `ForkSkill`), and
   the sub-agent's answer comes back. With `disclosure="eager"` (or `"auto"` under its
@@ -117,6 +118,11 @@ class SkillsExtension(Extension):
     `allows` filters the tools loaded skills add (a sub-agent's tool limit). `stable_tools`
     keeps the tools array of every request the same (see the module's docstring).
     `disclosure` and `eager_tokens` choose how skills' tools reach the model (disclosure.py).
+    `keep_dispatcher` keeps `call_skill_tool` in the array (progressive disclosure) when the
+    skills with tools that this agent could load are all preloaded: a parent that could load
+    them has it, and a sub-agent that can fork then begins its array as its parent's does.
+    The tools of the skills an agent starts with come last (`trailing_tools`), after the fork
+    tools too.
     A skill whose code fails to load (its `tools.py` does not import, an MCP server does not
     start) is recorded (`skill_failed`) and logged; with `fail_on_skill_error` the run then
     ends as `error` before its next model call.
@@ -136,8 +142,10 @@ class SkillsExtension(Extension):
         disclosure: Disclosure = DEFAULT_DISCLOSURE,
         eager_tokens: int = DEFAULT_EAGER_TOKENS,
         fail_on_skill_error: bool = False,
+        keep_dispatcher: bool = False,
     ) -> None:
         self.catalog = catalog
+        self.keep_dispatcher = keep_dispatcher
         self.fail_on_skill_error = fail_on_skill_error
         self.index_tokens = index_tokens
         self.max_file_chars = max_file_chars
@@ -247,13 +255,24 @@ class SkillsExtension(Extension):
             Tool(self.read_skill_file, resumable=True),
             Tool(self.search_skills, resumable=True),
         ]
-        if self.stable_tools and self._loadable_tools():
+        if self._dispatches():
             meta.append(dispatcher())
-        return meta + [t for item in self.preloaded for t in item.tools] + self.plan.tools
+        return meta
 
-    def _loadable_tools(self) -> bool:
-        """Whether loading a skill could give tools (the dispatcher is then needed)."""
+    def trailing_tools(self) -> Sequence[Tool]:
+        # This agent's own skills' tools, after every extension's tools: a sub-agent's array
+        # begins as its parent's, whose cached prefix its first request then reads.
+        return [t for item in self.preloaded for t in item.tools] + self.plan.tools
+
+    def _dispatches(self) -> bool:
+        """Whether the dispatcher is in the tools array: when loading a skill could give
+        tools; with `keep_dispatcher` (progressive), also when every skill with tools is
+        preloaded, as an agent that could load them (its parent) has it."""
+        if not self.stable_tools:
+            return False
         given = self._preloaded_names() | self.plan.names
+        if self.keep_dispatcher and self.plan.mode == "progressive":
+            given = set()
         return any(
             info.gives_tools and not info.forks and info.name not in given
             for info in self.catalog

@@ -647,7 +647,8 @@ class ForkExtension(ForksSkills):
         skills = self._skills_for(definition, request.spec)
         cap = self.settings.default_max_steps
         extensions: list[Any] = []
-        if request.depth < self.settings.max_depth:
+        forks = request.depth < self.settings.max_depth
+        if forks:
             extensions.append(self.within(skills))
         limit = self._limit(definition, running, ctx.permissions)
         if limit is not None:
@@ -665,7 +666,7 @@ class ForkExtension(ForksSkills):
             trace=ctx.trace,
             permissions=ctx.permissions,
             extensions=extensions,
-            skills=self._skills_extension(skills, definition, request.spec, running, limit),
+            skills=self._skills_extension(skills, definition, request.spec, running, limit, forks),
             depth=request.depth,
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
@@ -692,8 +693,13 @@ class ForkExtension(ForksSkills):
         spec: TaskSpec,
         running: SkillInfo | None,
         limit: ToolLimit | None,
+        forks: bool,
     ) -> SkillsExtension | None:
-        """The task's skills: those named by its task and its definition start loaded."""
+        """The task's skills: those named by its task and its definition start loaded. An
+        agent that forks keeps the dispatcher: its tools array then begins as its parent's
+        (the skill meta-tools, the dispatcher, the fork tools), and its first request reads
+        what its parent's requests cached. Without the fork tools too little would match
+        for a provider to serve it, so an agent that cannot fork is spared the dispatcher."""
         if skills is None or not len(skills):
             return None
         preload = [n for n in (*definition.preload, *(spec.skills or ())) if n in skills]
@@ -706,6 +712,7 @@ class ForkExtension(ForksSkills):
             disclosure=self.settings.disclosure,
             eager_tokens=self.settings.eager_tokens,
             fail_on_skill_error=self.settings.fail_on_skill_error,
+            keep_dispatcher=forks,
         )
 
     def _limit(
