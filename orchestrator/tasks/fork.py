@@ -58,7 +58,7 @@ from ..agent import (
     ToolContext,
 )
 from ..errors import ConfigError, ToolError
-from ..messages import Message
+from ..messages import Message, plural
 from ..models import (
     ChatModel,
     ModelSettings,
@@ -73,7 +73,6 @@ from ..skills.allowed import ToolLimit, ToolRule, allowed_tools_mode, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
-from ..trace.summary import plural
 from .background import Background
 from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
 from .graph import GraphError, suggest
