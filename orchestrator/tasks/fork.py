@@ -51,7 +51,6 @@ from ..agent import (
     Approver,
     CompactionStrategy,
     OutputMode,
-    OutputSpec,
     TaskResult,
     TokenBudget,
     Tool,
@@ -79,6 +78,7 @@ from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 
 if TYPE_CHECKING:
+    from ..agent import OutputSpec
     from ..trace import AgentRecord
     from .background import Background
 
@@ -557,6 +557,8 @@ class ForkExtension(ForksSkills):
             return [f"unknown agent {name!r}{suggest(name, self.subagents.names)} (known: {known})"]
         problems = []
         if spec.output_schema is not None:
+            from ..agent.output import OutputSpec  # loaded by a task with an output type
+
             try:
                 OutputSpec.from_schema(spec.output_schema)
             except ConfigError as exc:
@@ -631,6 +633,8 @@ class ForkExtension(ForksSkills):
         spec = request.spec
         own = output is None  # a task's own answer, not a job step's
         if output is None and spec.output_schema is not None:
+            from ..agent.output import OutputSpec  # loaded by a task with an output type
+
             output = StepOutput(OutputSpec.from_schema(spec.output_schema))
         if output is None and definition.output_spec is not None:
             output = StepOutput(
