@@ -4,6 +4,8 @@ Every adapter translates to and from these; nothing above the adapters sees a wi
 Every text a message carries comes from outside (a model, a tool, a file, a server) and is made
 valid Unicode here, once: a lone surrogate (a broken `\\ud800` escape in a reply) becomes
 U+FFFD, so no trace line, output or terminal write can fail on it later.
+`plural` words a count in any text the orchestrator writes (to a model, on the command line,
+in a summary or report).
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ def safe_text(text: str) -> str:
 
 
 SafeText = Annotated[str, AfterValidator(safe_text)]
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`count` and `noun`, the noun in the plural unless `count` is 1 (`many` when the plural
+    is not the noun with an s: `plural(2, "match", "matches")`). Counts get thousands
+    separators. Every message with a count uses it (the CLI, `trace show`, the report), so
+    none says "1 folders" or "problem(s)"."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
 class ToolCall(BaseModel):

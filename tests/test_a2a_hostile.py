@@ -329,3 +329,40 @@ goal: Go.
     refused = [e for e in trace_lines(tmp_path / "run.jsonl") if e["type"] == "task_end"
                and "its cap for one run (max_calls)" in str(e.get("reason"))]  # fmt: skip
     assert len(refused) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+async def test_max_calls_counts_every_task_of_the_run_across_ray_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The steps run on two Ray workers, each forking the remote agent: one count for the
+    run still caps them, not one per worker process."""
+    monkeypatch.chdir(tmp_path)  # the workers read the scripted model's file from here
+    agent = EchoAgent()
+    forks_far = [call("fork", tasks=[{"id": "far", "agent": "echo", "task": "hi"}]),
+                 {"content": "forked"}]  # fmt: skip
+    script = {name: forks_far for name in ("a", "b", "c")}
+    spec = """\
+name: remote
+model: scripted:SCRIPT
+executor: {type: ray, workers: 2}
+budget: {max_parallel: 3}
+agents:
+  echo: {a2a: "URL", max_calls: 1, description: Echoes.}
+steps:
+  - {id: a, task: Fork the echo agent.}
+  - {id: b, task: Fork the echo agent.}
+  - {id: c, task: Fork the echo agent.}
+"""
+    async with sdk_agent(agent) as url:
+        path = write_job(tmp_path, spec.replace("URL", url), script, "remote")
+        result = await run_job(load_job(path), trace=tmp_path / "run.jsonl")
+    assert result.status == "completed"
+    assert agent.received == ["hi"]
+    events = trace_lines(tmp_path / "run.jsonl")
+    workers = {e["worker"] for e in events if e["type"] == "task_start" and e["agent"] in "abc"}
+    assert len(workers) == 2  # the steps did run in two processes
+    refused = [e for e in events if e["type"] == "task_end"
+               and "its cap for one run (max_calls)" in str(e.get("reason"))]  # fmt: skip
+    assert len(refused) == 2

@@ -719,3 +719,32 @@ async def test_an_answer_on_the_last_step_cancels_tasks_it_could_not_take_result
     assert not of_type(events, "background_delivered")
     assert result.status == "max_steps" and result.output == "The answer, without the study."
     assert result.children[0].status == "cancelled"
+
+
+async def test_the_background_tools_before_any_background_fork_say_there_is_none() -> None:
+    """Before a background fork, `wait_tasks`, `task_status` and `cancel_tasks` answer with an
+    error that says how to start one; a blocking fork in between changes nothing, and an
+    answer after it waits for nothing."""
+    model = ScriptedModel(
+        {
+            "planner": [
+                call("wait_tasks"),
+                call("fork", tasks=[{"id": "quick", "task": "Say hi."}]),
+                call("task_status"),
+                call("cancel_tasks", ids=["quick"]),
+                {"content": "done"},
+            ],
+            "planner/quick": [{"content": "hi"}],
+        }
+    )
+    result = await planner(model).run("Go")
+    model.assert_all_used()
+    assert result.status == "completed"
+    answers = [m for m in result.messages if m.role == "tool" and m.name != "fork"]
+    assert [m.name for m in answers] == ["wait_tasks", "task_status", "cancel_tasks"]
+    for answer in answers:
+        assert answer.is_error, answer
+        assert "No background tasks in this run: fork(..., wait=false) starts some." in (
+            answer.content or ""
+        )
+    assert notes_of(result.messages) == []

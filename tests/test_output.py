@@ -671,3 +671,11 @@ async def test_a_resumed_run_goes_on_counting_the_answers_that_did_not_validate(
     # Two failures before the cut, the third after it: no try is left, as in the whole run.
     assert (resumed.status, resumed.steps) == ("output_invalid", 3)
     model.assert_all_used()
+
+
+def test_an_output_mode_without_an_output_type_is_refused_when_the_agent_is_built() -> None:
+    """`output_mode` alone asks for nothing: the agent says so instead of answering in text."""
+    model = ScriptedModel({"*": [{"content": "done"}]})
+    with pytest.raises(ConfigError, match="output_mode is set, but there is no output_type"):
+        Agent(model, output_mode="tool")
+    assert Agent(model).output is None

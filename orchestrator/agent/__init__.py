@@ -2,7 +2,14 @@
 model call and its charging, the token budget and results.
 
 Nothing here knows of skills, forks or jobs; they extend the loop from the layers above.
+Structured answers (output.py: `OutputSpec`, `StructuredOutput`, ...) are imported on first use
+(PEP 562): an agent without an output type never loads them.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ..models.base import OutputMode
 from .compaction import (
@@ -13,13 +20,13 @@ from .compaction import (
     CompactionStrategy,
 )
 from .extension import Extension
-from .loop import DEFAULT_MAX_STEPS, AgentLoop, ModelLike, RunState, run_sync
-from .output import (
+from .loop import (
+    DEFAULT_MAX_STEPS,
     DEFAULT_OUTPUT_RETRIES,
-    FINAL_TOOL,
-    OutputSpec,
-    StructuredOutput,
-    strict_schema,
+    AgentLoop,
+    ModelLike,
+    RunState,
+    run_sync,
 )
 from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
@@ -38,6 +45,11 @@ from .tools import (
     render_result,
     tool,
 )
+
+if TYPE_CHECKING:
+    from .output import FINAL_TOOL, OutputSpec, StructuredOutput, strict_schema
+
+_OUTPUT = ("FINAL_TOOL", "OutputSpec", "StructuredOutput", "strict_schema")
 
 __all__ = [
     "COMPACTION_STRATEGIES",
@@ -77,3 +89,11 @@ __all__ = [
     "strict_schema",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _OUTPUT:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(".output", __name__), name)
+    globals()[name] = value
+    return value

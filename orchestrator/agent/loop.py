@@ -67,7 +67,6 @@ from .compaction import (
 )
 from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
-from .output import DEFAULT_OUTPUT_RETRIES, OutputSpec, Verdict, structured_output
 from .run_results import ErrorDetail, OutputT, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
 from .tools import Approver, Tool, ToolContext, Toolset
@@ -75,6 +74,7 @@ from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
     from ..trace import AgentHistory
+    from .output import OutputSpec, StructuredOutput, Verdict
     from .restart import CutTurn
     from .run_events import AgentRun
 
@@ -83,6 +83,10 @@ T = TypeVar("T")
 DEFAULT_MAX_STEPS = 20
 """The most model calls an agent makes unless told otherwise: the same for `Agent`,
 `Orchestrator`, a job's budget and a forked task."""
+DEFAULT_OUTPUT_RETRIES = 2
+"""How many answers that fail the output type go back to the model before the run ends as
+`output_invalid`, unless told otherwise: the same for `Agent`, a job, a sub-agent definition
+and a forked task."""
 MIN_WRAP_UP_OUTPUT = 64
 WRAP_UP_NOTE = (
     "[orchestrator] The token budget is nearly spent. Give your best final answer now from "
@@ -318,7 +322,11 @@ class AgentLoop(Generic[OutputT]):
         if note:
             tools = [*tools, NOTE]
         self.model = resolve_model(model)
-        self.output = structured_output(output_type, output_mode, self.model, output_retries)
+        self.output: StructuredOutput[Any] | None = None
+        if output_type is not None or output_mode is not None:
+            from .output import structured_output  # loaded by an agent given an output type
+
+            self.output = structured_output(output_type, output_mode, self.model, output_retries)
         # The final-answer tool and the schema's prompt section join like an extension's.
         self.extensions = [*extensions, *([self.output] if self.output is not None else [])]
         self.tools, self.system = assemble(tools, system, self.extensions)

@@ -53,7 +53,7 @@ from ..models.base import (
     output_modes_of,
     unsupported_mode,
 )
-from ..security.inventory import reads
+from ..security.inventory import SCHEMA_FILE_SUFFIXES, reads
 from .extension import Extension
 from .tools import Tool, ToolContext
 
@@ -65,11 +65,9 @@ T = TypeVar("T")
 FINAL_TOOL = "final_result"
 WRAP_KEY = "result"
 OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
-DEFAULT_OUTPUT_RETRIES = 2
 MAX_SHOWN_INPUT = 80
 _FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
-SCHEMA_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 DOTTED_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 NOTE_PREFIX = "[orchestrator] "
 # How a retry note ends (`StructuredOutput._retry_note`): a resumed run counts them.
@@ -365,9 +363,7 @@ class StructuredOutput(Extension, Generic[T]):
     asks it to judge every final answer (`check_text`, `check_calls`).
     """
 
-    def __init__(
-        self, spec: OutputSpec[T], mode: OutputMode, retries: int = DEFAULT_OUTPUT_RETRIES
-    ) -> None:
+    def __init__(self, spec: OutputSpec[T], mode: OutputMode, retries: int) -> None:
         if mode not in OUTPUT_MODES:
             raise ConfigError(f"output_mode {mode!r} is not one of {', '.join(OUTPUT_MODES)}")
         if retries < 0:
@@ -485,7 +481,7 @@ def structured_output(
     output_type: object,
     mode: OutputMode | None,
     model: ChatModel,
-    retries: int = DEFAULT_OUTPUT_RETRIES,
+    retries: int,
 ) -> StructuredOutput[Any] | None:
     """How an agent on `model` asks for `output_type` (None: it answers in text).
 

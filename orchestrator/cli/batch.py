@@ -21,9 +21,9 @@ from ..agent import TokenBudget
 from ..errors import ConfigError
 from ..jobs import Job, JobResult, load_job, parse_model_options, parse_set_options
 from ..jobs.batch import Batch, Row, read_rows
+from ..messages import plural
 from ..planner import Orchestrator, executor_for
 from ..trace import Trace, new_run_id
-from ..trace.summary import plural
 from .jobs import (
     EXIT_FAILED_STEP,
     EXIT_OK,

@@ -34,8 +34,8 @@ from ..eval.skill_folder import (
     trigger_eval,
     with_without_eval,
 )
+from ..messages import plural
 from ..security.inventory import reads
-from ..trace.summary import plural
 from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
 
 EXIT_BELOW_MIN_PASS = 1

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from ..jobs import Executor, Job, SpecError, load_job, parse_model_options, parse_set_options
 from ..jobs.preflight import Preflight, preflight_job
+from ..messages import plural
 from ..models import MissingSettingError
 from ..skills.disclosure import DISCLOSURES
-from ..trace.summary import plural
 
 if TYPE_CHECKING:
     from .approval import TerminalApprover

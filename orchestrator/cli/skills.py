@@ -16,6 +16,7 @@ from typing import TypedDict
 
 from ..eval import EvalError
 from ..eval.skill_folder import EVALS_FILE, TRIGGER_FILES, read_evals, read_triggers
+from ..messages import plural
 from ..skills import (
     DEFAULT_INDEX_TOKENS,
     LoadedSkill,
@@ -31,7 +32,6 @@ from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
 from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, with_servers_sync
 from ..skills.skill_md import Problem as SkillProblem
-from ..trace.summary import plural
 from .skill_view import model_view, print_view
 
 

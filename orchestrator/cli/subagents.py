@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..messages import plural
 from ..skills.discovery import project_subagent_folders, user_subagent_folders
 from ..tasks import SubagentRegistry, builtin_subagent_folders, check_subagent_folder, suggest
 from ..tasks.subagents import SubagentDef
-from ..trace.summary import plural
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

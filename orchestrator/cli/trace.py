@@ -11,9 +11,9 @@ from pathlib import Path
 from ..security.signing import TraceKeyRefused
 from ..trace import read_trace
 from ..trace.history import RunInfo, list_runs
-from ..trace.lock import is_locked
 from ..trace.reader import verify_trace
 from ..trace.summary import render, summarize
+from ..trace.writer import is_locked
 from .jobs import EXIT_OK, EXIT_SPEC_ERROR
 from .resume import existing_trace
 from .run import DEFAULT_TRACE_DIR

@@ -27,8 +27,8 @@ from ..security.signing import TraceKeyRefused
 from ..skills.disclosure import DISCLOSURES
 from ..tasks.restore import restored_children
 from ..trace import Checkpoint, load_checkpoint
-from ..trace.lock import is_locked
 from ..trace.reader import verify_trace
+from ..trace.writer import is_locked
 from .loading import load_job
 from .runner import JobResult, is_job_status, permissions_record, spec_digest
 from .spec import Job

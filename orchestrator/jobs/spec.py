@@ -16,7 +16,7 @@ import datetime
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import networkx as nx
 from pydantic import (
@@ -33,25 +33,21 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import (
-    DEFAULT_MAX_STEPS,
-    DEFAULT_OUTPUT_RETRIES,
-    CompactionStrategy,
-    OutputMode,
-    OutputSpec,
-)
-from ..agent.output import SCHEMA_FILE_SUFFIXES, load_output_spec
+from ..agent import DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
 from ..errors import ConfigError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
-from ..security.inventory import DEFAULT_WORKSPACE, reads
+from ..security.inventory import DEFAULT_WORKSPACE, SCHEMA_FILE_SUFFIXES, reads
 from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
 from ..skills.servers import ServerConfig
 from ..tasks import GENERAL, GraphError, RemoteAgent, SubagentDef, build_graph, suggest
 from ..tasks.subagent_files import NAME as AGENT_NAME
 from .problems import Problem, SpecError, describe
 from .templating import NAME, Template, TemplateError
+
+if TYPE_CHECKING:
+    from ..agent import OutputSpec
 
 FILE_MODELS = {"scripted": "scripted model's script", "replay": "replayed trace"}
 """Model providers whose target is a file; its path resolves against the spec's folder."""
@@ -505,6 +501,8 @@ class Job(BaseModel):
         source = self.step(step_id).output_schema
         if source is None:
             return None
+        from ..agent.output import load_output_spec  # loaded by a job with an output type
+
         return load_output_spec(source, self._schema_folder, refused=[self.permissions.workspace])
 
     @property
@@ -607,6 +605,8 @@ def load_outputs(job: Job) -> tuple[dict[str, OutputSpec[Any]], list[Problem]]:
         field = f"{path}.output_schema".lstrip(".")
         if source is None:
             continue
+        from ..agent.output import load_output_spec  # loaded by a job with an output type
+
         try:
             specs[step_id] = load_output_spec(
                 source, job._schema_folder, refused=[job.permissions.workspace]

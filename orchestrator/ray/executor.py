@@ -20,6 +20,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,12 @@ from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
-from ..tasks.executor import TaskExecutor, TaskOrigin, TaskRequest
+from ..tasks.executor import TaskExecutor, TaskOrigin, TaskRequest, counting_calls
 from ..tasks.scheduler import LocalExecutor
 from ..trace import AgentHistory, Trace
 from ._ray import ray
 from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
+from .calls import ClusterCalls, start_calls_host
 from .recipe import WorkerRecipe
 from .relay import RelayPump, start_relay
 from .worker import TaskWorker
@@ -136,6 +138,9 @@ class RaySession:
         self.host = budget.host if isinstance(budget, LeasedBudget) else start_host(budget)
         client = f"driver-{next(_SESSIONS)}"
         self.budget = LeasedBudget(self.host, client, lease_tokens=settings.lease_tokens)
+        # One count of the tasks sent to remote agents for the run's every process.
+        self.calls_host = start_calls_host()
+        self._counting = ExitStack()
         # Workers send their events to a relay only when the run records them.
         self.relay = start_relay() if trace.recording else None
         self.pump = RelayPump(self.relay, trace) if trace.recording else None
@@ -148,6 +153,8 @@ class RaySession:
             self._add_worker()
 
     async def __aenter__(self) -> RaySession:
+        # While the session is open, the driver's own forks count in the run's shared count.
+        self._counting.enter_context(counting_calls(ClusterCalls(self.calls_host)))
         if self.pump is not None:
             self._pumping = asyncio.create_task(self.pump.run())
         try:
@@ -246,6 +253,7 @@ class RaySession:
     async def close(self) -> None:
         """Every worker reports its spend, the last events are written, the actors end; the
         driver's budget counts what the run spent."""
+        self._counting.close()
         alive = [w for w in self.workers if w.alive]
         await asyncio.gather(*(w.actor.flush.remote() for w in alive), return_exceptions=True)
         self.budget.flush()
@@ -253,7 +261,7 @@ class RaySession:
             self._pumping.cancel()
             await asyncio.gather(self._pumping, return_exceptions=True)
         await self._drain()
-        owned = [w.actor for w in self.workers] + [self.relay]
+        owned = [w.actor for w in self.workers] + [self.relay, self.calls_host]
         if not self.shared:
             state = await self.host.state.remote()
             origin = self.origin_budget
@@ -288,6 +296,7 @@ class RaySession:
                 self.recipe,
                 self.host,
                 self.relay,
+                self.calls_host,
                 self.trace.run_id,
                 self.trace.checkpoint,
                 str(Path.cwd()),

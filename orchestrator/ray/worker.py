@@ -18,10 +18,11 @@ from typing import Any
 
 from ..agent import TaskResult
 from ..skills.servers import server_scope
-from ..tasks.executor import TaskOrigin, TaskRequest
+from ..tasks.executor import TaskOrigin, TaskRequest, counting_calls
 from ..tasks.scheduler import run_agent_task
 from ..trace import Checkpoint, NullTrace, Trace
 from .budget import LeasedBudget
+from .calls import ClusterCalls
 from .recipe import WorkerRecipe
 from .relay import Batch, RelayTrace
 
@@ -35,6 +36,7 @@ class TaskWorker:
         recipe: WorkerRecipe,
         host: Any,
         relay: Any,
+        calls: Any,
         run_id: str,
         checkpoint: Checkpoint | None,
         cwd: str,
@@ -50,6 +52,8 @@ class TaskWorker:
             RelayTrace(relay, self.name, run_id, checkpoint) if relay else NullTrace()
         )
         self.checkpoint = checkpoint
+        self.calls = ClusterCalls(calls)
+        """The run's count of tasks sent to remote agents, which every process shares."""
         """The run this one resumes: a task's agent cut off there goes on from its history."""
         self._flusher: asyncio.Task[None] | None = None
         self._running = 0
@@ -68,15 +72,17 @@ class TaskWorker:
             self._flusher = asyncio.create_task(self.trace.keep_flushing())
         self._running += 1
         try:
-            # The task's MCP servers (skills it starts with included) live in a pool of its
-            # own, opened before its agent is built and closed, servers and all, at its end.
             history = self.checkpoint.history(request.path) if self.checkpoint else None
-            async with server_scope(self._environment()):
-                result = await run_agent_task(
-                    request,
-                    lambda: self.recipe.build(request, origin, self.budget, self.trace),
-                    history=history,
-                )
+            with counting_calls(self.calls):
+                # The task's MCP servers (skills it starts with included) live in a pool of
+                # its own, opened before its agent is built and closed, servers and all, at
+                # its end.
+                async with server_scope(self._environment()):
+                    result = await run_agent_task(
+                        request,
+                        lambda: self.recipe.build(request, origin, self.budget, self.trace),
+                        history=history,
+                    )
         finally:
             self._running -= 1
             if not self._running:  # idle: what it holds of the budget goes back to the host

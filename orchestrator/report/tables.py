@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from ..trace.summary import plural
+from ..messages import plural
 from .markup import cost, esc, pill, seconds, shorten, tokens
 from .model import AgentRun, RunReport
 

@@ -36,6 +36,9 @@ from typing import Any, TypeVar
 DOTENV_FILES = (".env", ".env.*")
 SKILL_FILES = ("SKILL.md", "skill.md")
 MCP_CONFIG_FILES = (".mcp.json", "mcp.json")
+SCHEMA_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+"""An `output_schema` (of a spec, a step, a sub-agent definition) ending so is a schema file;
+else a dotted path of a Python type."""
 PROJECT_SKILL_FOLDERS = ("skills", ".claude/skills", ".agents/skills")
 USER_SKILL_FOLDERS = (".claude/skills", ".agents/skills")
 PROJECT_SUBAGENT_FOLDERS = ("subagents", ".claude/agents", ".codex/agents")

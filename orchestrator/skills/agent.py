@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ..agent import (
     DEFAULT_MAX_STEPS,
@@ -27,7 +27,6 @@ from ..agent import (
     Extension,
     ModelLike,
     OutputMode,
-    OutputSpec,
     TokenBudget,
     Tool,
 )
@@ -38,6 +37,9 @@ from ..trace import Trace
 from .catalog import SkillCatalog
 from .disclosure import warn_refused_code
 from .meta_tools import ForksSkills, SkillsExtension, skills_extension
+
+if TYPE_CHECKING:
+    from ..agent import OutputSpec
 
 SkillsLike = (
     SkillCatalog | SkillsExtension | str | os.PathLike[str] | Iterable[str | os.PathLike[str]]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..agent import TaskResult, TokenBudget
 from .executor import TaskSpec
-from .scheduler import GraphRun, Slots
+from .scheduler import GraphRun
 
 
 @dataclass
@@ -53,7 +53,6 @@ class Background:
     tasks: dict[str, BackgroundTask] = field(default_factory=dict)
     runners: list[asyncio.Task[list[TaskResult]]] = field(default_factory=list)
     waits: list[tuple[float, float | None]] = field(default_factory=list)
-    slots: Slots | None = None
 
     def add(self, graph: GraphRun, spec: TaskSpec, meter: TokenBudget) -> None:
         future: asyncio.Future[TaskResult] = asyncio.get_running_loop().create_future()

@@ -25,7 +25,8 @@ import os
 import socket
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, get_args
@@ -184,13 +185,38 @@ REMOTE_AGENTS: Slot[SendTask] = Slot("remote agent protocol", "orchestrator.remo
 class RemoteCalls:
     """How many tasks a run has sent each remote agent: one count for the run's whole tree,
     kept by the agent that forked first (`ctx.state_of(RemoteCalls)`) and lent to the
-    sub-agents it runs (`_RUN_CALLS`), so that their forks count in it too."""
+    sub-agents it runs (`counting_calls`), so that their forks count in it too. A run whose
+    tasks go to other processes lends them one count kept where they all reach it (the
+    Ray workers: ray/calls.py)."""
 
     sent: dict[str, int] = field(default_factory=dict)
+
+    def count(self, agent: str) -> int:
+        """How many tasks the run has sent `agent` (as last known, for the check before a
+        task starts; `take` decides)."""
+        return self.sent.get(agent, 0)
+
+    async def take(self, agent: str, cap: int | None) -> bool:
+        """Count one more task sent to `agent`, unless the run has sent it `cap` already."""
+        sent = self.sent.get(agent, 0)
+        if cap is not None and sent >= cap:
+            return False
+        self.sent[agent] = sent + 1
+        return True
 
 
 _RUN_CALLS: ContextVar[RemoteCalls | None] = ContextVar("remote_calls", default=None)
 """The run's count, while one of its sub-agents runs (asyncio tasks inherit it)."""
+
+
+@contextmanager
+def counting_calls(calls: RemoteCalls) -> Iterator[None]:
+    """While the block runs, the tasks it sends remote agents count in `calls`."""
+    lent = _RUN_CALLS.set(calls)
+    try:
+        yield
+    finally:
+        _RUN_CALLS.reset(lent)
 
 
 class RemoteAgentsExecutor(TaskExecutor):
@@ -218,9 +244,9 @@ class RemoteAgentsExecutor(TaskExecutor):
         return self._over_cap(request.agent, remote)
 
     def _over_cap(self, agent: str, remote: RemoteAgent) -> str | None:
-        sent = self.calls.sent.get(agent, 0)
+        sent = self.calls.count(agent)
         if remote.max_calls is not None and sent >= remote.max_calls:
-            return f"remote agent {agent!r} was sent {sent} tasks, its cap for one run (max_calls)"
+            return _capped(agent, sent)
         return None
 
     def placement(self, request: TaskRequest) -> dict[str, object]:
@@ -232,26 +258,17 @@ class RemoteAgentsExecutor(TaskExecutor):
     async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
         if self.remote_of(request) is not None:
             return await self.run_task(request)  # the protocol resumes its own (a2a/client.py)
-        lent = _RUN_CALLS.set(self.calls)
-        try:
+        with counting_calls(self.calls):
             return await self.inner.resume_task(request, history)
-        finally:
-            _RUN_CALLS.reset(lent)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:
         remote = self.remote_of(request)
         if remote is None:
-            lent = _RUN_CALLS.set(self.calls)
-            try:
+            with counting_calls(self.calls):
                 return await self.inner.run_task(request)
-            finally:
-                _RUN_CALLS.reset(lent)
-        # Checked again as the task starts: siblings that passed the gate together count here.
-        refusal = self._over_cap(request.agent, remote)
-        if refusal is not None:
-            return self._refused(request, refusal)
-        sent = self.calls.sent
-        sent[request.agent] = sent.get(request.agent, 0) + 1
+        # Taken as the task starts: siblings that passed the gate together count here.
+        if not await self.calls.take(request.agent, remote.max_calls):
+            return self._refused(request, _capped(request.agent, self.calls.count(request.agent)))
         try:
             send = REMOTE_AGENTS.get("a2a")
         except MissingPart as exc:
@@ -269,6 +286,10 @@ class RemoteAgentsExecutor(TaskExecutor):
             status="error",
             reason=reason,
         )
+
+
+def _capped(agent: str, sent: int) -> str:
+    return f"remote agent {agent!r} was sent {sent} tasks, its cap for one run (max_calls)"
 
 
 def with_remote_agents(

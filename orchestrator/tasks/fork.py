@@ -51,14 +51,13 @@ from ..agent import (
     Approver,
     CompactionStrategy,
     OutputMode,
-    OutputSpec,
     TaskResult,
     TokenBudget,
     Tool,
     ToolContext,
 )
 from ..errors import ConfigError, ToolError
-from ..messages import Message
+from ..messages import Message, plural
 from ..models import (
     ChatModel,
     ModelSettings,
@@ -73,15 +72,15 @@ from ..skills.allowed import ToolLimit, ToolRule, allowed_tools_mode, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
-from ..trace.summary import plural
-from .background import Background
 from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
 from .graph import GraphError, suggest
 from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 
 if TYPE_CHECKING:
+    from ..agent import OutputSpec
     from ..trace import AgentHistory, Checkpoint
+    from .background import Background
 
 FORK_PROMPT = """\
 ## Sub-agents
@@ -105,14 +104,16 @@ class StepOutput:
 
 @dataclass
 class ForkState:
-    """What one run keeps of its forks (`ctx.state_of(ForkState)`): the task ids used, and
-    each task's whole output, for `read_task_output`."""
+    """What one run keeps of its forks (`ctx.state_of(ForkState)`): the task ids used, each
+    task's whole output, for `read_task_output`, the slots all its forks take, and its
+    background graphs (None until it starts one)."""
 
     ids: set[str] = field(default_factory=set)
     outputs: dict[str, str] = field(default_factory=dict)
     restoring: Checkpoint | None = None
     """The checkpoint of the run this one resumes: its forks' tasks are restored from it."""
-    background: Background = field(default_factory=Background)
+    slots: Slots | None = None
+    background: Background | None = None
 
 
 @dataclass
@@ -308,10 +309,10 @@ class ForkExtension(ForksSkills):
 
     def _slots(self, ctx: ToolContext) -> Slots:
         """The slots this run's forks take: the tree's pool, one for all its forks."""
-        background = ctx.state_of(ForkState).background
-        if background.slots is None:
-            background.slots = Slots.for_graph(self.settings.max_parallel)
-        return background.slots
+        state = ctx.state_of(ForkState)
+        if state.slots is None:
+            state.slots = Slots.for_graph(self.settings.max_parallel)
+        return state.slots
 
     # --- Background forks ---------------------------------------------------------------
 
@@ -328,6 +329,10 @@ class ForkExtension(ForksSkills):
         state = ctx.state_of(ForkState)
         if not resumed:
             self._validate(tasks, ctx)
+        if state.background is None:
+            from .background import Background  # loaded by a run that forks in the background
+
+            state.background = Background()
         background = state.background
         meters: dict[str, TokenBudget] = {}
 
@@ -376,7 +381,7 @@ class ForkExtension(ForksSkills):
         """The run is ending: wait for its background tasks (after an answer, by default) and
         hand the agent their results, or cancel them."""
         background = context.state_of(ForkState).background
-        if not background.tasks:
+        if background is None or not background.tasks:
             return []
         running = background.unfinished()
         if answered and self.settings.on_answer == "wait":
@@ -399,6 +404,8 @@ class ForkExtension(ForksSkills):
 
     def _deliver(self, context: ToolContext, via: str) -> list[Message]:
         background = context.state_of(ForkState).background
+        if background is None:
+            return []
         results = background.undelivered()
         if not results:
             return []
@@ -418,8 +425,7 @@ class ForkExtension(ForksSkills):
         timeout_seconds: Annotated[float, Field(gt=0)] = 120.0,
     ) -> str:
         """Wait for background tasks (default all) to end; returns their new results."""
-        background = ctx.state_of(ForkState).background
-        chosen = self._background_ids(background, ids)
+        background, chosen = self._background_tasks(ctx, ids)
         limit = min(timeout_seconds, self.settings.wait_timeout)
         async with lend():
             await background.wait(chosen, limit)
@@ -446,8 +452,7 @@ class ForkExtension(ForksSkills):
 
     def task_status(self, ctx: ToolContext, ids: Sequence[str] = ()) -> str:
         """State, tokens spent and time of background tasks (default all)."""
-        background = ctx.state_of(ForkState).background
-        chosen = self._background_ids(background, ids)
+        background, chosen = self._background_tasks(ctx, ids)
         remaining = ctx.budget.remaining if ctx.budget else None
         left = "unlimited" if remaining is None else f"{remaining:,} tokens"
         lines = [f"Background tasks: {len(chosen)}. Budget remaining: {left}."]
@@ -469,8 +474,7 @@ class ForkExtension(ForksSkills):
 
     async def cancel_tasks(self, ctx: ToolContext, ids: Sequence[str] = ()) -> str:
         """Stop background tasks (default all) and the tasks that depend on them."""
-        background = ctx.state_of(ForkState).background
-        chosen = self._background_ids(background, ids)
+        background, chosen = self._background_tasks(ctx, ids)
         running = background.unfinished(background.with_dependents(chosen))
         if not running:
             return f"Nothing to cancel: {', '.join(chosen)} had ended already."
@@ -482,12 +486,15 @@ class ForkExtension(ForksSkills):
         self._emit(ctx, "background_delivered", ids=[r.id for r in stopped], via="cancel_tasks")
         return self._report("Cancelled", stopped, ctx)
 
-    def _background_ids(self, background: Background, ids: Sequence[str]) -> list[str]:
-        """The tasks named, or all background tasks when none is."""
-        if not background.tasks:
+    def _background_tasks(
+        self, ctx: ToolContext, ids: Sequence[str]
+    ) -> tuple[Background, list[str]]:
+        """The run's background graphs, and the tasks named (all of them when none is)."""
+        background = ctx.state_of(ForkState).background
+        if background is None or not background.tasks:
             raise ToolError("No background tasks in this run: fork(..., wait=false) starts some.")
         if not ids:
-            return list(background.tasks)
+            return background, list(background.tasks)
         unknown = [i for i in ids if i not in background.tasks]
         if unknown:
             known = ", ".join(background.tasks)
@@ -495,7 +502,7 @@ class ForkExtension(ForksSkills):
                 f"No background task {unknown[0]!r}{suggest(unknown[0], background.tasks)}. "
                 f"Background tasks: {known}."
             )
-        return list(dict.fromkeys(ids))
+        return background, list(dict.fromkeys(ids))
 
     def _emit(self, ctx: ToolContext, type: str, **fields: object) -> None:
         ctx.trace.emit(type, ctx.agent, **fields)
@@ -558,6 +565,8 @@ class ForkExtension(ForksSkills):
             return [f"unknown agent {name!r}{suggest(name, self.subagents.names)} (known: {known})"]
         problems = []
         if spec.output_schema is not None:
+            from ..agent.output import OutputSpec  # loaded by a task with an output type
+
             try:
                 OutputSpec.from_schema(spec.output_schema)
             except ConfigError as exc:
@@ -632,6 +641,8 @@ class ForkExtension(ForksSkills):
         spec = request.spec
         own = output is None  # a task's own answer, not a job step's
         if output is None and spec.output_schema is not None:
+            from ..agent.output import OutputSpec  # loaded by a task with an output type
+
             output = StepOutput(OutputSpec.from_schema(spec.output_schema))
         if output is None and definition.output_spec is not None:
             output = StepOutput(

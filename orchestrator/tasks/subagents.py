@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -36,12 +36,14 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode, OutputSpec
-from ..agent.output import load_output_spec
+from ..agent import DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
 from ..errors import ConfigError, SafetyWarning
 from ..models import INHERIT, ModelSettings
 from ..skills.discovery import shipped_folder
 from .subagent_files import CLAUDE_ONLY, NAME, NO_EFFECT, DefinitionError, read_definition
+
+if TYPE_CHECKING:
+    from ..agent import OutputSpec
 
 GENERAL = "general"
 GENERAL_PROMPT = (
@@ -158,6 +160,8 @@ class SubagentDef(BaseModel):
         another process can take."""
         if self.output_schema is None:
             return None
+        from ..agent.output import load_output_spec  # loaded by a definition with an output type
+
         folder = self.path.parent if self.path is not None else Path.cwd()
         return load_output_spec(self.output_schema, folder)
 

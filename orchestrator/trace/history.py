@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..events import JobEnd, JobStart, MessageEvent, ModelCall, RunEnd, TraceEvent
-from .lock import is_locked
 from .reader import TraceReader
+from .writer import is_locked
 
 
 @dataclass

@@ -31,14 +31,7 @@ from ..events import (
     TaskEnd,
     TraceEvent,
 )
-
-
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """`count` and `noun`, the noun in the plural unless `count` is 1 (`many` when the plural
-    is not the noun with an s: `plural(2, "match", "matches")`). Counts get thousands
-    separators. Every message with a count uses it (the CLI, `trace show`, the report), so
-    none says "1 folders" or "problem(s)"."""
-    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+from ..messages import plural
 
 
 def number(value: object) -> float | None:

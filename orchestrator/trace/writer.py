@@ -46,7 +46,13 @@ from ..events import (
 from ..messages import Message
 from ..security.inventory import reads
 from ..security.secrets import SecretMask
-from .lock import FileBusy, lock_file
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    _CAN_LOCK = False
+else:
+    _CAN_LOCK = True
 
 if TYPE_CHECKING:
     from ..security.signing import LineSigner
@@ -108,6 +114,42 @@ class TraceExists(ConfigError):
 
 class TraceBusy(ConfigError):
     """Another process is writing this trace: its run is still going."""
+
+
+# An advisory lock on an open trace file, held while a run writes it. A run that is killed
+# drops its lock with its process, so `resume` can tell a run that died from one that is still
+# going. Where the platform has no `fcntl` (Windows), nothing is locked.
+
+
+class FileBusy(Exception):
+    """Another process holds the lock."""
+
+
+def lock_file(file: IO[Any]) -> None:
+    """Take the file's lock without waiting; raise FileBusy if another process has it."""
+    if not _CAN_LOCK:
+        return
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise FileBusy(str(getattr(file, "name", "file"))) from None
+
+
+@reads("trace")
+def is_locked(path: str | Path) -> bool:
+    """True if another process holds the lock of the file at `path` (its run is going)."""
+    if not _CAN_LOCK:
+        return False
+    try:
+        with Path(path).open("rb") as file:
+            try:
+                fcntl.flock(file.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
 
 
 class Trace:
