@@ -2,8 +2,8 @@
 
     OrchestratorError
     ├── ConfigError              bad user input: a model string, an option, a file
-    │   ├── GraphError           tasks that do not form a DAG (graph.py)
-    │   ├── SpecError            an invalid job spec, every problem by field path (spec_errors.py)
+    │   ├── GraphError           tasks that do not form a DAG (tasks/scheduler.py)
+    │   ├── SpecError            an invalid job spec, every problem by field path (`Problem`)
     │   └── TraceKeyRefused      the trace key is open to other users (security/signing.py)
     ├── ModelError               a model call failed (adapters map httpx errors to these)
     │   ├── RetryableModelError  429, 5xx, overloaded, dropped stream: worth another attempt
@@ -23,6 +23,10 @@ Tool failures never escape the loop: they become error observations (see `execut
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
 
 class OrchestratorError(Exception):
     """Base of every error this package raises on purpose."""
@@ -30,6 +34,38 @@ class OrchestratorError(Exception):
 
 class ConfigError(OrchestratorError):
     """Invalid configuration or input given by the user."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a job spec: where (`steps[1].task`, or "" for the file) and
+    what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class SpecError(ConfigError):
+    """A job spec is invalid; `problems` lists every reason found, `source` is its file.
+    (jobs/problems.py says pydantic's errors as problems.)"""
+
+    def __init__(self, source: str | Path | None, problems: Sequence[Problem]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f"{self.source}" if self.source is not None else "job spec"
+        if len(self.problems) == 1:
+            problem = self.problems[0]
+            # A flag's problem is the command line's, not the file's.
+            return str(problem) if problem.path.startswith("-") else f"{where}: {problem}"
+        lines = [f"{where}: {len(self.problems)} problems"]
+        lines.extend(f"  - {problem}" for problem in self.problems)
+        return "\n".join(lines)
 
 
 class NoOutput(OrchestratorError):

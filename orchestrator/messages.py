@@ -5,14 +5,15 @@ Every text a message carries comes from outside (a model, a tool, a file, a serv
 valid Unicode here, once: a lone surrogate (a broken `\\ud800` escape in a reply) becomes
 U+FFFD, so no trace line, output or terminal write can fail on it later.
 `plural` words a count in any text the orchestrator writes (to a model, on the command line,
-in a summary or report).
+in a summary or report), and `suggest` a "did you mean" for a misspelt name.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
@@ -40,6 +41,14 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     separators. Every message with a count uses it (the CLI, `trace show`, the report), so
     none says "1 folders" or "problem(s)"."""
     return f"{count:,} {noun if count == 1 else many or noun + 's'}"
+
+
+def suggest(name: str, choices: Iterable[str]) -> str:
+    """A " (did you mean 'x'?)" hint for a misspelt name, or "" when nothing is close."""
+    matches = difflib.get_close_matches(name, [str(c) for c in choices], n=3, cutoff=0.6)
+    if not matches:
+        return ""
+    return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"
 
 
 class ToolCall(BaseModel):

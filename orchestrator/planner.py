@@ -581,6 +581,7 @@ class Orchestrator:
             shared_budget=budget is not None,
             remote=None if executor is None else lambda b: executor.open_job(self, job, b, trace),
             user_skills=self.user_skills,
+            servers=self.catalog.has_servers,
             workspace=workspace,
             subagents=self.subagents,
         )

@@ -3,12 +3,8 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.tasks.graph import (
-    GraphError,
-    GraphProblem,
-    build_graph,
-    suggest,
-)
+from orchestrator.messages import suggest
+from orchestrator.tasks import GraphError, GraphProblem, build_graph
 
 
 def problems_of(items: list[tuple[str, list[str]]]) -> list[GraphProblem]:

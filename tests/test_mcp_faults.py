@@ -28,7 +28,7 @@ from orchestrator.mcp import connection
 from orchestrator.mcp.connection import Connection
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions
-from orchestrator.skills.servers import ServerConfig
+from orchestrator.skills.skill import ServerConfig
 
 pytest.importorskip("mcp")
 

@@ -185,7 +185,7 @@ def test_tool_names_are_kept_to_what_providers_accept() -> None:
     from orchestrator.agent.tools import TOOL_NAME
     from orchestrator.mcp.connection import Connection
     from orchestrator.mcp.tool import McpTool
-    from orchestrator.skills.servers import ServerConfig
+    from orchestrator.skills.skill import ServerConfig
 
     for remote in ("get.weather/now", "x" * 80, "日本語"):
         from orchestrator.skills import qualified_tool_name

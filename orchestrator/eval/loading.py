@@ -22,11 +22,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problem
 from ..jobs import Job, SpecError, load_job
 from ..jobs.batch import csv_records
 from ..jobs.loading import read_yaml
-from ..jobs.problems import Problem, problems_from
+from ..jobs.problems import problems_from
 from ..security.inputs import JsonInputError, json_lines, load_json
 from ..security.inventory import reads
 from ..tasks import suggest

@@ -36,7 +36,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
-from ..jobs.problems import Problem, problems_from
+from ..errors import Problem
+from ..jobs.problems import problems_from
 from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import reads, reads_no_configuration
 from ..skills import SkillCatalog

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from ..agent import CompactionStrategy
-from ..jobs.problems import SpecError
+from ..errors import SpecError
 from ..jobs.spec import FILE_MODELS, InputValue, Location, Name, Positive, Text
 from ..skills.disclosure import Disclosure
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..errors import Problem, SpecError
 from .loading import (
     job_folders,
     load_job,
@@ -17,7 +18,6 @@ from .loading import (
     read_dotenv,
     read_yaml,
 )
-from .problems import Problem, SpecError
 from .runner import JobResult, JobRunner, JobStatus, job_record, job_status, spec_digest
 from .spec import GOAL_STEP, Budget, Executor, Job, Step
 

@@ -16,12 +16,11 @@ from typing import Any
 from dotenv import dotenv_values
 from pydantic import ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problem, SpecError
 from ..security.inputs import YamlInputError, load_yaml
 from ..security.inventory import DOTENV_FILES, reads
 from ..skills.discovery import Folders, discover
 from ..tasks import SubagentRegistry, builtin_subagent_folders, suggest
-from .problems import Problem, SpecError, describe, problems_from
 from .spec import FILE_MODELS, Job
 
 
@@ -115,6 +114,8 @@ def load_spec(
     try:
         job = Job.model_validate(data, context=context)
     except ValidationError as error:
+        from .problems import problems_from  # loaded by a spec with a problem
+
         problems += problems_from(error, Job)
     except SpecError as error:
         problems += error.problems
@@ -208,6 +209,8 @@ def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
         raise SpecError(path, [Problem("", error.detail)]) from None
     if not isinstance(data, dict):
         expected = "a mapping of fields (name, model, goal or steps, ...)"
+        from .problems import describe  # loaded by a spec with a problem
+
         got = "an empty file" if data is None else describe(data)
         raise SpecError(path, [Problem("", f"expected {expected}, got {got}")])
     return data

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problem
 from ..models import (
     ModelAliases,
     ModelRef,
@@ -28,7 +28,6 @@ from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
 from .loading import job_folders
-from .problems import Problem
 from .spec import FILE_MODELS, Job
 
 

@@ -1,53 +1,20 @@
-"""`SpecError`: every problem of a job spec, by field path, in one exception.
-
-Pydantic's errors are translated here: the `loc` tuple becomes a path such as
+"""A job spec's problems as a user reads them: pydantic's errors translated into `Problem`s
+(errors.py: a `SpecError` holds them). The `loc` tuple becomes a path such as
 `steps[1].depends_on[0]`, and the error type becomes a sentence that says what was expected
-and what was found.
+and what was found. Loaded only when a spec has a problem to say.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from ..errors import ConfigError
+from ..errors import Problem
 from ..tasks import suggest
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a spec: where (`steps[1].task`, or "" for the file) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class SpecError(ConfigError):
-    """A job spec is invalid; `problems` lists every reason found, `source` is its file."""
-
-    def __init__(self, source: str | Path | None, problems: Sequence[Problem]) -> None:
-        self.source = source
-        self.problems = list(problems)
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        where = f"{self.source}" if self.source is not None else "job spec"
-        if len(self.problems) == 1:
-            problem = self.problems[0]
-            # A flag's problem is the command line's, not the file's.
-            return str(problem) if problem.path.startswith("-") else f"{where}: {problem}"
-        lines = [f"{where}: {len(self.problems)} problems"]
-        lines.extend(f"  - {problem}" for problem in self.problems)
-        return "\n".join(lines)
 
 
 def format_path(loc: Sequence[str | int]) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Literal, TypeGuard, get_args
 
@@ -35,7 +36,6 @@ from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..agent.model_call import run_prefixes
 from ..messages import Usage
 from ..security.inventory import reads
-from ..skills.servers import server_scope
 from ..tasks import (
     GraphRun,
     LocalExecutor,
@@ -135,6 +135,7 @@ class JobRunner:
         shared_budget: bool = False,
         remote: Callable[[TokenBudget], RemoteSession] | None = None,
         user_skills: bool = False,
+        servers: bool = False,
         workspace: WorkspaceRecord | None = None,
         subagents: SubagentRegistry | None = None,
     ) -> None:
@@ -145,6 +146,8 @@ class JobRunner:
         self.make_context = context
         self.remote = remote
         self.user_skills = user_skills
+        self.servers = servers
+        """Some skill of the run declares MCP servers: the job holds one pool of them."""
         self.workspace = workspace
         self.budget = budget
         self.restoring = trace.checkpoint
@@ -212,13 +215,21 @@ class JobRunner:
             output_users=self.job.output_users(),
         )
         try:
-            # One MCP server pool for every step of the job; `${VAR}` from the job's environment.
-            async with server_scope(self.job.environment()):
+            async with self._server_scope():
                 results = await graph.run()
         except asyncio.CancelledError:
             self._end(self._result(self.ended, status="cancelled"))
             raise
         return self._end(self._result(results))
+
+    def _server_scope(self) -> AbstractAsyncContextManager[object]:
+        """One MCP server pool for every step of the job, `${VAR}` from the job's environment;
+        nothing when no skill declares servers."""
+        if not self.servers:
+            return nullcontext()
+        from ..skills.servers import server_scope  # loaded by a run with MCP servers
+
+        return server_scope(self.job.environment())
 
     def _result(self, results: list[TaskResult], status: JobStatus | None = None) -> JobResult:
         output_step = self.job.output_step

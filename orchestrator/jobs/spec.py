@@ -34,16 +34,15 @@ from pydantic import (
 )
 
 from ..agent import DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
-from ..errors import ConfigError
+from ..errors import ConfigError, Problem, SpecError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE, SCHEMA_FILE_SUFFIXES, reads
 from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
-from ..skills.servers import ServerConfig
+from ..skills.skill import ServerConfig
 from ..tasks import GENERAL, GraphError, RemoteAgent, SubagentDef, build_graph, suggest
 from ..tasks.subagent_files import NAME as AGENT_NAME
-from .problems import Problem, SpecError, describe
 from .templating import NAME, Template, TemplateError
 
 if TYPE_CHECKING:
@@ -147,6 +146,8 @@ def _input_text(value: Any) -> Any:
         return str(value)
     if value is None or isinstance(value, str):
         return value
+    from .problems import describe  # loaded by a spec with a problem
+
     raise ValueError(f"expected text, a number or true/false, got {describe(value)}")
 
 

@@ -33,7 +33,8 @@ from ..errors import ToolError, ToolInfrastructureError
 from ..security.inventory import reads_no_configuration
 from ..security.secrets import SecretMask
 from ..skills.process import end_process_group
-from ..skills.servers import ServerConfig, secret_values
+from ..skills.servers import secret_values
+from ..skills.skill import ServerConfig
 from .sdk import Sdk, load_sdk
 
 MAX_RESTARTS = 1

@@ -42,8 +42,15 @@ from pathlib import Path
 from ..agent.tools import CallTimedOut, call_with_timeout
 from ..tokens import TokenCounter, default_counter
 from .discovery import MAX_DEPTH, builtin_skills_folder, walk_skill_folders
-from .servers import ServerConfig, config_file_in
-from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, file_digest
+from .skill import (
+    LoadedSkill,
+    ServerConfig,
+    SkillError,
+    SkillInfo,
+    SkillWarning,
+    config_file_in,
+    file_digest,
+)
 from .skill_md import Problem, read_body, read_skill_folder
 from .sources import TOOLS_FILE, import_tools
 
@@ -80,6 +87,11 @@ class SkillCatalog:
 
     def __len__(self) -> int:
         return len(self.skills)
+
+    @property
+    def has_servers(self) -> bool:
+        """Whether some skill here declares MCP servers (a run then holds a pool of them)."""
+        return any(info.has_servers for info in self.skills.values())
 
     def __iter__(self) -> Iterator[SkillInfo]:
         return iter(self.skills.values())

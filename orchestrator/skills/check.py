@@ -34,9 +34,9 @@ from ..security.inventory import reads
 from .allowed import resolve_tools, tool_tokens
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .discovery import walk_skill_folders
-from .servers import ConfigProblem, ServerConfig, check_config, config_file_in, expand
+from .servers import ConfigProblem, check_config, expand
 from .servers import parse_config as parse_servers_file
-from .skill import TOOL_SEPARATOR, SkillError, qualified_tool_name
+from .skill import TOOL_SEPARATOR, ServerConfig, SkillError, config_file_in, qualified_tool_name
 from .skill_md import (
     CLIENT_FIELDS,
     KNOWN_FIELDS,

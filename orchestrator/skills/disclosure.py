@@ -50,7 +50,6 @@ from ..tokens import TokenCounter, default_counter
 from .allowed import ToolRule, first_refusal
 from .catalog import SkillCatalog
 from .files import list_files
-from .servers import with_servers_sync
 from .skill import LoadedSkill, SkillError, SkillInfo
 from .skill_md import read_body, substitute
 
@@ -191,7 +190,11 @@ def _preload(
     refused = refusal is not None
     failures: tuple[str, ...] = ()
     try:
-        skill = with_servers_sync(catalog.load(info.name)) if refusal is None else None
+        skill = catalog.load(info.name) if refusal is None else None
+        if skill is not None and skill.info.has_servers:
+            from .servers import with_servers_sync  # loaded by a skill that declares servers
+
+            skill = with_servers_sync(skill)
     except SkillError as exc:
         refusal, skill, failures = f"its tools could not be loaded: {exc}", None, (str(exc),)
     if skill is None:

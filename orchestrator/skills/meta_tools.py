@@ -32,7 +32,7 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,6 @@ from .disclosure import (
     untrusted_code,
 )
 from .files import DEFAULT_MAX_FILE_CHARS, read_file
-from .servers import server_scope, with_servers, with_servers_sync
 from .skill import LoadedSkill, SkillError, SkillFailure, SkillInfo
 from .skill_md import read_body, substitute
 
@@ -229,7 +228,11 @@ class SkillsExtension(Extension):
     def run_scope(self) -> AbstractAsyncContextManager[object]:
         """What a run with these skills holds while it goes: the MCP servers its skills
         start, shared with its sub-agents and stopped when the outermost run ends (errors and
-        cancellation included)."""
+        cancellation included). Skills that declare none hold nothing."""
+        if not self.catalog.has_servers:
+            return nullcontext()
+        from .servers import server_scope  # loaded by a run whose skills declare servers
+
         return server_scope()
 
     def refused(self) -> dict[str, str]:
@@ -375,7 +378,10 @@ class SkillsExtension(Extension):
         except SkillError as exc:
             skill_failed(ctx, info.name, str(exc))
             raise ToolError(f"Skill {info.name!r} cannot be loaded: {exc}") from None
-        skill = await with_servers(skill)
+        if skill.info.has_servers:
+            from .servers import with_servers  # loaded by a skill that declares servers
+
+            skill = await with_servers(skill)
         for failure in skill.failures:
             skill_failed(ctx, info.name, failure)
         return skill
@@ -422,7 +428,11 @@ class SkillsExtension(Extension):
             if not info.model_invocable or untrusted_code(info, permissions):
                 continue
             try:
-                skill = with_servers_sync(self.catalog.load(info.name))
+                skill = self.catalog.load(info.name)
+                if skill.info.has_servers:
+                    from .servers import with_servers_sync  # a skill that declares servers
+
+                    skill = with_servers_sync(skill)
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
             rule = self.rule_for(info, permissions)

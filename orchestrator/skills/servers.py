@@ -1,6 +1,8 @@
 """MCP servers a skill declares, and a run's pool of them: the core's side of MCP.
 
-Declared servers: `.mcp.json` (or `mcp.json`) in a skill folder, `mcp_servers:` in a job.
+Declared servers: `.mcp.json` (or `mcp.json`) in a skill folder, `mcp_servers:` in a job,
+each a `ServerConfig` (skill.py). A run none of whose skills declares servers never loads
+this module.
 
 The format is the one Claude Code plugins and desktop clients use:
 
@@ -15,7 +17,8 @@ starts (not when the file is read, so a scan never needs the variables), and
 `${CLAUDE_PLUGIN_ROOT}`/`${CLAUDE_SKILL_DIR}` to the skill's folder. Nothing here imports the
 SDK: the catalog and `skills check` read these files without it.
 
-A run (`AgentLoop.run` with skills, a job) opens a `server_scope`; every agent of the run,
+A run whose skills declare servers (`AgentLoop.run` with skills, a job) opens a
+`server_scope`; every agent of the run,
 sub-agents included, finds the same `ServerPool` through a context variable, so one server
 process serves them all. Nothing starts when the scope opens: the pool's thread and each
 server start on the first load that needs them, through `orchestrator.mcp` (the `[mcp]`
@@ -40,74 +43,24 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError
 
 from ..parts import Slot
 from ..security.inputs import JsonInputError, load_json
-from ..security.inventory import MCP_CONFIG_FILES, reads
-from .skill import LoadedSkill, SkillInfo
+from ..security.inventory import reads
+from .skill import LoadedSkill, ServerConfig, SkillInfo, config_file_in
 from .skill_md import Problem
 
-CONFIG_FILES = MCP_CONFIG_FILES
 T = TypeVar("T")
 ServerTools = Callable[["ServerPool", LoadedSkill], Coroutine[Any, Any, LoadedSkill]]
 """Joins a loaded skill to its servers' tools, on the pool's loop (the optional
 `orchestrator.mcp`: `joined`)."""
 TOOL_SOURCES: Slot[ServerTools] = Slot("tool source", "orchestrator.tool_sources")
 """Tool sources by name (`mcp`): the optional parts declare theirs (orchestrator/parts.py)."""
-DEFAULT_CALL_TIMEOUT = 60.0
-DEFAULT_START_TIMEOUT = 30.0
 FOLDER_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "CLAUDE_SKILL_DIR")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-class ServerConfig(BaseModel):
-    """One MCP server as declared (before `${VAR}` expansion)."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    type: Literal["stdio", "http", "streamable-http"] | None = None
-    """`stdio` (start `command`) or `http` (connect to `url`); inferred when left out."""
-    command: str | None = None
-    """The program to start (stdio), found on PATH."""
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    """Extra environment of the server process (it inherits only PATH, HOME and the like)."""
-    cwd: str | None = None
-    """The server's working folder, relative to the skill's (or the job's) folder; that folder
-    by default."""
-    url: str | None = None
-    """The streamable-HTTP endpoint (http)."""
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
-    """Seconds one `tools/call` may take before it fails as an infrastructure error."""
-    start_timeout: float = Field(DEFAULT_START_TIMEOUT, gt=0, alias="startTimeout")
-    """Seconds for the server to start and list its tools."""
-    description: str | None = None
-    """For a job's `mcp_servers:`: the skill's line in the index."""
-
-    @model_validator(mode="after")
-    def _kind(self) -> ServerConfig:
-        kind = self.kind
-        if kind == "stdio" and not self.command:
-            raise ValueError("a stdio server needs a `command`")
-        if kind == "http" and not self.url:
-            raise ValueError("an http server needs a `url`")
-        return self
-
-    @property
-    def kind(self) -> Literal["stdio", "http"]:
-        if self.type in ("http", "streamable-http"):
-            return "http"
-        if self.type == "stdio":
-            return "stdio"
-        return "http" if self.url and not self.command else "stdio"
-
-    def where(self) -> str:
-        """What it is, for messages: the program or the URL (never env, headers or args)."""
-        return f"command {self.command}" if self.kind == "stdio" else f"url {self.url}"
 
 
 class Declared(BaseModel):
@@ -121,15 +74,6 @@ class Declared(BaseModel):
 
 class ConfigProblem(ValueError):
     """A `.mcp.json` that cannot be used."""
-
-
-def config_file_in(folder: Path) -> Path | None:
-    """The folder's `.mcp.json` (or `mcp.json`), if it has one."""
-    for name in CONFIG_FILES:
-        path = folder / name
-        if path.is_file():
-            return path
-    return None
 
 
 def parse_config(data: bytes | str, folder: Path, source: str) -> Declared:

@@ -1,4 +1,6 @@
-"""What the catalog knows of a skill: its frontmatter (level 0) and, once loaded, the rest."""
+"""What the catalog knows of a skill: its frontmatter (level 0) and, once loaded, the rest;
+the MCP servers a skill declares, as declared (`ServerConfig`, read by servers.py, which a
+run loads only when some skill declares servers)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..agent import Tool
 from ..errors import OrchestratorError, RunHalted
-from ..security.inventory import reads
+from ..security.inventory import MCP_CONFIG_FILES, reads
 
 TOOL_SEPARATOR = "__"
 MAX_TOOL_NAME = 64
@@ -25,6 +29,66 @@ class SkillError(OrchestratorError):
 class SkillFailure(RunHalted):
     """A skill's code failed to load in a run asked to fail on that (`fail_on_skill_error`):
     the agent's run ends as `error`."""
+
+
+DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_START_TIMEOUT = 30.0
+
+
+class ServerConfig(BaseModel):
+    """One MCP server as declared (before `${VAR}` expansion)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    type: Literal["stdio", "http", "streamable-http"] | None = None
+    """`stdio` (start `command`) or `http` (connect to `url`); inferred when left out."""
+    command: str | None = None
+    """The program to start (stdio), found on PATH."""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment of the server process (it inherits only PATH, HOME and the like)."""
+    cwd: str | None = None
+    """The server's working folder, relative to the skill's (or the job's) folder; that folder
+    by default."""
+    url: str | None = None
+    """The streamable-HTTP endpoint (http)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
+    """Seconds one `tools/call` may take before it fails as an infrastructure error."""
+    start_timeout: float = Field(DEFAULT_START_TIMEOUT, gt=0, alias="startTimeout")
+    """Seconds for the server to start and list its tools."""
+    description: str | None = None
+    """For a job's `mcp_servers:`: the skill's line in the index."""
+
+    @model_validator(mode="after")
+    def _kind(self) -> ServerConfig:
+        kind = self.kind
+        if kind == "stdio" and not self.command:
+            raise ValueError("a stdio server needs a `command`")
+        if kind == "http" and not self.url:
+            raise ValueError("an http server needs a `url`")
+        return self
+
+    @property
+    def kind(self) -> Literal["stdio", "http"]:
+        if self.type in ("http", "streamable-http"):
+            return "http"
+        if self.type == "stdio":
+            return "stdio"
+        return "http" if self.url and not self.command else "stdio"
+
+    def where(self) -> str:
+        """What it is, for messages: the program or the URL (never env, headers or args)."""
+        return f"command {self.command}" if self.kind == "stdio" else f"url {self.url}"
+
+
+def config_file_in(folder: Path) -> Path | None:
+    """The folder's `.mcp.json` (or `mcp.json`), if it has one."""
+    for name in MCP_CONFIG_FILES:
+        path = folder / name
+        if path.is_file():
+            return path
+    return None
 
 
 @dataclass(frozen=True)
@@ -73,7 +137,7 @@ class SkillInfo:
     mcp_digest: str | None = None
     """SHA-256 of the folder's `.mcp.json` (or `mcp.json`) when the catalog was scanned; only
     that exact file is used to start servers."""
-    servers: Mapping[str, Any] | None = None
+    servers: Mapping[str, ServerConfig] | None = None
     """MCP servers declared outside any folder (a job's `mcp_servers:`): this skill is one
     such server, and has no SKILL.md of its own."""
 

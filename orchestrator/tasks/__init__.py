@@ -1,9 +1,19 @@
-"""Sub-agents as a DAG: graph validation, the scheduler, executors, `fork`, and definitions."""
+"""Sub-agents as a DAG: the task graph (validated and run), executors, `fork`, and
+definitions."""
 
+from ..messages import suggest
 from .executor import RemoteForks, RemoteSession, TaskExecutor, TaskOrigin, TaskRequest, TaskSpec
 from .fork import ForkExtension, ForkSettings, StepOutput
-from .graph import GraphError, GraphProblem, build_graph, suggest
-from .scheduler import GraphRun, LocalExecutor, budget_refusal, run_agent_task, task_graph
+from .scheduler import (
+    GraphError,
+    GraphProblem,
+    GraphRun,
+    LocalExecutor,
+    budget_refusal,
+    build_graph,
+    run_agent_task,
+    task_graph,
+)
 from .subagents import (
     GENERAL,
     GENERAL_AGENT,

@@ -57,7 +57,7 @@ from ..agent import (
     ToolContext,
 )
 from ..errors import ConfigError, ToolError
-from ..messages import Message, plural
+from ..messages import Message, plural, suggest
 from ..models import (
     ChatModel,
     ModelSettings,
@@ -73,8 +73,7 @@ from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclo
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
 from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
-from .graph import GraphError, suggest
-from .scheduler import GraphRun, LocalExecutor, Slots, lend, task_graph
+from .scheduler import GraphError, GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
 
 if TYPE_CHECKING:

@@ -1,4 +1,10 @@
-"""Running a validated task graph: each task waits for its dependencies, then runs.
+"""A task graph: validated into a DAG, then run, each task waiting for its dependencies.
+
+`build_graph` validates `(id, depends_on)` pairs into a networkx DAG, for the job spec's
+`steps` and the `fork` meta-tool alike. Edges point from a dependency to the task that needs
+it. Every problem is found in one pass and reported together (`GraphError`), each tied to the
+position it came from so callers can name it in their own terms (`steps[1].depends_on[0]`,
+`tasks[2].id`).
 
 Ready tasks run concurrently up to `max_parallel`. A task whose dependency ended in any status
 other than `completed` is skipped with the reason; independent tasks go on. Running one task is
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,9 +39,9 @@ import networkx as nx
 
 from ..agent import AgentLoop, TaskResult, TaskStatus, TokenBudget
 from ..errors import ConfigError
+from ..messages import suggest
 from ..trace import Trace
 from .executor import TaskExecutor, TaskRequest, TaskSpec
-from .graph import build_graph
 
 if TYPE_CHECKING:
     from ..trace import AgentHistory
@@ -43,6 +49,101 @@ if TYPE_CHECKING:
 PromptBuilder = Callable[[TaskSpec, Sequence[TaskResult]], str]
 Gate = Callable[[TaskRequest], str | None]
 NOT_STARTED = "the run was cancelled before this task started"
+
+
+# --- The graph: validated into a networkx DAG ------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphProblem:
+    """One problem, at item `index` (and at `dependency`, a position in its depends_on)."""
+
+    index: int
+    dependency: int | None
+    message: str
+
+    def path(self, items: str) -> str:
+        """Where the problem is, e.g. `steps[1].depends_on[0]` for `items="steps"`."""
+        if self.dependency is None:
+            return f"{items}[{self.index}].id"
+        return f"{items}[{self.index}].depends_on[{self.dependency}]"
+
+
+class GraphError(ConfigError):
+    """The tasks do not form a valid DAG; `problems` lists every reason."""
+
+    def __init__(self, problems: Sequence[GraphProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("; ".join(p.message for p in self.problems))
+
+
+def build_graph(
+    items: Iterable[tuple[str, Sequence[str]]], *, noun: str = "task"
+) -> nx.DiGraph[str]:
+    """Validate `(id, depends_on)` pairs and return their DAG, or raise GraphError.
+
+    Nodes keep their position in `items` as the `index` attribute. `noun` names the items in
+    messages ("step", "task").
+    """
+    pairs = [(node, list(deps)) for node, deps in items]
+    problems = _duplicates(pairs, noun)
+    first: dict[str, int] = {}
+    for index, (node, _) in enumerate(pairs):
+        first.setdefault(node, index)
+    graph: nx.DiGraph[str] = nx.DiGraph()
+    graph.add_nodes_from((node, {"index": index}) for node, index in first.items())
+    for index, (node, deps) in enumerate(pairs):
+        for position, dep in enumerate(deps):
+            problem = _check_dependency(node, dep, first, noun)
+            if problem:
+                problems.append(GraphProblem(index, position, problem))
+            else:
+                graph.add_edge(dep, node)
+    problems.extend(_cycles(graph, pairs, noun))
+    if problems:
+        raise GraphError(sorted(problems, key=_position))
+    return graph
+
+
+def _duplicates(pairs: list[tuple[str, list[str]]], noun: str) -> list[GraphProblem]:
+    seen: set[str] = set()
+    problems = []
+    for index, (node, _) in enumerate(pairs):
+        if node in seen:
+            message = f"duplicate {noun} id {node!r}; ids must be unique"
+            problems.append(GraphProblem(index, None, message))
+        seen.add(node)
+    return problems
+
+
+def _check_dependency(node: str, dep: str, known: dict[str, int], noun: str) -> str | None:
+    if dep == node:
+        return f"{noun} {node!r} depends on itself"
+    if dep not in known:
+        return f"{noun} {node!r} depends on unknown {noun} {dep!r}{suggest(dep, known)}"
+    return None
+
+
+def _cycles(
+    graph: nx.DiGraph[str], pairs: list[tuple[str, list[str]]], noun: str
+) -> list[GraphProblem]:
+    """One named cycle per strongly connected group, read in `depends on` direction."""
+    problems = []
+    index_of = nx.get_node_attributes(graph, "index")
+    depends_on = graph.reverse(copy=False)
+    groups = [g for g in nx.strongly_connected_components(graph) if len(g) > 1]
+    for group in sorted(groups, key=lambda g: min(index_of[n] for n in g)):
+        start = min(group, key=index_of.__getitem__)
+        deps = pairs[index_of[start]][1]
+        position = next(i for i, dep in enumerate(deps) if dep in group)
+        cycle = [start, *nx.shortest_path(depends_on.subgraph(group), deps[position], start)]
+        message = f"dependency cycle: {' -> '.join(cycle)} (each {noun} depends on the next)"
+        problems.append(GraphProblem(index_of[start], position, message))
+    return problems
+
+
+def _position(problem: GraphProblem) -> tuple[int, int]:
+    return problem.index, -1 if problem.dependency is None else problem.dependency
 
 
 def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph[str]:
