@@ -34,7 +34,8 @@ from typing import Any
 from orchestrator.mcp.connection import Connection
 from orchestrator.mcp.schema import normalise
 from orchestrator.messages import ToolSpec
-from orchestrator.skills.servers import ServerConfig, ServerPool
+from orchestrator.skills.servers import ServerPool
+from orchestrator.skills.skill import ServerConfig
 from orchestrator.tokens import default_counter
 
 BIN = Path(sys.executable).parent

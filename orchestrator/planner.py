@@ -77,6 +77,7 @@ from .trace import Listener, Trace, open_trace
 
 if TYPE_CHECKING:
     from .jobs.resume import Resumption
+    from .trace import AgentHistory
 
 T = TypeVar("T")
 DEFAULT_OUTPUT_TOKENS = 4096
@@ -403,11 +404,11 @@ class Orchestrator:
         opened, owned = self._open_trace(trace)
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
+            history = opened.history("planner")  # a trace opened to resume: where it was
             if self.executor is None:  # the planner keeps its trace read-only to itself
                 planner = self.planner(trace=opened, model=model)
-                history = opened.history(planner.name)
                 return await planner.run(goal, deps=deps, history=history)
-            return await self.executor.run_goal(self, goal, opened, model)
+            return await self.executor.run_goal(self, goal, opened, model, history)
         finally:
             if owned:
                 opened.close()
@@ -660,8 +661,15 @@ class RemoteExecutor(Protocol):
     (`orchestrator.ray.RayExecutor`), or an executor of your own with these methods."""
 
     async def run_goal(
-        self, orchestrator: Orchestrator, goal: str, trace: Trace, model: ChatModel | None
-    ) -> RunResult: ...
+        self,
+        orchestrator: Orchestrator,
+        goal: str,
+        trace: Trace,
+        model: ChatModel | None,
+        history: AgentHistory | None,
+    ) -> RunResult:
+        """Run the planner on `goal` (on from `history`, its cut-off run's, when resumed)."""
+        ...
 
     def open_job(
         self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace

@@ -9,6 +9,7 @@ the moment, then `orchestrator resume` finishes it; an uninterrupted run is the 
 from __future__ import annotations
 
 import json
+import pickle
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -29,11 +30,11 @@ from bench.resume_savings import (
     run_uninterrupted,
     write_job,
 )
-from orchestrator import Agent, Orchestrator, read_trace, rebuild_conversations
+from orchestrator import Agent, Orchestrator, read_trace, rebuild_conversations, tool
 from orchestrator.jobs import ResumeError, fast_forward, prepare_resume
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, SubagentRegistry
-from orchestrator.trace import Event, Trace, load_checkpoint
+from orchestrator.trace import Checkpoint, Event, Trace, load_checkpoint
 
 MAX_TOKENS = 200_000
 QUICK = re.sub(r", latency: [\d.]+", "", SCRIPT).replace("sleep 1.5; ", "")
@@ -374,6 +375,75 @@ async def test_any_agent_resumes_from_the_history_it_is_handed(tmp_path: Path) -
     later = attempt(trace_lines(cut_path), 2)
     assert set(calls(later)) == {"planner", "planner/three"}  # `one` and `two` had ended
     model.assert_all_used()
+
+
+async def test_an_agent_run_on_a_resumed_trace_without_its_history_says_it_starts_over(
+    tmp_path: Path,
+) -> None:
+    """Handed its history (by `run` or `iter`), an agent goes on from its cut-off turn; run
+    there without it, it starts over, and says so instead of silently doing the work
+    again."""
+    script = {
+        "solo": [
+            {"tool_calls": [{"name": "lookup", "arguments": {"n": 1}}]},
+            {"tool_calls": [{"name": "lookup", "arguments": {"n": 2}}]},
+            {"content": "both looked up"},
+        ]
+    }
+
+    @tool
+    def lookup(n: int) -> str:
+        """Look a number up.
+
+        Args:
+            n: The number.
+        """
+        return f"entry {n}"
+
+    path = tmp_path / "t.jsonl"
+    with Trace(path) as trace:
+        await Agent(ScriptedModel(script), [lookup], name="solo", trace=trace).run("Look.")
+    events = trace_lines(path)
+    first = index_of(events, lambda e: e["type"] == "tool_end")
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "again").mkdir()
+    cut_path = cut(path, first + 1, tmp_path / "cut" / "t.jsonl")
+    again_path = cut(path, first + 1, tmp_path / "again" / "t.jsonl")
+
+    def resumed_model(checkpoint: Checkpoint) -> ScriptedModel:
+        model = ScriptedModel(script)
+        fast_forward(model, checkpoint)
+        return model
+
+    checkpoint = load_checkpoint(cut_path)
+    with Trace(cut_path, resume=checkpoint) as trace:
+        agent = Agent(resumed_model(checkpoint), [lookup], name="solo", trace=trace)
+        async with agent.iter("Look.", history=trace.history("solo")) as run:
+            kinds = [event.type async for event in run]
+    assert run.result.status == "completed" and run.result.output == "both looked up"
+    assert kinds.count("model_call") == 2  # the first turn was not asked again
+    assert not trace.left_off("solo")
+
+    checkpoint = load_checkpoint(again_path)
+    with Trace(again_path, resume=checkpoint) as trace:
+        agent = Agent(ScriptedModel(script), [lookup], name="solo", trace=trace)
+        with pytest.warns(UserWarning, match="'solo' starts over on a trace opened to resume"):
+            again = await agent.run("Look.")
+    assert again.status == "completed" and again.steps == 3
+
+
+def test_a_checkpoint_sent_to_another_process_gives_its_histories_out_again(
+    finished: Outcome, tmp_path: Path
+) -> None:
+    """Which paths were claimed is one process's: a Ray worker started after the driver
+    claimed a task's history (a worker that replaces a dead one) still resumes that task."""
+    events = finished.events
+    start = index_of(events, lambda e: e["type"] == "run_start" and e["agent"] == "work")
+    checkpoint = load_checkpoint(cut(finished.trace, start + 3, tmp_path / "t.jsonl"))
+    assert checkpoint.history("work") is not None and checkpoint.history("work") is None
+    sent = pickle.loads(pickle.dumps(checkpoint))
+    assert sent.history("work") is not None
+    assert checkpoint.history("work") is None  # the driver's own claim stands
 
 
 def test_a_run_cut_off_before_its_task_was_recorded_starts_again(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -400,6 +401,10 @@ class AgentLoop(Generic[OutputT]):
         this agent's path, the trace it recorded opened to resume (docs/resume.md). The run
         goes on from its last complete turn (agent/restart.py).
         """
+        if history is not None and history.path != self.name:
+            raise ValueError(
+                f"the history of {history.path!r} cannot resume the agent {self.name!r}"
+            )
         limit = time_limit if time_limit is not None else self.time_limit
         async with AsyncExitStack() as scopes:
             scopes.enter_context(run_prefixes())  # this run's tree waits only for itself
@@ -437,7 +442,7 @@ class AgentLoop(Generic[OutputT]):
             return open_trace(trace, default=self.trace)
         return _free_trace(Path(self.trace)), True
 
-    def iter(self, task: str) -> AgentRun[OutputT]:
+    def iter(self, task: str, *, history: AgentHistory | None = None) -> AgentRun[OutputT]:
         """The run's typed events as they happen, every agent of its tree included, and its
         result at the end (agent/run_events.py):
 
@@ -446,18 +451,21 @@ class AgentLoop(Generic[OutputT]):
                     ...
             result = run.result
 
-        Leaving the `async with` early cancels the run (its record stays complete).
+        Leaving the `async with` early cancels the run (its record stays complete). `history`
+        resumes a cut-off run, as `run`'s does.
         """
         from .run_events import AgentRun  # loaded by a run whose events are iterated
 
-        return AgentRun(partial(self._run_on, task=task), self.trace)
+        return AgentRun(partial(self._run_on, task=task, history=history), self.trace)
 
-    async def _run_on(self, trace: Trace, *, task: str) -> RunResult[OutputT]:
+    async def _run_on(
+        self, trace: Trace, *, task: str, history: AgentHistory | None
+    ) -> RunResult[OutputT]:
         """`run(task)` writing to `trace` (a copy of this agent runs it: the agent is not
         changed, only its `last_result` set)."""
         runner = copy.copy(self)
         runner.trace = trace
-        result = await runner.run(task)
+        result = await runner.run(task, history=history)
         self.last_result = runner.last_result
         return result
 
@@ -990,10 +998,6 @@ class AgentLoop(Generic[OutputT]):
         context.state_of(CompactedResults).counter = self.counter
         restart = None
         if history is not None:
-            if history.path != self.name:
-                raise ValueError(
-                    f"the history of {history.path!r} cannot resume the agent {self.name!r}"
-                )
             # Resuming is loaded only by a run that resumes (agent/restart.py).
             from .restart import restart_from
 
@@ -1004,7 +1008,6 @@ class AgentLoop(Generic[OutputT]):
                 notes={*self._notes(), FORCED_ANSWER_NOTE, WRAP_UP_NOTE},
                 shared_budget=budget is self.budget,
             )
-        if restart is not None:
             state.transcript.extend(restart.messages)
             state.steps, state.usage, state.cost = restart.steps, restart.usage, restart.cost
             state.resume = restart.cut
@@ -1018,6 +1021,14 @@ class AgentLoop(Generic[OutputT]):
             for message in restart.messages:
                 if message.role == "assistant" and message.tool_calls:
                     state.repeats.too_often(message.tool_calls)
+        elif self.depth == 0 and trace.left_off(self.name):
+            # Sub-agents get theirs from the restoring layer; the caller hands the top one's.
+            warnings.warn(
+                f"the agent {self.name!r} starts over on a trace opened to resume its run, "
+                f"which was cut off: hand it its history to go on "
+                f"(run(..., history=trace.history({self.name!r})), docs/resume.md)",
+                stacklevel=3,
+            )
         state.on_event = _events(trace, self.name)
         trace.emit(
             "run_start",

@@ -135,7 +135,7 @@ class JobRunner:
         shared_budget: bool = False,
         remote: Callable[[TokenBudget], RemoteSession] | None = None,
         user_skills: bool = False,
-        servers: bool = False,
+        servers: bool = True,
         workspace: WorkspaceRecord | None = None,
         subagents: SubagentRegistry | None = None,
     ) -> None:
@@ -147,7 +147,8 @@ class JobRunner:
         self.remote = remote
         self.user_skills = user_skills
         self.servers = servers
-        """Some skill of the run declares MCP servers: the job holds one pool of them."""
+        """Some skill of the run may declare MCP servers: the job holds one pool of them (the
+        orchestrator says False when none does, and the pool's code is not loaded)."""
         self.workspace = workspace
         self.budget = budget
         self.restoring = trace.checkpoint

@@ -20,16 +20,12 @@ class CallsHost:
     """The run's counts, by remote agent (a Ray actor: its calls run one at a time)."""
 
     def __init__(self) -> None:
-        self.sent: dict[str, int] = {}
+        self.calls = RemoteCalls()
 
     def take(self, agent: str, cap: int | None) -> tuple[bool, int]:
         """Count one more task sent to `agent` unless `cap` is reached; whether it was
         counted, and the count after."""
-        sent = self.sent.get(agent, 0)
-        if cap is not None and sent >= cap:
-            return False, sent
-        self.sent[agent] = sent + 1
-        return True, sent + 1
+        return self.calls.take_here(agent, cap), self.calls.count(agent)
 
 
 def start_calls_host() -> Any:

@@ -90,7 +90,12 @@ class RayExecutor:
         return LeasedBudget(start_host(budget), "shared", lease_tokens=self.lease_tokens)
 
     async def run_goal(
-        self, orchestrator: Orchestrator, goal: str, trace: Trace, model: ChatModel | None
+        self,
+        orchestrator: Orchestrator,
+        goal: str,
+        trace: Trace,
+        model: ChatModel | None,
+        history: AgentHistory | None,
     ) -> RunResult:
         """A goal run on the cluster: the planner here, the tasks it forks on the workers,
         one budget across both."""
@@ -99,7 +104,7 @@ class RayExecutor:
             orchestrator.fork.remote = partial(_remote_forks, session, orchestrator.model_key)
             try:
                 planner = orchestrator.planner(trace=trace, model=model, budget=session.budget)
-                return await planner.run(goal, history=trace.history(planner.name))
+                return await planner.run(goal, history=history)
             finally:
                 orchestrator.fork.remote = None
 
@@ -162,7 +167,10 @@ class RaySession:
         except BaseException as exc:
             # A worker that cannot make the run (a model it cannot resolve, a missing key):
             # every actor started for this run ends, and the reason is a clear error.
-            await self.close()
+            try:
+                await self.close()
+            finally:
+                self._counting.close()
             if isinstance(exc, Exception):
                 raise ConfigError(
                     f"a Ray worker could not start the run: {_first_line(exc)}"
@@ -171,7 +179,10 @@ class RaySession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        try:
+            await self.close()
+        finally:
+            self._counting.close()  # in the context `__aenter__` set it in
 
     def executor(
         self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop]
@@ -253,7 +264,6 @@ class RaySession:
     async def close(self) -> None:
         """Every worker reports its spend, the last events are written, the actors end; the
         driver's budget counts what the run spent."""
-        self._counting.close()
         alive = [w for w in self.workers if w.alive]
         await asyncio.gather(*(w.actor.flush.remote() for w in alive), return_exceptions=True)
         self.budget.flush()
@@ -350,7 +360,7 @@ class RayTaskExecutor(TaskExecutor):
         return await self.session.run_task(request, self.origin)
 
     async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
-        # The worker holds the run's checkpoint (its recipe's): it hands the agent its history.
+        # The worker holds its own copy of the run's checkpoint: it hands the agent its history.
         return await self.session.run_task(request, self.origin)
 
 

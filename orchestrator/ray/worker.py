@@ -52,9 +52,9 @@ class TaskWorker:
             RelayTrace(relay, self.name, run_id, checkpoint) if relay else NullTrace()
         )
         self.checkpoint = checkpoint
+        """The run this one resumes: a task's agent cut off there goes on from its history."""
         self.calls = ClusterCalls(calls)
         """The run's count of tasks sent to remote agents, which every process shares."""
-        """The run this one resumes: a task's agent cut off there goes on from its history."""
         self._flusher: asyncio.Task[None] | None = None
         self._running = 0
 

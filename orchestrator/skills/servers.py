@@ -2,7 +2,7 @@
 
 Declared servers: `.mcp.json` (or `mcp.json`) in a skill folder, `mcp_servers:` in a job,
 each a `ServerConfig` (skill.py). A run none of whose skills declares servers never loads
-this module.
+this module (a Ray worker does, and holds a pool for each task).
 
 The format is the one Claude Code plugins and desktop clients use:
 

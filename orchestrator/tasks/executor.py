@@ -198,6 +198,10 @@ class RemoteCalls:
 
     async def take(self, agent: str, cap: int | None) -> bool:
         """Count one more task sent to `agent`, unless the run has sent it `cap` already."""
+        return self.take_here(agent, cap)
+
+    def take_here(self, agent: str, cap: int | None) -> bool:
+        """`take`, on the count this object holds."""
         sent = self.sent.get(agent, 0)
         if cap is not None and sent >= cap:
             return False

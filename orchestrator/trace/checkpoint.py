@@ -180,14 +180,23 @@ class Checkpoint:
             self.agents[path] = AgentRecord(path)
         return self.agents[path]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy sent to another process (a Ray worker) gives out histories anew: which
+        paths were claimed is this process's."""
+        return {**self.__dict__, "_claimed": set()}
+
     def history(self, path: str) -> AgentHistory | None:
         """The history of a cut-off run at `path`, once: the agent that resumes it takes it.
         None when the path's run ended (or never started), or its history was given out."""
-        record = self.agents.get(path)
-        if record is None or not record.resumable or path in self._claimed:
+        if not self.left_off(path):
             return None
         self._claimed.add(path)
-        return AgentHistory(self, record)
+        return AgentHistory(self, self.agents[path])
+
+    def left_off(self, path: str) -> bool:
+        """Whether the run at `path` was cut off and its history not given out yet."""
+        record = self.agents.get(path)
+        return record is not None and record.resumable and path not in self._claimed
 
     def subtree_cost(self, path: str) -> float:
         """US dollars of the agent at `path` and every agent under it, over every attempt."""

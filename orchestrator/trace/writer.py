@@ -296,6 +296,11 @@ class Trace:
         a run (or where that agent's run had ended)."""
         return self.checkpoint.history(path) if self.checkpoint is not None else None
 
+    def left_off(self, path: str) -> bool:
+        """Whether the run this trace resumes left the agent at `path` cut off, and its
+        history has not been given out: an agent run there without it starts over."""
+        return self.checkpoint is not None and self.checkpoint.left_off(path)
+
     def first_time(self, key: str) -> bool:
         """True the first time this trace is asked about `key`: for what an attempt records
         once and refers to by key afterwards (a tools array's schemas, by their digest)."""
