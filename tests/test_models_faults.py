@@ -65,7 +65,8 @@ async def test_a_retry_in_a_resumed_run_keeps_the_runs_attempt_and_its_own(
     with ProviderServer(HELLO) as server:
         server.fail(Fault("status", 500, message="The server had an error"))
         with Trace(path, resume=load_checkpoint(path)) as second:
-            result = await Agent(model_for("openai", server), trace=second).run("Say hello.")
+            agent = Agent(model_for("openai", server), trace=second)
+            result = await agent.run("Say hello.", history=second.history(agent.name))
     assert result.status == "completed"
     [line] = [e for e in trace_lines(path) if e["type"] == "model_retry"]
     assert (line["attempt"], line["request_attempt"]) == (2, 1)

@@ -160,8 +160,9 @@ async def test_a_resumed_typed_run_gives_its_type_again(tmp_path: Path) -> None:
     model = ScriptedModel(script)
     fast_forward(model, checkpoint)
     with Trace(path, resume=checkpoint) as trace:
-        resumed = await Agent(model, output_type=City, trace=trace).run("Which?")
-    assert resumed.status == "completed"
+        agent = Agent(model, output_type=City, trace=trace)
+        resumed = await agent.run("Which?", history=trace.history(agent.name))
+    assert resumed.status == "completed" and resumed.steps == 2  # went on from its first turn
     assert resumed.output == City(name="Paris", population=2100000)
 
 
