@@ -94,6 +94,15 @@ def status_texts(responses: list[StreamResponse]) -> list[str]:
     ]
 
 
+async def ask_once(url: str, text: str, *, streaming: bool = True) -> list[StreamResponse]:
+    """Send the served agent one message as a new client, and collect what comes back."""
+    client = await client_for(url, streaming=streaming)
+    try:
+        return await collect(client.send_message(SendMessageRequest(message=user_message(text))))
+    finally:
+        await client.close()
+
+
 async def collect(stream: Any, until: set[int] | None = None) -> list[StreamResponse]:
     responses = []
     async for response in stream:
@@ -160,10 +169,7 @@ async def test_a_message_runs_the_job_and_streams_its_steps(tmp_path: Path) -> N
 async def test_send_without_streaming_returns_the_ended_task(tmp_path: Path) -> None:
     job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
     async with served([job], tmp_path / "runs") as url:
-        client = await client_for(url, streaming=False)
-        [response] = await collect(client.send_message(SendMessageRequest(
-            message=user_message("Write it"))))  # fmt: skip
-        await client.close()
+        [response] = await ask_once(url, "Write it", streaming=False)
     assert response.task.status.state == TaskState.TASK_STATE_COMPLETED
     assert get_message_text(response.task.status.message) == "Wrote out.txt."
 
@@ -330,10 +336,7 @@ steps:
     job = load_served(write_job(tmp_path, spec, {"answer": [{"content": "ok"}]}, "echo"))
     runs = tmp_path / "runs"
     async with served([job], runs) as url:
-        client = await client_for(url)
-        responses = await collect(client.send_message(SendMessageRequest(
-            message=user_message("bees"))))  # fmt: skip
-        await client.close()
+        responses = await ask_once(url, "bees")
     assert states(responses)[-1] == "TASK_STATE_COMPLETED"
     [events] = traces(runs)
     prompt = next(e for e in events if e["type"] == "message" and e["agent"] == "answer"
@@ -357,10 +360,7 @@ steps:
     script = {"answer": [{"content": '{"name": "Paris"}'}]}
     job = load_served(write_job(tmp_path, spec, script, "towns"))
     async with served([job], tmp_path / "runs") as url:
-        client = await client_for(url)
-        responses = await collect(client.send_message(SendMessageRequest(
-            message=user_message("France"))))  # fmt: skip
-        await client.close()
+        responses = await ask_once(url, "France")
     assert states(responses)[-1] == "TASK_STATE_COMPLETED"
     assert status_texts(responses)[-1] == '{"name":"Paris"}'
 
@@ -480,10 +480,7 @@ goal: Overwritten.
     (tmp_path / "work").mkdir()
     job = load_served(write_job(tmp_path, spec, script, "linker"))
     async with served([job], tmp_path / "runs") as url:
-        client = await client_for(url)
-        responses = await collect(client.send_message(SendMessageRequest(
-            message=user_message("Link it"))))  # fmt: skip
-        await client.close()
+        responses = await ask_once(url, "Link it")
     assert states(responses)[-1] == "TASK_STATE_COMPLETED"
     artifacts = {
         r.artifact_update.artifact.name: r.artifact_update.artifact.parts[0].text
@@ -534,10 +531,7 @@ async def test_a_served_runs_trace_is_named_by_its_run_id(tmp_path: Path) -> Non
     job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
     runs = tmp_path / "runs"
     async with served([job], runs) as url:
-        client = await client_for(url, streaming=False)
-        [response] = await collect(client.send_message(SendMessageRequest(
-            message=user_message("Write it"))))  # fmt: skip
-        await client.close()
+        [response] = await ask_once(url, "Write it", streaming=False)
     said = MessageToDict(response.task.status.message)["parts"][1]["data"]
     [path] = runs.glob("*.jsonl")
     events = list(trace_lines(path))
