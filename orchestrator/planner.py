@@ -38,7 +38,7 @@ from .jobs import (
     job_folders,
 )
 from .jobs.outputs import WorkspaceRecord
-from .jobs.preflight import Preflight, preflight
+from .jobs.preflight import Preflight, job_catalog, preflight
 from .models import (
     ChatModel,
     Model,
@@ -180,6 +180,8 @@ class Orchestrator:
         self.tools = list(tools)
         self.job: Job | None = None
         """The job this orchestrator was made for (`from_job`): what `run()` runs."""
+        self.checked: Preflight | None = None
+        """What `from_job` found checking that job: its warnings are among `warnings`."""
         self.environ = dict(os.environ if environ is None else environ)
         self.prices = STANDARD_PRICES.over(prices or {})
         self.max_cost = max_cost
@@ -230,7 +232,10 @@ class Orchestrator:
 
     @classmethod
     def from_job(cls, job: Job, *, user_skills: bool = False, **overrides: Any) -> Orchestrator:
-        """An orchestrator set up as the job spec says (keyword arguments override it).
+        """An orchestrator set up as the job spec says (keyword arguments override it), or
+        `SpecError` if the job would certainly fail (jobs/preflight.py): every way of running
+        a job builds its orchestrator here, so every one refuses the same jobs, in the same
+        words, before anything runs. `warnings` then holds what only might go wrong.
 
         A spec without `skills:` (`subagents:`) searches its folder's `skills/`,
         `.claude/skills/`, `.agents/skills/` (`subagents/`, `.claude/agents/`,
@@ -258,16 +263,25 @@ class Orchestrator:
             "note": job.note,
         }
         settings.update(overrides)
+        builtin = bool(settings.get("builtin", True))
+        skills = settings["skills"]
+        if not isinstance(skills, SkillCatalog):  # a catalog given whole is used as it is
+            skills = settings["skills"] = job_catalog(job, skills, builtin=builtin)
+        subagents = settings["subagents"]
+        if not isinstance(subagents, SubagentRegistry):
+            subagents = settings["subagents"] = SubagentRegistry(
+                folders=[*subagents, *builtin_subagent_folders(builtin)]
+            )
         # What the spec names and the folders it searches stay read-only, whatever
         # permissions are given.
         given = Permissions.coerce(overrides.get("permissions", job.permissions))
         settings["permissions"] = given.protecting([*job.named_files(), *folders.protected])
+        checked = preflight(job, subagents, skills, settings["aliases"], settings["permissions"])
+        checked.refuse(job)
         orchestrator = cls(settings.pop("model", job.model), **settings)
         orchestrator.user_skills = user_skills
         orchestrator.job = job
-        if job.mcp_servers:  # each a skill of its own; relative paths start at the job's folder
-            base = job.source.parent if job.source is not None else Path.cwd()
-            orchestrator.catalog.add_servers(job.mcp_servers, base)
+        orchestrator.checked = checked
         orchestrator.remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
@@ -278,8 +292,11 @@ class Orchestrator:
         return self._models.key_of(model)
 
     def preflight(self, job: Job) -> Preflight:
-        """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py)."""
-        return preflight(job, self.subagents, self.catalog.names, self.aliases)
+        """What would certainly fail if `job` ran with this orchestrator (jobs/preflight.py):
+        the check `from_job` made, or, for another job, the same check made now."""
+        if job is self.job and self.checked is not None:
+            return self.checked
+        return preflight(job, self.subagents, self.catalog, self.aliases, self.permissions)
 
     def resolve(self, model: ChatModel | ModelRef | None) -> ChatModel:
         """A model for this run: None is the run's own; the same settings give the same one."""
@@ -335,7 +352,8 @@ class Orchestrator:
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
         found += [note] if note else []
-        return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
+        found += [str(w) for w in self.subagents.warnings] + self._code_warnings()
+        return found + (self.checked.warnings if self.checked is not None else [])
 
     def _code_warnings(self) -> list[str]:
         return refused_code(self.catalog, self.permissions)
@@ -565,8 +583,9 @@ class Orchestrator:
         caller closes it): its steps run with this orchestrator's agents, here or on its
         executor, with the run's permissions (the trace read-only to its agents), its
         workspace record and the caller's `deps`. `run_job` opens the trace, makes one and
-        awaits it."""
+        awaits it. A job with problems (`preflight`) is refused with its `SpecError`."""
         self._check_deps(deps)
+        self.preflight(job).refuse(job)
         permissions = self._run_permissions(trace)
         workspace = WorkspaceRecord.start(job, permissions, trace.path)
         run_permissions = workspace.permissions(permissions)

@@ -100,8 +100,12 @@ def test_a_preloaded_skill_that_fails_is_reported_and_fails_the_run_when_asked(
     assert "warning: " in done.stderr and "skill 'broken'" in done.stderr, done.stderr
     assert "skill 'broken' failed" in orchestrator("trace", "show", "t.jsonl", cwd=tmp_path).stdout
 
+    # Asked to fail on it, the run is refused before it starts, as `validate` refuses it.
     failed = orchestrator("run", "job.yaml", "--fail-on-skill-error", cwd=tmp_path)
-    assert failed.returncode == 3 and "skill 'broken' failed" in failed.stderr, failed.stderr
+    refusal = "error: job.yaml: steps[0].skills: skill 'broken' failed to load, and fail_on"
+    assert failed.returncode == 2 and refusal in failed.stderr, failed.stderr
+    checked = orchestrator("validate", "job.yaml", "--fail-on-skill-error", cwd=tmp_path)
+    assert checked.returncode == 2 and refusal in checked.stderr, checked.stderr
 
 
 NO_SERVER = {"mcpServers": {"gone": {"command": "/nonexistent/mcp-server-for-this-test"}}}

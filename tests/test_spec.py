@@ -591,6 +591,10 @@ ANALYST = "---\nname: analyst\ndescription: Crunches numbers.\n---\nYou analyse 
 def test_validate_ok(tmp_path: Path) -> None:
     good_job(tmp_path)
     (tmp_path / "subagents" / "analyst.md").write_text(ANALYST)
+    (tmp_path / "skills" / "notes").mkdir()  # an empty skills folder is warned about
+    (tmp_path / "skills" / "notes" / "SKILL.md").write_text(
+        "---\nname: notes\ndescription: Takes notes.\n---\nWrite them down.\n"
+    )
 
     result = run_cli("validate", "job.yaml", "--set", "region=APAC", cwd=tmp_path)
 

@@ -54,6 +54,7 @@ from starlette.requests import Request
 
 from ..errors import ConfigError
 from ..jobs import Job
+from ..planner import Orchestrator
 from ..security.inventory import TRACE_FOLDER
 from .served import JobAgent, message_input
 
@@ -358,9 +359,12 @@ def build_app(
     keep_seconds: float = KEEP_SECONDS,
 ) -> tuple[ASGIApp, JobAgent]:
     """The ASGI app that serves `jobs` as one agent whose card names `url`, and its executor.
-    `tokens` are the bearer tokens clients may send (one each: a task belongs to its token)."""
+    `tokens` are the bearer tokens clients may send (one each: a task belongs to its token).
+    A job with problems (jobs/preflight.py) is refused here with its `SpecError`."""
     if not jobs:
         raise ConfigError("no job to serve")
+    for job in jobs:  # a job that would certainly fail is refused at start, as `run` refuses
+        Orchestrator.from_job(job, user_skills=user_skills)
     agent = JobAgent(
         jobs,
         max_tasks=max_tasks,

@@ -31,8 +31,7 @@ from .jobs import (
     add_executor_arguments,
     add_job_arguments,
     config_error,
-    with_disclosure,
-    with_executor,
+    with_command_line,
 )
 from .run import DEFAULT_TRACE_DIR, refusal_lines
 
@@ -109,6 +108,10 @@ class BatchRun:
         # A spec that cannot load (with the first row's inputs) stops the batch up front.
         first = self.load(args.job, self.batch.inputs_of(first_row))
         self.executor = executor_for(first)
+        # A job that would certainly fail stops the batch before any row, as `run` stops.
+        checked = Orchestrator.from_job(first, user_skills=args.user_skills, executor=self.executor)
+        for warning in checked.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         self.budget = self._budget(first)
         name = "".join(c if c.isalnum() or c in "-_" else "-" for c in first.name)
         self.traces: Path = args.traces or DEFAULT_TRACE_DIR / f"batch-{name}"
@@ -121,7 +124,7 @@ class BatchRun:
             inputs={**self.sets, **inputs},
             user_skills=self.args.user_skills,
         )
-        return with_executor(with_disclosure(job, self.args), self.args)
+        return with_command_line(job, self.args)
 
     def _budget(self, job: Job) -> TokenBudget | None:
         tokens, cost = self.args.max_tokens, self.args.max_cost_usd

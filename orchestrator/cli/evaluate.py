@@ -6,8 +6,10 @@ variants, and the runs that diverged from their recording or could not run. One 
 run goes to the results file (default `.orchestrator/evals/NAME/results.jsonl`); running the
 same command again skips the runs already done (`--fresh` starts over). Exit codes: 0, 1 when
 a variant's pass rate is under `--min-pass` (or the file's `min_pass`) or a replayed run
-diverged, 2 when the eval file or a flag is invalid (nothing ran), 130 when interrupted
-(Ctrl-C: the runs that ended keep their lines).
+diverged, 2 when the eval file, its job or a flag is invalid (nothing ran: the job is checked
+as `orchestrator run` checks it), 3 when a run ended in error (it could not start, or its model
+or one of its steps errored), `--min-pass` or not, 130 when interrupted (Ctrl-C: the runs that
+ended keep their lines).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ..security.inventory import reads
 from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
 
 EXIT_BELOW_MIN_PASS = 1
+EXIT_RUN_ERROR = 3
 DEFAULT_EVAL_DIR = Path(".orchestrator") / "evals"
 
 
@@ -252,15 +255,15 @@ def _skill_folders_command(path: Path, args: argparse.Namespace) -> int:
             print(f"note: {files.skill}: {note}", file=sys.stderr)
     if not made:
         raise ConfigError(f"{path}: no eval files in its skill folders")
-    failed = False
+    failed = EXIT_OK
     for index, one in enumerate(made):
         if index:
             print()
         where = _safe(one.files.skill) + "/" + one.kind
         out = (args.out or DEFAULT_EVAL_DIR) / where
         code = _run(one.loaded, args, out, sub=where)
-        failed = failed or code != EXIT_OK
-    return EXIT_BELOW_MIN_PASS if failed else EXIT_OK
+        failed = max(failed, code)
+    return failed
 
 
 def _catalogs(args: argparse.Namespace) -> list[Catalog]:
@@ -389,6 +392,9 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
             file=sys.stderr,
         )
         failed = True
+    if summary.errors:
+        print(f"{plural(len(summary.errors), 'run')} ended in error", file=sys.stderr)
+        return EXIT_RUN_ERROR
     return EXIT_BELOW_MIN_PASS if failed else EXIT_OK
 
 

@@ -130,9 +130,16 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
         user_skills=args.user_skills,
         **overrides,
     )
-    if getattr(args, "fail_on_skill_error", False):
+    return with_command_line(job, args)
+
+
+def with_command_line(job: Job, args: argparse.Namespace) -> Job:
+    """`job` with what the command line sets over its spec: `--fail-on-skill-error`,
+    `--disclosure` and, for the commands that take them, `--executor` and `--ray-address`."""
+    if args.fail_on_skill_error:
         job = job.model_copy(update={"fail_on_skill_error": True})
-    return with_disclosure(job, args)
+    job = with_disclosure(job, args)
+    return with_executor(job, args) if "executor" in args else job
 
 
 def terminal_approver() -> TerminalApprover | None:

@@ -39,9 +39,7 @@ from .jobs import (
     add_job_arguments,
     config_error,
     load_job_from_args,
-    report_preflight,
     terminal_approver,
-    with_executor,
 )
 from .output import AnswerStream, masked_output
 
@@ -87,7 +85,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     try:
-        job = with_executor(load_job_from_args(args, trace=args.trace), args)
+        job = load_job_from_args(args, trace=args.trace)
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
         orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
     except ConfigError as exc:
@@ -115,10 +113,8 @@ def execute(
     except ConfigError as exc:
         print(f"error: {config_error(exc)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
-    for warning in orchestrator.warnings:
+    for warning in orchestrator.warnings:  # the job's problems were refused by `from_job`
         print(f"warning: {warning}", file=sys.stderr)
-    if not report_preflight(orchestrator.preflight(job), job):
-        return EXIT_SPEC_ERROR
     secrets = orchestrator.secrets()  # the environment's and the .env files'
     with telemetry, masked_output(SecretMask(secrets)):
         progress, view, pause = _progress(args, job)

@@ -33,10 +33,19 @@ from typing import Any
 
 from ..agent import TokenBudget
 from ..errors import ConfigError
-from ..jobs import Job, job_folders
+from ..jobs import Job, JobResult, job_folders
+from ..jobs.preflight import job_base, preflight
 from ..jobs.templating import Template, TemplateError
 from ..messages import Message, Usage
-from ..models import ChatModel, ModelRef, ModelRequest, ModelResponse, ModelSettings, ModelWrapper
+from ..models import (
+    ChatModel,
+    ModelAliases,
+    ModelRef,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ModelWrapper,
+)
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
@@ -44,6 +53,7 @@ from ..security.inputs import JsonInputError, json_lines, load_json
 from ..security.inventory import reads, reads_no_configuration
 from ..skills import SkillCatalog
 from ..skills.discovery import builtin_skills_folder
+from ..tasks import SubagentRegistry, builtin_subagent_folders
 from ..trace import Trace
 from .judge import Judge, Verdict, judged
 from .loading import LoadedEval
@@ -180,7 +190,21 @@ class EvalRunner:
             for number in range(1, self.repeat + 1)
         ]
 
+    def refuse_failing_jobs(self) -> None:
+        """Before any case runs: the job as each variant changes it is checked as every run
+        of a job is (jobs/preflight.py), and one that would certainly fail is refused with
+        its `SpecError`, in the words `orchestrator run` uses."""
+        if not self.cases:
+            return
+        model = self.options.model if self.options.replay is None else None
+        for variant in self.variants:
+            job = self.loaded.job_for(variant, self.cases[0], model=model)
+            catalog, registry = self._skills_and_agents(job, variant)
+            found = preflight(job, registry, catalog, ModelAliases.standard(job.models))
+            found.refuse(job)
+
     async def run(self) -> EvalProgress:
+        self.refuse_failing_jobs()
         results = self.options.results_file
         results.parent.mkdir(parents=True, exist_ok=True)
         if self.options.fresh and results.exists():
@@ -310,7 +334,7 @@ class EvalRunner:
             usage=result.usage,
             cost=result.cost,
             trace=trace_path,
-            task=_task(job),
+            task=_task(job, result),
         )
         record.read_trajectory()
         scores, verdicts = await self._scores(planned, record, job, sidecar)
@@ -342,6 +366,9 @@ class EvalRunner:
         }
         if divergence:
             line["divergence"] = divergence
+        if errors := step_errors(result):
+            line["errored"] = True
+            line["error"] = "; ".join(errors)
         if probes is not None:
             line["probes"] = probes
         if replay is not None and replay.replay.accepted:  # said, never silently taken
@@ -397,19 +424,34 @@ class EvalRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
+    @staticmethod
+    def _skills_and_agents(job: Job, variant: Variant) -> tuple[SkillCatalog, SubagentRegistry]:
+        """The skills and sub-agent definitions a run of `job` sees in `variant`: its added
+        folders first, then the job's."""
+        folders = job_folders(job)
+        catalog = variant_catalog(job, variant)
+        if job.mcp_servers:
+            catalog.add_servers(job.mcp_servers, job_base(job))
+        registry = SubagentRegistry(
+            job.remote_agents(),
+            folders=[*variant.subagents, *folders.subagents, *builtin_subagent_folders()],
+        )
+        return catalog, registry
+
     def _orchestrator(
         self, job: Job, variant: Variant, workspace: Path, replay: WatchedReplay | None
     ) -> Orchestrator:
-        folders = job_folders(job)
-        catalog = variant_catalog(job, variant)
+        catalog, registry = self._skills_and_agents(job, variant)
         # What decides the eval's runs stays read-only to every run's model: the eval file, its
         # cases, the checks' code, the results (which runs are done), the recordings and traces.
         permissions = job.permissions.model_copy(update={"workspace": workspace}).protecting(
             self.defining()
         )
-        overrides: dict[str, Any] = {"permissions": permissions, "skills": catalog}
-        if variant.subagents:
-            overrides["subagents"] = [*variant.subagents, *folders.subagents]
+        overrides: dict[str, Any] = {
+            "permissions": permissions,
+            "skills": catalog,
+            "subagents": registry,
+        }
         skill = self.loaded.spec.until_triggered
         if skill is not None:
             inner = replay if replay is not None else Orchestrator.from_job(job, **overrides).model
@@ -662,14 +704,27 @@ def _saved_answer(saved: Any) -> ProbeAnswer:
     )
 
 
-def _task(job: Job) -> str:
-    """What the job was asked, its inputs filled in (its steps' outputs are not known)."""
+def _task(job: Job, result: JobResult) -> str:
+    """What the job's output step was asked: its inputs and the outputs of the steps before
+    it filled in as the run filled them (as written where a step it names did not answer)."""
     text = job.goal or job.step(job.output_step).task
     inputs = {name: value for name, value in job.inputs.items() if value is not None}
+    outputs = {step.id: step.output for step in result.steps if step.status == "completed"}
+    data = {step.id: step.data for step in result.steps if step.data is not None}
     try:
-        return Template.parse(text).render(inputs, {})
-    except TemplateError:
+        return Template.parse(text).render(inputs, outputs, data)
+    except (TemplateError, KeyError):
         return text
+
+
+def step_errors(result: JobResult) -> list[str]:
+    """Why each step of a run that ended in error did (a run that finished and failed its
+    checks is not an error: its model, or one of its steps, is)."""
+    return [
+        f"step {step.id} ({step.agent}): {step.reason or 'error'}"
+        for step in result.steps
+        if step.status == "error"
+    ]
 
 
 def variant_catalog(job: Job, variant: Variant) -> SkillCatalog:

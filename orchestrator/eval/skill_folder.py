@@ -397,13 +397,15 @@ def _job(
     again (a result answers to its job)."""
     if not options.models:
         raise EvalError(files.folder, [Problem("model", "give the model to run it with (-m)")])
+    workspace = (options.out / "empty-workspace").resolve()
+    workspace.mkdir(parents=True, exist_ok=True)  # each run works in a copy of it
     return {
         "name": f"{files.skill}-{tag}",
         "model": options.models[0],
         "goal": f"{{inputs.{field_name}}}",
         "inputs": {field_name: "(each case gives its own)"},
         "skills": [str(files.folder), *map(str, folders)],
-        "permissions": {"workspace": str((options.out / "empty-workspace").resolve())},
+        "permissions": {"workspace": str(workspace)},
     }
 
 

@@ -108,6 +108,12 @@ class TriggerCounts:
         }
 
 
+def errored(line: Line) -> bool:
+    """Whether a run ended in error: it could not start, or its model or one of its steps
+    errored (`errored`), as opposed to a run that finished and failed its checks."""
+    return line.get("status") == "error" or bool(line.get("errored"))
+
+
 def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
@@ -180,7 +186,7 @@ class VariantRow:
     def add(self, line: Line) -> None:
         self.runs += 1
         self.passed += bool(line.get("passed"))
-        self.errors += line.get("status") == "error"
+        self.errors += errored(line)
         self.diverged += line.get("status") == "diverged"
         self.score_total += float(line.get("score") or 0.0)
         usage = line.get("usage") or {}
@@ -326,7 +332,7 @@ def summarize(
         list(rows.values()),
         flips,
         [line for line in lines if line.get("status") == "diverged"],
-        [line for line in lines if line.get("status") == "error"],
+        [line for line in lines if errored(line)],
         baseline,
     )
 
@@ -492,7 +498,7 @@ def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[st
                     "time_seconds": line.get("seconds"),
                     "tokens": (line.get("usage") or {}).get("total_tokens", 0),
                     "tool_calls": len(line.get("tools_called") or []),
-                    "errors": int(line.get("status") == "error"),
+                    "errors": int(errored(line)),
                 },
                 "expectations": [
                     {

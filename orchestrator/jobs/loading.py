@@ -9,6 +9,7 @@ files beside the spec and in the working folder are read with it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,12 @@ def load_job(
     Raises `SpecError` (a `ConfigError`) naming the file and every problem.
     """
     # The agents a step may name are known before the spec is validated, so that one pass
-    # reports every problem, an unknown agent among them.
+    # reports every problem, an unknown agent among them. The file is read once: its digest
+    # (for `resume`) is of the bytes read here.
+    digest = None
+    if text is None:
+        text = read_spec_text(Path(path))
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     data = read_yaml(Path(path), text)
     folders = _subagent_folders(Path(path), data, user=user_skills)
     registry = SubagentRegistry(folders=[*folders, *builtin_subagent_folders(builtin)])
@@ -59,8 +65,8 @@ def load_job(
         model_options=model_options,
         inputs=inputs,
         trace=trace,
-        text=text,
         open_inputs=open_inputs,
+        spec_sha256=digest,
     )
 
 
@@ -88,9 +94,11 @@ def load_spec(
     text: str | None = None,
     data: dict[str, Any] | None = None,
     open_inputs: bool = False,
+    spec_sha256: str | None = None,
 ) -> Job:
     """Read, override and validate the job spec at `path` (or `text`, or `data`: the spec
-    read already, which is changed in place), or raise one SpecError.
+    read already, which is changed in place; `spec_sha256`: the digest of the file's bytes
+    it was read from), or raise one SpecError.
 
     `known_agents`: names `agent:` may use (`general` is always known); None skips the check.
     `agent_schemas`: the output schemas of those agents' definitions, by name, which the fields
@@ -108,6 +116,7 @@ def load_spec(
         "known_agents": None if known_agents is None else set(known_agents),
         "agent_schemas": dict(agent_schemas or {}),
         "source": path,
+        "spec_sha256": spec_sha256,
         "dotenv": job_dotenv(path),
         "open_inputs": open_inputs,
     }
@@ -193,16 +202,21 @@ def parse_set_options(options: Sequence[str]) -> dict[str, str]:
 
 
 @reads("job spec")
-def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
-    """The spec file (or `text`, named `path`) as a mapping, or a SpecError (missing file,
-    bad YAML, not a mapping)."""
+def read_spec_text(path: Path) -> str:
+    """The spec file's text, or a SpecError (missing file, not UTF-8)."""
     try:
-        text = path.read_text(encoding="utf-8") if text is None else text
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise SpecError(path, [Problem("", f"cannot read the file: {error.strerror}")]) from None
     except UnicodeDecodeError as error:
         message = f"not UTF-8 text (byte {error.object[error.start]:#04x} at {error.start})"
         raise SpecError(path, [Problem("", message)]) from None
+
+
+def read_yaml(path: Path, text: str | None = None) -> dict[str, Any]:
+    """The spec file (or `text`, named `path`) as a mapping, or a SpecError (missing file,
+    bad YAML, not a mapping)."""
+    text = read_spec_text(path) if text is None else text
     try:
         data = load_yaml(text, str(path))
     except YamlInputError as error:

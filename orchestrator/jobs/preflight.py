@@ -1,19 +1,25 @@
 """What would certainly fail once a job runs, found before anything starts.
 
 The spec's own checks (`spec.check_job`) see the file; these see what it points at: the
-workspace folder, the skills its steps start with (they must exist), and the sub-agent
-definitions its steps name (their model must be one that can be built, their `skills:` must
-name skills that exist). `orchestrator validate` reports them; `orchestrator run` and `resume`
-refuse to start on them. Definitions only a planner might fork are reported as warnings: a run
-that never forks them is not hurt by them.
+workspace folder, the skills its steps start with (they must exist, and their code must load:
+a problem under `fail_on_skill_error`, a warning otherwise), and the sub-agent definitions its
+steps name (their model must be one that can be built, their `skills:` must name skills that
+exist). Definitions only a planner might fork are reported as warnings: a run that never
+forks them is not hurt by them.
+
+This is the check of the one entry: `Orchestrator.from_job`, which every door builds its run
+with (`run`, `resume`, the Python API, `run-batch`, `serve`, `eval`), refuses a job with
+problems by raising them as one `SpecError`, and `orchestrator validate` reports the same
+problems in the same words without building a model (`preflight_job`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..errors import ConfigError, Problem
+from ..errors import ConfigError, Problem, SpecError
 from ..models import (
     ModelAliases,
     ModelRef,
@@ -24,8 +30,11 @@ from ..models import (
     unsupported_mode,
 )
 from ..models.prices import STANDARD_PRICES, PriceTable
+from ..security import Permissions
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
+from ..skills.disclosure import untrusted_code
+from ..skills.skill import SkillError
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
 from .loading import job_folders
 from .spec import FILE_MODELS, Job
@@ -38,12 +47,23 @@ class Preflight:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    def refuse(self, job: Job) -> None:
+        """Raise the problems found, if any, as the job's `SpecError`."""
+        if self.problems:
+            raise SpecError(job.source, self.problems)
+
 
 def preflight(
-    job: Job, registry: SubagentRegistry, skills: Collection[str], aliases: ModelAliases
+    job: Job,
+    registry: SubagentRegistry,
+    catalog: SkillCatalog,
+    aliases: ModelAliases,
+    permissions: Permissions | None = None,
 ) -> Preflight:
-    """Check the job's workspace and the sub-agents it can run against what exists."""
+    """Check the job's workspace, the skills its steps start with and the sub-agents it can
+    run against what exists; `permissions` are the run's (the job's, by default)."""
     found = Preflight()
+    skills = catalog.names
     workspace = job.permissions.workspace
     made_on_first_run = not workspace.exists() and is_default_workspace(workspace)
     if not workspace.is_dir() and not made_on_first_run:
@@ -55,6 +75,7 @@ def preflight(
     for index, step in enumerate(job.steps):
         for issue in _unknown_skills(step.skills or [], skills):
             found.problems.append(Problem(f"steps[{index}].skills", issue))
+    _preloaded_code(job, catalog, permissions or job.permissions, found)
     named = {step.agent for step in job.plan if step.agent and not step.planner}
     for definition in registry:
         issues = _definition_issues(definition, skills, aliases)
@@ -128,15 +149,56 @@ def _priced(model: ModelSettings, table: PriceTable) -> bool:
     return model.provider in FILE_MODELS and table.get(model.provider or "") is not None
 
 
+def _preloaded_code(
+    job: Job, catalog: SkillCatalog, permissions: Permissions, found: Preflight
+) -> None:
+    """Load the code of each skill a step starts with, as its run would: one that fails is
+    a problem under `fail_on_skill_error` (the run would end there), else the catalog's own
+    warning says it (`SkillCatalog.warnings`, which every door shows).
+    The catalog keeps what it loaded, so the run that follows does not import it again; code
+    the run would refuse to import (a folder inside the workspace) is not imported here
+    either: the run's own warning says why."""
+    for index, step in enumerate(job.steps):
+        for name in step.skills or []:
+            info = catalog.get(name)
+            if info is None or untrusted_code(info, permissions) is not None:
+                continue
+            try:
+                catalog.load(name)
+            except SkillError as exc:
+                if job.fail_on_skill_error:
+                    message = (
+                        f"skill {name!r} failed to load, and fail_on_skill_error is set: {exc}"
+                    )
+                    found.problems.append(Problem(f"steps[{index}].skills", message))
+
+
+def job_catalog(job: Job, folders: Sequence[Path], *, builtin: bool = True) -> SkillCatalog:
+    """The skills a run of `job` sees: the skill `folders` (its own, searched first), the
+    built-in ones, and each of its `mcp_servers:` as a skill of its own."""
+    catalog = SkillCatalog([*folders], include_builtin=builtin)
+    if job.mcp_servers:
+        catalog.add_servers(job.mcp_servers, job_base(job))
+    return catalog
+
+
+def job_base(job: Job) -> Path:
+    """Where the relative paths of `job`'s `mcp_servers:` start: the spec's folder."""
+    return job.source.parent if job.source is not None else Path.cwd()
+
+
 def preflight_job(job: Job, *, user_skills: bool = False) -> Preflight:
     """`preflight` with the skills, sub-agents and aliases the job's spec points at; no
-    model is built, so no key is needed."""
+    model is built, so no key is needed. The skills' warnings (their scan's, and a preloaded
+    skill whose code failed to load) come first."""
     folders = job_folders(job, user=user_skills)
     registry = SubagentRegistry(
         job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
     )
-    catalog = SkillCatalog(folders.skills)
-    return preflight(job, registry, catalog.names, ModelAliases.standard(job.models))
+    catalog = job_catalog(job, folders.skills)
+    found = preflight(job, registry, catalog, ModelAliases.standard(job.models))
+    found.warnings[:0] = [str(w) for w in (*catalog.warnings, *registry.warnings)]
+    return found
 
 
 def _definition_issues(

@@ -280,7 +280,9 @@ def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
     among them: settings name the variable that holds one (`api_key_env`), never its value."""
     source = job.source
     spec = str(Path(source).resolve()) if source is not None else None
-    digest = spec_digest(source) if source is not None and Path(source).is_file() else None
+    digest = job.spec_sha256
+    if digest is None and source is not None and Path(source).is_file():
+        digest = spec_digest(source)  # a job validated from data its caller read
     return {
         "spec": spec,
         "spec_sha256": digest,

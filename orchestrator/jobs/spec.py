@@ -392,6 +392,7 @@ class Job(BaseModel):
     content alone does not fit its window ends as `context_full`."""
 
     _source: Path | None = PrivateAttr(default=None)
+    _spec_sha256: str | None = PrivateAttr(default=None)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
     _prices: dict[str, Price] | None = PrivateAttr(default=None)
     # The schemas `output_schema` gave, read when the spec was checked, by step id; kept as
@@ -415,6 +416,7 @@ class Job(BaseModel):
         if problems:
             raise SpecError(context.get("source"), problems)
         self._source = context.get("source")
+        self._spec_sha256 = context.get("spec_sha256")
         self._dotenv = dict(context.get("dotenv") or {})
         return self
 
@@ -470,6 +472,12 @@ class Job(BaseModel):
     def source(self) -> Path | None:
         """The spec file this job was loaded from, if any."""
         return self._source
+
+    @property
+    def spec_sha256(self) -> str | None:
+        """The sha256 (hex) of the spec file's bytes as they were read, when it was read
+        from a file by `load_job`."""
+        return self._spec_sha256
 
     @property
     def dotenv(self) -> dict[str, str]:

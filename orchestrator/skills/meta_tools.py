@@ -155,7 +155,9 @@ class SkillsExtension(Extension):
         self.stable_tools = stable_tools
         self.disclosure = disclosure
         self.eager_tokens = eager_tokens
-        self.permissions = Permissions()
+        # An agent's own (`configured`); made only for an extension used as it was built: the
+        # default permissions look for configuration in the working folder.
+        self._permissions: Permissions | None = None
         self.forker: ForkSkill | None = None
         self._prompt: str | None = None
         self._preloaded: list[Preloaded] | None = None
@@ -165,10 +167,18 @@ class SkillsExtension(Extension):
     def configured(self, permissions: Permissions, forker: ForkSkill | None) -> SkillsExtension:
         """This extension for one agent: its permissions (for preloading) and its forker."""
         view = copy.copy(self)
-        view.permissions, view.forker = permissions, forker
+        view._permissions, view.forker = permissions, forker
         view._prompt, view._preloaded, view._rules = None, None, None
         view._plan = None
         return view
+
+    @property
+    def permissions(self) -> Permissions:
+        """The permissions of the agent this extension serves (the defaults until
+        `configured`)."""
+        if self._permissions is None:
+            self._permissions = Permissions()
+        return self._permissions
 
     @property
     def preloaded(self) -> list[Preloaded]:
