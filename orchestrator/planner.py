@@ -27,6 +27,7 @@ from .agent import (
     TokenBudget,
     Tool,
     ToolContext,
+    as_tool,
     run_sync,
 )
 from .errors import ConfigError
@@ -73,6 +74,7 @@ from .tasks import (
     TaskRequest,
     builtin_subagent_folders,
 )
+from .tasks.choices import Choices, merged
 from .trace import Listener, Trace, open_trace
 
 if TYPE_CHECKING:
@@ -96,7 +98,8 @@ class Orchestrator:
     Models (the planner's, and those that sub-agent definitions name) are resolved with
     `aliases` (the built-in ones and the user's alias file by default) and `environ` (where
     keys and base URLs come from; the process environment by default).
-    `tools` are the planner's own (functions marked `@tool`), beside its skills and `fork`.
+    `tools` are the planner's own (functions marked `@tool`), beside its skills and `fork`;
+    its sub-agents have them too, less what a definition's `tools:` leaves out.
     `approve` decides calls the permissions mark `ask`; without it they are denied.
     `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
     `disclosure` is how every agent's skills' tools reach the model: `progressive` (loaded on
@@ -177,7 +180,7 @@ class Orchestrator:
         """What this orchestrator was made from, for an executor that makes it again in
         another process (a Ray worker: orchestrator/ray/recipe.py)."""
         self.executor = executor
-        self.tools = list(tools)
+        self.tools = [as_tool(t) for t in tools]
         self.job: Job | None = None
         """The job this orchestrator was made for (`from_job`): what `run()` runs."""
         self.checked: Preflight | None = None
@@ -214,6 +217,7 @@ class Orchestrator:
         self.fork = ForkExtension(
             self.subagents,
             skills=self.catalog,
+            tools=self.tools,  # the planner's own reach its sub-agents, as its skills do
             settings=ForkSettings(
                 max_parallel=max_parallel,
                 max_depth=max_depth,
@@ -373,14 +377,21 @@ class Orchestrator:
         output: StepOutput | None = None,
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
+        forks: ForkExtension | None = None,
     ) -> Agent[Any]:
         """The planner agent, ready to run (a job's planner steps use this too, some with a
         model of their own); `permissions` are the run's (this orchestrator's, by default);
         `output`: what its answer must be (a step's `output_schema`); `compaction` and
-        `note`: a step's own, over this orchestrator's."""
+        `note`: a step's own, over this orchestrator's; `forks`: the run's own view of the
+        fork extension (`ForkExtension.sending`), this orchestrator's by default."""
         settings = self.fork.settings
-        extensions = [self.fork] if self.fork.settings.max_depth > 0 else []
+        forks = forks or self.fork
+        extensions = [forks] if settings.max_depth > 0 else []
         model = model or self.model
+        chosen = merged(
+            Choices(compaction=compaction, note=note, **(output.choices() if output else {})),
+            settings.choices(),
+        )
         return Agent(
             model,
             self.tools,
@@ -399,11 +410,13 @@ class Orchestrator:
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
             approve=self.approve,
-            output_type=output.spec if output is not None else None,
-            output_mode=output.mode if output is not None else None,
-            output_retries=output.retries if output is not None else DEFAULT_OUTPUT_RETRIES,
-            compaction=compaction or settings.compaction,
-            note=settings.note if note is None else note,
+            output_type=chosen.output,
+            output_mode=chosen.output_mode,
+            output_retries=DEFAULT_OUTPUT_RETRIES
+            if chosen.output_retries is None
+            else chosen.output_retries,
+            compaction=chosen.compaction or settings.compaction,
+            note=bool(chosen.note),
         )
 
     async def run(

@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 from trace_lines import trace_lines
 
-from orchestrator import Agent, Message, TokenBudget, Trace, rebuild_conversations, tool
+from orchestrator import (
+    Agent,
+    Message,
+    Orchestrator,
+    TokenBudget,
+    ToolContext,
+    Trace,
+    rebuild_conversations,
+    tool,
+)
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, ForkSettings, SubagentDef, SubagentRegistry
 
@@ -556,3 +565,48 @@ async def test_a_sub_agent_that_cannot_fork_keeps_no_idle_dispatcher(tmp_path: P
     assert (await orchestrator.run("Audit.")).status == "completed"
     [audit] = [r for r in model.requests if r.agent == "planner/audit"]
     assert tool_names(audit) == ["load_skill", "read_skill_file", "search_skills", "ledger__lookup"]
+
+
+async def test_the_planners_own_tools_reach_its_sub_agents_as_its_skills_do(
+    tmp_path: Path,
+) -> None:
+    """`Orchestrator(tools=...)`: a sub-agent calls the planner's tool, unless its definition's
+    `tools:` leaves it out (the rule a definition applies to skills' tools)."""
+    callers: list[str] = []
+
+    @tool
+    def whoami(ctx: ToolContext) -> str:
+        """Who is calling."""
+        callers.append(ctx.agent)
+        return f"you are {ctx.agent}"
+
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    (folder / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads.\ntools: [Read]\n---\nRead files.\n"
+    )
+    script = {
+        "planner": [
+            fork_call(
+                {"id": "any", "task": "Ask who you are."},
+                {"id": "narrow", "agent": "reader", "task": "Ask who you are."},
+            ),
+            {"content": "done"},
+        ],
+        "planner/any": [{"tool_calls": [{"name": "whoami", "arguments": {}}]}, {"content": "ok"}],
+        "planner/narrow": [
+            {"tool_calls": [{"name": "whoami", "arguments": {}}]},
+            {"content": "refused"},
+        ],
+    }
+    model = ScriptedModel(script)
+    orchestrator = Orchestrator(model, tools=[whoami], subagents=[folder], builtin=False)
+    result = await orchestrator.run("go")
+    assert result.status == "completed", result.error
+    assert callers == ["planner/any"]
+    requests = {r.agent: r for r in model.requests}
+    assert "whoami" in [t.name for t in requests["planner/any"].tools][:1]
+    narrow_run = result.children[1].run
+    assert narrow_run is not None
+    narrow = [m for m in narrow_run.messages if m.role == "tool"]
+    assert narrow and narrow[0].is_error and "reader" in (narrow[0].content or ""), narrow

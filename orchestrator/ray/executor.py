@@ -101,12 +101,13 @@ class RayExecutor:
         one budget across both."""
         recipe = WorkerRecipe.of(orchestrator, None, trace.checkpoint)
         async with self.open(recipe, orchestrator.new_budget(), trace) as session:
-            orchestrator.fork.remote = partial(_remote_forks, session, orchestrator.model_key)
-            try:
-                planner = orchestrator.planner(trace=trace, model=model, budget=session.budget)
-                return await planner.run(goal, history=history)
-            finally:
-                orchestrator.fork.remote = None
+            forks = orchestrator.fork.sending(
+                partial(_remote_forks, session, orchestrator.model_key)
+            )
+            planner = orchestrator.planner(
+                trace=trace, model=model, budget=session.budget, forks=forks
+            )
+            return await planner.run(goal, history=history)
 
     def open_job(
         self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace

@@ -72,6 +72,7 @@ from ..skills.allowed import ToolLimit, ToolRule, allowed_tools_mode, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
+from .choices import Choices, merged
 from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
 from .scheduler import GraphError, GraphRun, LocalExecutor, Slots, lend, task_graph
 from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
@@ -99,6 +100,10 @@ class StepOutput:
     spec: OutputSpec[Any]
     mode: OutputMode | None = None
     retries: int = DEFAULT_OUTPUT_RETRIES
+
+    def choices(self) -> dict[str, Any]:
+        """As a level's `Choices` (tasks/choices.py)."""
+        return {"output": self.spec, "output_mode": self.mode, "output_retries": self.retries}
 
 
 @dataclass
@@ -140,6 +145,15 @@ class ForkSettings:
     note: bool = False
     """Whether sub-agents get the `note` tool, unless their definition says."""
 
+    def choices(self) -> Choices:
+        """What the run chooses for its agents, the last level of tasks/choices.py."""
+        return Choices(
+            compaction=self.compaction,
+            note=self.note,
+            max_steps=self.default_max_steps,
+            output_retries=DEFAULT_OUTPUT_RETRIES,
+        )
+
 
 class ForkExtension(ForksSkills):
     """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use.
@@ -171,7 +185,8 @@ class ForkExtension(ForksSkills):
         self.settings = settings or ForkSettings()
         self.counter = counter or default_counter()
         self._all_skills = skills
-        # While a run sends its tasks elsewhere (a Ray session), what makes their executor.
+        # In the view of a run that sends its tasks elsewhere (`sending`: a Ray session), what
+        # makes their executor.
         self.remote: RemoteForks | None = None
         self._tools = self._make_tools()
 
@@ -199,9 +214,19 @@ class ForkExtension(ForksSkills):
     def within(self, skills: SkillCatalog | None) -> ForkExtension:
         """This extension for a sub-agent that may use only `skills` (None: none at all):
         the tasks it forks choose from those, never from the whole catalog."""
-        view = copy.copy(self)
+        view = self._view(remote=None)  # a sub-agent's own forks run where it runs
         view.skills = skills
-        view.remote = None  # a sub-agent's own forks run where it runs
+        return view
+
+    def sending(self, remote: RemoteForks) -> ForkExtension:
+        """This extension for one run whose tasks go where `remote` sends them (a Ray
+        session): a view, so that the extension every run of its orchestrator shares is
+        never changed by one of them."""
+        return self._view(remote=remote)
+
+    def _view(self, *, remote: RemoteForks | None) -> ForkExtension:
+        view = copy.copy(self)
+        view.remote = remote
         # The same schemas, bound to the view: building a tool's schema costs milliseconds,
         # and a fan-out builds one view per sub-agent.
         view._tools = [t.rebound(fn) for t, fn in zip(self._tools, view._methods(), strict=True)]
@@ -638,24 +663,27 @@ class ForkExtension(ForksSkills):
         else its definition's, else the run's (`settings`)."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         spec = request.spec
-        own = output is None  # a task's own answer, not a job step's
-        if output is None and spec.output_schema is not None:
+        task_output = None
+        if spec.output_schema is not None:
             from ..agent.output import OutputSpec  # loaded by a task with an output type
 
-            output = StepOutput(OutputSpec.from_schema(spec.output_schema))
-        if output is None and definition.output_spec is not None:
-            output = StepOutput(
-                definition.output_spec, definition.output_mode, definition.output_retries
-            )
-        if own and output is not None:
-            # The task's own mode and retries go before its definition's.
-            output = StepOutput(
-                output.spec,
-                spec.output_mode or output.mode,
-                output.retries if spec.output_retries is None else spec.output_retries,
-            )
+            task_output = OutputSpec.from_schema(spec.output_schema)
+        chosen = merged(
+            Choices(
+                model=model,
+                compaction=compaction,
+                note=note,
+                **(output.choices() if output is not None else {}),
+            ),
+            Choices(
+                output=task_output,
+                output_mode=spec.output_mode,
+                output_retries=spec.output_retries,
+            ),
+            definition.choices(),
+            self.settings.choices(),
+        )
         skills = self._skills_for(definition, request.spec)
-        cap = self.settings.default_max_steps
         extensions: list[Any] = []
         forks = request.depth < self.settings.max_depth
         if forks:
@@ -663,15 +691,15 @@ class ForkExtension(ForksSkills):
         limit = self._limit(definition, running, ctx.permissions)
         if limit is not None:
             extensions.append(limit)
-        model = model or self._model_for(definition, ctx)
+        # The definition's own model is resolved only where it is the one chosen.
+        model = chosen.model or self._model_for(definition, ctx)
         return Agent(
             model,
             self.shared_tools,
             system=definition.system,
             name=request.path,
-            # A definition may ask for fewer steps than the run allows, never for more.
-            max_steps=min(definition.max_steps or cap, cap),
-            max_tokens=definition.max_tokens,
+            max_steps=chosen.max_steps or self.settings.default_max_steps,
+            max_tokens=chosen.max_tokens,
             budget=budget or ctx.budget,
             trace=ctx.trace,
             permissions=ctx.permissions,
@@ -681,11 +709,11 @@ class ForkExtension(ForksSkills):
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
             approve=ctx.approve if ctx.approve is not None else self.approve,
-            output_type=output.spec if output is not None else None,
-            output_mode=output.mode if output is not None else None,
-            output_retries=output.retries if output is not None else DEFAULT_OUTPUT_RETRIES,
-            compaction=compaction or definition.compaction or self.settings.compaction,
-            note=_first_set(note, definition.note, self.settings.note),
+            output_type=chosen.output,
+            output_mode=chosen.output_mode,
+            output_retries=_or_default(chosen.output_retries),
+            compaction=chosen.compaction or self.settings.compaction,
+            note=bool(chosen.note),
         )
 
     def _skills_for(self, definition: SubagentDef, spec: TaskSpec) -> SkillCatalog | None:
@@ -788,6 +816,5 @@ class ForkExtension(ForksSkills):
         return f"{head}\n{text or '(no output)'}"
 
 
-def _first_set(*choices: bool | None) -> bool:
-    """The first choice made (a step's, a definition's, the run's); False when none is."""
-    return next((choice for choice in choices if choice is not None), False)
+def _or_default(retries: int | None) -> int:
+    return DEFAULT_OUTPUT_RETRIES if retries is None else retries

@@ -40,6 +40,7 @@ from ..agent import DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
 from ..errors import ConfigError, SafetyWarning
 from ..models import INHERIT, ModelSettings
 from ..skills.discovery import shipped_folder
+from .choices import Choices
 from .subagent_files import CLAUDE_ONLY, NAME, NO_EFFECT, DefinitionError, read_definition
 
 if TYPE_CHECKING:
@@ -181,6 +182,19 @@ class SubagentDef(BaseModel):
 
     def allows_skill(self, skill: str) -> bool:
         return self.skills == "*" or skill in self.skills
+
+    def choices(self) -> Choices:
+        """What the definition chooses for the agents it runs (tasks/choices.py); its model
+        is resolved by the run, only where it is the one chosen."""
+        return Choices(
+            output=self.output_spec,
+            output_mode=self.output_mode,
+            output_retries=self.output_retries,
+            compaction=self.compaction,
+            note=self.note,
+            max_steps=self.max_steps,
+            max_tokens=self.max_tokens,
+        )
 
 
 GENERAL_AGENT = SubagentDef(
