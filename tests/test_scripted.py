@@ -10,6 +10,7 @@ import pytest
 from orchestrator import Agent, Message, TokenCounter, ToolContext, tool
 from orchestrator.errors import ConfigError, ScriptExhausted
 from orchestrator.models import ModelRequest, ScriptedModel, resolve_model
+from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
 
 
 def request(agent: str, text: str = "hi") -> ModelRequest:
@@ -196,4 +197,40 @@ async def test_concurrent_runs_of_one_agent_each_follow_the_whole_script() -> No
         ids = [c.id for m in result.messages for c in m.tool_calls]
         assert ids == ["call_1", "call_2"]  # each run numbers its own calls
     assert len({r.run for r in model.requests}) == 5
+    model.assert_all_used()
+
+
+async def test_concurrent_runs_of_one_forking_agent_keep_their_sub_agents_apart() -> None:
+    # The sub-agents of a run take their turns in that run: each run's fork gets its own.
+    fork = {"name": "fork", "arguments": {"tasks": [{"id": "look", "task": "Look around."}]}}
+    script = {
+        "planner": [
+            {"tool_calls": [fork], "latency": 0.01},
+            {"tool_calls": [{"name": "whose"}]},
+            {"content": "done"},
+        ],
+        "planner/look": [{"tool_calls": [{"name": "whose"}], "latency": 0.01}, {"content": "seen"}],
+    }
+    model = ScriptedModel(script)
+    planner = Agent(
+        model,
+        [whose],
+        name="planner",
+        extensions=[ForkExtension(SubagentRegistry(), settings=ForkSettings())],
+    )
+    owners = ["ann", "bo", "cy"]
+    results = await asyncio.gather(*(planner.run("Look.", deps=owner) for owner in owners))
+
+    for owner, result in zip(owners, results, strict=True):
+        assert (result.status, result.steps) == ("completed", 3)
+        [child] = result.children
+        assert (child.status, child.output) == ("completed", "seen")
+        assert [m.content for m in result.messages if m.name == "whose"] == [f"run of {owner}"]
+    by_run: dict[str, list[str]] = {}
+    for sent in model.requests:
+        by_run.setdefault(sent.run, []).append(sent.agent)
+    assert (
+        sorted(by_run.values())
+        == [["planner", "planner/look", "planner/look", "planner", "planner"]] * 3
+    )
     model.assert_all_used()
