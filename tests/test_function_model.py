@@ -109,7 +109,7 @@ def request_for(messages: Sequence[Message], **fields: object) -> ModelRequest:
         (None, r"returned None \(NoneType\)"),
         ([], "an empty list of tool calls"),
         (["text", "more"], r"returned \['text', 'more'\] \(list\)"),
-        (Message.user("hi"), "a 'user' message"),
+        (Message.user("hi"), "a 'user' message, not the assistant's"),
         (ToolCall(id="c1", name="echo"), "the id 'c1', already used"),
     ],
 )

@@ -135,7 +135,7 @@ class FunctionModel(Model):
             message = Message.assistant(tool_calls=[reply])
         elif isinstance(reply, Message):
             if reply.role != "assistant":
-                raise self._bad(info, f"a {reply.role!r} message; a reply is the assistant's")
+                raise self._bad(info, f"a {reply.role!r} message, not the assistant's")
             message = reply
         elif isinstance(reply, Sequence) and all(isinstance(c, ToolCall) for c in reply):
             if not reply:
@@ -159,9 +159,9 @@ class FunctionModel(Model):
         return message.model_copy(update={"tool_calls": tuple(calls)})
 
     def _new_id(self, used: set[str]) -> str:
-        while (id := f"call_{next(self._call_ids)}") in used:
+        while (new := f"call_{next(self._call_ids)}") in used:
             pass
-        return id
+        return new
 
     def _bad(self, info: AgentInfo, returned: str) -> FunctionReplyError:
         return FunctionReplyError(
