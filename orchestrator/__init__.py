@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from .jobs import JobResult, load_job
     from .messages import Message, ToolCall, ToolSpec, Usage
+    from .models import AgentInfo, FunctionModel
     from .planner import Orchestrator, run_job, run_job_sync
     from .security import Permissions
     from .skills import Agent, SkillCatalog
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "Agent": "skills",
+    "AgentInfo": "models",
     "ConfigError": "errors",
+    "FunctionModel": "models",
     "JobResult": "jobs",
     "load_job": "jobs",
     "Message": "messages",
@@ -63,7 +66,9 @@ _EXPORTS: dict[str, str] = {
 }
 __all__ = [
     "Agent",
+    "AgentInfo",
     "ConfigError",
+    "FunctionModel",
     "JobResult",
     "Message",
     "ModelError",

@@ -126,6 +126,10 @@ class ScriptExhausted(ModelError):
     """The scripted model was asked for a turn its script does not have."""
 
 
+class FunctionReplyError(ModelError):
+    """A function model's function returned a reply no model could give."""
+
+
 class UntrustedUsage(ModelError):
     """A provider reported token usage that cannot be right (agent/model_call.py)."""
 

@@ -31,10 +31,12 @@ OFFLINE = [
     "readme_example_5",
     "readme_example_7",
     "readme_example_8",
+    "models_example_1",
     "trace_example_1",
     "typed_outputs_example_1",
 ]
-"""The examples that build and run their agents on a scripted model: no provider, no network.
+"""The examples that build and run their agents on a scripted or function model: no provider, no
+network.
 (README's embed example runs in tests/test_docs_match.py, from its own folder.)"""
 SHOWN_OUTPUT = re.compile(r"^print\(.*\)  # (.+)$", re.MULTILINE)
 
@@ -84,7 +86,9 @@ def test_every_python_example_in_the_docs_passes_mypy_strict(tmp_path: Path) -> 
 @pytest.mark.parametrize("name", OFFLINE)
 def test_the_offline_examples_run(name: str, tmp_path: Path) -> None:
     code = examples()[name]
-    assert "scripted" in code.lower(), f"{name} is not the offline example it was"
+    assert "scripted" in code.lower() or "FunctionModel" in code, (
+        f"{name} is not the offline example it was"
+    )
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("out"))
     (tmp_path / f"{name}.py").write_text(code, encoding="utf-8")
     done = subprocess.run(

@@ -125,9 +125,8 @@ async def test_one_agent_serves_concurrent_runs_each_with_its_own_settings(
     tmp_path: Path,
 ) -> None:
     count = 5
-    model = ScriptedModel(
-        {"*": [call("where")] * count + [{"content": "done"}] * count}, latency=0.05
-    )
+    # Each run follows the whole script: the runs wait on the model at the same time.
+    model = ScriptedModel({"*": [call("where"), {"content": "done"}]}, latency=0.05)
     agent = Agent(model, [where], max_tokens=1_000_000)
 
     async def serve(i: int) -> object:
@@ -160,7 +159,7 @@ async def test_one_agent_serves_concurrent_runs_each_with_its_own_settings(
 
 
 async def test_an_agent_made_with_a_trace_path_runs_twice(tmp_path: Path) -> None:
-    model = ScriptedModel({"*": [{"content": "one"}, {"content": "two"}]})
+    model = ScriptedModel({"*": [{"content": "done"}]})
     path = tmp_path / "runs" / "agent.jsonl"
     agent = Agent(model, trace=path)
     first = await agent.run("First.")
@@ -169,10 +168,16 @@ async def test_an_agent_made_with_a_trace_path_runs_twice(tmp_path: Path) -> Non
     assert first.trace == str(path)
     assert second.trace is not None and second.trace != first.trace
     assert Path(second.trace).parent == path.parent
-    for result, answer in ((first, "one"), (second, "two")):
+    for result, task in ((first, "First."), (second, "Second.")):
         assert result.trace is not None
-        ends = [e for e in trace_lines(Path(result.trace)) if e["type"] == "run_end"]
-        assert [e["output"] for e in ends] == [answer]
+        events = trace_lines(Path(result.trace))
+        asked = [
+            e["message"]["content"]
+            for e in events
+            if e["type"] == "message" and e["message"]["role"] == "user"
+        ]
+        assert asked == [task]
+        assert [e["output"] for e in events if e["type"] == "run_end"] == ["done"]
 
 
 async def test_a_model_error_is_described_in_the_result() -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import Agent, Message, TokenCounter, tool
+from orchestrator import Agent, Message, TokenCounter, ToolContext, tool
 from orchestrator.errors import ConfigError, ScriptExhausted
 from orchestrator.models import ModelRequest, ScriptedModel, resolve_model
+from orchestrator.tasks import ForkExtension, ForkSettings, SubagentRegistry
 
 
 def request(agent: str, text: str = "hi") -> ModelRequest:
@@ -167,3 +168,69 @@ def test_a_json_script_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) -
     assert done.returncode == 2, done.stderr
     assert "deep.json" in done.stderr and "nested too deeply" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@tool
+def whose(ctx: ToolContext[str]) -> str:
+    """Say whose run this is."""
+    return f"run of {ctx.deps}"
+
+
+async def test_concurrent_runs_of_one_agent_each_follow_the_whole_script() -> None:
+    # Runs interleave (the latencies differ per call): each must still take every turn itself.
+    script = {
+        "*": [
+            {"tool_calls": [{"name": "whose"}], "latency": 0.02},
+            {"tool_calls": [{"name": "whose"}], "latency": 0.01},
+            {"content": "done", "latency": 0.015},
+        ]
+    }
+    model = ScriptedModel(script)
+    agent = Agent(model, [whose])
+    owners = ["ann", "bo", "cy", "di", "ed"]
+    results = await asyncio.gather(*(agent.run("Whose?", deps=owner) for owner in owners))
+
+    assert [r.steps for r in results] == [3] * 5
+    assert [r.status for r in results] == ["completed"] * 5
+    for owner, result in zip(owners, results, strict=True):
+        assert [m.content for m in result.messages if m.role == "tool"] == [f"run of {owner}"] * 2
+        ids = [c.id for m in result.messages for c in m.tool_calls]
+        assert ids == ["call_1", "call_2"]  # each run numbers its own calls
+    assert len({r.run for r in model.requests}) == 5
+    model.assert_all_used()
+
+
+async def test_concurrent_runs_of_one_forking_agent_keep_their_sub_agents_apart() -> None:
+    # The sub-agents of a run take their turns in that run: each run's fork gets its own.
+    fork = {"name": "fork", "arguments": {"tasks": [{"id": "look", "task": "Look around."}]}}
+    script = {
+        "planner": [
+            {"tool_calls": [fork], "latency": 0.01},
+            {"tool_calls": [{"name": "whose"}]},
+            {"content": "done"},
+        ],
+        "planner/look": [{"tool_calls": [{"name": "whose"}], "latency": 0.01}, {"content": "seen"}],
+    }
+    model = ScriptedModel(script)
+    planner = Agent(
+        model,
+        [whose],
+        name="planner",
+        extensions=[ForkExtension(SubagentRegistry(), settings=ForkSettings())],
+    )
+    owners = ["ann", "bo", "cy"]
+    results = await asyncio.gather(*(planner.run("Look.", deps=owner) for owner in owners))
+
+    for owner, result in zip(owners, results, strict=True):
+        assert (result.status, result.steps) == ("completed", 3)
+        [child] = result.children
+        assert (child.status, child.output) == ("completed", "seen")
+        assert [m.content for m in result.messages if m.name == "whose"] == [f"run of {owner}"]
+    by_run: dict[str, list[str]] = {}
+    for sent in model.requests:
+        by_run.setdefault(sent.run, []).append(sent.agent)
+    assert (
+        sorted(by_run.values())
+        == [["planner", "planner/look", "planner/look", "planner", "planner"]] * 3
+    )
+    model.assert_all_used()

@@ -110,6 +110,7 @@ async def call_model(
         tool_choice=tool_choice,
         max_output_tokens=max_output_tokens,
         agent=agent,
+        run=trace.run_id,
         input_tokens=input_tokens,
         on_event=on_event,
         output_schema=output_schema,

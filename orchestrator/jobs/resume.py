@@ -218,9 +218,9 @@ def recorded_result(checkpoint: Checkpoint, path: Path | None = None) -> JobResu
 
 
 def fast_forward(model: ChatModel, checkpoint: Checkpoint) -> None:
-    """Tell a scripted model, which serves turns in order, which turns the earlier attempts
-    used."""
+    """Tell a scripted model, which serves each run its turns in order, which turns the
+    earlier attempts of the run used."""
     model = unwrap(model)
     if isinstance(model, ScriptedModel):
         for agent, calls in checkpoint.calls_by_agent().items():
-            model.fast_forward(agent, calls)
+            model.fast_forward(agent, calls, run=checkpoint.run_id or "")

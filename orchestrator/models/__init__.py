@@ -1,12 +1,12 @@
 """Models: the ChatModel protocol, its adapters, and `resolve_model`.
 
 The room, by concept: `base.py` the interface (and `TextTap`); `settings.py` what a model is
-resolved with; `resolve.py` aliases, providers and `resolve_model`; `scripted.py` and
-`replay.py` the offline models; `prices.py` what calls cost; `window.py` a model's context
-window; the HTTP adapters: `adapter.py`
-(streamed or whole, and the fallback), the wire formats `openai.py` and `anthropic.py`, and the
-connection `http.py`. The HTTP names below are loaded on first use, so importing this package
-and running a scripted model never loads httpx.
+resolved with; `resolve.py` aliases, providers and `resolve_model`; `scripted.py`,
+`function.py` and `replay.py` the offline models; `prices.py` what calls cost; `window.py` a
+model's context window; the HTTP adapters: `adapter.py` (streamed or whole, and the
+fallback), the wire formats `openai.py` and `anthropic.py`, and the connection `http.py`.
+The HTTP names below are loaded on first use, so importing this package and running a
+scripted model never loads httpx; the function model's are loaded on first use too.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from ..errors import ScriptExhausted
+from ..errors import FunctionReplyError, ScriptExhausted
 from .base import (
     ChatModel,
     ForcedTool,
@@ -65,11 +65,17 @@ from .window import KnownWindow, context_refusal, context_window, known_window
 if TYPE_CHECKING:
     from .adapter import UnusableStreamError
     from .anthropic import AnthropicModel
+    from .function import AgentInfo, FunctionModel, ModelFunction, Reply, tool_call
     from .http import Connection, close_connections
     from .openai import OpenAIChatModel
     from .replay import ReplayMismatch, ReplayModel
 
 _ON_FIRST_USE = {
+    "AgentInfo": ".function",
+    "FunctionModel": ".function",
+    "ModelFunction": ".function",
+    "Reply": ".function",
+    "tool_call": ".function",
     "ReplayMismatch": ".replay",
     "ReplayModel": ".replay",
     "AnthropicModel": ".anthropic",
@@ -81,7 +87,8 @@ _ON_FIRST_USE = {
 
 
 def __getattr__(name: str) -> object:
-    """The HTTP adapters' and the replay model's names, imported when first asked for."""
+    """The HTTP adapters', the replay model's and the function model's names, imported when
+    first asked for."""
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -91,6 +98,12 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "AgentInfo",
+    "FunctionModel",
+    "FunctionReplyError",
+    "ModelFunction",
+    "Reply",
+    "tool_call",
     "BUILTIN_ALIASES",
     "DEFAULT_ALIAS",
     "INHERIT",

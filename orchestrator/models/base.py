@@ -55,8 +55,10 @@ class OutputSchema:
 class ModelRequest:
     """Everything one model call needs.
 
-    `agent` is the calling agent's path (`planner/summarize`); the scripted model keys its
-    replies by it and real providers ignore it. `input_tokens` is the loop's own count of this
+    `agent` is the calling agent's path (`planner/summarize`) and `run` the id of the run it
+    belongs to (its trace's `run_id`; "" for a call made outside any run): the scripted model
+    keeps its place in the script per run and agent, so concurrent runs of one agent never take
+    each other's turns; real providers ignore both. `input_tokens` is the loop's own count of this
     request, for adapters that report no usage. `emit` records an event in the calling agent's
     trace (an adapter reports waits for a concurrency slot and retries through it). `text`
     hands the reply's text to `on_text` as it arrives: a stream's fragments one by one, or a
@@ -70,6 +72,7 @@ class ModelRequest:
     tool_choice: ToolChoice = "auto"
     max_output_tokens: int = 4096
     agent: str = "agent"
+    run: str = ""
     input_tokens: int | None = None
     on_event: Callable[..., None] | None = None
     on_text: Callable[[str], None] | None = None

@@ -1,7 +1,9 @@
 """A deterministic model that replays a script of turns, keyed by agent.
 
 Tests and offline examples run every real path (tools, skills, the DAG, the budget, the trace)
-with only the model's decisions written down in advance.
+with only the model's decisions written down in advance. Each run follows the script on its
+own (a request says which run it belongs to: `ModelRequest.run`), so one model serves
+concurrent runs of one agent, each from the first turn.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ class ScriptedModel(Model):
     """Replays `{agent: [turn, ...]}`; the key `"*"` serves agents without their own list.
 
     An agent at path `planner/review` takes turns from `"planner/review"`, else `"review"`,
-    else `"*"`. A turn is `{"content": ...}` and/or `{"tool_calls": [{"name": ...,
+    else `"*"`. Each run keeps its own place in each list (and numbers its own tool calls,
+    `call_1`, `call_2`, ...): runs of one agent, at the same time or one after another, each
+    take the turns from the first; the agents of one run that share a key (`"*"`) take its
+    turns in the order they ask. A turn is `{"content": ...}` and/or `{"tool_calls": [{"name": ...,
     "arguments": {...} or a raw string}]}`. When a request disables tools, a turn with both
     answers with its content alone (as a real model would); one with calls only is a script
     error. A turn's `latency` (seconds) makes that one call slow, on top of the model's
@@ -64,22 +69,22 @@ class ScriptedModel(Model):
             max_output_tokens=max_output_tokens,
         )
         self.requests: list[ModelRequest] = []
-        self._position: dict[str, int] = dict.fromkeys(self.script, 0)
-        self._call_ids = itertools.count(1)
+        self._position: dict[tuple[str, str], int] = {}  # (run, script key): turns served
+        self._call_ids: dict[str, itertools.count[int]] = {}  # per run
         self._counter = default_counter()
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         key = self._key_for(request.agent)
-        position = self._position.get(key, 0) if key else 0
+        position = self._position.get((request.run, key), 0) if key else 0
         turns = self.script.get(key, []) if key else []
         if key is None or position >= len(turns):
             where = f"its script key {key!r} has {len(turns)} turns" if key else "no script key"
             raise ScriptExhausted(
                 f"scripted model: no turn left for agent {request.agent!r} ({where}; "
-                f"this was call {position + 1})"
+                f"this was call {position + 1} of its run)"
             )
-        self._position[key] = position + 1
+        self._position[(request.run, key)] = position + 1
         turn = turns[position]
         if turn.get("tool_calls") and request.tool_choice == "none":
             if not turn.get("content"):
@@ -92,7 +97,7 @@ class ScriptedModel(Model):
         delay = self.latency + float(turn.get("latency") or 0)
         if delay:
             await asyncio.sleep(delay)
-        message = self._message(turn)
+        message = self._message(turn, self._ids(request.run))
         if not message.tool_calls:
             request.text(message.content)
         input_tokens = self._counter.count_request(request.messages, request.tools)
@@ -106,24 +111,27 @@ class ScriptedModel(Model):
         turn's `content` is the JSON answer, as a provider's native structured output is."""
         return SCRIPTED_OUTPUT_MODES
 
-    def fast_forward(self, agent: str, calls: int) -> None:
-        """Count `calls` turns of `agent` as served already: a resumed run's earlier attempts
-        used them, and its agents go on with the turns after."""
+    def fast_forward(self, agent: str, calls: int, *, run: str) -> None:
+        """Count `calls` turns of `agent` as served already in run `run`: a resumed run's
+        earlier attempts used them, and its agents go on with the turns after."""
         key = self._key_for(agent)
         if key is None:
             return
-        start = self._position[key]
-        self._position[key] = min(len(self.script[key]), start + calls)
-        served = self.script[key][start : self._position[key]]
-        # Their calls had ids: the new ones must not repeat them.
-        self._call_ids = itertools.count(next(self._call_ids) + _calls_in(served))
+        start = self._position.get((run, key), 0)
+        end = self._position[(run, key)] = min(len(self.script[key]), start + calls)
+        # Their calls had ids: the run's new ones must not repeat them.
+        ids = self._ids(run)
+        self._call_ids[run] = itertools.count(next(ids) + _calls_in(self.script[key][start:end]))
 
     def unused_turns(self) -> dict[str, int]:
-        """How many turns each script key has left."""
+        """How many turns of each script key no run reached."""
+        reached = dict.fromkeys(self.script, 0)
+        for (_, key), position in self._position.items():
+            reached[key] = max(reached[key], position)
         return {
-            key: len(turns) - self._position[key]
+            key: len(turns) - reached[key]
             for key, turns in self.script.items()
-            if len(turns) > self._position[key]
+            if len(turns) > reached[key]
         }
 
     def assert_all_used(self) -> None:
@@ -138,9 +146,16 @@ class ScriptedModel(Model):
                 return key
         return None
 
-    def _message(self, turn: Turn) -> Message:
+    def _ids(self, run: str) -> itertools.count[int]:
+        """The numbers of run `run`'s tool calls."""
+        ids = self._call_ids.get(run)
+        if ids is None:
+            ids = self._call_ids[run] = itertools.count(1)
+        return ids
+
+    def _message(self, turn: Turn, ids: itertools.count[int]) -> Message:
         calls = [
-            ToolCall(id=f"call_{next(self._call_ids)}", name=c["name"], arguments=c["arguments"])
+            ToolCall(id=f"call_{next(ids)}", name=c["name"], arguments=c["arguments"])
             for c in turn.get("tool_calls") or ()
         ]
         return Message(

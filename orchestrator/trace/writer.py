@@ -22,6 +22,7 @@ still reaches it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 import sys
@@ -105,7 +106,11 @@ def open_trace(
             return Trace(given, secrets=secrets), True
     if _SINKS:
         return Trace(None, secrets=secrets), True
-    return NullTrace(), False
+    return NullTrace(f"unrecorded-{next(_UNRECORDED_RUNS)}"), False
+
+
+_UNRECORDED_RUNS = itertools.count(1)
+"""Numbers the runs that record nothing: their models still tell one run from another."""
 
 
 class TraceExists(ConfigError):
@@ -356,14 +361,15 @@ class Trace:
 class NullTrace(Trace):
     """The trace of a run given none: it records nothing and holds no file, no path, no
     checkpoint and no listeners. `emit` drops the event before building it; what it returns
-    is empty."""
+    is empty. `run_id` still tells the run from others (`open_trace` gives each run given no
+    trace an id unique in the process); "" for calls made outside any run."""
 
     recording = False
 
-    def __init__(self) -> None:  # none of a Trace's state: nothing is written or heard
+    def __init__(self, run_id: str = "") -> None:  # none of a Trace's state: nothing is written
         self.path = None
         self.checkpoint = None
-        self.run_id = ""
+        self.run_id = run_id
         self.attempt = 1
         self.mask = SecretMask(())
         self.skipped = 0
