@@ -262,17 +262,19 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any]
 
 
-_DIGESTS: dict[int, tuple[Sequence[ToolSpec], int, str]] = {}
+_DIGESTS: dict[tuple[int, ...], tuple[tuple[ToolSpec, ...], int, str]] = {}
 
 
 def tools_fingerprint(tools: Sequence[ToolSpec]) -> tuple[int, str]:
     """A request's tool schemas as JSON: its length in characters, and a short digest (two
     requests with the same tools array have the same one: a replay tells a changed schema by
-    it, a warm prefix is keyed by it). An agent sends the same array (the same tuple) in every
-    request, so it is serialised once: the entry keeps the tuple, so its id cannot be reused
-    by another while the entry lives."""
-    found = _DIGESTS.get(id(tools))
-    if found is not None and found[0] is tools:
+    it, a warm prefix is keyed by it). The same schema objects in the same order (every
+    request of an agent, and the sibling sub-agents of a fan-out, which share their tools'
+    schemas) are serialised once: the entry keeps the schemas, so their ids cannot be reused
+    by others while it lives."""
+    key = tuple(map(id, tools))
+    found = _DIGESTS.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], tools, strict=True)):
         return found[1], found[2]
     text = json.dumps(
         [spec.model_dump(mode="json") for spec in tools], sort_keys=True, ensure_ascii=False
@@ -280,7 +282,7 @@ def tools_fingerprint(tools: Sequence[ToolSpec]) -> tuple[int, str]:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     if len(_DIGESTS) >= 1024:
         _DIGESTS.clear()
-    _DIGESTS[id(tools)] = (tools, len(text), digest)
+    _DIGESTS[key] = (tuple(tools), len(text), digest)
     return len(text), digest
 
 

@@ -74,7 +74,7 @@ from .tasks import (
     TaskRequest,
     builtin_subagent_folders,
 )
-from .tasks.choices import Choices, merged
+from .tasks.subagents import Choices, merged
 from .trace import Listener, Trace, open_trace
 
 if TYPE_CHECKING:

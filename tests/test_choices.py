@@ -1,4 +1,4 @@
-"""The one merge rule (tasks/choices.py): choices override, limits narrow."""
+"""The one merge rule (tasks/subagents.py): choices override, limits narrow."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from orchestrator import Orchestrator, TokenBudget, ToolContext
 from orchestrator.models import ScriptedModel
 from orchestrator.security import Permissions
 from orchestrator.tasks import TaskRequest, TaskSpec
-from orchestrator.tasks.choices import RULES, Choices, merged
+from orchestrator.tasks.subagents import RULES, Choices, merged
 
 
 def test_the_most_specific_choice_wins_and_the_smallest_limit_holds() -> None:

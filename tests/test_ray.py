@@ -189,6 +189,57 @@ def test_a_goal_forks_onto_ray_from_the_python_api(tmp_path: Path) -> None:
     assert {e["executor"] for e in starts} == {"ray"} and len(starts) == 6
 
 
+def test_two_runs_of_one_orchestrator_on_ray_cancel_and_finish_independently(
+    tmp_path: Path,
+) -> None:
+    """Each run sends its forks through its own session (a view of the fork extension), so
+    one run's start or end never moves the other's tasks; one is cancelled, the other ends."""
+    from orchestrator.ray import RayExecutor
+
+    tasks = [{"id": f"t{i}", "task": f"Part {i}."} for i in range(3)]
+    script = {
+        "planner": [
+            {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+            {"content": "joined"},
+        ],
+        **{f"planner/t{i}": [{"content": f"part {i} done", "latency": 1.5}] for i in range(3)},
+    }
+    (tmp_path / "s.yaml").write_text(json.dumps(script), encoding="utf-8")
+    orch = Orchestrator(
+        f"scripted:{tmp_path / 's.yaml'}",
+        max_tokens=100_000,
+        executor=RayExecutor(workers=2),
+    )
+
+    async def both() -> tuple[Any, BaseException | Any]:
+        started = asyncio.Event()
+
+        def on_event(event: TraceEvent) -> None:
+            if event.type == "task_start":
+                started.set()
+
+        with Trace(tmp_path / "cut.jsonl", listeners=[on_event]) as cut_trace:
+            kept = asyncio.create_task(orch.run("go", trace=tmp_path / "kept.jsonl"))
+            cut = asyncio.create_task(orch.run("go", trace=cut_trace))
+            await started.wait()
+            cut.cancel()
+            outcome = (await asyncio.gather(cut, return_exceptions=True))[0]
+            return await kept, outcome
+
+    kept, outcome = asyncio.run(both())
+    assert isinstance(outcome, asyncio.CancelledError)
+    assert kept.status == "completed" and kept.output == "joined"
+    assert [(c.id, c.status) for c in kept.children] == [(f"t{i}", "completed") for i in range(3)]
+    for name in ("kept", "cut"):
+        starts = [e for e in trace_lines(tmp_path / f"{name}.jsonl") if e["type"] == "task_start"]
+        assert {e["executor"] for e in starts} == {"ray"}, name
+        assert {e["id"] for e in starts} <= {f"t{i}" for i in range(3)}, name
+    kept_ends = [e for e in trace_lines(tmp_path / "kept.jsonl") if e["type"] == "task_end"]
+    assert sorted(e["status"] for e in kept_ends) == ["completed"] * 3
+    cut_ends = [e for e in trace_lines(tmp_path / "cut.jsonl") if e["type"] == "run_end"]
+    assert cut_ends and cut_ends[-1]["status"] == "cancelled"
+
+
 def test_two_hundred_tasks_never_overdraw_a_tight_shared_budget(tmp_path: Path) -> None:
     from orchestrator.ray import RayExecutor
 

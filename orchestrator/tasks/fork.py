@@ -72,10 +72,9 @@ from ..skills.allowed import ToolLimit, ToolRule, allowed_tools_mode, tool_rule
 from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclosure
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
-from .choices import Choices, merged
 from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
 from .scheduler import GraphError, GraphRun, LocalExecutor, Slots, lend, task_graph
-from .subagents import GENERAL, GENERAL_AGENT, SubagentDef, SubagentRegistry
+from .subagents import GENERAL, GENERAL_AGENT, Choices, SubagentDef, SubagentRegistry, merged
 
 if TYPE_CHECKING:
     from ..agent import OutputSpec
@@ -102,7 +101,7 @@ class StepOutput:
     retries: int = DEFAULT_OUTPUT_RETRIES
 
     def choices(self) -> dict[str, Any]:
-        """As a level's `Choices` (tasks/choices.py)."""
+        """As a level's `Choices` (tasks/subagents.py)."""
         return {"output": self.spec, "output_mode": self.mode, "output_retries": self.retries}
 
 
@@ -146,7 +145,7 @@ class ForkSettings:
     """Whether sub-agents get the `note` tool, unless their definition says."""
 
     def choices(self) -> Choices:
-        """What the run chooses for its agents, the last level of tasks/choices.py."""
+        """What the run chooses for its agents: the last level of `merged`."""
         return Choices(
             compaction=self.compaction,
             note=self.note,

@@ -17,13 +17,27 @@ warning; a file that cannot be understood is left out with a warning naming it a
 problem); `check_subagent_folder` is strict and reports every problem. The first folder on
 the search path wins when two files share a name. A general-purpose agent, `general`, always
 exists.
+
+A definition is one of the levels that choose an agent's settings, most specific first: the
+call (a job step's own fields, or what the caller passes), the task a `fork` call gives, the
+sub-agent definition that runs it, and the run (the orchestrator's settings, a job's
+defaults). Each says what it chooses in `Choices` and leaves the rest as None; `merged`
+applies the one rule, written here once:
+
+- a choice **overrides**: the most specific level that makes one wins (the model, the
+  answer's type, mode and retries, compaction, the `note` tool);
+- a limit only **narrows**: the smallest any level gives holds (the step cap, the token cap).
+
+Permissions narrow too, by another road: an agent's are its parent's, only ever restricted
+(security/permissions.py); the token budget is one for the whole tree, each cap within it.
+docs/architecture.md has the table.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,9 +52,8 @@ from pydantic import (
 
 from ..agent import DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
 from ..errors import ConfigError, SafetyWarning
-from ..models import INHERIT, ModelSettings
+from ..models import INHERIT, ChatModel, ModelSettings
 from ..skills.discovery import shipped_folder
-from .choices import Choices
 from .subagent_files import CLAUDE_ONLY, NAME, NO_EFFECT, DefinitionError, read_definition
 
 if TYPE_CHECKING:
@@ -52,6 +65,48 @@ GENERAL_PROMPT = (
     "tools and skills available to you, and finish with a complete, self-contained answer: "
     "the agent that gave you the task sees only your final message."
 )
+
+
+# --- How the levels of a run choose an agent's settings ------------------------------------
+
+Rule = Literal["override", "narrow"]
+
+
+def _choice(rule: Rule) -> Any:
+    return field(default=None, metadata={"rule": rule})
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What one level says of an agent's settings; None where it says nothing."""
+
+    model: ChatModel | None = _choice("override")
+    output: OutputSpec[Any] | None = _choice("override")
+    """What its answer must be."""
+    output_mode: OutputMode | None = _choice("override")
+    output_retries: int | None = _choice("override")
+    compaction: CompactionStrategy | None = _choice("override")
+    note: bool | None = _choice("override")
+    max_steps: int | None = _choice("narrow")
+    max_tokens: int | None = _choice("narrow")
+
+
+RULES: dict[str, Rule] = {f.name: f.metadata["rule"] for f in fields(Choices)}
+"""Each setting and how its levels merge (the table in docs/architecture.md)."""
+
+
+def merged(*levels: Choices) -> Choices:
+    """`levels`, most specific first, merged by the one rule: for a choice the first level
+    that makes one; for a limit the smallest given."""
+    chosen: dict[str, Any] = {}
+    for name, rule in RULES.items():
+        given = [value for level in levels if (value := getattr(level, name)) is not None]
+        if given:
+            chosen[name] = min(given) if rule == "narrow" else given[0]
+    return Choices(**chosen)
+
+
+# --- Definitions ----------------------------------------------------------------------------
 
 
 class RemoteAgent(BaseModel):
@@ -184,7 +239,7 @@ class SubagentDef(BaseModel):
         return self.skills == "*" or skill in self.skills
 
     def choices(self) -> Choices:
-        """What the definition chooses for the agents it runs (tasks/choices.py); its model
+        """What the definition chooses for the agents it runs (`merged`); its model
         is resolved by the run, only where it is the one chosen."""
         return Choices(
             output=self.output_spec,
