@@ -42,7 +42,6 @@ from .jobs.outputs import WorkspaceRecord
 from .jobs.preflight import Preflight, job_catalog, preflight
 from .models import (
     ChatModel,
-    Model,
     ModelAliases,
     ModelRef,
     ModelSettings,
@@ -52,6 +51,7 @@ from .models import (
     TextTap,
     output_cap,
     price_of,
+    priced_by,
 )
 from .models.prices import STANDARD_PRICES, Price, unpriced
 from .parts import Slot
@@ -190,7 +190,9 @@ class Orchestrator:
         self.max_cost = max_cost
         self.aliases = aliases or ModelAliases.standard(environ=self.environ)
         self._models = ResolvedModels(
-            aliases=self.aliases, environ=self.environ, prepare=self._price_own
+            aliases=self.aliases,
+            environ=self.environ,
+            prepare=priced_by(self.prices, required=max_cost is not None),
         )
         self.model: ChatModel = (
             self._price_given(model) if isinstance(model, ChatModel) else self._models.get(model)
@@ -307,14 +309,6 @@ class Orchestrator:
         if model is None:
             return self.model
         return self._models.get(model)
-
-    def _price_own(self, model: ChatModel) -> ChatModel:
-        """A model this orchestrator built from settings, given its price from the run's
-        table (the object is this orchestrator's own)."""
-        price = self._checked_price(model)
-        if isinstance(model, Model) and model.price is None:
-            model.price = price
-        return model
 
     def _price_given(self, model: ChatModel) -> ChatModel:
         """A model the caller passed in: priced by the run's table through a wrapper, so the

@@ -45,7 +45,10 @@ from ..models import (
     ModelResponse,
     ModelSettings,
     ModelWrapper,
+    ResolvedModels,
+    priced_by,
 )
+from ..models.prices import STANDARD_PRICES
 from ..models.replay import ReplayMismatch, ReplayModel
 from ..planner import Orchestrator
 from ..security import SecretMask, secrets_from_environment
@@ -674,9 +677,13 @@ class EvalRunner:
     def _judge(self, model: str | None, job: Job) -> Judge:
         key = model or ""
         if key not in self._judges:
-            resolver = Orchestrator.from_job(job)
-            chosen: ModelRef | None = model
-            judge_model = resolver.resolve(chosen) if chosen else resolver.model
+            models = ResolvedModels(
+                aliases=ModelAliases.standard(job.models),
+                environ=job.environment(),
+                prepare=priced_by(STANDARD_PRICES.over(job.price_overrides())),
+            )
+            chosen: ModelRef = model or job.model
+            judge_model = models.get(chosen)
             budget = self.budget.scoped(None) if self.budget is not None else TokenBudget()
             self._judges[key] = Judge(judge_model, budget)
         return self._judges[key]

@@ -32,6 +32,7 @@ from .base import (
     output_cap,
     output_modes_of,
     price_of,
+    priced_by,
     unsupported_mode,
     unwrap,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "output_cap",
     "output_modes_of",
     "price_of",
+    "priced_by",
     "unsupported_mode",
     "unwrap",
     "check_model",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..messages import Message, ToolSpec, Usage
-from .prices import STANDARD_PRICES, Price, PriceTable
+from .prices import STANDARD_PRICES, Price, PriceTable, unpriced
 from .settings import AnthropicOptions, WireOptions
 from .settings import OutputMode as OutputMode  # defined beside the presets that name it
 
@@ -208,6 +208,22 @@ def price_of(model: ChatModel, table: PriceTable = STANDARD_PRICES) -> Price | N
         # Anthropic bills one-hour cache writes at twice the input price, not 1.25x.
         return found.model_copy(update={"cache_write": 2 * found.input})
     return found
+
+
+def priced_by(table: PriceTable, *, required: bool = False) -> Callable[[ChatModel], ChatModel]:
+    """How a run prepares each model it builds (`ResolvedModels(prepare=...)`): its price
+    from `table` set on it, a model's own price kept; `required` (a money cap): a model with
+    none is refused."""
+
+    def prepare(model: ChatModel) -> ChatModel:
+        price = price_of(model, table)
+        if price is None and required:
+            raise unpriced(model.name)
+        if isinstance(model, Model) and model.price is None:
+            model.price = price
+        return model
+
+    return prepare
 
 
 def output_cap(model: ChatModel) -> int | None:
