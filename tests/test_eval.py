@@ -457,6 +457,26 @@ def test_a_bad_eval_file_gets_every_problem_with_its_path(tmp_path: Path) -> Non
     assert "variants[1]: two variants are named 'v'" in problems
 
 
+def test_a_wrong_field_in_an_eval_file_is_named_in_the_users_words(tmp_path: Path) -> None:
+    """A field that takes a list or a path: its problems say neither pydantic's branch tags
+    nor the branch the value was not of."""
+    eval_folder(tmp_path)
+    inline = write_eval(tmp_path, {"cases": [{"id": "a", "inputz": {}}]})
+    with pytest.raises(EvalError) as error:
+        load_eval(inline)
+    assert [str(p) for p in error.value.problems] == [
+        "cases[0].inputz: unknown field 'inputz' (did you mean 'inputs'?); expected one of: "
+        "id, inputs, expected, files, copies, scorers"
+    ]
+    number = write_eval(tmp_path, {"cases": 12}, name="n.eval.yaml")
+    with pytest.raises(EvalError) as error:
+        load_eval(number)
+    assert [str(p) for p in error.value.problems] == [
+        "cases: expected a list or a path, got the number 12"
+    ]
+    assert "function-after" not in str(error.value) and "list[" not in str(error.value)
+
+
 def test_a_bad_job_is_reported_as_the_evals_problem(tmp_path: Path) -> None:
     root = eval_folder(tmp_path)
     path = root / "inline.eval.yaml"

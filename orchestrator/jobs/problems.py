@@ -7,6 +7,7 @@ and what was found. Loaded only when a spec has a problem to say.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Sequence
 from typing import Any, get_args
 
@@ -46,15 +47,50 @@ def describe(value: Any) -> str:
 
 
 def problems_from(error: ValidationError, model: type[BaseModel]) -> list[Problem]:
-    """Translate pydantic's errors on `model` into Problems with paths and plain messages."""
+    """Translate pydantic's errors on `model` into Problems with paths and plain messages.
+
+    A field that takes one of several kinds (`cases: list[Case] | Location`) gets an error
+    from each kind pydantic tried, under a tag naming the kind in pydantic's words
+    (`list[Case]`, `function-after[...]`): the tags are left out of the path, and where the
+    value was of one kind (a list) only that kind's errors are said; where it was of none,
+    one problem says every kind the field takes."""
     problems = []
+    tried: dict[tuple[str | int, ...], list[ErrorDetails]] = {}
     for detail in error.errors():
-        loc, message = detail["loc"], _message(detail, model)
-        if loc[-1:] == ("[key]",):
-            # pydantic puts a mapping key's own error at (..., key, "[key]").
-            loc, message = loc[:-2], f"key {loc[-2]!r}: {message}"
-        problems.append(Problem(format_path(loc), message))
+        where = next((i for i, part in enumerate(detail["loc"]) if _is_tag(part)), None)
+        if where is None:
+            problems.append(_problem(detail, model))
+            continue
+        loc = detail["loc"]
+        untagged = ErrorDetails(**{**detail, "loc": tuple(p for p in loc if not _is_tag(p))})
+        tried.setdefault(tuple(loc[:where]), []).append(untagged)
+    for field, details in tried.items():
+        inside = [d for d in details if d["loc"] != field or d["type"] not in _EXPECTED]
+        if inside:
+            problems += [_problem(d, model) for d in inside]
+            continue
+        kinds = dict.fromkeys(_EXPECTED[d["type"]].removeprefix("expected ") for d in details)
+        value = details[0].get("input")
+        problems.append(
+            Problem(format_path(field), f"expected {' or '.join(kinds)}, got {describe(value)}")
+        )
     return problems
+
+
+_TAG = re.compile(r"[a-z][a-z-]*\[.*\]|[A-Z]\w*|str|int|float|bool|none", re.DOTALL)
+
+
+def _is_tag(part: str | int) -> bool:
+    """Whether a part of an error's location names a kind pydantic tried, not a field."""
+    return isinstance(part, str) and _TAG.fullmatch(part) is not None
+
+
+def _problem(detail: ErrorDetails, model: type[BaseModel]) -> Problem:
+    loc, message = detail["loc"], _message(detail, model)
+    if loc[-1:] == ("[key]",):
+        # pydantic puts a mapping key's own error at (..., key, "[key]").
+        loc, message = loc[:-2], f"key {loc[-2]!r}: {message}"
+    return Problem(format_path(loc), message)
 
 
 _EXPECTED = {
