@@ -79,10 +79,29 @@ async def run_eval(loaded: LoadedEval, options: EvalOptions) -> EvalResult:
     result = EvalResult(progress, summary, options.results_file, lines)
     if loaded.spec.baseline is not None:
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        text = json.dumps(benchmark(summary, lines, when), indent=2, default=str)
+        found = benchmark(
+            summary,
+            lines,
+            when,
+            skill_path=str(loaded.skill) if loaded.skill is not None else None,
+            executor_model=_executor_model(runner, options),
+        )
+        text = json.dumps(found, indent=2, default=str)
         result.benchmark = options.results_file.parent / "benchmark.json"
         result.benchmark.write_text(text + "\n", encoding="utf-8")
     return result
+
+
+def _executor_model(runner: EvalRunner, options: EvalOptions) -> str | None:
+    """The model the eval's runs were made with: `--model`, else the variants' (a variant
+    without one runs the job's); None where they differ."""
+    if options.model is not None:
+        return options.model
+    models = {str(v.model) if v.model is not None else None for v in runner.variants}
+    if None in models and runner.cases:
+        models.discard(None)
+        models.add(runner.loaded.job_for(runner.variants[0], runner.cases[0]).model.name)
+    return models.pop() if len(models) == 1 else None
 
 
 def run_eval_sync(loaded: LoadedEval, options: EvalOptions) -> EvalResult:

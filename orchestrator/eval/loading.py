@@ -55,6 +55,9 @@ class LoadedEval:
     variants: list[Variant]
     functions: dict[str, ScoreFunction]
     """The Python scorers' functions, by their `python:` text."""
+    skill: Path | None = None
+    """The skill folder an eval made from its `evals.json` measures (benchmark.json's
+    `skill_path`); None for an eval file."""
 
     @property
     def folder(self) -> Path:

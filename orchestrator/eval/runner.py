@@ -571,11 +571,14 @@ class EvalRunner:
         self, planned: Planned, record: RunRecord, job: Job, sidecar: dict[str, Any]
     ) -> tuple[list[Score], dict[str, Verdict]]:
         scorers = self.loaded.scorers_for(planned.case)
-        if not any(s.status is not None for s in scorers):
+        implicit = not any(s.status is not None for s in scorers)
+        if implicit:  # without a status check of its own, a run must complete
             scorers = [Scorer(status="completed"), *scorers]
         verdicts: dict[str, Verdict] = {}
         grade = self._grader(planned, job, sidecar, verdicts)
         found = [await score(s, record, self.loaded.functions, grade) for s in scorers]
+        if implicit:
+            found[0] = found[0].model_copy(update={"implicit": True})
         return found, verdicts
 
     def _grader(

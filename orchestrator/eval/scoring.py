@@ -34,6 +34,9 @@ class Score(BaseModel):
     passed: bool
     score: float
     reason: str = ""
+    implicit: bool = False
+    """The status check a run is held to when its eval gives none (`completed`): counted in
+    the run's pass, not among benchmark.json's expectations."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import random
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -475,7 +475,8 @@ def with_without_eval(files: EvalFiles, options: SkillEvalOptions) -> SkillEval:
         ],
         "baseline": "without_skill",
     }
-    return SkillEval("evals", _load(files.evals, spec), files)
+    loaded = replace(_load(files.evals, spec), skill=files.folder.resolve())
+    return SkillEval("evals", loaded, files)
 
 
 def _load(source: Path, spec: dict[str, Any]) -> LoadedEval:

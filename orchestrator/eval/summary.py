@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -474,15 +475,25 @@ def _query(text: str) -> str:
     return line if len(line) <= 100 else line[:97] + "..."
 
 
-def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[str, Any]:
-    """The eval in skill-creator's `benchmark.json` layout, so its viewer and other tools
-    read it: each run as a `configuration` (the variant) with its `result` (`pass_rate`: the
-    share of its checks that passed), and `run_summary` per configuration (`pass_rate`,
-    `time_seconds`, `tokens`: mean, stddev, min, max) with the `delta` of the first other
-    variant over the baseline."""
+def benchmark(
+    summary: EvalSummary,
+    lines: Sequence[Line],
+    when: str,
+    *,
+    skill_path: str | None = None,
+    executor_model: str | None = None,
+) -> dict[str, Any]:
+    """The eval in skill-creator's `benchmark.json` layout, so its viewer and graders read
+    it: each run as a `configuration` (the variant) with its `result` (`pass_rate`: the share
+    of its expectations, the eval's own checks, that passed; the status check a run is held
+    to without one of its own is shown apart, as `status` and `completed`), and
+    `run_summary` per configuration (`pass_rate`, `time_seconds`, `tokens`: mean, stddev,
+    min, max) with the `delta` of the first other variant over the baseline. `metadata`
+    says the skill's folder (`skill_path`), the model that ran it (`executor_model`) and
+    `runs_per_configuration`, the runs of each eval in each configuration."""
     runs: list[dict[str, Any]] = []
     for line in lines:
-        scores = line.get("scores") or []
+        scores = [s for s in line.get("scores") or [] if not s.get("implicit")]
         passed = sum(bool(s.get("passed")) for s in scores)
         runs.append(
             {
@@ -499,6 +510,8 @@ def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[st
                     "tokens": (line.get("usage") or {}).get("total_tokens", 0),
                     "tool_calls": len(line.get("tools_called") or []),
                     "errors": int(errored(line)),
+                    "status": line.get("status"),
+                    "completed": line.get("status") == "completed",
                 },
                 "expectations": [
                     {
@@ -528,15 +541,15 @@ def benchmark(summary: EvalSummary, lines: Sequence[Line], when: str) -> dict[st
             key: f"{top[key]['mean'] - base[key]['mean']:+.{2 if key == 'pass_rate' else 1}f}"
             for key in ("pass_rate", "time_seconds", "tokens")
         }
+    per_eval = Counter((r["configuration"], str(r["eval_id"])) for r in runs)
     return {
         "metadata": {
             "skill_name": summary.name,
+            "skill_path": skill_path,
+            "executor_model": executor_model,
             "timestamp": when,
             "evals_run": list(dict.fromkeys(line.get("case") for line in lines)),
-            "runs_per_configuration": max(
-                (sum(1 for r in runs if r["configuration"] == row.name) for row in summary.rows),
-                default=0,
-            ),
+            "runs_per_configuration": max(per_eval.values(), default=0),
         },
         "runs": runs,
         "run_summary": run_summary,
