@@ -134,6 +134,7 @@ def check_figures(cwd: Path, summaries: list[dict[str, Any]]) -> None:
         assert checks["no_tool_errors"]["passed"]
         assert checks["judge"]["passed"] == with_skill
     benchmark = json.loads((cwd / "out" / "data" / "evals" / "benchmark.json").read_text())
+
     # skill-creator's pass rate is a run's share of its expectations passed (the eval's own
     # checks; the status a run is held to without one is apart): the baseline passes one (no
     # tool failed), so the delta is less than the lift in whole runs.
