@@ -1,8 +1,7 @@
 """The built-in skills ship inside the package: a regular (non-editable) build finds them.
 
-The build runs setuptools' `build_py` offline on a copy of the project, which is what a wheel
-is made of; `pip install .` does the same through a build backend (checked by hand, see
-docs/skills.md). No network is needed.
+The build runs the project's build backend (hatchling) offline on a copy of the project and
+unpacks the wheel it makes, which is what `pip install .` installs. No network is needed.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -24,9 +24,9 @@ BUILTINS = ["data", "files", "http", "python", "shell"]
 def copy_project(target: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     target.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, target / name)
-    for name in ("orchestrator", "skills"):
+    for name in ("orchestrator", "skills", "subagents"):
         shutil.copytree(ROOT / name, target / name, symlinks=True, ignore=ignore)
     # A stray compiled file in a skill folder must not be shipped.
     (target / "skills" / "files" / "__pycache__").mkdir()
@@ -34,27 +34,22 @@ def copy_project(target: Path) -> Path:
     return target
 
 
-@pytest.mark.slow  # a setuptools build of a copy of the project
+@pytest.mark.slow  # a wheel built from a copy of the project
 def test_a_regular_build_ships_the_builtin_skills(tmp_path: Path) -> None:
-    if importlib.util.find_spec("setuptools") is None:
-        pytest.skip("setuptools is not installed")
+    if importlib.util.find_spec("hatchling") is None:
+        pytest.skip("hatchling (the build backend, in the [dev] extra) is not installed")
     source = copy_project(tmp_path / "source")
-    built = tmp_path / "site"
     subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from setuptools import setup; setup()",
-            "-q",
-            "build_py",
-            "--build-lib",
-            str(built),
-        ],
+        [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path / "dist")],
         cwd=source,
         check=True,
         capture_output=True,
         timeout=120,
     )
+    (wheel,) = (tmp_path / "dist").glob("orchestrator-*.whl")
+    built = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(built)
     shipped = built / "orchestrator" / "_builtin" / "skills"
     assert shipped.is_dir() and not shipped.is_symlink()
     assert sorted(p.name for p in shipped.iterdir()) == BUILTINS
@@ -63,7 +58,8 @@ def test_a_regular_build_ships_the_builtin_skills(tmp_path: Path) -> None:
             ROOT / "skills" / name / "SKILL.md"
         ).read_text()
         assert (shipped / name / "tools.py").is_file()
-    assert not list(shipped.rglob("__pycache__"))
+    assert not list(shipped.rglob("__pycache__")) and not list(built.rglob("*.pyc"))
+    assert sorted(p.name for p in (built / "orchestrator" / "_builtin" / "subagents").iterdir())
     # So do the HTML report's stylesheet and script.
     report = built / "orchestrator" / "report"
     assert (report / "report.css").is_file() and (report / "report.js").is_file()

@@ -3,6 +3,8 @@ the way down. `.ci/run` runs the same check; this test keeps it in the test run 
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -43,3 +45,33 @@ def test_a_pydantic_constructor_is_checked_with_its_fields_types(tmp_path: Path)
     assert done.returncode == 1, done.stdout + done.stderr
     for field in ('"agent"', '"status"', '"steps"'):
         assert f'Argument {field} to "RunResult"' in done.stdout, done.stdout
+
+
+def _editable_here() -> bool:
+    """Whether the installed package is this checkout, installed editable (as README says)."""
+    try:
+        found = importlib.metadata.distribution("orchestrator").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    url = json.loads(found or "{}")
+    return bool(url.get("dir_info", {}).get("editable")) and url.get("url") == ROOT.as_uri()
+
+
+@pytest.mark.slow
+def test_an_editable_install_is_seen_by_mypy(tmp_path: Path) -> None:
+    """`pip install -e .` puts the checkout on the path in a way type checkers read too: a
+    user's code outside the checkout is checked against the package's own types."""
+    if not _editable_here():
+        pytest.skip("the package is not installed editable from this checkout")
+    (tmp_path / "mine.py").write_text(
+        "from orchestrator import Agent, RunResult\n\n"
+        "def answer(result: RunResult) -> int:\n"
+        "    return result.status\n"
+    )
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "mine.py"]
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    done = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env
+    )
+    assert "Cannot find implementation" not in done.stdout, done.stdout
+    assert 'Incompatible return value type (got "Literal[' in done.stdout, done.stdout
