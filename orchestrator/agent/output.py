@@ -19,7 +19,10 @@ model can act on.
 - `prompted`: the schema is in the system prompt, and the answer's text is parsed.
 
 In the tool and native modes the schema must be an object: a scalar or a union is wrapped as
-`{"result": ...}`. An answer's text may sit in a ```json fence. An answer that does not
+`{"result": ...}`. An answer's text may sit in a ```json fence. A JSON Schema is compiled once,
+within bounds (bounded_schema.py), and answers are read in a worker thread. An answer holding
+what JSON's numbers and text cannot (NaN, an infinity, a lone surrogate), or nested more than
+`MAX_ANSWER_DEPTH` deep, is not valid whatever the type. An answer that does not
 validate goes back to the model as an observation naming the failing fields (the final tool's
 error result, or a user message) up to `retries` times, each try a model call on the same
 budget and step cap; after that, or when no step is left, the run ends as `output_invalid` with
@@ -187,7 +190,7 @@ class OutputSpec(Generic[T]):
 
     def validate(self, data: Any, *, wrapped: bool = False) -> T:
         """A JSON value as a `T`; `wrapped`: the value is `data["result"]` when the spec wraps.
-        Raises OutputInvalid naming the fields that fail."""
+        Raises OutputInvalid naming the fields that fail (and those JSON cannot hold)."""
         prefix = ""
         if wrapped and self.wrapped:
             if not isinstance(data, dict) or set(data) != {WRAP_KEY}:
