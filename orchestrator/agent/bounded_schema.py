@@ -25,17 +25,19 @@ once when the schema is compiled (`compile_schema`), before any answer is read:
 Answers are then checked by the schema's draft's validator with `pattern`,
 `patternProperties` and `additionalProperties` on those RE2 patterns, `uniqueItems` in linear
 time, and a meter: each keyword checked costs one (plus one per entry of a list or map it
-holds), and past `MAX_CHECKS` the check stops (`TooCostly`), so no answer, however it meets
-the schema, keeps it going.
+holds, and `ERROR_COST` per failure found), and past `MAX_CHECKS` the check stops
+(`TooCostly`): no answer keeps it going, however its parts multiply the schema's branches
+(an `anyOf` of two recursive branches is 2^40 checks of a list nested 40 deep). The caller
+checks answers in a worker thread (agent/output.py), so the event loop goes on meanwhile.
 """
 
 from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 
 import jsonschema
@@ -72,8 +74,9 @@ _REFUSED = {
     "unevaluatedProperties": "use additionalProperties",
     "unevaluatedItems": "use items",
 }
-# Where a schema holds schemas: on the same value, in the value's parts, or aside ($defs,
-# reached only through a $ref).
+# Where a schema holds schemas: checked on the same value, on the value's parts, or on none
+# (aside: $defs, reached only through a $ref).
+_Kind = Literal["same", "into", "aside"]
 _SAME_ONE = ("not", "if", "then", "else")
 _SAME_LIST = ("allOf", "anyOf", "oneOf")
 _SAME_MAP = ("dependentSchemas", "dependencies")
@@ -107,9 +110,11 @@ _CHECK: contextvars.ContextVar[_Check] = contextvars.ContextVar("schema_check")
 
 @dataclass(frozen=True)
 class _Edge:
-    where: str  # a JSON pointer to the child
+    """A schema inside another: where (a JSON pointer), and what it is checked on."""
+
+    where: str
     child: Any
-    kind: str  # "same" (the same value), "into" (a part of it), "aside" ($defs)
+    kind: _Kind
 
 
 class BoundedSchema:
@@ -181,11 +186,12 @@ def _subschemas(node: Any, where: str) -> Iterator[_Edge]:
     def at(*parts: object) -> str:
         return "/".join([where, *(str(p).replace("~", "~0").replace("/", "~1") for p in parts)])
 
-    for kind, ones, lists, maps in (
+    groups: tuple[tuple[_Kind, Sequence[str], Sequence[str], Sequence[str]], ...] = (
         ("same", _SAME_ONE, _SAME_LIST, _SAME_MAP),
         ("into", _INTO_ONE, _INTO_LIST, _INTO_MAP),
         ("aside", (), (), _ASIDE_MAP),
-    ):
+    )
+    for kind, ones, lists, maps in groups:
         for key in ones:
             if isinstance(node.get(key), dict | bool):
                 yield _Edge(at(key), node[key], kind)
