@@ -314,11 +314,13 @@ def alias_bomb() -> str:
 def write_hostile_schemas(folder: Path) -> list[dict[str, Any]]:
     """Schema files a hostile hand wrote beside a spec, and the steps that name them."""
     (folder / "deep.json").write_text('{"items": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (folder / "deep.yaml").write_text("items: " + "[" * 100_000 + "]" * 100_000 + "\n")
     (folder / "bomb.yaml").write_text(alias_bomb())
     (folder / "fan.json").write_text(json.dumps(FAN_OUT))
     backreference = {"type": "string", "pattern": r"^(a+)+\1$"}
     return [
         {"id": "deep", "task": "x", "output_schema": "deep.json"},
+        {"id": "deeper", "task": "x", "output_schema": "deep.yaml"},
         {"id": "bomb", "task": "x", "output_schema": "bomb.yaml"},
         {"id": "fan", "task": "x", "output_schema": "fan.json"},
         {"id": "self", "task": "x", "output_schema": SELF},
@@ -340,14 +342,16 @@ def test_validate_names_each_hostile_schema_by_its_file_and_field(tmp_path: Path
     expected = [
         f"steps[0].output_schema: the schema file {tmp_path / 'deep.json'} is not valid JSON: "
         "the JSON is nested too deeply",
-        f"steps[1].output_schema: the schema file {tmp_path / 'bomb.yaml'} is not valid YAML: "
+        f"steps[1].output_schema: the schema file {tmp_path / 'deep.yaml'} is not valid YAML: "
+        "line 1, column 1007: refused: it is nested more than 1000 deep",
+        f"steps[2].output_schema: the schema file {tmp_path / 'bomb.yaml'} is not valid YAML: "
         "line 1, column 1: refused: its aliases expand it by",
-        f"steps[2].output_schema: the schema file {tmp_path / 'fan.json'}: the output schema "
+        f"steps[3].output_schema: the schema file {tmp_path / 'fan.json'}: the output schema "
         "at #/$defs/d",
-        "steps[3].output_schema: the output schema refers to itself without going into the "
+        "steps[4].output_schema: the output schema refers to itself without going into the "
         "answer (# -> #)",
-        "steps[4].output_schema: the output schema refers to itself",
-        "steps[5].output_schema: the output schema's pattern '^(a+)+\\\\1$' at #/pattern is "
+        "steps[5].output_schema: the output schema refers to itself",
+        "steps[6].output_schema: the output schema's pattern '^(a+)+\\\\1$' at #/pattern is "
         "refused",
     ]
     for line in expected:
