@@ -677,10 +677,6 @@ def _pydantic_problems(exc: ValidationError) -> list[tuple[str, str]]:
     return problems
 
 
-def _path(parts: Sequence[object]) -> str:
-    return ".".join(str(part) for part in parts)
-
-
 def _not_json(data: Any) -> list[tuple[str, str]]:
     """Where a value read from an answer holds what JSON's numbers and text cannot be:
     Python's reader takes `NaN`, `Infinity` and `1e999` as floats that are not finite, and
