@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from cli_process import orchestrator
 from provider_server import ProviderServer
 from pydantic import BaseModel, Field
 from trace_lines import into, trace_lines
@@ -679,3 +680,150 @@ def test_an_output_mode_without_an_output_type_is_refused_when_the_agent_is_buil
     with pytest.raises(ConfigError, match="output_mode is set, but there is no output_type"):
         Agent(model, output_mode="tool")
     assert Agent(model).output is None
+
+
+# Answers that are not JSON's numbers and text: sent back once more, with the reason.
+
+
+def strict_json(text: str) -> Any:
+    """JSON read as the standard has it: `NaN` and `Infinity` are not numbers."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} in what should be strict JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+class Total(BaseModel):
+    total: float
+
+
+@pytest.mark.parametrize(
+    "output_type",
+    [Total, {"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]}],
+    ids=["pydantic", "json-schema"],
+)
+def test_nan_and_infinite_numbers_go_back_and_never_reach_the_text_or_the_trace(
+    output_type: Any, tmp_path: Path
+) -> None:
+    answers = ['{"total": NaN}', '{"total": 1e999}', '{"total": -Infinity}', '{"total": 3.5}']
+    model = ScriptedModel({"*": [{"content": answer} for answer in answers]})
+    agent = Agent(model, output_type=output_type, output_retries=3)
+
+    result = agent.run_sync("Add up.", trace=tmp_path / "t.jsonl")
+
+    assert (result.status, result.validated, result.data) == ("completed", True, {"total": 3.5})
+    notes = [m.content or "" for m in result.messages if m.role == "user"][1:]
+    assert [note.splitlines()[:2] for note in notes] == [
+        [
+            "[orchestrator] The answer is not JSON's numbers and text:",
+            f"- total: {shown} is not a JSON number; write a finite number",
+        ]
+        for shown in ("NaN", "an infinite number", "an infinite number")
+    ]
+    assert strict_json(result.text) == {"total": 3.5}
+    for line in (tmp_path / "t.jsonl").read_text().splitlines():
+        strict_json(line)
+
+
+def test_a_required_number_that_is_nan_is_never_validated_as_null() -> None:
+    """pydantic reads NaN as a float and writes it as null: the answer must not pass."""
+    model = ScriptedModel({"*": [{"content": '{"total": NaN}'}] * 2})
+
+    result = Agent(model, output_type=Total, output_retries=1).run_sync("Add up.")
+
+    assert (result.status, result.validated, result.data) == ("output_invalid", False, None)
+    assert result.error == (
+        "The answer is not JSON's numbers and text:\n"
+        "- total: NaN is not a JSON number; write a finite number"
+    )
+
+
+def test_in_tool_mode_a_non_finite_argument_goes_back_as_the_final_calls_error() -> None:
+    script: Script = {
+        "*": [
+            {"tool_calls": [{"name": FINAL_TOOL, "arguments": '{"total": Infinity}'}]},
+            {"tool_calls": [call(FINAL_TOOL, total=2)]},
+        ]
+    }
+    result = Agent(ScriptedModel(script), output_type=Total, output_mode="tool").run_sync("Add.")
+    assert (result.status, result.data) == ("completed", {"total": 2.0})
+    error = next(m for m in result.messages if m.role == "tool")
+    assert error.error_type == "invalid_arguments"
+    assert "- total: an infinite number is not a JSON number" in (error.content or "")
+
+
+TREE_SCHEMA = {
+    "$defs": {
+        "Node": {
+            "type": "object",
+            "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+        }
+    },
+    "type": "object",
+    "properties": {"tree": {"$ref": "#/$defs/Node"}},
+    "required": ["tree"],
+}
+
+
+def test_an_answer_600_deep_goes_back_as_invalid_not_a_recursion_error() -> None:
+    tree: dict[str, Any] = {"children": []}
+    for _ in range(299):  # each level is an object and a list: 600 deep
+        tree = {"children": [tree]}
+    deep = json.dumps({"tree": tree})
+    model = ScriptedModel({"*": [{"content": deep}, {"content": deep}]})
+
+    result = Agent(model, output_type=TREE_SCHEMA, output_retries=1).run_sync("Draw.")
+
+    assert result.status == "output_invalid"
+    assert result.error == (
+        "The answer is nested more than 100 deep (objects and arrays); deeper answers are not "
+        "read. Flatten it."
+    )
+    assert len(model.requests) == 2
+    assert "this is your last try" in (model.requests[1].messages[-1].content or "")
+
+
+def test_an_escaped_lone_surrogate_goes_back_as_not_text() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    answers = ['{"name": "tea \\ud800"}', '{"\\udfff": 1, "name": "tea"}', '{"name": "tea"}']
+    model = ScriptedModel({"*": [{"content": answer} for answer in answers]})
+
+    result = Agent(model, output_type=schema).run_sync("Name it.")
+
+    assert (result.status, result.data) == ("completed", {"name": "tea"})
+    notes = [m.content or "" for m in result.messages if m.role == "user"][1:]
+    assert (
+        "- name: holds an escaped lone surrogate (\\ud800 to \\udfff), which is not text"
+        in (notes[0])
+    )
+    assert "- (the answer): a field name holds an escaped lone surrogate" in notes[1]
+
+
+def test_run_json_of_answers_that_are_not_json_numbers_or_text(tmp_path: Path) -> None:
+    """Through the command line: a lone surrogate and NaN go back, the third answer holds,
+    and what `run --json` prints is strict JSON."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "total": {"type": "number"}},
+        "required": ["name", "total"],
+    }
+    answers = [
+        '{"name": "tea \\ud800", "total": 1}',
+        '{"name": "tea", "total": NaN}',
+        '{"name": "tea", "total": 1.5}',
+    ]
+    (tmp_path / "script.yaml").write_text(json.dumps({"read": [{"content": a} for a in answers]}))
+    spec = {
+        "name": "t",
+        "model": "scripted:script.yaml",
+        "steps": [{"id": "read", "task": "Read.", "output_schema": schema}],
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(spec))
+
+    run = orchestrator("run", "job.yaml", "--json", "--quiet", cwd=tmp_path)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "UnicodeEncodeError" not in run.stderr
+    printed = strict_json(run.stdout)
+    assert printed["data"] == {"name": "tea", "total": 1.5}

@@ -69,9 +69,17 @@ def test_too_many_aliases_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         load_yaml(text, "many.yaml")
 
 
-def test_deep_nesting_is_an_error_not_a_crash() -> None:
-    with pytest.raises(YamlInputError):
-        load_yaml("[" * 100_000 + "]" * 100_000, "deep.yaml")
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 100_000 + "]" * 100_000, "a: " + "{a: " * 100_000 + "}" * 100_000, "- " * 100_000 + "x"],
+    ids=["flow-sequences", "flow-mappings", "block-sequences"],
+)
+def test_deep_nesting_is_an_error_not_a_crash(text: str) -> None:
+    """libyaml composes by recursing in C: a document this deep would overflow its stack and
+    end the process. It is refused first, where it goes past the bound."""
+    with pytest.raises(YamlTooLarge, match=r"refused: it is nested more than 1000 deep"):
+        load_yaml(text, "deep.yaml")
+    assert load_yaml("[" * 999 + "]" * 999, "deep.yaml") is not None
 
 
 def test_the_c_loader_is_used_when_pyyaml_has_it() -> None:

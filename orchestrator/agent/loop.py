@@ -839,9 +839,8 @@ class AgentLoop(Generic[OutputT]):
             self._finish(state, status, message.content or "")
             return
         text = message.content or ""
-        self._take(
-            state, self.output.check_text(state.context, text, can_retry=not last_step), status
-        )
+        verdict = await self.output.check_text(state.context, text, can_retry=not last_step)
+        self._take(state, verdict, status)
 
     async def _answer_by_tool(
         self, state: RunState, calls: Sequence[ToolCall], *, forced: bool, last_step: bool
@@ -850,7 +849,7 @@ class AgentLoop(Generic[OutputT]):
         run and skips the turn's other calls; an invalid one is the call's error result, and
         the other calls run."""
         assert self.output is not None
-        verdict = self.output.check_calls(state.context, calls, can_retry=not last_step)
+        verdict = await self.output.check_calls(state.context, calls, can_retry=not last_step)
         if verdict.retry:
             await self.run_tools(state, calls, verdict.results)
             return
@@ -889,7 +888,7 @@ class AgentLoop(Generic[OutputT]):
             )
             if response is not None:
                 self._append(state, response.message)
-                verdict = self._last_verdict(state, response.message)
+                verdict = await self._last_verdict(state, response.message)
                 text = response.message.content or ""
         await self._settle(state, answered=False)
         if verdict is not None and verdict.valid:
@@ -901,11 +900,13 @@ class AgentLoop(Generic[OutputT]):
             error = f"the token budget ran out before a valid answer: {why}"
         self._finish(state, "budget_exhausted", text or _last_answer(state.transcript), error=error)
 
-    def _last_verdict(self, state: RunState, message: Message) -> Verdict | None:
+    async def _last_verdict(self, state: RunState, message: Message) -> Verdict | None:
         """The wrap-up's reply judged as a final answer, with no try after it (None: the agent
         has no output type); its calls get their results."""
         if self.output is not None and self.output.answers_by_tool(message.tool_calls):
-            verdict = self.output.check_calls(state.context, message.tool_calls, can_retry=False)
+            verdict = await self.output.check_calls(
+                state.context, message.tool_calls, can_retry=False
+            )
             for result in verdict.results:
                 if result is not None:
                     self._append(state, result)
@@ -913,7 +914,7 @@ class AgentLoop(Generic[OutputT]):
         self._refuse_calls(state, message.tool_calls, "the budget is spent")
         if self.output is None:
             return None
-        return self.output.check_text(state.context, message.content or "", can_retry=False)
+        return await self.output.check_text(state.context, message.content or "", can_retry=False)
 
     def _notes(self) -> tuple[str, str]:
         """The last-step and wrap-up notes; in tool mode they say to call the final tool."""

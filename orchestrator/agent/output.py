@@ -19,7 +19,10 @@ model can act on.
 - `prompted`: the schema is in the system prompt, and the answer's text is parsed.
 
 In the tool and native modes the schema must be an object: a scalar or a union is wrapped as
-`{"result": ...}`. An answer's text may sit in a ```json fence. An answer that does not
+`{"result": ...}`. An answer's text may sit in a ```json fence. A JSON Schema is compiled once,
+within bounds (bounded_schema.py), and answers are read in a worker thread. An answer holding
+what JSON's numbers and text cannot (NaN, an infinity, a lone surrogate), or nested more than
+`MAX_ANSWER_DEPTH` deep, is not valid whatever the type. An answer that does not
 validate goes back to the model as an observation naming the failing fields (the final tool's
 error result, or a user message) up to `retries` times, each try a model call on the same
 budget and step cap; after that, or when no step is left, the run ends as `output_invalid` with
@@ -28,9 +31,11 @@ the last error and the raw answer.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.machinery
 import json
+import math
 import re
 import sys
 import warnings
@@ -39,7 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, overload
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import ConfigError
@@ -53,6 +57,7 @@ from ..models.base import (
     output_modes_of,
     unsupported_mode,
 )
+from ..security.inputs import JsonInputError, YamlInputError, load_json, load_yaml
 from ..security.inventory import SCHEMA_FILE_SUFFIXES, reads
 from .extension import Extension
 from .tools import Tool, ToolContext
@@ -66,6 +71,16 @@ FINAL_TOOL = "final_result"
 WRAP_KEY = "result"
 OUTPUT_MODES: tuple[OutputMode, ...] = get_args(OutputMode)
 MAX_SHOWN_INPUT = 80
+MAX_PROBLEMS = 20
+"""How many failing fields one retry note lists."""
+MAX_ANSWER_DEPTH = 100
+"""How deep an answer may nest (objects and arrays) to be checked."""
+MAX_SCHEMA_FILE_BYTES = 1_000_000
+"""The largest schema file read."""
+TOO_COSTLY = (
+    "checking it against the schema takes too much work (the schema's branches multiply "
+    "over the answer's parts); give a smaller or simpler answer"
+)
 _FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 DOTTED_PATH = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
@@ -144,33 +159,28 @@ class OutputSpec(Generic[T]):
     def from_schema(schema: Mapping[str, Any]) -> OutputSpec[Any]:
         """The spec of a JSON Schema; answers come back as JSON values (dicts, lists, ...).
 
-        Raises ConfigError when jsonschema is not installed or the schema is not valid JSON
-        Schema."""
+        The schema is compiled once, within bounds (agent/bounded_schema.py: its size and
+        depth, its `$ref`s, its patterns on RE2). Raises ConfigError when jsonschema is not
+        installed, or the schema is not valid JSON Schema or breaks a bound."""
         try:
-            import jsonschema
+            importlib.import_module("jsonschema")
         except ImportError:
             raise ConfigError(
                 "an output type given as a JSON Schema needs the jsonschema package, a "
                 "dependency of orchestrator: reinstall it (or give a Python type instead)"
             ) from None
+        from .bounded_schema import TooCostly, compile_schema
+
         given = dict(schema)
-        kind = jsonschema.validators.validator_for(given, jsonschema.Draft202012Validator)
-        try:
-            kind.check_schema(given)
-        except jsonschema.SchemaError as exc:
-            where = "/".join(str(part) for part in exc.absolute_path) or "(top)"
-            raise ConfigError(
-                f"the output schema is not valid JSON Schema at {where}: {exc.message}"
-            ) from None
-        unresolved = _unresolved_refs(given)
-        if unresolved:
-            raise ConfigError(f"the output schema has a $ref that cannot be resolved: {unresolved}")
-        validator = kind(given)
+        compiled = compile_schema(given)
 
         def validate(data: Any) -> Any:
-            errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.path])
-            if errors:
-                raise _Mismatch([(_path(e.absolute_path), e.message) for e in errors])
+            try:
+                problems = compiled.mismatches(data)
+            except TooCostly:
+                raise _Mismatch([("", TOO_COSTLY)]) from None
+            if problems:
+                raise _Mismatch(problems)
             return data
 
         def dump(value: Any) -> str:
@@ -180,7 +190,7 @@ class OutputSpec(Generic[T]):
 
     def validate(self, data: Any, *, wrapped: bool = False) -> T:
         """A JSON value as a `T`; `wrapped`: the value is `data["result"]` when the spec wraps.
-        Raises OutputInvalid naming the fields that fail."""
+        Raises OutputInvalid naming the fields that fail (and those JSON cannot hold)."""
         prefix = ""
         if wrapped and self.wrapped:
             if not isinstance(data, dict) or set(data) != {WRAP_KEY}:
@@ -189,16 +199,28 @@ class OutputSpec(Generic[T]):
                     "the value."
                 )
             data, prefix = data[WRAP_KEY], WRAP_KEY
+        not_json = _not_json(data)  # before the schema's checks, which recurse
         try:
+            if not_json:
+                raise _Mismatch(not_json)
             return self._validate(data)
+        except RecursionError:
+            raise OutputInvalid(
+                "The answer is nested too deeply to check against the output schema."
+            ) from None
         except _Mismatch as mismatch:
             lines = [
                 f"- {'.'.join(filter(None, [prefix, where])) or '(the answer)'}: {problem}"
-                for where, problem in mismatch.problems
+                for where, problem in mismatch.problems[:MAX_PROBLEMS]
             ]
-            raise OutputInvalid(
-                "The answer does not match the output schema:\n" + "\n".join(lines)
-            ) from None
+            if len(mismatch.problems) > MAX_PROBLEMS:
+                lines.append(f"- ... and {len(mismatch.problems) - MAX_PROBLEMS} more")
+            heading = (
+                "The answer is not JSON's numbers and text:\n"
+                if not_json
+                else "The answer does not match the output schema:\n"
+            )
+            raise OutputInvalid(heading + "\n".join(lines)) from None
 
     def parse(self, text: str, *, wrapped: bool = False) -> T:
         """An answer's JSON text (alone, or in a ```json fence) as a `T`."""
@@ -246,7 +268,12 @@ def load_output_spec(
     if isinstance(source, Mapping):
         return OutputSpec.from_schema(source)
     if source.endswith(SCHEMA_FILE_SUFFIXES):
-        return OutputSpec.from_schema(_schema_file((folder / source).expanduser().resolve()))
+        path = (folder / source).expanduser().resolve()
+        schema = _schema_file(path)
+        try:
+            return OutputSpec.from_schema(schema)
+        except ConfigError as exc:
+            raise ConfigError(f"the schema file {path}: {exc}") from None
     if not DOTTED_PATH.match(source):
         raise ConfigError(
             f"{source!r} is neither a schema file ({', '.join(SCHEMA_FILE_SUFFIXES)}) nor the "
@@ -257,14 +284,29 @@ def load_output_spec(
 
 @reads("file a spec names")
 def _schema_file(path: Path) -> dict[str, Any]:
+    """A schema file's JSON Schema, read with the bounded readers (security/inputs.py): a
+    file over `MAX_SCHEMA_FILE_BYTES`, nested too deeply for Python, or whose YAML aliases
+    expand too far is refused."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SCHEMA_FILE_BYTES + 1)
+    except OSError as exc:
         raise ConfigError(f"the schema file {path} cannot be read ({exc})") from None
+    if len(raw) > MAX_SCHEMA_FILE_BYTES:
+        raise ConfigError(
+            f"the schema file {path} is over {MAX_SCHEMA_FILE_BYTES:,} bytes; it is not read"
+        )
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        loaded = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(f"the schema file {path} is not valid {path.suffix[1:]}: {exc}") from None
+        loaded = (
+            load_json(raw, str(path))
+            if kind == "JSON"
+            else load_yaml(raw.decode("utf-8"), str(path))
+        )
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the schema file {path} is not UTF-8 text ({exc.reason})") from None
+    except (JsonInputError, YamlInputError) as exc:
+        raise ConfigError(f"the schema file {path} is not valid {kind}: {exc.detail}") from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"the schema file {path} does not hold a JSON Schema object")
     return loaded
@@ -296,37 +338,6 @@ def _imported_type(dotted: str, folder: Path, refused: Sequence[Path]) -> object
         return getattr(module, attribute)
     except AttributeError:
         raise ConfigError(f"module {module_name!r} has no {attribute!r}") from None
-
-
-def _unresolved_refs(schema: Mapping[str, Any]) -> str | None:
-    """The first `$ref` of `schema` that does not point inside it (`#/...`); None if none.
-    Nothing outside the schema is fetched."""
-
-    def points_at(ref: str) -> bool:
-        node: Any = schema
-        for raw in ref.removeprefix("#").strip("/").split("/") if ref != "#" else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return False
-        return True
-
-    pending: list[Any] = [schema]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and not (ref.startswith("#") and points_at(ref)):
-                return repr(ref) + (
-                    "" if ref.startswith("#") else " (only refs inside the schema, #/..., are read)"
-                )
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
-    return None
 
 
 @dataclass(frozen=True)
@@ -405,26 +416,38 @@ class StructuredOutput(Extension, Generic[T]):
         """Whether a turn's calls give the final answer (tool mode)."""
         return self.tool is not None and any(call.name == self.tool.name for call in calls)
 
-    def check_text(self, context: ToolContext, text: str, *, can_retry: bool) -> Verdict:
+    async def check_text(self, context: ToolContext, text: str, *, can_retry: bool) -> Verdict:
         """A final answer written as text."""
         try:
             if self.tool is not None:
                 raise OutputInvalid(
                     f"Give your final answer by calling {self.tool.name}, not as text."
                 )
-            value = self.spec.parse(text, wrapped=self.mode == "native")
+            value, output = await asyncio.to_thread(self._read_text, text)
         except OutputInvalid as exc:
             retry = self._failed(context, can_retry)
             note = (
                 Message.user(NOTE_PREFIX + self._retry_note(context, str(exc))) if retry else None
             )
             return Verdict(valid=False, output=text, error=str(exc), retry=retry, note=note)
-        return Verdict(valid=True, value=value, output=self.spec.dump(value))
+        return Verdict(valid=True, value=value, output=output)
 
-    def check_calls(
+    def _read_text(self, text: str) -> tuple[T, str]:
+        value = self.spec.parse(text, wrapped=self.mode == "native")
+        return value, self.spec.dump(value)
+
+    def _read_arguments(self, arguments: str) -> tuple[T, str]:
+        value = self.spec.validate(_arguments(arguments), wrapped=True)
+        return value, self.spec.dump(value)
+
+    async def check_calls(
         self, context: ToolContext, calls: Sequence[ToolCall], *, can_retry: bool
     ) -> Verdict:
-        """A turn that calls the final-answer tool: the first such call is the answer."""
+        """A turn that calls the final-answer tool: the first such call is the answer.
+
+        Answers are read in a worker thread (as `check_text` reads them): a check that takes
+        long (it is bounded: agent/bounded_schema.py) does not hold the event loop, so the
+        run's other tasks and its time limit go on."""
         assert self.tool is not None
         name = self.tool.name
         index = next(i for i, call in enumerate(calls) if call.name == name)
@@ -439,7 +462,7 @@ class StructuredOutput(Extension, Generic[T]):
             ]
 
         try:
-            value = self.spec.validate(_arguments(final.arguments), wrapped=True)
+            value, output = await asyncio.to_thread(self._read_arguments, final.arguments)
         except OutputInvalid as exc:
             retry = self._failed(context, can_retry)
             text = self._retry_note(context, str(exc)) if retry else str(exc)
@@ -457,9 +480,7 @@ class StructuredOutput(Extension, Generic[T]):
             )
         results = others("the final answer was given in the same turn", run=False)
         results[index] = Message.tool_result(final, "Final answer accepted.")
-        return Verdict(
-            valid=True, value=value, output=self.spec.dump(value), results=tuple(results)
-        )
+        return Verdict(valid=True, value=value, output=output, results=tuple(results))
 
     def _failed(self, context: ToolContext, can_retry: bool) -> bool:
         """Count a failed answer; True when the model gets another try."""
@@ -656,5 +677,45 @@ def _pydantic_problems(exc: ValidationError) -> list[tuple[str, str]]:
     return problems
 
 
-def _path(parts: Sequence[object]) -> str:
-    return ".".join(str(part) for part in parts)
+def _not_json(data: Any) -> list[tuple[str, str]]:
+    """Where a value read from an answer holds what JSON's numbers and text cannot be:
+    Python's reader takes `NaN`, `Infinity` and `1e999` as floats that are not finite, and
+    an escaped lone surrogate (`"\\ud800"`) as a string no UTF-8 text can hold. An answer
+    nested deeper than `MAX_ANSWER_DEPTH` raises OutputInvalid. (field path, problem) pairs."""
+    problems: list[tuple[str, str]] = []
+    pending: list[tuple[Any, tuple[str, ...]]] = [(data, ())]
+    while pending and len(problems) <= MAX_PROBLEMS:
+        value, path = pending.pop()
+        where = ".".join(path)
+        if len(path) > MAX_ANSWER_DEPTH:
+            raise OutputInvalid(
+                f"The answer is nested more than {MAX_ANSWER_DEPTH} deep (objects and arrays); "
+                "deeper answers are not read. Flatten it."
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            shown = "NaN" if math.isnan(value) else "an infinite number"
+            problems.append((where, f"{shown} is not a JSON number; write a finite number"))
+        elif isinstance(value, str) and _lone_surrogate(value):
+            problems.append((where, f"{_SURROGATE}, which is not text"))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if _lone_surrogate(key):
+                    problems.append((where, f"a field name {_SURROGATE}, which is not text"))
+                else:
+                    pending.append((item, (*path, key)))
+        elif isinstance(value, list):
+            pending.extend((item, (*path, str(index))) for index, item in enumerate(value))
+    return sorted(problems)
+
+
+_SURROGATE = "holds an escaped lone surrogate (\\ud800 to \\udfff)"
+
+
+def _lone_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False

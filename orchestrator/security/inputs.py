@@ -16,10 +16,11 @@ a large file), and the node graph is measured before any Python value is made fr
 aliases let a few lines stand for billions of values (the "billion laughs"), so a document
 whose aliases add more than `MAX_ALIAS_EXPANSION` values, or that uses more than
 `MAX_ALIASES` of them, or that refers to itself, is refused. The measure is memoised by node,
-so it costs one pass over the nodes the text actually holds. A key given twice in one mapping
-is refused too (`unique_keys=False` lets a caller that only warns about it see every key, as
-the SKILL.md reader does). Every failure is a `YamlInputError` naming the source and, when
-known, the line and column.
+so it costs one pass over the nodes the text actually holds. A document nested more than
+`MAX_YAML_DEPTH` deep is refused before it is composed, from the parser's events. A key given
+twice in one mapping is refused too (`unique_keys=False` lets a caller that only warns about
+it see every key, as the SKILL.md reader does). Every failure is a `YamlInputError` naming
+the source and, when known, the line and column.
 """
 
 from __future__ import annotations
@@ -78,6 +79,10 @@ MAX_ALIAS_EXPANSION = 100_000
 """How many values aliases may add to a document beyond those its text writes out."""
 MAX_ALIASES = 10_000
 """How many alias uses (`*name`) one document may hold."""
+MAX_YAML_DEPTH = 1_000
+"""How deep one document may nest (mappings and sequences). libyaml composes nodes by
+recursing in C: some 20,000 levels (`[[[...`, 40 kB of text) overflow its stack and end the
+process, and its scanner slows down with the square of the depth on the way."""
 
 _SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PlainBase: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
@@ -182,11 +187,40 @@ def compose_yaml(text: str, source: str) -> yaml.Node | None:
 
 
 def _compose(loader: Any, source: str, text: str) -> yaml.Node | None:
+    _check_depth(source, text)
     with _errors_named(source, text):
         node: yaml.Node | None = loader.get_single_node()
     if node is not None:
         _check_expansion(node, source)
     return node
+
+
+def _check_depth(source: str, text: str) -> None:
+    """Refuse a document nested deeper than `MAX_YAML_DEPTH`, from the parser's events (which
+    libyaml makes without recursing), stopping where it goes past. Each level takes a
+    character of text at least, so a shorter text is not read twice."""
+    if len(text) <= MAX_YAML_DEPTH:
+        return
+    events = _PlainBase(text)
+    depth = 0
+    try:
+        with _errors_named(source, text):
+            while events.check_event():
+                event = events.get_event()
+                if isinstance(event, yaml.CollectionStartEvent):
+                    depth += 1
+                    if depth > MAX_YAML_DEPTH:
+                        mark = event.start_mark
+                        raise YamlTooLarge(
+                            source,
+                            f"refused: it is nested more than {MAX_YAML_DEPTH} deep",
+                            line=mark.line + 1 if mark else None,
+                            column=mark.column + 1 if mark else None,
+                        )
+                elif isinstance(event, yaml.CollectionEndEvent):
+                    depth -= 1
+    finally:
+        events.dispose()
 
 
 def _construct(loader: Any, node: yaml.Node, source: str, text: str) -> Any:

@@ -117,6 +117,8 @@ class ForkState:
     """The checkpoint of the run this one resumes: its forks' tasks are restored from it."""
     slots: Slots | None = None
     background: Background | None = None
+    output_specs: dict[str, OutputSpec[Any]] = field(default_factory=dict)
+    """Each task's own `output_schema`, compiled when its fork was checked, by task id."""
 
 
 @dataclass
@@ -561,14 +563,17 @@ class ForkExtension(ForksSkills):
 
     def _validate(self, tasks: Sequence[TaskSpec], ctx: ToolContext) -> None:
         """Raise one error listing every problem; on success, the ids count as used."""
-        used = ctx.state_of(ForkState).ids
+        state = ctx.state_of(ForkState)
+        used = state.ids
         problems: list[str] = []
+        compiled: dict[str, OutputSpec[Any]] = {}
         try:
             task_graph(tasks)
         except GraphError as exc:
             problems.extend(f"- tasks[{p.index}]: {p.message}" for p in exc.problems)
         for index, spec in enumerate(tasks):
-            problems.extend(f"- tasks[{index}]: {p}" for p in self._spec_problems(spec, ctx))
+            found = self._spec_problems(spec, ctx, compiled)
+            problems.extend(f"- tasks[{index}]: {p}" for p in found)
             if spec.id in used:
                 problems.append(
                     f"- tasks[{index}]: id {spec.id!r} was used by an earlier fork of this run; "
@@ -579,8 +584,13 @@ class ForkExtension(ForksSkills):
                 "The fork was not run; fix these and call fork again:\n" + "\n".join(problems)
             )
         used.update(spec.id for spec in tasks)
+        state.output_specs.update(compiled)
 
-    def _spec_problems(self, spec: TaskSpec, ctx: ToolContext) -> list[str]:
+    def _spec_problems(
+        self, spec: TaskSpec, ctx: ToolContext, compiled: dict[str, OutputSpec[Any]]
+    ) -> list[str]:
+        """What is wrong with one task; its own output schema, compiled (within bounds:
+        agent/bounded_schema.py), goes into `compiled`."""
         name = spec.agent or GENERAL
         definition = self.subagents.get(name)
         if definition is None:
@@ -591,7 +601,7 @@ class ForkExtension(ForksSkills):
             from ..agent.output import OutputSpec  # loaded by a task with an output type
 
             try:
-                OutputSpec.from_schema(spec.output_schema)
+                compiled[spec.id] = OutputSpec.from_schema(spec.output_schema)
             except ConfigError as exc:
                 problems.append(f"output_schema: {exc}")
         problems += self._output_problems(spec, definition, ctx)
@@ -656,17 +666,17 @@ class ForkExtension(ForksSkills):
 
         `model` (a job step's own) goes before the definition's; `running` is the
         `context: fork` skill the task runs, if any; `budget` (a meter within the run's
-        budget) replaces the run's. What its answer must be: `output` (a job step's own),
-        else the task's `output_schema`, else its definition's, else free text. How it
-        compacts and whether it keeps a note: `compaction` and `note` (a job step's own),
-        else its definition's, else the run's (`settings`)."""
+        budget) replaces the run's. The rest is chosen by the one merge rule (`merged`,
+        tasks/subagents.py) over the levels, most specific first: the job step's own
+        (`model`, `output`, `compaction`, `note`), the task's, its definition's, the run's."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         spec = request.spec
         task_output = None
         if spec.output_schema is not None:
             from ..agent.output import OutputSpec  # loaded by a task with an output type
 
-            task_output = OutputSpec.from_schema(spec.output_schema)
+            checked = ctx.state_of(ForkState).output_specs.get(spec.id)
+            task_output = checked or OutputSpec.from_schema(spec.output_schema)
         chosen = merged(
             Choices(
                 model=model,
