@@ -43,6 +43,8 @@ from .skill_md import (
     SKILL_FILE,
     FrontmatterError,
     Problem,
+    is_mode_field,
+    mode_notes,
     normal_name,
     parse_yaml,
     skill_file_in,
@@ -134,8 +136,10 @@ def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderRep
         report.problems.append(exc.problem)
         return report
     # Claude Code's fields are understood when loading: worth a word, not a failure.
-    checks = validate(data, folder.name, fields=(*KNOWN_FIELDS, *CLIENT_FIELDS))
+    modes = [key for key in data if is_mode_field(key)]  # ours, however spelt: a note below
+    checks = validate(data, folder.name, fields=(*KNOWN_FIELDS, *CLIENT_FIELDS, *modes))
     report.problems += problems + more + checks
+    report.warnings += mode_notes(data)
     client = sorted(key for key in data if key in CLIENT_FIELDS)
     if client:
         report.warnings.append(

@@ -105,6 +105,9 @@ class SkillWarning:
         return f"{self.folder}: {self.message} [{self.rule}]{outcome}"
 
 
+AllowedToolsMode = Literal["pre-approve", "restrict"]
+
+
 @dataclass(frozen=True)
 class SkillInfo:
     """A skill as a scan sees it: the frontmatter of its SKILL.md, nothing more."""
@@ -116,6 +119,9 @@ class SkillInfo:
     license: str | None = None
     compatibility: str | None = None
     allowed_tools: str | None = None
+    allowed_tools_mode: AllowedToolsMode = "pre-approve"
+    """What `allowed-tools` means for this skill: `restrict` when its `allowed-tools-mode`
+    (at the top level or in `metadata`) says anything but `pre-approve`."""
     metadata: dict[str, str] = field(default_factory=dict)
     """String values as written; nested values (mappings, lists) as JSON text."""
     keywords: tuple[str, ...] = ()

@@ -367,6 +367,9 @@ CLIENT_FIELDS = (
     "shell",
     "version",
 )
+OWN_FIELDS = ("allowed-tools-mode",)
+"""Fields of this project's own, understood at the top level (or in `metadata`)."""
+MODE_FIELD = "allowed-tools-mode"
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
@@ -423,7 +426,8 @@ def validate(
 
 def unknown_fields(data: dict[str, Any]) -> list[str]:
     """Fields that neither the specification nor a client we follow defines."""
-    return [key for key in data if key not in KNOWN_FIELDS and key not in CLIENT_FIELDS]
+    known = (*KNOWN_FIELDS, *CLIENT_FIELDS, *OWN_FIELDS)
+    return [key for key in data if key not in known and not is_mode_field(key)]
 
 
 def _name_problems(name: Any, folder_name: str) -> list[Problem]:
@@ -613,7 +617,7 @@ def read_skill_folder(folder: Path) -> Reading:
         ]
     else:
         try:
-            data, more = parse_forgiving(text, (*KNOWN_FIELDS, *CLIENT_FIELDS))
+            data, more = parse_forgiving(text, (*KNOWN_FIELDS, *CLIENT_FIELDS, *OWN_FIELDS))
             reading.problems += more
             parsed = True
         except FrontmatterError as exc:
@@ -636,6 +640,7 @@ def _resolve(
         description = first_paragraph(_body(skill_file))
     if parsed:
         problems += _notes(validate(data, folder.name), data, name_note, description)
+        problems += mode_notes(data)
     if name is None:
         problems.append(Problem("name-missing", f"no usable name: {name_note}", True))
         return None
@@ -725,6 +730,9 @@ def to_info(
         license=_text(data.get("license")),
         compatibility=_text(data.get("compatibility")),
         allowed_tools=_tool_list(data.get("allowed-tools")),
+        allowed_tools_mode="restrict"
+        if any(_restricts(v) for _, v in _modes(data))
+        else "pre-approve",
         metadata=_string_map(raw_metadata),
         keywords=parse_keywords(keywords),
         when_to_use=_text(data.get("when_to_use")),
@@ -732,6 +740,45 @@ def to_info(
         context=context.lower() if context else None,
         agent=_text(data.get("agent")),
     )
+
+
+def is_mode_field(key: object) -> bool:
+    """Whether a key is `allowed-tools-mode` however it is spelt (`allowed_tools_mode`,
+    `allowedToolsMode`): a restriction must not be lost to its spelling."""
+    return isinstance(key, str) and re.sub(r"[-_\s]", "", key).lower() == "allowedtoolsmode"
+
+
+def _modes(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each `allowed-tools-mode` the frontmatter writes, at its top level or in `metadata`:
+    (where, the value as written)."""
+    metadata = data.get("metadata")
+    found = [(str(key), value) for key, value in data.items() if is_mode_field(key)]
+    if isinstance(metadata, dict):
+        found += [(f"metadata.{k}", v) for k, v in metadata.items() if is_mode_field(k)]
+    return found
+
+
+def _restricts(value: Any) -> bool:
+    """Anything but `pre-approve` restricts: a mistyped restriction never pre-approves."""
+    return not (isinstance(value, str) and value.strip().lower() == "pre-approve")
+
+
+def mode_notes(data: dict[str, Any]) -> list[Problem]:
+    """A note for each `allowed-tools-mode` not written as `pre-approve` or `restrict` under
+    its own name: what the load made of it."""
+    notes = []
+    for where, value in _modes(data):
+        if where.rpartition(".")[2] == MODE_FIELD and value in ("pre-approve", "restrict"):
+            continue
+        meaning = "restrict" if _restricts(value) else "pre-approve"
+        notes.append(
+            Problem(
+                MODE_FIELD,
+                f"{where}: {value!r} read as {MODE_FIELD}: {meaning} (it takes pre-approve or "
+                "restrict; anything else restricts)",
+            )
+        )
+    return notes
 
 
 def _tool_list(value: Any) -> str | None:
