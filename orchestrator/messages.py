@@ -116,7 +116,9 @@ class Message(BaseModel):
     Assistants may carry `tool_calls`; a `tool` message answers one call through `tool_call_id`
     and `name`, with `is_error` set (and `error_type` naming the kind) when the call failed.
     `reasoning` holds a model's separate reasoning text, never mixed into `content`.
-    A `pinned` tool result is never cut by a compaction (agent/compaction.py).
+    A `pinned` tool result is never cut by a compaction (agent/compaction.py); a `compacted`
+    one is a stub a compaction put in place of a result: only a compaction sets it, so no
+    text a tool returns can pass for a stub.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -130,6 +132,7 @@ class Message(BaseModel):
     error_type: str | None = None
     reasoning: SafeText | None = None
     pinned: bool = False
+    compacted: bool = False
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -161,6 +164,10 @@ class Message(BaseModel):
             error_type=error_type,
             pinned=pinned,
         )
+
+    def as_stub(self, stub: str) -> Message:
+        """This tool result replaced by a compaction's `stub` (marked `compacted`)."""
+        return self.model_copy(update={"content": stub, "compacted": True})
 
     def to_dict(self) -> dict[str, Any]:
         """A compact JSON-ready dict: defaults are left out."""

@@ -320,7 +320,7 @@ def compact(
         message = messages[index]
         tokens = counter.count_message(message)
         stub = STUB.format(tool=message.name or "tool", tokens=tokens, index=index)
-        shrunk = message.model_copy(update={"content": stub})
+        shrunk = message.as_stub(stub)
         gain = tokens - counter.count_message(shrunk)
         if gain <= 0:
             continue
@@ -429,7 +429,9 @@ def with_carried(done: Compaction, carried: str, counter: TokenCounter) -> Compa
 
 
 def is_stub(message: Message) -> bool:
-    return (message.content or "").startswith(STUB_MARK)
+    """Whether a compaction put `message` in place of a tool result: by its mark, never by
+    its text (a page or a file may begin with `[compacted]`)."""
+    return message.compacted
 
 
 @dataclass
