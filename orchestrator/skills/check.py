@@ -47,6 +47,7 @@ from .skill_md import (
     mode_notes,
     normal_name,
     parse_yaml,
+    read_skill_text,
     skill_file_in,
     split_skill_text,
     validate,
@@ -123,7 +124,7 @@ def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderRep
         report.problems.append(Problem("skill-file", "the folder has no SKILL.md", True))
         return report
     try:
-        text = skill_file.read_text(encoding="utf-8")
+        text = read_skill_text(skill_file)
         frontmatter, _, problems = split_skill_text(text)
         if frontmatter is None:  # as the reference validator, only this one problem
             report.problems += problems

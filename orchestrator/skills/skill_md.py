@@ -4,7 +4,8 @@ it, its body, and the lenient reading that loads folders written for other clien
 Reading the file. A scan reads only the frontmatter (`find_frontmatter`, `read_frontmatter`);
 `split_skill_text` splits a whole file. Every broken rule is a `Problem`. `fatal` problems
 leave a skill out of a lenient load (a SKILL.md that is not UTF-8, a frontmatter that is never
-closed); the rest are warnings, and the lenient reading makes up for what is missing.
+closed, a file larger than `MAX_SKILL_FILE_BYTES`, refused by its size unread); the rest are
+warnings, and the lenient reading makes up for what is missing.
 `orchestrator skills check` (`check.py`) treats every problem as an error. YAML scalars are
 all read as strings, as the reference validator does: `version: 1.0` is "1.0", `name: yes` is
 "yes", and a date stays the text it was. Frontmatter that other clients accept but YAML does
@@ -48,6 +49,7 @@ A skill is left out only when no description can be found, or its SKILL.md canno
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import unicodedata
@@ -64,6 +66,10 @@ from .skill import SkillError, SkillInfo, parse_keywords
 
 SKILL_FILE = SKILL_FILES[0]
 MAX_FRONTMATTER_CHARS = 65_536
+MAX_SKILL_FILE_BYTES = 1_048_576
+"""The largest SKILL.md read; a larger one is left out (and refused by `skills check` and
+`load_skill`) with its size, without being read."""
+FILE_TOO_LARGE = "file-too-large"
 DELIMITER = "---"
 MAX_DEPTH = 20
 MAX_VALUES = 10_000  # YAML aliases can make a few lines stand for billions of values
@@ -110,6 +116,7 @@ def read_frontmatter(path: Path) -> tuple[str | None, list[Problem]]:
     """The frontmatter text of a SKILL.md (None if it has none), reading little more."""
     try:
         with path.open("rb") as file:
+            _refuse_large(file, path.name)
             data = _read_head(file)
     except OSError as exc:
         raise FrontmatterError(
@@ -129,6 +136,7 @@ def find_frontmatter(folder: Path) -> tuple[Path, str | None, list[Problem]] | N
         path = folder / name
         try:
             with path.open("rb") as file:
+                _refuse_large(file, name)
                 data = _read_head(file)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             continue
@@ -342,11 +350,31 @@ def fatal(problems: Iterable[Problem]) -> Problem | None:
 
 
 @reads("skill")
-def read_skill_text(path: Path, limit: int = 1_048_576) -> str:
-    """A whole SKILL.md (up to `limit` bytes), for the fallbacks that need its body."""
+def read_skill_text(path: Path) -> str:
+    """A whole SKILL.md as text. One larger than `MAX_SKILL_FILE_BYTES` is refused unread
+    (FrontmatterError, fatal, naming its size); UnicodeDecodeError when it is not UTF-8."""
     with path.open("rb") as file:
-        data = file.read(limit)
-    return data.decode("utf-8", errors="replace")
+        _refuse_large(file, path.name)
+        data = file.read(MAX_SKILL_FILE_BYTES + 1)
+    if len(data) > MAX_SKILL_FILE_BYTES:  # a file whose size the system does not know
+        raise FrontmatterError(_too_large(path.name, f"more than {MAX_SKILL_FILE_BYTES:,}"))
+    return data.decode("utf-8")
+
+
+def _refuse_large(file: BinaryIO, name: str) -> None:
+    """FrontmatterError when the open file is larger than a skill file may be."""
+    size = os.fstat(file.fileno()).st_size
+    if size > MAX_SKILL_FILE_BYTES:
+        raise FrontmatterError(_too_large(name, f"{size:,}"))
+
+
+def _too_large(name: str, size: str) -> Problem:
+    return Problem(
+        FILE_TOO_LARGE,
+        f"{name} is {size} bytes; a skill file may have at most {MAX_SKILL_FILE_BYTES:,} "
+        "(its instructions go whole into the conversation), so it is not read",
+        True,
+    )
 
 
 # The specification's rules.
@@ -567,8 +595,7 @@ def read_body(info: SkillInfo) -> str:
         names = ", ".join(sorted(info.servers))
         return f"The tools of the MCP server {names}, declared in the job spec."
     try:
-        text = info.skill_file.read_text(encoding="utf-8")
-        return split_skill_text(text)[1]
+        return split_skill_text(read_skill_text(info.skill_file))[1]
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"{info.folder}: cannot read SKILL.md: {exc}") from None
     except FrontmatterError as exc:
@@ -707,7 +734,7 @@ def _description_note(problem: Problem, found: str | None = None) -> Problem:
 def _body(skill_file: Path) -> str:
     try:
         return split_skill_text(read_skill_text(skill_file))[1]
-    except (OSError, FrontmatterError):
+    except (OSError, UnicodeDecodeError, FrontmatterError):
         return ""
 
 
