@@ -3,7 +3,8 @@
 Every adapter translates to and from these; nothing above the adapters sees a wire format.
 Every text a message carries comes from outside (a model, a tool, a file, a server) and is made
 valid Unicode here, once: a lone surrogate (a broken `\\ud800` escape in a reply) becomes
-U+FFFD, so no trace line, output or terminal write can fail on it later.
+U+FFFD, so no trace line, output or terminal write can fail on it later. `inert` makes text
+safe to show on a terminal: the command line writes everything through it (cli/output.py).
 `plural` words a count in any text the orchestrator writes (to a model, on the command line,
 in a summary or report), and `suggest` a "did you mean" for a misspelt name.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any, Literal, overload
 
@@ -33,6 +35,25 @@ def safe_text(text: str) -> str:
 
 
 SafeText = Annotated[str, AfterValidator(safe_text)]
+
+_ACTIVE = re.compile(
+    "(?:\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069])"
+)
+
+
+def inert(text: str) -> str:
+    """`text` safe to show on a terminal: every character a terminal would act on instead of
+    showing (ESC, which begins CSI and OSC sequences, BEL, the C1 controls, a carriage return
+    that is not a line end, the controls that reorder text) is written as its escape
+    (`\\x1b`), so it shows that it was there and does nothing. New lines and tabs stay."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _ACTIVE.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
