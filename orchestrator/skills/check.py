@@ -108,7 +108,6 @@ def _skill_folders(path: Path) -> list[Path]:
     return found
 
 
-@reads("skill")
 def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderReport:
     """Every problem of one skill folder; given the `catalog` it would run in, also its
     `allowed-tools` entries that name no tool there."""

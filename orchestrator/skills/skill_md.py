@@ -587,7 +587,6 @@ def _split(arguments: str) -> list[str]:
         return arguments.split()
 
 
-@reads("skill")
 def read_body(info: SkillInfo) -> str:
     """The SKILL.md body (all of the file when it has no frontmatter), stripped; for a job's
     MCP server (no SKILL.md), a line saying what the skill is."""
