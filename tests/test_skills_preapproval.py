@@ -302,6 +302,9 @@ RESTRICTIONS = {
     "mistyped-value": "metadata:\n  allowed-tools-mode: restricted\n",
     "underscored": "allowed_tools_mode: restrict\n",
     "not-text": "allowed-tools-mode: true\n",
+    # YAML fails on the example, and the frontmatter is read line by line.
+    "read-by-lines": "when_to_use: Git.\n  <example>\n  user: hi\n  </example>\n"
+    "allowed_tools_mode: restrict\n",
 }
 
 
@@ -357,7 +360,7 @@ def test_skills_check_reads_a_top_level_mode_and_names_a_mistyped_one(tmp_path: 
         "skills/mistyped-value",
         "skills/not-text",
         "skills/underscored",
-    ]
+    ]  # `skills check` fails the one YAML cannot read, as the reference validator does
     assert all("read as allowed-tools-mode: restrict" in n for n in notes)
 
 

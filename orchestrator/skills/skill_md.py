@@ -263,13 +263,14 @@ def parse_forgiving(text: str, keys: Collection[str] = ()) -> tuple[dict[str, An
 
 
 def parse_by_lines(text: str, keys: Collection[str]) -> dict[str, Any]:
-    """The values of the known `keys`, each from its line to the next known key's: a string
-    (surrounding quotes removed), or a list when it is only `- item` lines."""
+    """The values of the known `keys` (and of `allowed-tools-mode` however it is spelt), each
+    from its line to the next known key's: a string (surrounding quotes removed), or a list
+    when it is only `- item` lines."""
     found: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
         match = _TOP_KEY.match(line)
-        if match and match.group("key") in keys:
+        if match and (match.group("key") in keys or is_mode_field(match.group("key"))):
             current = found.setdefault(match.group("key"), [])
             current[:] = [match.group("value") or ""]
         elif current is not None:
