@@ -89,6 +89,8 @@ class AgentSummary:
         if event.text is not None:
             self.note = event.text
             self.note_files = list(event.files)
+        elif self.note is None:  # a change before any note: the record so far is empty
+            self.note = ""
         if event.changed is not None and event.changed not in self.note_files:
             self.note_files = [*self.note_files, event.changed][-FILES_LISTED:]
         self.files_changed = max(self.files_changed, event.files_changed or 0, len(self.note_files))
