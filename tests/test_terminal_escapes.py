@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 from rich.console import Console
 from skill_factory import write_skill
 
 from orchestrator.cli.progress import LiveView
 from orchestrator.messages import inert
+from orchestrator.skills import SkillCatalog
 
 OSC = "\x1b]0;owned\x07"  # sets the window title
 CSI = "\x1b[2J"  # clears the screen
@@ -149,3 +152,17 @@ def test_what_is_printed_while_the_live_view_runs_is_inert() -> None:
     assert "a warning \\x1b]0;owned" in drawn
     for sequence in ("\x1b]0;owned", "\x1b[2J", "\x1b]8;;http://evil", "\x07"):
         assert sequence not in drawn
+
+
+def test_an_embedders_log_of_catalog_warnings_is_inert(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Outside the command line too: the catalog's warnings, as its logger writes them."""
+    hostile_skills(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="orchestrator.skills"):
+        catalog = SkillCatalog([tmp_path / "skills"], include_builtin=False)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "bad\\x1b[2Jname" in logged
+    assert all(str(w) in logged for w in catalog.warnings)
+    for char in ACTIVE:
+        assert char not in logged

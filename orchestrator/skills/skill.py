@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..agent import Tool
 from ..errors import OrchestratorError, RunHalted
+from ..messages import inert
 from ..security.inventory import MCP_CONFIG_FILES, reads
 
 TOOL_SEPARATOR = "__"
@@ -101,8 +102,10 @@ class SkillWarning:
     left_out: bool = False
 
     def __str__(self) -> str:
+        """The warning as a log line or a terminal shows it: inert (messages.py), since the
+        folder's name and the message quote what a file holds."""
         outcome = "; skill left out" if self.left_out else ""
-        return f"{self.folder}: {self.message} [{self.rule}]{outcome}"
+        return inert(f"{self.folder}: {self.message} [{self.rule}]{outcome}")
 
 
 AllowedToolsMode = Literal["pre-approve", "restrict"]
