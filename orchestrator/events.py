@@ -344,14 +344,25 @@ class Compact(EventBase):
     without it, as `mask` would."""
 
 
+FILES_LISTED = 50
+"""The files an agent's working record lists by name, the newest; the older ones are only
+counted, so the record and its events stay small however many files a run changes."""
+
+
 class Note(EventBase):
-    """The agent kept its working record with the `note` tool."""
+    """The agent kept its working record with the `note` tool (`text`), or its run changed a
+    file (`changed`)."""
 
     type: Literal["note"]
-    text: str
-    """The whole note, as it now stands."""
+    text: str | None = None
+    """The whole note, as it now stands; absent on a file change's event."""
     files: list[str] = Field(default_factory=list)
-    """The files the run's tools had changed by then."""
+    """On a `note` call's event, the files the record lists: the newest the run's tools had
+    changed by then (at most `FILES_LISTED`)."""
+    changed: str | None = None
+    """On a file change's event, the one file the run's tools changed."""
+    files_changed: int | None = None
+    """How many files the run's tools had changed by then, listed or not."""
 
 
 class ContextWindow(EventBase):

@@ -3,7 +3,8 @@
 Every adapter translates to and from these; nothing above the adapters sees a wire format.
 Every text a message carries comes from outside (a model, a tool, a file, a server) and is made
 valid Unicode here, once: a lone surrogate (a broken `\\ud800` escape in a reply) becomes
-U+FFFD, so no trace line, output or terminal write can fail on it later.
+U+FFFD, so no trace line, output or terminal write can fail on it later. `inert` makes text
+safe to show on a terminal: the command line writes everything through it (cli/output.py).
 `plural` words a count in any text the orchestrator writes (to a model, on the command line,
 in a summary or report), and `suggest` a "did you mean" for a misspelt name.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any, Literal, overload
 
@@ -33,6 +35,25 @@ def safe_text(text: str) -> str:
 
 
 SafeText = Annotated[str, AfterValidator(safe_text)]
+
+_ACTIVE = re.compile(
+    "(?:\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069])"
+)
+
+
+def inert(text: str) -> str:
+    """`text` safe to show on a terminal: every character a terminal would act on instead of
+    showing (ESC, which begins CSI and OSC sequences, BEL, the C1 controls, a carriage return
+    that is not a line end, the controls that reorder text) is written as its escape
+    (`\\x1b`), so it shows that it was there and does nothing. New lines and tabs stay."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _ACTIVE.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
@@ -116,7 +137,9 @@ class Message(BaseModel):
     Assistants may carry `tool_calls`; a `tool` message answers one call through `tool_call_id`
     and `name`, with `is_error` set (and `error_type` naming the kind) when the call failed.
     `reasoning` holds a model's separate reasoning text, never mixed into `content`.
-    A `pinned` tool result is never cut by a compaction (agent/compaction.py).
+    A `pinned` tool result is never cut by a compaction (agent/compaction.py); a `compacted`
+    one is a stub a compaction put in place of a result: only a compaction sets it, so no
+    text a tool returns can pass for a stub.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -130,6 +153,7 @@ class Message(BaseModel):
     error_type: str | None = None
     reasoning: SafeText | None = None
     pinned: bool = False
+    compacted: bool = False
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -161,6 +185,10 @@ class Message(BaseModel):
             error_type=error_type,
             pinned=pinned,
         )
+
+    def as_stub(self, stub: str) -> Message:
+        """This tool result replaced by a compaction's `stub` (marked `compacted`)."""
+        return self.model_copy(update={"content": stub, "compacted": True})
 
     def to_dict(self) -> dict[str, Any]:
         """A compact JSON-ready dict: defaults are left out."""

@@ -225,11 +225,11 @@ async def test_a_long_job_keeps_what_matters_through_many_cuts(
     assert loaded.pinned and SKILL_LINE in (loaded.content or "")
     cut_tools = {r["tool"] for e in cuts for r in e["replaced"]}
     assert "load_skill" not in cut_tools
-    # The note is in the trace, as its own event, and again when the run changed a file.
+    # The note is in the trace, as its own event, and the file the run changed in one more.
     noted = [e for e in events if e["type"] == "note"]
-    assert [(e["text"], e["files"]) for e in noted] == [
-        (f"{DECISION}\n{DEAD_END}", []),
-        (f"{DECISION}\n{DEAD_END}", [CHANGED]),
+    assert [(e.get("text"), e.get("changed")) for e in noted] == [
+        (f"{DECISION}\n{DEAD_END}", None),
+        (None, CHANGED),
     ]
     # `trace show` and the report show it, with the file the run changed.
     shown = render(summarize(read_trace(tmp_path / "t.jsonl")))
@@ -510,3 +510,52 @@ steps:
     assert strategies == {"a": "summarize", "b": "mask"}
     tools = {e["agent"]: e["tools"] for e in events if e["type"] == "run_start"}
     assert "note" in tools["a"] and "note" not in tools["b"]
+
+
+async def _write_files(folder: Path, count: int) -> tuple[Any, ScriptedModel, Path]:
+    """An agent that keeps a note writes `count` files, one call each."""
+    work = folder / "work"
+    work.mkdir(parents=True)
+    writes = [
+        {
+            "name": "files__write_file",
+            "arguments": {"path": f"out/part{i // 50}/item-{i:04d}.txt", "content": f"{i}\n"},
+        }
+        for i in range(count)
+    ]
+    calls = [
+        {"name": "load_skill", "arguments": {"name": "files"}},
+        {"name": "note", "arguments": {"text": DECISION}},
+        *writes,
+        {"name": "note", "arguments": {"text": f"{DECISION}\nAll items written."}},
+    ]
+    script = [*({"tool_calls": [c]} for c in calls), {"content": "done"}]
+    model = ScriptedModel({"*": script}, context_window=200_000)
+    trace = folder / "t.jsonl"
+    agent = Agent(
+        model, name="writer", skills=[], note=True, max_steps=count + 10,
+        permissions={"workspace": str(work)}, trace=trace,
+    )  # fmt: skip
+    return await agent.run("Write every item."), model, trace
+
+
+async def test_the_working_record_of_many_changed_files_stays_small(tmp_path: Path) -> None:
+    """Each change is recorded once, the list keeps the newest files and counts the rest, and
+    the trace grows with the number of writes, not with its square."""
+    sizes = {}
+    for count in (200, 400):
+        result, model, trace = await _write_files(tmp_path / str(count), count)
+        assert result.status == "completed", result.error
+        notes = [e for e in trace_lines(trace) if e["type"] == "note"]
+        sizes[count] = sum(len(json.dumps(e)) for e in notes)
+    assert sizes[400] < 2.2 * sizes[200]
+    assert [e.get("changed") for e in notes[1:-1]] == [
+        f"out/part{i // 50}/item-{i:04d}.txt" for i in range(400)
+    ]
+    # The record the model reads: the newest 50 files by name, the 350 before them counted.
+    last = model.requests[-1].messages[-1].content or ""
+    assert "item-0399.txt" in last and "item-0350.txt" in last and "item-0349.txt" not in last
+    assert "(and 350 changed earlier, not listed)" in last
+    assert notes[-1]["files_changed"] == 400 and len(notes[-1]["files"]) == 50
+    shown = render(summarize(read_trace(trace)))
+    assert "item-0399.txt" in shown and "and 350 earlier" in shown

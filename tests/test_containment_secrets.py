@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_process import orchestrator
+from provider_server import ProviderServer
 from skill_factory import call, context
 
-from orchestrator import Agent, Permissions
+from orchestrator import Agent, Orchestrator, Permissions
+from orchestrator.errors import SafetyWarning
+from orchestrator.jobs import load_job
 from orchestrator.models import ScriptedModel
 from orchestrator.security import MASK, is_secret_name
 from orchestrator.skills import SkillCatalog
@@ -138,3 +141,64 @@ async def test_the_model_cannot_read_the_files_that_hold_keys(tmp_path: Path) ->
     assert answers[2].content == "No match for 'sk-'."
     assert all(key not in (m.content or "") for r in model.requests for m in r.messages)
     assert (tmp_path / ".env").read_text() == f"OPENAI_API_KEY={key}\n"
+
+
+PINNED_KEY = "sk-pinned-key-5521-do-not-send"
+
+
+def _pinning_job(folder: Path, url: str, pinned: str, permissions: str = "") -> Path:
+    (folder / ".env").write_text(f"OPENAI_API_KEY={PINNED_KEY}\n")
+    (folder / "notes.md").write_text("Plain notes: nothing secret here.\n")
+    spec = folder / "job.yaml"
+    spec.write_text(
+        "name: pins\n"
+        f"model: {{name: 'openai-compatible:m', base_url: '{url}', max_retries: 0}}\n"
+        f"pinned: {pinned}\n"
+        f"{permissions}"
+        "steps:\n  - {id: one, task: Summarise the pinned context.}\n"
+    )
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("pinned", "permissions", "made"),
+    [
+        ("[context.md]", "", "link"),  # a link to .env
+        ("[.env]", "", "none"),
+        ("[{file: keys.txt}]", "permissions: {secret_files: ['keys.txt']}\n", "copy"),
+    ],
+)
+def test_a_pinned_file_that_holds_keys_is_refused_before_any_request(
+    tmp_path: Path, pinned: str, permissions: str, made: str
+) -> None:
+    with ProviderServer({"*": [{"content": "summary"}] * 3}) as server:
+        _pinning_job(tmp_path, server.openai_url, pinned, permissions)
+        if made == "link":
+            (tmp_path / "context.md").symlink_to(tmp_path / ".env")
+        elif made == "copy":
+            (tmp_path / "keys.txt").write_text(f"token={PINNED_KEY}\n")
+        checked = orchestrator("validate", "job.yaml", cwd=tmp_path)
+        ran = orchestrator("run", "job.yaml", cwd=tmp_path)
+        bodies = server.bodies()
+
+    assert checked.returncode != 0 and "pinned[0].file" in checked.stdout + checked.stderr
+    assert ran.returncode != 0
+    assert "pinned[0].file" in ran.stderr and "holds keys" in ran.stderr
+    assert all(PINNED_KEY not in json.dumps(body) for body in bodies)
+
+
+async def test_a_pin_turned_into_a_link_to_keys_after_the_check_is_not_sent(
+    tmp_path: Path,
+) -> None:
+    with ProviderServer({"*": [{"content": "summary"}] * 3}) as server:
+        spec = _pinning_job(tmp_path, server.openai_url, "[notes.md]")
+        job = load_job(spec)  # checked while it held plain notes
+        (tmp_path / "notes.md").unlink()
+        (tmp_path / "notes.md").symlink_to(tmp_path / ".env")
+        with pytest.warns(SafetyWarning, match="pinned file refused"):
+            done = await Orchestrator.from_job(job).run_job(trace=tmp_path / "t.jsonl")
+        bodies = server.bodies()
+
+    assert done.status == "completed"
+    assert bodies and all(PINNED_KEY not in json.dumps(body) for body in bodies)
+    assert "(refused: it holds keys)" in json.dumps(bodies[0])

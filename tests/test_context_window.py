@@ -223,6 +223,28 @@ async def test_when_not_even_a_short_answer_fits_the_run_ends_as_context_full(
     assert "context_window" in result.error and "max_output_tokens" in result.error
 
 
+async def test_results_that_begin_like_a_stub_are_still_cut(tmp_path: Path) -> None:
+    """Pages and files whose text begins with `[compacted]` (a hostile page, a file copied
+    from a trace) are results like any other: a run of them compacts and completes instead of
+    ending `context_full` with nothing left to cut."""
+    notes = write_notes(tmp_path / "notes", 30, words=100)
+    for path in notes:
+        path.write_text(f"{STUB_MARK} {path.read_text()}")
+    model = ScriptedModel({"*": [*reads(30), {"content": "read them all"}]}, context_window=WINDOW)
+    agent = Agent(model, [reader(tmp_path / "notes")], max_steps=40, trace=tmp_path / "t.jsonl")
+
+    result = await agent.run("Read every note.")
+
+    assert result.status == "completed", result.error
+    assert max(requested(r) for r in model.requests) <= WINDOW
+    done = compactions(trace_lines(tmp_path / "t.jsonl"))
+    assert done and all(event["replaced"] for event in done)
+    stubs = [m for m in result.messages if m.compacted]
+    assert len(stubs) == len({r["index"] for e in done for r in e["replaced"]})
+    assert all("read_compacted(message=" in (m.content or "") for m in stubs)
+    assert rebuild_conversations(tmp_path / "t.jsonl")["agent"] == result.messages
+
+
 async def test_a_cancelled_run_after_compactions_keeps_every_call_paired(tmp_path: Path) -> None:
     write_notes(tmp_path / "notes", 12)
 

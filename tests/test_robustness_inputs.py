@@ -19,6 +19,8 @@ from trace_lines import into, trace_lines
 from orchestrator import Agent, Message, Trace, tool
 from orchestrator.models import ModelRequest, ScriptedModel
 from orchestrator.models.base import ModelResponse
+from orchestrator.skills import SkillCatalog
+from orchestrator.skills.skill_md import read_skill_folder
 from orchestrator.tasks import ForkExtension, SubagentRegistry
 
 
@@ -182,3 +184,72 @@ async def test_a_real_cancellation_still_cancels() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+HUGE_SKILL = 200 * 1024 * 1024
+
+
+def _huge_skill(root: Path) -> Path:
+    """A SKILL.md of 200 MB with a valid frontmatter, made sparse: cheap to make, dear to
+    read whole."""
+    folder = root / "skills" / "huge"
+    folder.mkdir(parents=True)
+    path = folder / "SKILL.md"
+    with path.open("wb") as file:
+        file.write(b"---\nname: huge\ndescription: A skill of 200 MB.\n---\n# Huge\n")
+        file.truncate(HUGE_SKILL)
+    return path
+
+
+def _peak_kib(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`orchestrator ARGS`, and the peak memory (KiB) of that process alone."""
+    measure = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run([sys.executable, '-m', 'orchestrator', *sys.argv[1:]],"
+        " capture_output=True, text=True)\n"
+        "sys.stdout.write(done.stdout); sys.stderr.write(done.stderr)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(done.returncode)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measure, *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+    *_, peak = done.stdout.split()
+    return done, int(peak)
+
+
+def test_a_skill_file_of_200_mb_is_refused_by_its_size_unread(tmp_path: Path) -> None:
+    _huge_skill(tmp_path)
+    size = f"{HUGE_SKILL:,} bytes"
+
+    checked, peak = _peak_kib("skills", "check", "skills/huge", cwd=tmp_path)
+    assert checked.returncode != 0
+    assert size in checked.stdout and "[file-too-large]" in checked.stdout
+    assert peak < HUGE_SKILL // 1024  # KiB: less than the file itself (whole, it was 3x)
+
+    listed, peak = _peak_kib("skills", "list", "--skills", "skills", cwd=tmp_path)
+    assert "huge:" not in listed.stdout and size in listed.stdout + listed.stderr
+    assert peak < HUGE_SKILL // 1024
+
+    assert "huge" not in SkillCatalog([tmp_path / "skills"], include_builtin=False).names
+    reading = read_skill_folder(tmp_path / "skills" / "huge")
+    assert reading.info is None and size in reading.problems[0].message
+
+
+async def test_a_skill_file_grown_to_200_mb_after_the_scan_is_not_loaded(tmp_path: Path) -> None:
+    path = _huge_skill(tmp_path)
+    with path.open("r+b") as file:
+        file.truncate(200)
+    catalog = SkillCatalog([tmp_path / "skills"], include_builtin=False)
+    assert "huge" in catalog.names
+    with path.open("r+b") as file:
+        file.truncate(HUGE_SKILL)
+    model = ScriptedModel(
+        {"*": [{"tool_calls": [{"name": "load_skill", "arguments": {"name": "huge"}}]},
+               {"content": "done"}]}
+    )  # fmt: skip
+
+    await Agent(model, skills=catalog).run("Use the huge skill.")
+
+    loaded = [m for m in model.requests[-1].messages if m.role == "tool"][-1]
+    assert loaded.is_error and f"{HUGE_SKILL:,} bytes" in (loaded.content or "")

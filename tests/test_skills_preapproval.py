@@ -296,6 +296,74 @@ async def test_restrict_keeps_the_list_a_limit(tmp_path: Path) -> None:
     assert by_skill[0] == "denied" and "not among the tools allowed" in by_skill[1]
 
 
+RESTRICTIONS = {
+    "top-level": "allowed-tools-mode: restrict\n",
+    "capitalised": "allowed-tools-mode: Restrict\n",
+    "mistyped-value": "metadata:\n  allowed-tools-mode: restricted\n",
+    "underscored": "allowed_tools_mode: restrict\n",
+    "not-text": "allowed-tools-mode: true\n",
+    # YAML fails on the example, and the frontmatter is read line by line.
+    "read-by-lines": "when_to_use: Git.\n  <example>\n  user: hi\n  </example>\n"
+    "allowed_tools_mode: restrict\n",
+}
+
+
+@pytest.mark.parametrize("written", sorted(RESTRICTIONS))
+async def test_a_restriction_written_anywhere_never_pre_approves(
+    tmp_path: Path, written: str
+) -> None:
+    """The model calls what the list names under `shell: ask`: a restricting skill must put
+    it to a person, as without the skill, and refuse what the list leaves out."""
+    extra = f"allowed-tools: Bash(git status:*)\n{RESTRICTIONS[written]}"
+    write_skill(tmp_path / "skills", "strict-git", description="Git.", extra=extra)
+    work = git_repo(tmp_path / "work")
+    script = {
+        "agent": [
+            call("load_skill", name="shell"),
+            call("load_skill", name="files"),
+            call("load_skill", name="strict-git"),
+            call("shell__run", command="git status"),
+            call("files__read_file", path="notes.txt"),
+            {"content": "done"},
+        ]
+    }
+    model = ScriptedModel(script)
+    asked = Asked()
+    agent = Agent(
+        model,
+        name="agent",
+        skills=SkillCatalog([tmp_path / "skills"]),
+        permissions=Permissions(workspace=work, shell="ask"),
+        approve=asked,
+    )
+
+    await agent.run("Look at the repository.")
+
+    *_, status, read = tool_results(model)
+    assert [r.arguments["command"] for r in asked.requests] == ["git status"]
+    assert status[0] == "denied" and "a person denied it" in status[1]
+    assert read[0] == "denied" and "not among the tools allowed" in read[1]
+
+
+def test_skills_check_reads_a_top_level_mode_and_names_a_mistyped_one(tmp_path: Path) -> None:
+    for written, line in RESTRICTIONS.items():
+        extra = f"allowed-tools: Bash(git status:*)\n{line}"
+        write_skill(tmp_path / "skills", written, description="Git.", extra=extra)
+
+    checked = orchestrator("skills", "check", "skills", cwd=tmp_path)
+
+    out = checked.stdout + checked.stderr
+    assert "unknown frontmatter" not in out
+    notes = [line for line in out.splitlines() if "[allowed-tools-mode]" in line]
+    assert sorted(n.split(":")[0].split()[-1] for n in notes) == [
+        "skills/capitalised",
+        "skills/mistyped-value",
+        "skills/not-text",
+        "skills/underscored",
+    ]  # `skills check` fails the one YAML cannot read, as the reference validator does
+    assert all("read as allowed-tools-mode: restrict" in n for n in notes)
+
+
 @needs_git
 def test_a_job_with_a_claude_code_skill_through_the_command_line(tmp_path: Path) -> None:
     """`orchestrator run` off a terminal: nobody can be asked, so only pre-approved calls of

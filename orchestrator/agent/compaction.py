@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ..errors import ContextWindowExceeded, ToolError
+from ..events import FILES_LISTED
 from ..messages import Message, ToolCall
 from ..tokens import TokenCounter
 from .tools import Tool, ToolContext, Toolset, unwrap
@@ -320,7 +321,7 @@ def compact(
         message = messages[index]
         tokens = counter.count_message(message)
         stub = STUB.format(tool=message.name or "tool", tokens=tokens, index=index)
-        shrunk = message.model_copy(update={"content": stub})
+        shrunk = message.as_stub(stub)
         gain = tokens - counter.count_message(shrunk)
         if gain <= 0:
             continue
@@ -429,28 +430,45 @@ def with_carried(done: Compaction, carried: str, counter: TokenCounter) -> Compa
 
 
 def is_stub(message: Message) -> bool:
-    return (message.content or "").startswith(STUB_MARK)
+    """Whether a compaction put `message` in place of a tool result: by its mark, never by
+    its text (a page or a file may begin with `[compacted]`)."""
+    return message.compacted
 
 
 @dataclass
 class WorkingRecord:
     """One run's working record (`ctx.state_of(WorkingRecord)`): the agent's note, kept with
     the `note` tool, and the files the run's tools changed (a tool's `changes`), listed by
-    themselves. Each compaction carries it in the newest stub, so it survives every cut."""
+    themselves: the newest `FILES_LISTED` (events.py), the older ones counted. Each
+    compaction carries it in the newest stub, so it survives every cut."""
 
     note: str = ""
     files: list[str] = field(default_factory=list)
+    """The newest files changed, oldest first; at most `FILES_LISTED`."""
     limit: int = NOTE_CHARS
+    _changed: set[str] = field(default_factory=set)
 
-    def changed(self, path: str) -> None:
-        if path not in self.files:
-            self.files.append(path)
+    def changed(self, path: str) -> bool:
+        """Record that the run changed `path`; whether it is a file not recorded before."""
+        if path in self._changed:
+            return False
+        self._changed.add(path)
+        self.files.append(path)
+        del self.files[:-FILES_LISTED]
+        return True
+
+    @property
+    def files_changed(self) -> int:
+        """How many files the run changed, listed or not."""
+        return len(self._changed)
 
     def render(self) -> str:
         """The record as the agent reads it ("" when empty)."""
         parts = [f"{RECORD_HEADING}\n{self.note}"] if self.note else []
         if self.files:
-            parts.append(f"{FILES_HEADING} {', '.join(self.files)}")
+            earlier = self.files_changed - len(self.files)
+            more = f" (and {earlier:,} changed earlier, not listed)" if earlier else ""
+            parts.append(f"{FILES_HEADING} {', '.join(self.files)}{more}")
         return "\n".join(parts)
 
 
@@ -469,7 +487,9 @@ def note(text: str, ctx: ToolContext) -> str:
             "hold: shorten it and call note again (the previous note is kept)."
         )
     record.note = text
-    ctx.trace.emit("note", ctx.agent, text=text, files=list(record.files))
+    ctx.trace.emit(
+        "note", ctx.agent, text=text, files=list(record.files), files_changed=record.files_changed
+    )
     return f"Kept.\n{record.render()}"
 
 

@@ -358,10 +358,8 @@ def _record(
 
 def _record_change(context: ToolContext, path: str) -> None:
     """A file the call changed joins the run's working record; an agent that keeps a note
-    gets a `note` event saying so (its record as it now stands)."""
+    gets a `note` event naming that one file (not the whole record: the trace stays linear
+    in the changes)."""
     record = context.state_of(WorkingRecord)
-    if path in record.files:
-        return
-    record.changed(path)
-    if NOTE.name in context.toolset:
-        context.trace.emit("note", context.agent, text=record.note, files=list(record.files))
+    if record.changed(path) and NOTE.name in context.toolset:
+        context.trace.emit("note", context.agent, changed=path, files_changed=record.files_changed)

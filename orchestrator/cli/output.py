@@ -1,10 +1,18 @@
-"""What the command line prints goes through the secret mask, as the trace does.
+"""What the command line prints goes through the secret mask, as the trace does, and is made
+inert for the terminal.
 
 A model or a server may echo a key back (in an answer, an error message); `masked_output`
 wraps standard output and standard error for the length of a command, so no line the CLI
-prints (results, `--json`, errors, progress) carries the value of a secret environment
-variable, or the credentials of a URL (`https://user:pass@host`). Each write is masked
-whole: a secret is caught unless one write splits it.
+prints (results, `--json`, errors, warnings, progress) carries the value of a secret
+environment variable, or the credentials of a URL (`https://user:pass@host`). Each write is
+masked whole: a secret is caught unless one write splits it.
+
+Text from a file, a server or a model (a skill's description, a tool's error, an MCP
+server's stderr, a tool name a model chose, a trace) may hold terminal sequences: an OSC that
+sets the window title or a link, a CSI that moves the cursor or clears the screen. Every write
+goes through `inert` (messages.py), so none of them acts. The live view draws with sequences
+of its own: it writes to `drawing_stream()`, masked but not made inert, and makes its cells
+inert itself (progress.py).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from ..messages import inert
 from ..models import ModelResponse
 from ..security import SecretMask
 from ..security.inventory import reads_no_configuration
@@ -24,15 +33,20 @@ from ..security.inventory import reads_no_configuration
 class MaskedStream:
     """A text stream that masks secrets in what is written to it; all else is the stream's."""
 
-    def __init__(self, stream: TextIO, mask: SecretMask) -> None:
+    def __init__(
+        self, stream: TextIO | MaskedStream, mask: SecretMask, *, drawing: bool = False
+    ) -> None:
         self._stream = stream
         self._mask = mask
+        self._drawing = drawing
+        """Written to by a display that draws with terminal sequences of its own."""
         self._reader_gone = False
 
     def write(self, text: str) -> int:
         if not self._reader_gone:
+            shown = self._mask(text)
             try:
-                self._stream.write(self._mask(text))
+                self._stream.write(shown if self._drawing else inert(shown))
             except BrokenPipeError:
                 self._drop_output()
         return len(text)
@@ -43,6 +57,13 @@ class MaskedStream:
                 self._stream.flush()
             except BrokenPipeError:
                 self._drop_output()
+
+    def drawing(self) -> MaskedStream:
+        """This stream for a display that draws with terminal sequences of its own: masked by
+        this stream's mask (and those of the streams it wraps), not made inert."""
+        inner = self._stream
+        under = inner.drawing() if isinstance(inner, MaskedStream) else inner
+        return MaskedStream(under, self._mask, drawing=True)
 
     @reads_no_configuration("opens the null device once the reader of the CLI's output has gone")
     def _drop_output(self) -> None:
@@ -72,6 +93,26 @@ def masked_output(mask: SecretMask | None = None) -> Iterator[SecretMask]:
         yield mask
     finally:
         sys.stdout, sys.stderr = out, err
+
+
+def inert_proxies() -> None:
+    """While the live view runs, rich puts proxies of its own in `sys.stdout` and
+    `sys.stderr` (what is printed then goes above the display, and rich reads the terminal
+    sequences in it as styles and links): wrap them, so that what reaches them is inert."""
+    if not isinstance(sys.stdout, MaskedStream):
+        sys.stdout = MaskedStream(sys.stdout, SecretMask())
+    if not isinstance(sys.stderr, MaskedStream):
+        sys.stderr = MaskedStream(sys.stderr, SecretMask())
+
+
+def drawing_stream() -> TextIO:
+    """Standard error for the live view, which draws with terminal sequences of its own:
+    masked as every other write, not made inert (its cells are, where they are made)."""
+    err = sys.stderr
+    if isinstance(err, MaskedStream):
+        # A text stream in all but its class, as the one it wraps.
+        return err.drawing()  # type: ignore[return-value]
+    return err
 
 
 class AnswerStream:

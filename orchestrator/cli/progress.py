@@ -38,6 +38,8 @@ from ..events import (
     ToolStart,
     TraceEvent,
 )
+from ..messages import inert
+from .output import drawing_stream, inert_proxies
 from .rows import SILENCE_AFTER, AgentState, Row, row_of
 
 
@@ -216,7 +218,7 @@ class LiveView:
     ) -> None:
         self.title = title
         self.state = ProgressState(max_tokens=max_tokens)
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(file=drawing_stream())
         self.silence_after = silence_after
         self.lock = threading.Lock()
         self.live = self._new_live()
@@ -229,6 +231,7 @@ class LiveView:
 
     def __enter__(self) -> LiveView:
         self.live.__enter__()
+        inert_proxies()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -247,6 +250,7 @@ class LiveView:
             if running:  # a new display below the prompt, which stays on the screen
                 self.live = self._new_live()
                 self.live.start()
+                inert_proxies()
 
     def _new_live(self) -> Live:
         return Live(
@@ -267,7 +271,7 @@ class LiveView:
         return Group(self._tree(), self._budget())
 
     def _tree(self) -> Tree:
-        root = Tree(Text(self.title, style="bold"))
+        root = Tree(Text(inert(self.title), style="bold"))
         nodes: dict[str, Tree] = {}
         for path, row in self.rows():
             parent_path = path.rsplit("/", 1)[0] if "/" in path else None
@@ -299,5 +303,5 @@ def _label(row: Row) -> Text:
     for index, cell in enumerate(row.cells()):
         if index:
             label.append(" " if index == 1 else "  ")
-        label.append(cell.text, style=cell.style)
+        label.append(inert(cell.text), style=cell.style)
     return label

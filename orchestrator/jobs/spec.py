@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -34,7 +35,7 @@ from pydantic import (
 )
 
 from ..agent import DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
-from ..errors import ConfigError, Problem, SpecError
+from ..errors import ConfigError, PermissionDenied, Problem, SafetyWarning, SpecError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
@@ -225,10 +226,19 @@ class Pin(BaseModel):
         return self
 
     @reads("file a spec names")
-    def render(self) -> str:
-        if self.file is not None:
-            return f'<pinned file="{self.file.name}">\n{self.file.read_text()}\n</pinned>'
-        return f"<pinned note>\n{self.note}\n</pinned>"
+    def render(self, permissions: Permissions) -> str:
+        """The pin as the task shows it. A file that holds keys (a link to `.env`, made after
+        the spec was checked) is not read: the task says it was refused, and a
+        `SafetyWarning` says so too."""
+        if self.file is None:
+            return f"<pinned note>\n{self.note}\n</pinned>"
+        target = self.file.resolve()
+        try:
+            permissions.require_readable(target, str(self.file))
+        except PermissionDenied as refusal:
+            warnings.warn(f"pinned file refused: {refusal}", SafetyWarning, stacklevel=2)
+            return f'<pinned file="{self.file.name}">\n(refused: it holds keys)\n</pinned>'
+        return f'<pinned file="{self.file.name}">\n{target.read_text()}\n</pinned>'
 
 
 Pinned = list[Annotated[Pin, BeforeValidator(_pin_shorthand)]]
@@ -556,7 +566,8 @@ class Job(BaseModel):
         pins = [*self.pinned, *step.pinned]
         if not pins:
             return task
-        return "\n\n".join([task, PINNED_HEADING, *(pin.render() for pin in pins)])
+        rendered = (pin.render(self.permissions) for pin in pins)
+        return "\n\n".join([task, PINNED_HEADING, *rendered])
 
 
 # --- Checks across fields: the job seen whole --------------------------------------------
@@ -587,8 +598,27 @@ def check_job(
     graph, graph_problems = _graph(job.steps)
     problems += graph_problems
     problems += _templates(job, graph)
+    problems += _secret_pins(job)
     if not open_inputs:
         problems += _required_inputs(job)
+    return problems
+
+
+def _secret_pins(job: Job) -> list[Problem]:
+    """A pinned file that holds keys (`.env`, a link to one, any of the permissions'
+    `secret_files`) is refused as the file tools refuse it: pinned, its keys would go to the
+    model's provider with every request."""
+    located = [("pinned", job.pinned)]
+    located += [(f"steps[{i}].pinned", step.pinned) for i, step in enumerate(job.steps)]
+    problems = []
+    for field, pins in located:
+        for index, pin in enumerate(pins):
+            if pin.file is None:
+                continue
+            try:
+                job.permissions.require_readable(pin.file.resolve(), str(pin.file))
+            except PermissionDenied as refusal:
+                problems.append(Problem(f"{field}[{index}].file", str(refusal)))
     return problems
 
 

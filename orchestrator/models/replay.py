@@ -267,7 +267,7 @@ def _compact(agent: RecordedAgent, event: Compact) -> None:
         if 0 <= entry.index < len(agent.conversation):
             message = agent.conversation[entry.index]
             if message.role == "tool" and message.tool_call_id == entry.call_id:
-                agent.conversation[entry.index] = message.model_copy(update={"content": entry.stub})
+                agent.conversation[entry.index] = message.as_stub(entry.stub)
 
 
 def _moved(message: Message, moves: Mapping[str, str]) -> Message:

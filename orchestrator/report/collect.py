@@ -235,8 +235,11 @@ def _note(c: Collector, event: Note) -> None:
     agent = c.run(event)
     if agent is None or event.ts is None:
         return
-    changed = f" (files changed: {', '.join(event.files)})" if event.files else ""
-    label = f"note: {event.text}{changed}"
+    if event.text is None:
+        label = f"changed: {event.changed}" if event.changed else "note"
+    else:
+        changed = f" (files changed: {', '.join(event.files)})" if event.files else ""
+        label = f"note: {event.text}{changed}"
     agent.bars.append(Bar("compact", label, event.ts, event.ts))
 
 

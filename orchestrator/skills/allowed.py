@@ -23,7 +23,9 @@ would put to a person (`ask`) runs without asking, and nothing else changes (a c
 stays denied, other tools stay as they are). `Bash(git add:*)` pre-approves only commands
 whose words begin with `git add`, and no command that could run another (`;`, `&&`, `|`,
 `$(...)`, a redirection...). `skill_allowed_tools: restrict` in the permissions (or a skill's
-`metadata: {allowed-tools-mode: restrict}`) makes the list a limit instead (`ToolRule`).
+`allowed-tools-mode: restrict`, at its frontmatter's top level or in its `metadata`) makes the
+list a limit instead (`ToolRule`); a mode written any other way than `pre-approve` restricts
+too, so a restriction mistyped never becomes a pre-approval.
 """
 
 from __future__ import annotations
@@ -34,12 +36,12 @@ import re
 import shlex
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ..agent import Extension, Preapproval, Refusal, ToolContext
 from ..messages import ToolCall
 from ..security import Permissions, is_inside
-from .skill import TOOL_SEPARATOR, SkillInfo
+from .skill import TOOL_SEPARATOR, AllowedToolsMode, SkillInfo
 
 CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
     "Read": ("files__read_file",),
@@ -195,9 +197,6 @@ class ToolLimit(Extension):
 
 # --- allowed-tools as pre-approval ----------------------------------------------------------
 
-AllowedToolsMode = Literal["pre-approve", "restrict"]
-MODE_KEY = "allowed-tools-mode"
-"""The skill-level setting, in a SKILL.md's `metadata`: `restrict` makes its list a limit."""
 SHELL_TOOL = "shell__run"
 _CHAINING = {
     ";": "`;` runs another command",
@@ -218,7 +217,7 @@ _CHAINING = {
 
 def allowed_tools_mode(info: SkillInfo, permissions: Permissions) -> AllowedToolsMode:
     """`restrict` when the run's permissions or the skill itself ask for it."""
-    if permissions.skill_allowed_tools == "restrict" or info.metadata.get(MODE_KEY) == "restrict":
+    if permissions.skill_allowed_tools == "restrict" or info.allowed_tools_mode == "restrict":
         return "restrict"
     return "pre-approve"
 

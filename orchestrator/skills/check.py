@@ -43,8 +43,11 @@ from .skill_md import (
     SKILL_FILE,
     FrontmatterError,
     Problem,
+    is_mode_field,
+    mode_notes,
     normal_name,
     parse_yaml,
+    read_skill_text,
     skill_file_in,
     split_skill_text,
     validate,
@@ -105,7 +108,6 @@ def _skill_folders(path: Path) -> list[Path]:
     return found
 
 
-@reads("skill")
 def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderReport:
     """Every problem of one skill folder; given the `catalog` it would run in, also its
     `allowed-tools` entries that name no tool there."""
@@ -121,7 +123,7 @@ def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderRep
         report.problems.append(Problem("skill-file", "the folder has no SKILL.md", True))
         return report
     try:
-        text = skill_file.read_text(encoding="utf-8")
+        text = read_skill_text(skill_file)
         frontmatter, _, problems = split_skill_text(text)
         if frontmatter is None:  # as the reference validator, only this one problem
             report.problems += problems
@@ -134,8 +136,10 @@ def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderRep
         report.problems.append(exc.problem)
         return report
     # Claude Code's fields are understood when loading: worth a word, not a failure.
-    checks = validate(data, folder.name, fields=(*KNOWN_FIELDS, *CLIENT_FIELDS))
+    modes = [key for key in data if is_mode_field(key)]  # ours, however spelt: a note below
+    checks = validate(data, folder.name, fields=(*KNOWN_FIELDS, *CLIENT_FIELDS, *modes))
     report.problems += problems + more + checks
+    report.warnings += mode_notes(data)
     client = sorted(key for key in data if key in CLIENT_FIELDS)
     if client:
         report.warnings.append(

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..agent import Tool
 from ..errors import OrchestratorError, RunHalted
+from ..messages import inert
 from ..security.inventory import MCP_CONFIG_FILES, reads
 
 TOOL_SEPARATOR = "__"
@@ -101,8 +102,13 @@ class SkillWarning:
     left_out: bool = False
 
     def __str__(self) -> str:
+        """The warning as a log line or a terminal shows it: inert (messages.py), since the
+        folder's name and the message quote what a file holds."""
         outcome = "; skill left out" if self.left_out else ""
-        return f"{self.folder}: {self.message} [{self.rule}]{outcome}"
+        return inert(f"{self.folder}: {self.message} [{self.rule}]{outcome}")
+
+
+AllowedToolsMode = Literal["pre-approve", "restrict"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,9 @@ class SkillInfo:
     license: str | None = None
     compatibility: str | None = None
     allowed_tools: str | None = None
+    allowed_tools_mode: AllowedToolsMode = "pre-approve"
+    """What `allowed-tools` means for this skill: `restrict` when its `allowed-tools-mode`
+    (at the top level or in `metadata`) says anything but `pre-approve`."""
     metadata: dict[str, str] = field(default_factory=dict)
     """String values as written; nested values (mappings, lists) as JSON text."""
     keywords: tuple[str, ...] = ()

@@ -4,7 +4,8 @@ it, its body, and the lenient reading that loads folders written for other clien
 Reading the file. A scan reads only the frontmatter (`find_frontmatter`, `read_frontmatter`);
 `split_skill_text` splits a whole file. Every broken rule is a `Problem`. `fatal` problems
 leave a skill out of a lenient load (a SKILL.md that is not UTF-8, a frontmatter that is never
-closed); the rest are warnings, and the lenient reading makes up for what is missing.
+closed, a file larger than `MAX_SKILL_FILE_BYTES`, refused by its size unread); the rest are
+warnings, and the lenient reading makes up for what is missing.
 `orchestrator skills check` (`check.py`) treats every problem as an error. YAML scalars are
 all read as strings, as the reference validator does: `version: 1.0` is "1.0", `name: yes` is
 "yes", and a date stays the text it was. Frontmatter that other clients accept but YAML does
@@ -48,6 +49,7 @@ A skill is left out only when no description can be found, or its SKILL.md canno
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import unicodedata
@@ -64,6 +66,10 @@ from .skill import SkillError, SkillInfo, parse_keywords
 
 SKILL_FILE = SKILL_FILES[0]
 MAX_FRONTMATTER_CHARS = 65_536
+MAX_SKILL_FILE_BYTES = 1_048_576
+"""The largest SKILL.md read; a larger one is left out (and refused by `skills check` and
+`load_skill`) with its size, without being read."""
+FILE_TOO_LARGE = "file-too-large"
 DELIMITER = "---"
 MAX_DEPTH = 20
 MAX_VALUES = 10_000  # YAML aliases can make a few lines stand for billions of values
@@ -110,6 +116,7 @@ def read_frontmatter(path: Path) -> tuple[str | None, list[Problem]]:
     """The frontmatter text of a SKILL.md (None if it has none), reading little more."""
     try:
         with path.open("rb") as file:
+            _refuse_large(file, path.name)
             data = _read_head(file)
     except OSError as exc:
         raise FrontmatterError(
@@ -129,6 +136,7 @@ def find_frontmatter(folder: Path) -> tuple[Path, str | None, list[Problem]] | N
         path = folder / name
         try:
             with path.open("rb") as file:
+                _refuse_large(file, name)
                 data = _read_head(file)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             continue
@@ -255,13 +263,14 @@ def parse_forgiving(text: str, keys: Collection[str] = ()) -> tuple[dict[str, An
 
 
 def parse_by_lines(text: str, keys: Collection[str]) -> dict[str, Any]:
-    """The values of the known `keys`, each from its line to the next known key's: a string
-    (surrounding quotes removed), or a list when it is only `- item` lines."""
+    """The values of the known `keys` (and of `allowed-tools-mode` however it is spelt), each
+    from its line to the next known key's: a string (surrounding quotes removed), or a list
+    when it is only `- item` lines."""
     found: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
         match = _TOP_KEY.match(line)
-        if match and match.group("key") in keys:
+        if match and (match.group("key") in keys or is_mode_field(match.group("key"))):
             current = found.setdefault(match.group("key"), [])
             current[:] = [match.group("value") or ""]
         elif current is not None:
@@ -342,11 +351,31 @@ def fatal(problems: Iterable[Problem]) -> Problem | None:
 
 
 @reads("skill")
-def read_skill_text(path: Path, limit: int = 1_048_576) -> str:
-    """A whole SKILL.md (up to `limit` bytes), for the fallbacks that need its body."""
+def read_skill_text(path: Path) -> str:
+    """A whole SKILL.md as text. One larger than `MAX_SKILL_FILE_BYTES` is refused unread
+    (FrontmatterError, fatal, naming its size); UnicodeDecodeError when it is not UTF-8."""
     with path.open("rb") as file:
-        data = file.read(limit)
-    return data.decode("utf-8", errors="replace")
+        _refuse_large(file, path.name)
+        data = file.read(MAX_SKILL_FILE_BYTES + 1)
+    if len(data) > MAX_SKILL_FILE_BYTES:  # a file whose size the system does not know
+        raise FrontmatterError(_too_large(path.name, f"more than {MAX_SKILL_FILE_BYTES:,}"))
+    return data.decode("utf-8")
+
+
+def _refuse_large(file: BinaryIO, name: str) -> None:
+    """FrontmatterError when the open file is larger than a skill file may be."""
+    size = os.fstat(file.fileno()).st_size
+    if size > MAX_SKILL_FILE_BYTES:
+        raise FrontmatterError(_too_large(name, f"{size:,}"))
+
+
+def _too_large(name: str, size: str) -> Problem:
+    return Problem(
+        FILE_TOO_LARGE,
+        f"{name} is {size} bytes; a skill file may have at most {MAX_SKILL_FILE_BYTES:,} "
+        "(its instructions go whole into the conversation), so it is not read",
+        True,
+    )
 
 
 # The specification's rules.
@@ -367,6 +396,9 @@ CLIENT_FIELDS = (
     "shell",
     "version",
 )
+OWN_FIELDS = ("allowed-tools-mode",)
+"""Fields of this project's own, understood at the top level (or in `metadata`)."""
+MODE_FIELD = "allowed-tools-mode"
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
@@ -423,7 +455,8 @@ def validate(
 
 def unknown_fields(data: dict[str, Any]) -> list[str]:
     """Fields that neither the specification nor a client we follow defines."""
-    return [key for key in data if key not in KNOWN_FIELDS and key not in CLIENT_FIELDS]
+    known = (*KNOWN_FIELDS, *CLIENT_FIELDS, *OWN_FIELDS)
+    return [key for key in data if key not in known and not is_mode_field(key)]
 
 
 def _name_problems(name: Any, folder_name: str) -> list[Problem]:
@@ -555,7 +588,6 @@ def _split(arguments: str) -> list[str]:
         return arguments.split()
 
 
-@reads("skill")
 def read_body(info: SkillInfo) -> str:
     """The SKILL.md body (all of the file when it has no frontmatter), stripped; for a job's
     MCP server (no SKILL.md), a line saying what the skill is."""
@@ -563,8 +595,7 @@ def read_body(info: SkillInfo) -> str:
         names = ", ".join(sorted(info.servers))
         return f"The tools of the MCP server {names}, declared in the job spec."
     try:
-        text = info.skill_file.read_text(encoding="utf-8")
-        return split_skill_text(text)[1]
+        return split_skill_text(read_skill_text(info.skill_file))[1]
     except (OSError, UnicodeDecodeError) as exc:
         raise SkillError(f"{info.folder}: cannot read SKILL.md: {exc}") from None
     except FrontmatterError as exc:
@@ -613,7 +644,7 @@ def read_skill_folder(folder: Path) -> Reading:
         ]
     else:
         try:
-            data, more = parse_forgiving(text, (*KNOWN_FIELDS, *CLIENT_FIELDS))
+            data, more = parse_forgiving(text, (*KNOWN_FIELDS, *CLIENT_FIELDS, *OWN_FIELDS))
             reading.problems += more
             parsed = True
         except FrontmatterError as exc:
@@ -636,6 +667,7 @@ def _resolve(
         description = first_paragraph(_body(skill_file))
     if parsed:
         problems += _notes(validate(data, folder.name), data, name_note, description)
+        problems += mode_notes(data)
     if name is None:
         problems.append(Problem("name-missing", f"no usable name: {name_note}", True))
         return None
@@ -702,7 +734,7 @@ def _description_note(problem: Problem, found: str | None = None) -> Problem:
 def _body(skill_file: Path) -> str:
     try:
         return split_skill_text(read_skill_text(skill_file))[1]
-    except (OSError, FrontmatterError):
+    except (OSError, UnicodeDecodeError, FrontmatterError):
         return ""
 
 
@@ -725,6 +757,9 @@ def to_info(
         license=_text(data.get("license")),
         compatibility=_text(data.get("compatibility")),
         allowed_tools=_tool_list(data.get("allowed-tools")),
+        allowed_tools_mode="restrict"
+        if any(_restricts(v) for _, v in _modes(data))
+        else "pre-approve",
         metadata=_string_map(raw_metadata),
         keywords=parse_keywords(keywords),
         when_to_use=_text(data.get("when_to_use")),
@@ -732,6 +767,45 @@ def to_info(
         context=context.lower() if context else None,
         agent=_text(data.get("agent")),
     )
+
+
+def is_mode_field(key: object) -> bool:
+    """Whether a key is `allowed-tools-mode` however it is spelt (`allowed_tools_mode`,
+    `allowedToolsMode`): a restriction must not be lost to its spelling."""
+    return isinstance(key, str) and re.sub(r"[-_\s]", "", key).lower() == "allowedtoolsmode"
+
+
+def _modes(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each `allowed-tools-mode` the frontmatter writes, at its top level or in `metadata`:
+    (where, the value as written)."""
+    metadata = data.get("metadata")
+    found = [(str(key), value) for key, value in data.items() if is_mode_field(key)]
+    if isinstance(metadata, dict):
+        found += [(f"metadata.{k}", v) for k, v in metadata.items() if is_mode_field(k)]
+    return found
+
+
+def _restricts(value: Any) -> bool:
+    """Anything but `pre-approve` restricts: a mistyped restriction never pre-approves."""
+    return not (isinstance(value, str) and value.strip().lower() == "pre-approve")
+
+
+def mode_notes(data: dict[str, Any]) -> list[Problem]:
+    """A note for each `allowed-tools-mode` not written as `pre-approve` or `restrict` under
+    its own name: what the load made of it."""
+    notes = []
+    for where, value in _modes(data):
+        if where.rpartition(".")[2] == MODE_FIELD and value in ("pre-approve", "restrict"):
+            continue
+        meaning = "restrict" if _restricts(value) else "pre-approve"
+        notes.append(
+            Problem(
+                MODE_FIELD,
+                f"{where}: {value!r} read as {MODE_FIELD}: {meaning} (it takes pre-approve or "
+                "restrict; anything else restricts)",
+            )
+        )
+    return notes
 
 
 def _tool_list(value: Any) -> str | None:

@@ -52,6 +52,7 @@ from pydantic import (
 
 from ..agent import DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
 from ..errors import ConfigError, SafetyWarning
+from ..messages import inert
 from ..models import INHERIT, ChatModel, ModelSettings
 from ..skills.discovery import shipped_folder
 from .subagent_files import CLAUDE_ONLY, NAME, NO_EFFECT, DefinitionError, read_definition
@@ -267,7 +268,7 @@ class SubagentProblem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return inert(f"{self.path}: {self.message}")  # a file's words, for a log or a terminal
 
 
 class SubagentError(ConfigError):
@@ -342,7 +343,7 @@ class SubagentRegistry:
             self.warnings.extend(SubagentProblem(path, note) for note in notes)
             for note in notes:
                 if NO_EFFECT in note:
-                    warnings.warn(f"{path}: {note}", SafetyWarning, stacklevel=3)
+                    warnings.warn(inert(f"{path}: {note}"), SafetyWarning, stacklevel=3)
             first = self._agents.get(agent.name)
             if first is not None:
                 self.warnings.append(

@@ -111,7 +111,7 @@ def apply_compaction(messages: list[Message], event: Compact) -> dict[int, str]:
         if message.role != "tool" or message.tool_call_id != entry.call_id:
             continue
         originals[entry.index] = message.content or ""
-        messages[entry.index] = message.model_copy(update={"content": entry.stub})
+        messages[entry.index] = message.as_stub(entry.stub)
     return originals
 
 

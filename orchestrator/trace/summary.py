@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..events import (
+    FILES_LISTED,
     A2AEnd,
     BackgroundSettle,
     Compact,
@@ -78,8 +79,21 @@ class AgentSummary:
     note: str | None = None
     """Its working record, as its latest `note` call left it."""
     note_files: list[str] = field(default_factory=list)
-    """The files its run had changed at that note."""
+    """The newest files its run changed (those its working record lists)."""
+    files_changed: int = 0
+    """How many files its run changed, listed or not."""
     """What became of this agent's background tasks when its run ended."""
+
+    def noted(self, event: Note) -> None:
+        """Take in a `note` event: the note a `note` call left, or one more file changed."""
+        if event.text is not None:
+            self.note = event.text
+            self.note_files = list(event.files)
+        elif self.note is None:  # a change before any note: the record so far is empty
+            self.note = ""
+        if event.changed is not None and event.changed not in self.note_files:
+            self.note_files = [*self.note_files, event.changed][-FILES_LISTED:]
+        self.files_changed = max(self.files_changed, event.files_changed or 0, len(self.note_files))
 
     @property
     def seconds(self) -> float | None:
@@ -148,6 +162,7 @@ class RunSummary:
                 "compactions": a.compactions,
                 "note": a.note,
                 "note_files": a.note_files,
+                "files_changed": a.files_changed,
             }
             for a in self.tree()
         ]
@@ -265,8 +280,7 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
         case Compact():
             summary.agent(event.agent).compactions += 1
         case Note():
-            agent = summary.agent(event.agent)
-            agent.note, agent.note_files = event.text, list(event.files)
+            summary.agent(event.agent).noted(event)
         case BackgroundSettle():
             verb = "waited for" if event.choice == "wait" else "cancelled"
             summary.agent(event.agent).settled.append(f"{verb} {', '.join(event.ids)}")
@@ -348,7 +362,11 @@ def _line(agent: AgentSummary, *, ambiguous: bool) -> str:
         # As JSON, like the data: the note is the model's text, and may not break the line.
         shown = json.dumps(agent.note)
         shown = shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 3] + "..."
-        files = f" (files changed: {json.dumps(agent.note_files)})" if agent.note_files else ""
+        files = ""
+        if agent.note_files:
+            earlier = agent.files_changed - len(agent.note_files)
+            more = f", and {earlier:,} earlier" if earlier > 0 else ""
+            files = f" (files changed: {json.dumps(agent.note_files)}{more})"
         line += f"\n{'  ' * (depth + 1)}note: {shown}{files}"
     if agent.data is not None:
         # ASCII JSON: a trace is read as untrusted, and no character of it may break the line.
