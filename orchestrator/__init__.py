@@ -11,7 +11,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import RunResult, TaskResult, TokenBudget, Tool, ToolContext, Toolset, tool
+    from .agent import (
+        CancelHandle,
+        RunCancelled,
+        RunResult,
+        RunSettings,
+        TaskResult,
+        TokenBudget,
+        Tool,
+        ToolContext,
+        Toolset,
+        tool,
+    )
     from .errors import (
         ConfigError,
         ModelError,
@@ -31,6 +42,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "Agent": "skills",
+    "CancelHandle": "agent",
     "ConfigError": "errors",
     "JobResult": "jobs",
     "load_job": "jobs",
@@ -45,7 +57,9 @@ _EXPORTS: dict[str, str] = {
     "Permissions": "security",
     "read_trace": "trace",
     "rebuild_conversations": "trace",
+    "RunCancelled": "agent",
     "RunResult": "agent",
+    "RunSettings": "agent",
     "SkillCatalog": "skills",
     "TaskResult": "agent",
     "TokenBudget": "agent",
@@ -63,6 +77,7 @@ _EXPORTS: dict[str, str] = {
 }
 __all__ = [
     "Agent",
+    "CancelHandle",
     "ConfigError",
     "JobResult",
     "Message",
@@ -72,7 +87,9 @@ __all__ = [
     "OrchestratorError",
     "Permissions",
     "PermissionDenied",
+    "RunCancelled",
     "RunResult",
+    "RunSettings",
     "SkillCatalog",
     "TaskResult",
     "TokenBudget",

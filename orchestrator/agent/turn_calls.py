@@ -197,18 +197,27 @@ class ToolBatch:
         via = {"via": DISPATCH_TOOL} if dispatched else {}
         trace.emit("tool_start", agent, call_id=call.id, name=call.name, **via)
         began = time.perf_counter()
-        text, kind = await self._outcome(found, kwargs, context)
+
+        def end(kind: str | None) -> None:
+            duration = round((time.perf_counter() - began) * 1000, 3)
+            trace.emit(
+                "tool_end",
+                agent,
+                call_id=call.id,
+                name=call.name,
+                error_type=kind,
+                duration_ms=duration,
+            )
+
+        try:
+            text, kind = await self._outcome(found, kwargs, context)
+        except asyncio.CancelledError:
+            end("aborted")  # its result is `finish_cancelled`'s; every tool_start has its end
+            raise
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
             text = f"{text[: self.max_result_chars]}\n[... {cut} more characters cut]"
-        trace.emit(
-            "tool_end",
-            agent,
-            call_id=call.id,
-            name=call.name,
-            error_type=kind,
-            duration_ms=round((time.perf_counter() - began) * 1000, 3),
-        )
+        end(kind)
         if kind is None and found.changes is not None:
             changed = kwargs.get(found.changes)
             if isinstance(changed, str):

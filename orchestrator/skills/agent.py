@@ -31,6 +31,7 @@ from ..agent import (
     Tool,
 )
 from ..agent.run_results import OutputT
+from ..agent.tools import Deps
 from ..security import Permissions
 from ..tokens import TokenCounter
 from ..trace import Trace
@@ -47,7 +48,7 @@ SkillsLike = (
 """What `Agent(skills=...)` accepts: a catalog, a skills extension, or skill folders."""
 
 
-class Agent(AgentLoop[OutputT]):
+class Agent(AgentLoop[Deps, OutputT]):
     """A function-calling agent loop that may be given skills.
 
     Args:
@@ -59,8 +60,9 @@ class Agent(AgentLoop[OutputT]):
     `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
     `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
     `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `compaction`, `note`,
-    `note_chars`, `output_type`, `output_mode`, `output_retries`. `Agent(model,
-    output_type=City)` is an `Agent[City]`: its runs give a `RunResult[City]`.
+    `note_chars`, `output_type`, `output_mode`, `output_retries`, `deps_type`. An agent is
+    generic in its deps and its output: `Agent(model, deps_type=Shop, output_type=City)` is an
+    `Agent[Shop, City]`, whose runs take `deps=Shop(...)` and give a `RunResult[City]`.
     """
 
     @overload
@@ -92,10 +94,11 @@ class Agent(AgentLoop[OutputT]):
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
         output_mode: OutputMode | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
     ) -> None: ...
     @overload
     def __init__(
-        self: Agent[Any],
+        self: Agent[Deps, Any],
         model: ModelLike,
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
@@ -122,6 +125,7 @@ class Agent(AgentLoop[OutputT]):
         output_type: object,
         output_mode: OutputMode | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -151,6 +155,7 @@ class Agent(AgentLoop[OutputT]):
         output_type: object = None,
         output_mode: OutputMode | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
     ) -> None:
         extensions = list(extensions)
         parsed = Permissions.coerce(permissions)
@@ -185,4 +190,5 @@ class Agent(AgentLoop[OutputT]):
             output_type=output_type,
             output_mode=output_mode,
             output_retries=output_retries,
+            deps_type=deps_type,
         )
