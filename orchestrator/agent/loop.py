@@ -304,6 +304,34 @@ class RunState:
     asked_server: bool = False  # the server was asked for its window (in this attempt or before)
 
 
+class AgentOptions(TypedDict, total=False):
+    """What an agent is built with besides its model, tools, output type and deps type: the
+    keywords of `AgentLoop` (and `Agent`), each described in `AgentLoop`'s Args, with the
+    defaults its signature gives. Written once, here, for every overload of both."""
+
+    system: str | None
+    name: str
+    max_steps: int
+    max_tokens: int | None
+    budget: TokenBudget | None
+    trace: Trace | str | Path | None
+    max_output_tokens: int
+    tool_concurrency: int
+    tool_timeout: float | None
+    permissions: Permissions | None
+    extensions: Iterable[Extension]
+    counter: TokenCounter | None
+    depth: int
+    time_limit: float | None
+    approve: Approver | None
+    compact_at: float | None
+    compaction: CompactionStrategy
+    note: bool
+    note_chars: int
+    output_mode: OutputMode | None
+    output_retries: int
+
+
 class AgentLoop(Generic[Deps, OutputT]):
     """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
 
@@ -374,29 +402,9 @@ class AgentLoop(Generic[Deps, OutputT]):
         model: ModelLike,
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
         deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None: ...
     @overload
     def __init__(
@@ -404,29 +412,9 @@ class AgentLoop(Generic[Deps, OutputT]):
         model: ModelLike,
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: object,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
         deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None: ...
     def __init__(
         self,
