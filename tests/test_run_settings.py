@@ -157,6 +157,16 @@ async def test_an_agent_that_declares_deps_refuses_a_run_without_them(
     assert model.requests == [] and not (tmp_path / "t.jsonl").exists()  # nothing started
 
 
+async def test_a_tool_that_asks_for_deps_makes_its_agent_refuse_a_run_without_them() -> None:
+    model = ScriptedModel({"*": [call("in_stock", item="lamp"), {"content": "checked"}]})
+    agent = Agent(model, [in_stock])  # no deps_type: the tool's annotation says it
+    with pytest.raises(ConfigError, match=r"tool 'in_stock' asks for deps of type Shop .*none"):
+        await agent.run("Lamp?")
+    assert model.requests == []  # refused before the first call, not failed in the tool
+    result = await agent.run("Lamp?", deps=Shop("east", {"lamp": 1}))  # type: ignore[arg-type]
+    assert tool_answers(result) == [(None, "1 lamp at east")]
+
+
 @pytest.mark.slow
 def test_mypy_strict_checks_the_deps_a_run_is_given(tmp_path: Path) -> None:
     pytest.importorskip("mypy")

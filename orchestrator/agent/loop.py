@@ -535,25 +535,27 @@ class AgentLoop(Generic[Deps, OutputT]):
             raise ValueError(
                 f"the history of {history.path!r} cannot resume the agent {self.name!r}"
             )
-        wanted = self.deps_type
-        if wanted is None:
-            return
         deps = settings.get("deps")
-        kind = wanted.__qualname__ if isinstance(wanted, type) else repr(wanted)
-        if deps is None:
-            raise ConfigError(
-                f"the agent {self.name!r} declares deps of type {kind} (deps_type) and its "
-                f"run was given none: give them to the run, run(task, deps={kind}(...))"
-            )
-        try:
-            wrong = not isinstance(deps, wanted)
-        except TypeError:  # a type isinstance cannot check (a generic alias, a protocol)
-            wrong = False
-        if wrong:
-            raise ConfigError(
-                f"the agent {self.name!r} declares deps of type {kind} (deps_type) and its "
-                f"run was given a {type(deps).__qualname__}"
-            )
+        declared = [(f"the agent {self.name!r} declares", self.deps_type)]
+        declared += [(f"its tool {t.name!r} asks for", t.deps_type) for t in self.tools]
+        for who, wanted in declared:
+            if wanted is None:
+                continue
+            kind = wanted.__qualname__ if isinstance(wanted, type) else repr(wanted)
+            if deps is None:
+                raise ConfigError(
+                    f"{who} deps of type {kind} and the run of {self.name!r} was given none: "
+                    f"give them to the run, run(task, deps={kind}(...))"
+                )
+            try:
+                wrong = not isinstance(deps, wanted)
+            except TypeError:  # a type isinstance cannot check (a generic alias, a protocol)
+                wrong = False
+            if wrong:
+                raise ConfigError(
+                    f"{who} deps of type {kind} and the run of {self.name!r} was given a "
+                    f"{type(deps).__qualname__}"
+                )
 
     async def _run(
         self,
