@@ -31,8 +31,9 @@ from orchestrator import (
     tool,
 )
 from orchestrator.events import ListenerError, RunEnd, RunStart, ToolEnd, ToolStart, TraceEvent
-from orchestrator.models import ScriptedModel
+from orchestrator.models import ModelRequest, ModelResponse, ScriptedModel
 from orchestrator.skills import SkillCatalog, SkillsExtension
+from orchestrator.tasks import ForkExtension, SubagentRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -174,7 +175,7 @@ def test_mypy_strict_checks_the_deps_a_run_is_given(tmp_path: Path) -> None:
         """from dataclasses import dataclass
 
 from orchestrator import Agent, CancelHandle, RunResult, RunSettings, ToolContext, tool
-from orchestrator.models import ScriptedModel
+from orchestrator.models import ModelRequest, ModelResponse, ScriptedModel
 
 
 @dataclass
@@ -393,3 +394,53 @@ async def test_a_run_given_restrict_holds_the_preloaded_skills_list_as_a_limit(
     # The agent's own rules are as they were: the next run, without the narrowing, writes.
     await agent.run("Write.")
     assert (work / "owned.txt").read_text(encoding="utf-8") == "pwned"
+
+
+class HeldSubagents(ScriptedModel):
+    """A scripted model that holds every sub-agent's call until `release` is set."""
+
+    def __init__(self, script: dict[str, list[dict[str, Any]]]) -> None:
+        super().__init__(script)
+        self.held = 0
+        self.both_held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if "/" in request.agent:
+            self.held += 1
+            if self.held == 2:
+                self.both_held.set()
+            await self.release.wait()
+        return await super().complete(request)
+
+
+async def test_two_concurrent_runs_of_one_forking_agent_cancel_and_finish_independently(
+    tmp_path: Path,
+) -> None:
+    fork = call("fork", tasks=[{"id": "a", "task": "Count the lamps."}])
+    model = HeldSubagents(
+        {"planner": [fork, fork, {"content": "all done"}], "planner/a": [{"content": "a done"}]}
+    )
+    agent = Agent(
+        model,
+        name="planner",
+        extensions=[ForkExtension(SubagentRegistry())],
+        trace=tmp_path / "planner.jsonl",
+    )
+    first, second = CancelHandle(), CancelHandle()
+    one = asyncio.create_task(agent.run("One.", cancel=first))
+    two = asyncio.create_task(agent.run("Two.", cancel=second))
+    await asyncio.wait_for(model.both_held.wait(), 10)  # each run's sub-agent is in its call
+    first.cancel()
+    cancelled = await one
+    assert not two.done()
+    model.release.set()
+    finished = await two
+    assert (cancelled.status, finished.status) == ("cancelled", "completed")
+    assert [(t.id, t.status) for t in cancelled.children] == [("a", "cancelled")]
+    assert [(t.id, t.status, t.output) for t in finished.children] == [("a", "completed", "a done")]
+    assert finished.output == "all done" and cancelled.trace != finished.trace
+    for result in (cancelled, finished):
+        assert result.trace is not None
+        ends = {e.agent: e.status for e in read_trace(result.trace) if isinstance(e, RunEnd)}
+        assert ends == {"planner": result.status, "planner/a": result.children[0].status}
