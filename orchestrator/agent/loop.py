@@ -226,6 +226,8 @@ class RunStop:
     ends `cancelled` and returns, instead of raising. Made in the run's task; `stop` may be
     called from any thread, and acts once, while the run is `active`."""
 
+    __slots__ = ("_cancelling", "_loop", "_task", "active", "reason")
+
     def __init__(self) -> None:
         task = asyncio.current_task()
         if task is None:
@@ -489,8 +491,12 @@ class AgentLoop(Generic[Deps, OutputT]):
         """`run` from synchronous code."""
         return run_sync(self.run(task, **settings))
 
-    async def run(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> RunResult[OutputT]:
-        """Run until a final answer or a stop condition.
+    def run(
+        self, task: str, **settings: Unpack[RunSettings[Deps]]
+    ) -> Coroutine[Any, Any, RunResult[OutputT]]:
+        """Run until a final answer or a stop condition: `await agent.run(task)`. (The run
+        itself, not a coroutine that awaits it: one frame less for each of a wide fork's
+        sub-agents.)
 
         The settings (`RunSettings`) are this run's: `deps` is handed to every tool of the run
         as `ctx.deps` (forked sub-agents' included), required when the agent declares a
@@ -507,7 +513,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         listener that raises `KeyboardInterrupt` or `SystemExit` stops the run the same way,
         and once its record is complete the top run raises that exception.
         """
-        return await self._run(task, settings)
+        return self._run(task, settings)
 
     def iter(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> AgentRun[OutputT]:
         """The run's typed events as they happen, every agent of its tree included, and its
@@ -598,22 +604,16 @@ class AgentLoop(Generic[Deps, OutputT]):
                 max_cost=settings.get("max_cost"),
                 history=settings.get("history"),
             )
-            stop = RunStop()
-            for handle, why in handles:
-                scopes.enter_context(handle.watching(partial(stop.stop, why)))
-            scopes.enter_context(opened.on_interrupt(partial(stop.stop, INTERRUPTED)))
+            stop = self._stopper(opened, handles, scopes)
             try:
                 if any(handle.cancelled for handle, _ in handles):  # before it began
-                    stop.active = False
                     self._record_cancelled(state)
                     assert state.result is not None
                     state.result.error = next(why for h, why in handles if h.cancelled)
                     return state.result
                 async with asyncio.timeout(limit):
                     result = await self._loop(state)
-                stop.active = False
             except TimeoutError:
-                stop.active = False
                 if state.result is None:
                     raise
                 state.result.error = f"time limit of {limit:g} s reached"
@@ -621,15 +621,32 @@ class AgentLoop(Generic[Deps, OutputT]):
             except asyncio.CancelledError as cancelled:
                 if state.result is None:
                     raise
-                if not stop.caused():
+                if stop is None or not stop.caused():
                     if isinstance(cancelled, RunCancelled):
                         raise
                     raise RunCancelled(state.result, *cancelled.args) from cancelled
                 result = state.result
                 result.error = stop.reason
+            finally:
+                if stop is not None:
+                    stop.active = False
             if opened.interrupted is not None and self.depth == 0:
                 raise opened.interrupted
             return result
+
+    def _stopper(
+        self, trace: Trace, handles: list[tuple[CancelHandle, str]], scopes: AsyncExitStack
+    ) -> RunStop | None:
+        """What stops the run from outside, for as long as `scopes` lasts: its handles, and
+        an interrupt from a listener of its trace. None for a sub-agent given no handle: its
+        parent's cancellation stops it."""
+        if not handles and self.depth > 0:
+            return None
+        stop = RunStop()
+        for handle, why in handles:
+            scopes.enter_context(handle.watching(partial(stop.stop, why)))
+        scopes.enter_context(trace.on_interrupt(partial(stop.stop, INTERRUPTED)))
+        return stop
 
     def _open_trace(self, trace: Trace | str | Path | None, *, heard: bool) -> tuple[Trace, bool]:
         """The run's trace (its own, else the agent's) and whether the run opened it. A path
