@@ -252,6 +252,7 @@ async def test_a_cancel_handle_makes_the_run_return_its_own_cancelled_result(
     events = read_trace(path)
     assert list(paired(events).values()) == ["aborted"]
     assert isinstance(events[-1], RunEnd) and events[-1].status == "cancelled"
+    assert events[-1].error == result.error  # the trace says why, as the result does
 
 
 def test_a_handle_cancelled_from_another_thread_ends_a_sync_run(tmp_path: Path) -> None:

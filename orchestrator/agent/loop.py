@@ -304,6 +304,18 @@ class RunState:
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
     fit: ContextFit = field(default_factory=lambda: ContextFit(None))
     asked_server: bool = False  # the server was asked for its window (in this attempt or before)
+    stop: RunStop | None = None  # what stops it from outside (a cancel handle, an interrupt)
+    deadline: asyncio.Timeout | None = None  # its time limit, when it has one
+    time_limit: float | None = None
+
+    def cancelled_because(self) -> str | None:
+        """Why the run was cancelled, when it was by its own handle, interrupt or time limit
+        (None: its awaiting task was cancelled)."""
+        if self.stop is not None and self.stop.reason is not None:
+            return self.stop.reason
+        if self.deadline is not None and self.deadline.expired():
+            return f"time limit of {self.time_limit:g} s reached"
+        return None
 
 
 class AgentOptions(TypedDict, total=False):
@@ -604,19 +616,18 @@ class AgentLoop(Generic[Deps, OutputT]):
                 max_cost=settings.get("max_cost"),
                 history=settings.get("history"),
             )
-            stop = self._stopper(opened, handles, scopes)
+            state.stop = stop = self._stopper(opened, handles, scopes)
+            state.time_limit = limit
             try:
                 if any(handle.cancelled for handle, _ in handles):  # before it began
-                    self._record_cancelled(state)
+                    self._record_cancelled(state, next(w for h, w in handles if h.cancelled))
                     assert state.result is not None
-                    state.result.error = next(why for h, why in handles if h.cancelled)
                     return state.result
-                async with asyncio.timeout(limit):
+                async with asyncio.timeout(limit) as state.deadline:
                     result = await self._loop(state)
             except TimeoutError:
                 if state.result is None:
                     raise
-                state.result.error = f"time limit of {limit:g} s reached"
                 result = state.result
             except asyncio.CancelledError as cancelled:
                 if state.result is None:
@@ -626,7 +637,6 @@ class AgentLoop(Generic[Deps, OutputT]):
                         raise
                     raise RunCancelled(state.result, *cancelled.args) from cancelled
                 result = state.result
-                result.error = stop.reason
             finally:
                 if stop is not None:
                     stop.active = False
@@ -1122,12 +1132,13 @@ class AgentLoop(Generic[Deps, OutputT]):
                 state, Message.tool_result(call, f"Skipped: {reason}.", error_type="skipped")
             )
 
-    def _record_cancelled(self, state: RunState) -> None:
+    def _record_cancelled(self, state: RunState, why: str | None = None) -> None:
         if state.batch is not None:
             for result in state.batch.finish_cancelled():
                 self._append(state, result)
             state.batch = None
-        self._finish(state, "cancelled", _last_answer(state.transcript))
+        error = why or state.cancelled_because()
+        self._finish(state, "cancelled", _last_answer(state.transcript), error=error)
 
     def first_call_tokens(self, task: str) -> int:
         """What the first model call of a run of `task` would reserve: input plus output (no
