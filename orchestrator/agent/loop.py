@@ -498,6 +498,15 @@ class AgentLoop(Generic[Deps, OutputT]):
         self.compaction: CompactionStrategy = compaction
         self.note_chars = note_chars
         self.deps_type = deps_type
+        # Who asks for deps of which class: checked against each run's deps (`_refuse`).
+        self._deps_wanted = [
+            (who, wanted)
+            for who, wanted in [
+                (f"the agent {name!r} declares", deps_type),
+                *((f"its tool {t.name!r} asks for", t.deps_type) for t in self.tools),
+            ]
+            if wanted is not None
+        ]
 
     def run_sync(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> RunResult[OutputT]:
         """`run` from synchronous code."""
@@ -506,9 +515,9 @@ class AgentLoop(Generic[Deps, OutputT]):
     def run(
         self, task: str, **settings: Unpack[RunSettings[Deps]]
     ) -> Coroutine[Any, Any, RunResult[OutputT]]:
-        """Run until a final answer or a stop condition: `await agent.run(task)`. (The run
-        itself, not a coroutine that awaits it: one frame less for each of a wide fork's
-        sub-agents.)
+        """Run until a final answer or a stop condition: `await agent.run(task)`. (It returns
+        the run's own coroutine, not one that awaits it: one frame less for each sub-agent of
+        a wide fork.)
 
         The settings (`RunSettings`) are this run's: `deps` is handed to every tool of the run
         as `ctx.deps` (forked sub-agents' included), required when the agent declares a
@@ -554,11 +563,7 @@ class AgentLoop(Generic[Deps, OutputT]):
                 f"the history of {history.path!r} cannot resume the agent {self.name!r}"
             )
         deps = settings.get("deps")
-        declared = [(f"the agent {self.name!r} declares", self.deps_type)]
-        declared += [(f"its tool {t.name!r} asks for", t.deps_type) for t in self.tools]
-        for who, wanted in declared:
-            if wanted is None:
-                continue
+        for who, wanted in self._deps_wanted:
             kind = wanted.__qualname__ if isinstance(wanted, type) else repr(wanted)
             if deps is None:
                 raise ConfigError(
