@@ -118,3 +118,15 @@ async def test_iterating_without_entering_says_how() -> None:
     agent = Agent(ScriptedModel({"*": [{"content": "x"}]}))
     with pytest.raises(RuntimeError, match="async with agent.iter"):
         await anext(agent.iter("go"))
+
+
+async def test_leaving_before_the_first_event_ends_the_run_cancelled_before_its_first_call(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel({"*": [{"content": "never"}]})
+    path = tmp_path / "t.jsonl"
+    async with Agent(model, trace=path).iter("go") as run:
+        pass
+    assert run.result is not None and run.result.status == "cancelled"
+    assert model.requests == [] and run.result.trace == str(path)
+    assert [e.type for e in read_trace(path)][-1] == "run_end"
