@@ -161,7 +161,8 @@ class Trace:
     from it: then the run goes on in the same file, as its next attempt, and `checkpoint` tells
     the run's agents and task graphs what the earlier attempts did. Besides `listeners`, it
     gets one sink from each installed sink factory (see `add_sink`), and closes those sinks
-    when it closes.
+    when it closes. A listener that raises `KeyboardInterrupt` or `SystemExit` stops the runs
+    writing here (`on_interrupt`), which complete their record before it is raised again.
     """
 
     recording = True
