@@ -11,7 +11,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import RunResult, TaskResult, TokenBudget, Tool, ToolContext, Toolset, tool
+    from .agent import (
+        CancelHandle,
+        RunCancelled,
+        RunResult,
+        RunSettings,
+        TaskResult,
+        TokenBudget,
+        Tool,
+        ToolContext,
+        Toolset,
+        tool,
+    )
     from .errors import (
         ConfigError,
         ModelError,
@@ -33,6 +44,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "Agent": "skills",
     "AgentInfo": "models",
+    "CancelHandle": "agent",
     "ConfigError": "errors",
     "FunctionModel": "models",
     "JobResult": "jobs",
@@ -48,7 +60,9 @@ _EXPORTS: dict[str, str] = {
     "Permissions": "security",
     "read_trace": "trace",
     "rebuild_conversations": "trace",
+    "RunCancelled": "agent",
     "RunResult": "agent",
+    "RunSettings": "agent",
     "SkillCatalog": "skills",
     "TaskResult": "agent",
     "TokenBudget": "agent",
@@ -67,6 +81,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "Agent",
     "AgentInfo",
+    "CancelHandle",
     "ConfigError",
     "FunctionModel",
     "JobResult",
@@ -77,7 +92,9 @@ __all__ = [
     "OrchestratorError",
     "Permissions",
     "PermissionDenied",
+    "RunCancelled",
     "RunResult",
+    "RunSettings",
     "SkillCatalog",
     "TaskResult",
     "TokenBudget",

@@ -372,7 +372,7 @@ class Orchestrator:
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
         forks: ForkExtension | None = None,
-    ) -> Agent[Any]:
+    ) -> Agent[Any, Any]:
         """The planner agent, ready to run (a job's planner steps use this too, some with a
         model of their own); `permissions` are the run's (this orchestrator's, by default);
         `output`: what its answer must be (a step's `output_schema`); `compaction` and
@@ -637,7 +637,7 @@ class Orchestrator:
         request: TaskRequest,
         context: ToolContext,
         stream: TextSink | None = None,
-    ) -> AgentLoop[Any]:
+    ) -> AgentLoop[Any, Any]:
         """The agent of one job step: the planner, or its sub-agent, on its own model if it
         has one (here or on a Ray worker, which builds it the same way)."""
         step = job.step(request.spec.id)

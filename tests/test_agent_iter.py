@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orchestrator import Agent, read_trace
-from orchestrator.events import EventBase, RunEnd, RunStart, TaskEnd, ToolStart
+from orchestrator.events import EventBase, RunEnd, RunStart, TaskEnd, ToolEnd, ToolStart
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, SubagentRegistry
 
@@ -48,7 +48,7 @@ async def test_iter_yields_every_agents_events_as_they_happen_and_then_the_resul
                 assert not any(isinstance(e, RunEnd) and e.agent == "planner" for e in seen)
 
     assert run.result is not None and run.result.status == "completed"
-    assert run.result.output == "all done" and agent.last_result is run.result
+    assert run.result.output == "all done"
     ends = {e.agent: e.status for e in seen if isinstance(e, RunEnd)}
     assert ends == {"planner": "completed", "planner/a": "completed", "planner/b": "completed"}
     assert [e.seq for e in seen] == sorted(e.seq for e in seen)
@@ -76,7 +76,16 @@ async def test_leaving_early_cancels_the_run_with_its_record_complete(tmp_path: 
     assert started.is_set()
     events = read_trace(path)
     assert isinstance(events[-1], RunEnd) and events[-1].status == "cancelled"
-    assert run.result is None
+    # The run's own result, on the iterator: what it spent, its messages, every call answered.
+    assert run.result is not None and run.result.status == "cancelled"
+    assert run.result.steps == 1 and run.result.usage.total_tokens > 0
+    assert run.result.trace == str(path)
+    [answer] = [m for m in run.result.messages if m.role == "tool"]
+    assert answer.error_type == "aborted"
+    # Every tool_start of the trace has its tool_end, the aborted call's included.
+    starts = [e.call_id for e in events if isinstance(e, ToolStart)]
+    ends = {e.call_id: e.error_type for e in events if isinstance(e, ToolEnd)}
+    assert starts and {call: ends.get(call) for call in starts} == dict.fromkeys(starts, "aborted")
 
 
 async def test_cancelling_the_consumer_cancels_the_run(tmp_path: Path) -> None:
@@ -109,3 +118,15 @@ async def test_iterating_without_entering_says_how() -> None:
     agent = Agent(ScriptedModel({"*": [{"content": "x"}]}))
     with pytest.raises(RuntimeError, match="async with agent.iter"):
         await anext(agent.iter("go"))
+
+
+async def test_leaving_before_the_first_event_ends_the_run_cancelled_before_its_first_call(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel({"*": [{"content": "never"}]})
+    path = tmp_path / "t.jsonl"
+    async with Agent(model, trace=path).iter("go") as run:
+        pass
+    assert run.result is not None and run.result.status == "cancelled"
+    assert model.requests == [] and run.result.trace == str(path)
+    assert [e.type for e in read_trace(path)][-1] == "run_end"

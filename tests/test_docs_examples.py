@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 OFFLINE = [
+    "agent_api_example_1",
     "readme_example_1",
     "readme_example_3",
     "readme_example_5",

@@ -86,10 +86,11 @@ def test_one_default_for_max_steps_everywhere() -> None:
     from orchestrator import Agent, Orchestrator
     from orchestrator.agent import DEFAULT_MAX_STEPS, AgentLoop
     from orchestrator.jobs import Budget
+    from orchestrator.models import ScriptedModel
 
     defaults = {
         "Orchestrator": inspect.signature(Orchestrator).parameters["max_steps"].default,
-        "Agent": inspect.signature(Agent).parameters["max_steps"].default,
+        "Agent": Agent(ScriptedModel({"*": []})).max_steps,
         "AgentLoop": inspect.signature(AgentLoop).parameters["max_steps"].default,
         "a job's budget": Budget().max_steps,
         "orchestrator ask": build_parser("ask").parse_args(["ask", "x"]).max_steps,

@@ -18,22 +18,27 @@ validate goes back to the model, and with no try left the run ends as `output_in
 
 `AgentLoop` knows nothing of skills or forks: those are extensions (`extension.py`) that add a
 section to the system prompt and tools, from the layers above.
+
+What one run is given (`RunSettings`: the same for `run`, `run_sync` and `iter`) and how it is
+stopped from outside (`CancelHandle`, `RunCancelled`) are here too, with the loop they drive.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
+import threading
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from ..errors import ContextWindowExceeded, ModelError, RunHalted, UntrustedUsage
+from typing_extensions import TypedDict, Unpack
+
+from ..errors import ConfigError, ContextWindowExceeded, ModelError, RunHalted, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
@@ -70,7 +75,7 @@ from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .run_results import ErrorDetail, OutputT, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
-from .tools import Approver, Tool, ToolContext, Toolset
+from .tools import Approver, Deps, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
@@ -106,6 +111,9 @@ FINAL_TOOL_LAST_STEP_NOTE = (
     "tool calls are possible."
 )
 NO_ROOM_TO_ANSWER = "no room was left for a last answer"
+CANCELLED = "cancelled through its cancel handle"
+LEFT_EARLY = "cancelled: its events' consumer left before the run ended"
+INTERRUPTED = "cancelled: a trace listener raised KeyboardInterrupt or SystemExit"
 REPEAT_WARN_AT = 3
 REPEAT_NOTE = (
     "[orchestrator] You have called {name} with the same arguments {count} times in a row and "
@@ -116,6 +124,137 @@ REPEAT_NOTE = (
 
 ModelLike = ChatModel | str
 """What an agent accepts as its model: a ChatModel, or a model string (`openai:gpt-4o-mini`)."""
+
+
+# What one run is given, and how it is stopped from outside.
+#
+# `RunSettings` is the one set of per-run settings that `run`, `run_sync` and `iter` take, as
+# keywords or as a dict built ahead and spread (`agent.run(task, **settings)`); generic in the
+# agent's deps, so a type checker checks `deps` against the agent's `deps_type`.
+#
+# `CancelHandle` is a run's cancel button: `cancel()` (from any thread) ends each run given it
+# `cancelled`, each returning its own `RunResult`. A run whose awaiting task is cancelled
+# (asyncio's `task.cancel()`) ends with the same complete record and raises `RunCancelled`, a
+# `CancelledError` carrying that result. `RunStop` tells the two apart inside the run, as
+# `asyncio.timeout` tells its own cancellation from one from outside: the task's cancellations
+# are counted (`Task.cancelling`), and one the run asked for itself is taken back
+# (`Task.uncancel`).
+
+
+class RunSettings(TypedDict, Generic[Deps], total=False):
+    """The settings of one run, the same for `run`, `run_sync` and `iter` (every key may be
+    left out; None means the agent's own)."""
+
+    deps: Deps
+    """The caller's own object, `ctx.deps` in every tool of the run (forks' included); of
+    the agent's `deps_type`."""
+    trace: Trace | str | Path | None
+    """This run's trace: a Trace, or a path (one that holds a run is refused)."""
+    permissions: Permissions | None
+    """What the run's tools may do, in place of the agent's."""
+    max_tokens: int | None
+    """The run's token cap, in place of the agent's."""
+    max_cost: float | None
+    """The run's spend cap in US dollars."""
+    time_limit: float | None
+    """Seconds after which the run ends `cancelled`, in place of the agent's."""
+    history: AgentHistory | None
+    """What a cut-off run of this agent recorded, to go on from (docs/resume.md)."""
+    cancel: CancelHandle | None
+    """A cancel handle: its `cancel()` ends the run `cancelled`, and the run returns."""
+
+
+class CancelHandle:
+    """Ends the runs it is given to (`cancel=handle`): `cancel()` stops each, which ends
+    `cancelled` with a complete record (started calls answered `aborted`, the others
+    `skipped`) and returns its `RunResult`. Thread-safe; a run given a handle already
+    cancelled ends at once, before its first model call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._stops: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether `cancel()` was called."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Stop every run given this handle, now and later."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            stops = list(self._stops)
+        for stop in stops:
+            stop()
+
+    @contextmanager
+    def watching(self, stop: Callable[[], None]) -> Iterator[None]:
+        """Within the block, `cancel()` calls `stop` (at once, if it was called before)."""
+        with self._lock:
+            self._stops.append(stop)
+            cancelled = self._cancelled
+        if cancelled:
+            stop()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._stops.remove(stop)
+
+    def __repr__(self) -> str:
+        return f"CancelHandle(cancelled={self._cancelled})"
+
+
+class RunCancelled(asyncio.CancelledError):
+    """The task awaiting a run was cancelled: the run ended `cancelled` with a complete
+    record, and `result` is its `RunResult` (what it spent, its messages, its trace).
+
+    A `CancelledError`, so asyncio treats it as the cancellation it is (and `except
+    Exception` does not catch it); awaiting a task that ran the run raises this same object.
+    """
+
+    def __init__(self, result: RunResult[Any], *args: object) -> None:
+        super().__init__(*args)
+        self.result = result
+
+
+class RunStop:
+    """Stops one run's task from outside it (a cancel handle, an interrupt), so that the run
+    ends `cancelled` and returns, instead of raising. Made in the run's task; `stop` may be
+    called from any thread, and acts once, while the run is `active`."""
+
+    __slots__ = ("_cancelling", "_loop", "_task", "active", "reason")
+
+    def __init__(self) -> None:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("a run is stopped in the task that runs it")
+        self._task = task
+        self._loop = asyncio.get_running_loop()
+        self._cancelling = task.cancelling()
+        self.active = True
+        self.reason: str | None = None
+        """Why the run was stopped, once it was: its result's `error`."""
+
+    def stop(self, reason: str) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._fire, reason)
+        except RuntimeError:
+            pass  # the loop has closed: the run has ended
+
+    def _fire(self, reason: str) -> None:
+        if self.active and self.reason is None:
+            self.reason = reason
+            self._task.cancel()
+
+    def caused(self) -> bool:
+        """Asked once, when the run was cancelled: whether this stop did it alone (its
+        cancellation is then taken back), not the task's awaiter."""
+        self.active = False
+        return self.reason is not None and self._task.uncancel() <= self._cancelling
 
 
 @dataclass
@@ -165,10 +304,54 @@ class RunState:
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
     fit: ContextFit = field(default_factory=lambda: ContextFit(None))
     asked_server: bool = False  # the server was asked for its window (in this attempt or before)
+    stop: RunStop | None = None  # what stops it from outside (a cancel handle, an interrupt)
+    deadline: asyncio.Timeout | None = None  # its time limit, when it has one
+    time_limit: float | None = None
+
+    def cancelled_because(self) -> str | None:
+        """Why the run was cancelled, when it was by its own handle, interrupt or time limit
+        (None: its awaiting task was cancelled)."""
+        if self.stop is not None and self.stop.reason is not None:
+            return self.stop.reason
+        if self.deadline is not None and self.deadline.expired():
+            return f"time limit of {self.time_limit:g} s reached"
+        return None
 
 
-class AgentLoop(Generic[OutputT]):
+class AgentOptions(TypedDict, total=False):
+    """What an agent is built with besides its model, tools, output type and deps type: the
+    keywords of `AgentLoop` (and `Agent`), each described in `AgentLoop`'s Args, with the
+    defaults its signature gives. Written once, here, for every overload of both."""
+
+    system: str | None
+    name: str
+    max_steps: int
+    max_tokens: int | None
+    budget: TokenBudget | None
+    trace: Trace | str | Path | None
+    max_output_tokens: int
+    tool_concurrency: int
+    tool_timeout: float | None
+    permissions: Permissions | None
+    extensions: Iterable[Extension]
+    counter: TokenCounter | None
+    depth: int
+    time_limit: float | None
+    approve: Approver | None
+    compact_at: float | None
+    compaction: CompactionStrategy
+    note: bool
+    note_chars: int
+    output_mode: OutputMode | None
+    output_retries: int
+
+
+class AgentLoop(Generic[Deps, OutputT]):
     """A function-calling agent loop. `await agent.run(task)` or `agent.run_sync(task)`.
+
+    Generic in its deps and its output: `AgentLoop(model, deps_type=Shop, output_type=City)`
+    is an `AgentLoop[Shop, City]`, whose runs take `deps=Shop(...)` and give a
+    `RunResult[City]`.
 
     Args:
         model: A ChatModel, or a model string such as `openai:gpt-4o-mini`.
@@ -215,14 +398,16 @@ class AgentLoop(Generic[OutputT]):
             default the model's own choice: `Model.output_modes`).
         output_retries: How many answers that do not validate go back to the model before
             the run ends as `output_invalid`.
+        deps_type: The type of the caller's object every run must be given (`deps`,
+            `ToolContext.deps`): a run without one is refused before it starts, and a type
+            checker checks the `deps` given. Without it the agent takes no deps (`None`),
+            unless its type says otherwise (`agent: AgentLoop[Shop] = AgentLoop(model)`).
 
-    `run` may override, for one run, what the agent was built with: its `trace`,
-    `permissions`, `max_tokens` and `time_limit`, and give a money cap (`max_cost`) and the
-    caller's own object (`deps`, `ToolContext.deps`). The agent keeps nothing of a run, so one
-    agent may serve many runs, at the same time too.
-
-    `last_result` is the latest run's result, kept also when the run was cancelled (and `run`
-    re-raised).
+    `run`, `run_sync` and `iter` take the same per-run settings (`RunSettings`, as keywords):
+    `deps`, and in place of what the agent was built with for that run only, `trace`,
+    `permissions`, `max_tokens`, `time_limit`; a money cap `max_cost`, the `history` of a
+    cut-off run, and a `cancel` handle. The agent keeps nothing of a run, so one agent may
+    serve many runs, at the same time too.
     """
 
     @overload
@@ -231,57 +416,19 @@ class AgentLoop(Generic[OutputT]):
         model: ModelLike,
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None: ...
     @overload
     def __init__(
-        self: AgentLoop[Any],
+        self: AgentLoop[Deps, Any],
         model: ModelLike,
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: object,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None: ...
     def __init__(
         self,
@@ -310,6 +457,7 @@ class AgentLoop(Generic[OutputT]):
         output_type: object = None,
         output_mode: OutputMode | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -349,125 +497,183 @@ class AgentLoop(Generic[OutputT]):
         self.window = context_window(self.model)
         self.compaction: CompactionStrategy = compaction
         self.note_chars = note_chars
-        self.last_result: RunResult[OutputT] | None = None
+        self.deps_type = deps_type
+        # Who asks for deps of which class: checked against each run's deps (`_refuse`).
+        self._deps_wanted = [
+            (who, wanted)
+            for who, wanted in [
+                (f"the agent {name!r} declares", deps_type),
+                *((f"its tool {t.name!r} asks for", t.deps_type) for t in self.tools),
+            ]
+            if wanted is not None
+        ]
 
-    def run_sync(
-        self,
-        task: str,
-        *,
-        deps: object = None,
-        trace: Trace | str | Path | None = None,
-        permissions: Permissions | None = None,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
-        time_limit: float | None = None,
-        history: AgentHistory | None = None,
-    ) -> RunResult[OutputT]:
+    def run_sync(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> RunResult[OutputT]:
         """`run` from synchronous code."""
-        return run_sync(
-            self.run(
-                task,
-                deps=deps,
-                trace=trace,
-                permissions=permissions,
-                max_tokens=max_tokens,
-                max_cost=max_cost,
-                time_limit=time_limit,
-                history=history,
-            )
-        )
+        return run_sync(self.run(task, **settings))
 
-    async def run(
-        self,
-        task: str,
-        *,
-        deps: object = None,
-        trace: Trace | str | Path | None = None,
-        permissions: Permissions | None = None,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
-        time_limit: float | None = None,
-        history: AgentHistory | None = None,
-    ) -> RunResult[OutputT]:
-        """Run until a final answer or a stop condition.
+    def run(
+        self, task: str, **settings: Unpack[RunSettings[Deps]]
+    ) -> Coroutine[Any, Any, RunResult[OutputT]]:
+        """Run until a final answer or a stop condition: `await agent.run(task)`. (It returns
+        the run's own coroutine, not one that awaits it: one frame less for each sub-agent of
+        a wide fork.)
 
-        `deps` is handed to every tool of the run as `ctx.deps` (forked sub-agents' included);
-        `trace`, `permissions`, `max_tokens` and `time_limit` replace the agent's for this run
-        only, and `max_cost` caps its spend in US dollars. Past the time limit the run ends as
-        `cancelled` with its record complete. Cancelling the task that awaits this leaves the
-        same record (trace included) and re-raises; `last_result` holds the partial result.
+        The settings (`RunSettings`) are this run's: `deps` is handed to every tool of the run
+        as `ctx.deps` (forked sub-agents' included), required when the agent declares a
+        `deps_type`; `trace`, `permissions`, `max_tokens` and `time_limit` replace the agent's
+        for this run only; `max_cost` caps its spend in US dollars. `history` resumes a run
+        that was cut off: what `trace.history(path)` gives for this agent's path, the trace it
+        recorded opened to resume (docs/resume.md); the run goes on from its last complete
+        turn (agent/restart.py).
 
-        `history` resumes a run that was cut off: what `Checkpoint.history(path)` gives for
-        this agent's path, the trace it recorded opened to resume (docs/resume.md). The run
-        goes on from its last complete turn (agent/restart.py).
+        A run stopped from outside ends `cancelled` with its record complete (started calls
+        answered `aborted`, the others `skipped`): past its time limit, or through its `cancel`
+        handle, it returns that result (`error` says which); when the task awaiting it is
+        cancelled, it raises `RunCancelled`, a `CancelledError` carrying the result. A trace
+        listener that raises `KeyboardInterrupt` or `SystemExit` stops the run the same way,
+        and once its record is complete the top run raises that exception.
         """
+        return self._run(task, settings)
+
+    def iter(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> AgentRun[OutputT]:
+        """The run's typed events as they happen, every agent of its tree included, and its
+        result at the end (agent/run_events.py); the settings are `run`'s:
+
+            async with agent.iter(task, deps=shop) as run:
+                async for event in run:
+                    ...
+            result = run.result
+
+        Leaving the `async with` early (a `break`, an error, the consumer cancelled) ends the
+        run `cancelled`, its record complete, and its result is `run.result` all the same.
+        """
+        from .run_events import AgentRun  # loaded by a run whose events are iterated
+
+        self._refuse(settings)
+        stop = CancelHandle()
+        return AgentRun(partial(self._run, task, settings, stop_handle=stop), stop.cancel)
+
+    def _refuse(self, settings: RunSettings[Deps]) -> None:
+        """Refuse, before anything starts, a run its settings cannot make: a history of
+        another agent, no deps (or deps of another type) for an agent that declares them."""
+        history = settings.get("history")
         if history is not None and history.path != self.name:
             raise ValueError(
                 f"the history of {history.path!r} cannot resume the agent {self.name!r}"
             )
-        limit = time_limit if time_limit is not None else self.time_limit
+        deps = settings.get("deps")
+        for who, wanted in self._deps_wanted:
+            kind = wanted.__qualname__ if isinstance(wanted, type) else repr(wanted)
+            if deps is None:
+                raise ConfigError(
+                    f"{who} deps of type {kind} and the run of {self.name!r} was given none: "
+                    f"give them to the run, run(task, deps={kind}(...))"
+                )
+            try:
+                wrong = not isinstance(deps, wanted)
+            except TypeError:  # a type isinstance cannot check (a generic alias, a protocol)
+                wrong = False
+            if wrong:
+                raise ConfigError(
+                    f"{who} deps of type {kind} and the run of {self.name!r} was given a "
+                    f"{type(deps).__qualname__}"
+                )
+
+    async def _run(
+        self,
+        task: str,
+        settings: RunSettings[Deps],
+        *,
+        attach: Callable[[Trace], AbstractContextManager[object]] | None = None,
+        stop_handle: CancelHandle | None = None,
+    ) -> RunResult[OutputT]:
+        """One run with its settings; `attach` listens to its trace (`iter`: a trace in
+        memory when the run has none), `stop_handle` stops it as its own `cancel` does."""
+        self._refuse(settings)
+        limit = settings.get("time_limit")
+        limit = limit if limit is not None else self.time_limit
+        handles = [
+            (handle, why)
+            for handle, why in ((settings.get("cancel"), CANCELLED), (stop_handle, LEFT_EARLY))
+            if handle is not None
+        ]
         async with AsyncExitStack() as scopes:
             scopes.enter_context(run_prefixes())  # this run's tree waits only for itself
             for extension in self.extensions:  # what extensions hold for the run
                 await scopes.enter_async_context(extension.run_scope())
-            run_permissions = self._run_permissions(permissions)  # before a trace is opened
-            opened, own_trace = self._open_trace(trace)
+            # Before a trace is opened: a refused run leaves no file.
+            run_permissions = self._run_permissions(settings.get("permissions"))
+            opened, own_trace = self._open_trace(settings.get("trace"), heard=attach is not None)
             if own_trace:
                 scopes.callback(opened.close)
+            if attach is not None:
+                scopes.enter_context(attach(opened))
             if opened.path is not None:
                 # The run's trace is its checkpoint: read-only to its agents' file tools.
                 run_permissions = run_permissions.protecting([opened.path])
             state = self._start(
                 task,
                 opened,
-                deps=deps,
+                deps=settings.get("deps"),
                 permissions=run_permissions,
-                max_tokens=max_tokens,
-                max_cost=max_cost,
-                history=history,
+                max_tokens=settings.get("max_tokens"),
+                max_cost=settings.get("max_cost"),
+                history=settings.get("history"),
             )
+            state.stop = stop = self._stopper(opened, handles, scopes)
+            state.time_limit = limit
             try:
-                async with asyncio.timeout(limit):
-                    return await self._loop(state)
+                if any(handle.cancelled for handle, _ in handles):  # before it began
+                    self._record_cancelled(state, next(w for h, w in handles if h.cancelled))
+                    assert state.result is not None
+                    return state.result
+                async with asyncio.timeout(limit) as state.deadline:
+                    result = await self._loop(state)
             except TimeoutError:
                 if state.result is None:
                     raise
-                state.result.error = f"time limit of {limit:g} s reached"
-                return state.result
+                result = state.result
+            except asyncio.CancelledError as cancelled:
+                if state.result is None:
+                    raise
+                if stop is None or not stop.caused():
+                    if isinstance(cancelled, RunCancelled):
+                        raise
+                    raise RunCancelled(state.result, *cancelled.args) from cancelled
+                result = state.result
+            finally:
+                if stop is not None:
+                    stop.active = False
+            if opened.interrupted is not None and self.depth == 0:
+                raise opened.interrupted
+            return result
 
-    def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace, bool]:
+    def _stopper(
+        self, trace: Trace, handles: list[tuple[CancelHandle, str]], scopes: AsyncExitStack
+    ) -> RunStop | None:
+        """What stops the run from outside, for as long as `scopes` lasts: its handles, and
+        an interrupt from a listener of its trace. None for a sub-agent given no handle: its
+        parent's cancellation stops it."""
+        if not handles and self.depth > 0:
+            return None
+        stop = RunStop()
+        for handle, why in handles:
+            scopes.enter_context(handle.watching(partial(stop.stop, why)))
+        scopes.enter_context(trace.on_interrupt(partial(stop.stop, INTERRUPTED)))
+        return stop
+
+    def _open_trace(self, trace: Trace | str | Path | None, *, heard: bool) -> tuple[Trace, bool]:
         """The run's trace (its own, else the agent's) and whether the run opened it. A path
-        the agent was built with is shared by its runs: each writes a file of its own there."""
+        the agent was built with is shared by its runs: each writes a file of its own there.
+        A run whose events are `heard` and that records none gets a trace in memory."""
         if isinstance(trace, Trace | str | Path) or not isinstance(self.trace, str | Path):
-            return open_trace(trace, default=self.trace)
-        return _free_trace(Path(self.trace)), True
-
-    def iter(self, task: str, *, history: AgentHistory | None = None) -> AgentRun[OutputT]:
-        """The run's typed events as they happen, every agent of its tree included, and its
-        result at the end (agent/run_events.py):
-
-            async with agent.iter(task) as run:
-                async for event in run:
-                    ...
-            result = run.result
-
-        Leaving the `async with` early cancels the run (its record stays complete). `history`
-        resumes a cut-off run, as `run`'s does.
-        """
-        from .run_events import AgentRun  # loaded by a run whose events are iterated
-
-        return AgentRun(partial(self._run_on, task=task, history=history), self.trace)
-
-    async def _run_on(
-        self, trace: Trace, *, task: str, history: AgentHistory | None
-    ) -> RunResult[OutputT]:
-        """`run(task)` writing to `trace` (a copy of this agent runs it: the agent is not
-        changed, only its `last_result` set)."""
-        runner = copy.copy(self)
-        runner.trace = trace
-        result = await runner.run(task, history=history)
-        self.last_result = runner.last_result
-        return result
+            opened, own = open_trace(trace, default=self.trace)
+        else:
+            opened, own = _free_trace(Path(self.trace)), True
+        if heard and not opened.recording:
+            return Trace(), True
+        return opened, own
 
     async def _loop(self, state: RunState) -> RunResult[Any]:
         try:
@@ -932,12 +1138,13 @@ class AgentLoop(Generic[OutputT]):
                 state, Message.tool_result(call, f"Skipped: {reason}.", error_type="skipped")
             )
 
-    def _record_cancelled(self, state: RunState) -> None:
+    def _record_cancelled(self, state: RunState, why: str | None = None) -> None:
         if state.batch is not None:
             for result in state.batch.finish_cancelled():
                 self._append(state, result)
             state.batch = None
-        self._finish(state, "cancelled", _last_answer(state.transcript))
+        error = why or state.cancelled_because()
+        self._finish(state, "cancelled", _last_answer(state.transcript), error=error)
 
     def first_call_tokens(self, task: str) -> int:
         """What the first model call of a run of `task` would reserve: input plus output (no
@@ -1102,7 +1309,6 @@ class AgentLoop(Generic[OutputT]):
             },
         )
         state.result = result.with_output(answer.value) if answer is not None else result
-        self.last_result = state.result
         state.context.trace.emit(
             "run_end",
             self.name,

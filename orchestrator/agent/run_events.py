@@ -1,18 +1,18 @@
 """A run's typed events as they happen, for embedders who show progress their own way.
 
-`AgentLoop.iter(task)` gives an `AgentRun`: entered (`async with`), it starts the run; iterated,
-it yields every event of the run (orchestrator/events.py) as the trace records it, the
-sub-agents' included (their path in `agent`); once the events end, `result` is the run's
-`RunResult`. Leaving the `async with` before the run ended (a `break`, an exception, the
-consumer cancelled) cancels the run, which still ends with a complete record.
+`AgentLoop.iter(task, **settings)` gives an `AgentRun`: entered (`async with`), it starts the
+run; iterated, it yields every event of the run (orchestrator/events.py) as the trace records
+it, the sub-agents' included (their path in `agent`); once the events end, `result` is the
+run's `RunResult`. Leaving the `async with` before the run ended (a `break`, an exception, the
+consumer cancelled) stops the run, which ends `cancelled` with a complete record, its result
+on `result` all the same.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AsyncExitStack
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Generic
 
@@ -27,28 +27,30 @@ class _End:
 
 _END = _End()
 
+Attach = Callable[[Trace], AbstractContextManager[object]]
+"""How the run lets its events be heard: called with the run's trace as it opens it."""
+
 
 class AgentRun(AsyncIterator[TraceEvent], Generic[OutputT]):
     """One run's events as they happen; `result` once they ended (see the module doc).
 
-    `run` runs the agent with the Trace it is given; `trace` is the agent's own (a Trace, a
-    path, or None): a Trace is listened to for the run, a path or None is opened here (None,
-    or a `NullTrace`, as a Trace in memory, so the events exist without a file).
+    `run` runs the agent: it is given `attach`, to call with the run's trace (a trace in
+    memory when the run has none); `stop` stops it (a cancel handle's `cancel`: the run then
+    ends `cancelled` and returns) when the `async with` is left early.
     """
 
     def __init__(
         self,
-        run: Callable[[Trace], Coroutine[object, object, RunResult[OutputT]]],
-        trace: Trace | str | Path | None,
+        run: Callable[..., Coroutine[object, object, RunResult[OutputT]]],
+        stop: Callable[[], None],
     ) -> None:
         self._run = run
-        self._trace = trace
+        self._stop = stop
         self._events: asyncio.Queue[TraceEvent | _End] = asyncio.Queue()
         self._task: asyncio.Task[RunResult[OutputT]] | None = None
-        self._scopes = AsyncExitStack()
         self._heard: Trace | None = None
         self.result: RunResult[OutputT] | None = None
-        """The run's result, once its events have ended."""
+        """The run's result, once its events have ended (or the run was left early)."""
 
     @property
     def skipped(self) -> int:
@@ -56,21 +58,20 @@ class AgentRun(AsyncIterator[TraceEvent], Generic[OutputT]):
         a tool emitted some): the trace's count (`Trace.skipped`)."""
         return self._heard.skipped if self._heard is not None else 0
 
-    async def __aenter__(self) -> AgentRun[OutputT]:
+    @contextmanager
+    def _attach(self, trace: Trace) -> Iterator[None]:
         loop = asyncio.get_running_loop()
 
         def hear(event: TraceEvent) -> None:  # the trace may be written from a tool's thread
             loop.call_soon_threadsafe(self._events.put_nowait, event)
 
-        given = self._trace
-        if isinstance(given, Trace) and given.recording:
-            trace = given
-            self._scopes.enter_context(trace.listening(hear))
-        else:
-            path = given if isinstance(given, str | Path) else None
-            trace = self._scopes.enter_context(Trace(path, listeners=[hear]))
         self._heard = trace
-        self._task = asyncio.create_task(self._run(trace), name="agent-run")
+        with trace.listening(hear):
+            yield
+
+    async def __aenter__(self) -> AgentRun[OutputT]:
+        loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(self._run(attach=self._attach), name="agent-run")
         self._task.add_done_callback(lambda _: loop.call_soon(self._events.put_nowait, _END))
         return self
 
@@ -80,15 +81,15 @@ class AgentRun(AsyncIterator[TraceEvent], Generic[OutputT]):
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        try:
-            task = self._task
-            if task is not None and not task.done():
-                task.cancel()
-                await asyncio.wait([task])  # its record completes before we go on
-            if task is not None and not task.cancelled() and task.exception() is None:
-                self.result = task.result()
-        finally:
-            await self._scopes.aclose()
+        task = self._task
+        if task is None:
+            return
+        if not task.done():
+            self._stop()  # the run ends `cancelled` and returns its result
+            await asyncio.wait([task])  # its record completes before we go on
+        # The run's own error is raised by iterating, not by leaving.
+        if not task.cancelled() and task.exception() is None:
+            self.result = task.result()
 
     def __aiter__(self) -> AgentRun[OutputT]:
         return self

@@ -332,6 +332,11 @@ class Tool:
     that file in the run's working record (agent/compaction.py).
     """
 
+    deps_type: type | None
+    """The class of the deps its `ToolContext[X]` parameter asks for (None: it asks for
+    none, or for `None` or `Any`): a run of an agent with this tool and no deps, or deps of
+    another class, is refused before it starts."""
+
     def __init__(
         self,
         fn: Callable[..., Any],
@@ -356,7 +361,9 @@ class Tool:
         self.pin = pin
         self.changes = changes
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.args_model, self.context_param = _arguments_model(fn, self.name, arg_docs)
+        self.args_model, self.context_param, self.deps_type = _arguments_model(
+            fn, self.name, arg_docs
+        )
         if changes is not None and changes not in self.args_model.model_fields:
             raise ConfigError(
                 f"tool {self.name!r}: changes={changes!r} names no argument of it "
@@ -528,16 +535,19 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def _arguments_model(
     fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
-) -> tuple[type[BaseModel], str | None]:
+) -> tuple[type[BaseModel], str | None, type | None]:
+    """The model of the arguments the model gives, the name of the `ToolContext` parameter
+    (if any) and the class of the deps it asks for (if any)."""
     hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     context_param: str | None = None
+    deps_type: type | None = None
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ConfigError(f"tool {tool_name!r}: *args and **kwargs cannot be described")
         annotation = hints.get(param.name, Any)
         if _is_context(annotation):
-            context_param = param.name
+            context_param, deps_type = param.name, _declared_deps(annotation)
             continue
         default = ... if param.default is param.empty else param.default
         if isinstance(default, FieldInfo):
@@ -548,7 +558,18 @@ def _arguments_model(
             info = Field(default, description=arg_docs.get(param.name))
         fields[param.name] = (annotation, info)
     model = create_model(_model_name(tool_name), __config__=ConfigDict(extra="forbid"), **fields)
-    return model, context_param
+    return model, context_param, deps_type
+
+
+def _declared_deps(annotation: Any) -> type | None:
+    """X of a `ToolContext[X]` annotation (or `ToolContext[X] | None`), when X is a class a
+    run's deps can be checked against: not None, `Any` or `object`."""
+    for kind in (annotation, *get_args(annotation)):
+        if get_origin(kind) is ToolContext:
+            (declared,) = get_args(kind)
+            if isinstance(declared, type) and declared not in (Any, object, type(None)):
+                return declared
+    return None
 
 
 def _is_context(annotation: Any) -> bool:

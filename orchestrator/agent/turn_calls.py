@@ -197,18 +197,15 @@ class ToolBatch:
         via = {"via": DISPATCH_TOOL} if dispatched else {}
         trace.emit("tool_start", agent, call_id=call.id, name=call.name, **via)
         began = time.perf_counter()
-        text, kind = await self._outcome(found, kwargs, context)
+        try:
+            text, kind = await self._outcome(found, kwargs, context)
+        except asyncio.CancelledError:
+            _tool_end(context, call, "aborted", began)  # every tool_start has its tool_end
+            raise
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
             text = f"{text[: self.max_result_chars]}\n[... {cut} more characters cut]"
-        trace.emit(
-            "tool_end",
-            agent,
-            call_id=call.id,
-            name=call.name,
-            error_type=kind,
-            duration_ms=round((time.perf_counter() - began) * 1000, 3),
-        )
+        _tool_end(context, call, kind, began)
         if kind is None and found.changes is not None:
             changed = kwargs.get(found.changes)
             if isinstance(changed, str):
@@ -262,6 +259,17 @@ class ToolBatch:
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         available = ", ".join(names) if len(names) <= 30 else f"{len(names)} tools"
         return f"Unknown tool {name!r}.{hint} Available: {available or 'none'}."
+
+
+def _tool_end(context: ToolContext, call: ToolCall, kind: str | None, began: float) -> None:
+    context.trace.emit(
+        "tool_end",
+        context.agent,
+        call_id=call.id,
+        name=call.name,
+        error_type=kind,
+        duration_ms=round((time.perf_counter() - began) * 1000, 3),
+    )
 
 
 def _log_failure(

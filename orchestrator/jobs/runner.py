@@ -129,7 +129,7 @@ class JobRunner:
         job: Job,
         trace: Trace,
         *,
-        build: Callable[[TaskRequest, ToolContext], AgentLoop[Any]],
+        build: Callable[[TaskRequest, ToolContext], AgentLoop[Any, Any]],
         context: Callable[[TokenBudget], ToolContext],
         budget: TokenBudget,
         shared_budget: bool = False,
@@ -260,7 +260,7 @@ class JobRunner:
             if result.data is not None:
                 self.data[result.id] = result.data
 
-    def _build(self, request: TaskRequest) -> AgentLoop[Any]:
+    def _build(self, request: TaskRequest) -> AgentLoop[Any, Any]:
         return self.build(request, self.context)
 
 

@@ -72,7 +72,7 @@ class WorkerRecipe:
         origin: TaskOrigin,
         budget: TokenBudget,
         trace: Trace,
-    ) -> AgentLoop[Any]:
+    ) -> AgentLoop[Any, Any]:
         made = self.orchestrator()
         if origin.kind == "step":
             if self.job is None:

@@ -14,26 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from ..agent import (
-    DEFAULT_MAX_STEPS,
-    DEFAULT_OUTPUT_RETRIES,
-    NOTE_CHARS,
-    AgentLoop,
-    Approver,
-    CompactionStrategy,
-    Extension,
-    ModelLike,
-    OutputMode,
-    TokenBudget,
-    Tool,
-)
+from typing_extensions import Unpack
+
+from ..agent import AgentLoop, AgentOptions, ModelLike, Tool
 from ..agent.run_results import OutputT
+from ..agent.tools import Deps
 from ..security import Permissions
-from ..tokens import TokenCounter
-from ..trace import Trace
 from .catalog import SkillCatalog
 from .disclosure import warn_refused_code
 from .meta_tools import ForksSkills, SkillsExtension, skills_extension
@@ -47,7 +35,7 @@ SkillsLike = (
 """What `Agent(skills=...)` accepts: a catalog, a skills extension, or skill folders."""
 
 
-class Agent(AgentLoop[OutputT]):
+class Agent(AgentLoop[Deps, OutputT]):
     """A function-calling agent loop that may be given skills.
 
     Args:
@@ -55,12 +43,11 @@ class Agent(AgentLoop[OutputT]):
             built-in ones): the skill index joins the system prompt and the skill meta-tools
             the tools; the folders become read-only for the agent's file tools.
 
-    Every other argument is `AgentLoop`'s, with the same meaning and default: `model`,
-    `tools`, `system`, `name`, `max_steps`, `max_tokens`, `budget`, `trace`,
-    `max_output_tokens`, `tool_concurrency`, `tool_timeout`, `permissions`, `extensions`,
-    `counter`, `depth`, `time_limit`, `approve`, `compact_at`, `compaction`, `note`,
-    `note_chars`, `output_type`, `output_mode`, `output_retries`. `Agent(model,
-    output_type=City)` is an `Agent[City]`: its runs give a `RunResult[City]`.
+    Every other argument is `AgentLoop`'s, with the same meaning and default: `model`, `tools`,
+    `output_type`, `deps_type` and the keywords of `AgentOptions` (`system`, `name`,
+    `max_steps`, `permissions`, ...). An agent is generic in its deps and its output:
+    `Agent(model, deps_type=Shop, output_type=City)` is an
+    `Agent[Shop, City]`, whose runs take `deps=Shop(...)` and give a `RunResult[City]`.
     """
 
     @overload
@@ -70,58 +57,20 @@ class Agent(AgentLoop[OutputT]):
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
         skills: SkillsLike | None = None,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None: ...
     @overload
     def __init__(
-        self: Agent[Any],
+        self: Agent[Deps, Any],
         model: ModelLike,
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
         skills: SkillsLike | None = None,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: object,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None: ...
     def __init__(
         self,
@@ -129,60 +78,17 @@ class Agent(AgentLoop[OutputT]):
         tools: Iterable[Tool | Callable[..., object]] = (),
         *,
         skills: SkillsLike | None = None,
-        system: str | None = None,
-        name: str = "agent",
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int | None = None,
-        budget: TokenBudget | None = None,
-        trace: Trace | str | Path | None = None,
-        max_output_tokens: int = 4096,
-        tool_concurrency: int = 8,
-        tool_timeout: float | None = None,
-        permissions: Permissions | None = None,
-        extensions: Iterable[Extension] = (),
-        counter: TokenCounter | None = None,
-        depth: int = 0,
-        time_limit: float | None = None,
-        approve: Approver | None = None,
-        compact_at: float | None = None,
-        compaction: CompactionStrategy = "mask",
-        note: bool = False,
-        note_chars: int = NOTE_CHARS,
         output_type: object = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        deps_type: type[Deps] | None = None,
+        **options: Unpack[AgentOptions],
     ) -> None:
-        extensions = list(extensions)
-        parsed = Permissions.coerce(permissions)
+        extensions = list(options.get("extensions", ()))
+        parsed = Permissions.coerce(options.get("permissions"))
         if skills is not None:
             extension = skills_extension(skills)
             parsed = parsed.protecting(extension.catalog.paths)
             warn_refused_code(extension.catalog, parsed)
             forker = next((e.fork_skill for e in extensions if isinstance(e, ForksSkills)), None)
             extensions = [extension.configured(parsed, forker), *extensions]
-        super().__init__(
-            model,
-            tools,
-            system=system,
-            name=name,
-            max_steps=max_steps,
-            max_tokens=max_tokens,
-            budget=budget,
-            trace=trace,
-            max_output_tokens=max_output_tokens,
-            tool_concurrency=tool_concurrency,
-            tool_timeout=tool_timeout,
-            permissions=parsed,
-            extensions=extensions,
-            counter=counter,
-            depth=depth,
-            time_limit=time_limit,
-            approve=approve,
-            compact_at=compact_at,
-            compaction=compaction,
-            note=note,
-            note_chars=note_chars,
-            output_type=output_type,
-            output_mode=output_mode,
-            output_retries=output_retries,
-        )
+        options["permissions"], options["extensions"] = parsed, extensions
+        super().__init__(model, tools, output_type=output_type, deps_type=deps_type, **options)

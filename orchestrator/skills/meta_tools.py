@@ -161,14 +161,14 @@ class SkillsExtension(Extension):
         self.forker: ForkSkill | None = None
         self._prompt: str | None = None
         self._preloaded: list[Preloaded] | None = None
-        self._rules: list[ToolRule] | None = None
+        self._rules: dict[str, list[ToolRule]] = {}
         self._plan: DisclosurePlan | None = None
 
     def configured(self, permissions: Permissions, forker: ForkSkill | None) -> SkillsExtension:
         """This extension for one agent: its permissions (for preloading) and its forker."""
         view = copy.copy(self)
         view._permissions, view.forker = permissions, forker
-        view._prompt, view._preloaded, view._rules = None, None, None
+        view._prompt, view._preloaded, view._rules = None, None, {}
         view._plan = None
         return view
 
@@ -202,7 +202,7 @@ class SkillsExtension(Extension):
                 self.permissions,
                 given={*self._preloaded_names(), *([self.running] if self.running else [])},
                 allows=self.allows,
-                rules=self._static_rules(),
+                rules=self._static_rules(self.permissions),
                 eager_tokens=self.eager_tokens,
                 counter=self.counter,
             )
@@ -307,7 +307,7 @@ class SkillsExtension(Extension):
 
     def guard(self, call: ToolCall, ctx: ToolContext) -> Refusal | None:
         """Refuse a call that an active skill's `allowed-tools` does not allow (`restrict`)."""
-        rules = [*self._static_rules(), *ctx.state_of(SkillsState).rules]
+        rules = [*self._static_rules(ctx.permissions), *ctx.state_of(SkillsState).rules]
         return first_refusal(call.name, rules)
 
     def preapproval(self, call: ToolCall, ctx: ToolContext) -> Preapproval | None:
@@ -325,12 +325,15 @@ class SkillsExtension(Extension):
                 refused.append(verdict.reason)
         return Preapproval(False, "; ".join(refused)) if refused else None
 
-    def _static_rules(self) -> list[ToolRule]:
-        """The limits of the preloaded skills, active from the start."""
-        if self._rules is None:
-            found = (self.rule_for(item.info, self.permissions) for item in self.preloaded)
-            self._rules = [rule for rule in found if rule is not None]
-        return self._rules
+    def _static_rules(self, permissions: Permissions) -> list[ToolRule]:
+        """The limits of the preloaded skills, active from the start, under `permissions`:
+        a run's own (given to that run), which may ask for `restrict` where the agent's
+        did not."""
+        mode = permissions.skill_allowed_tools
+        if mode not in self._rules:
+            found = (self.rule_for(item.info, permissions) for item in self.preloaded)
+            self._rules[mode] = [rule for rule in found if rule is not None]
+        return self._rules[mode]
 
     def rule_for(self, info: SkillInfo, permissions: Permissions) -> ToolRule | None:
         """The limit a skill's `allowed-tools` sets while it is active, if it names our tools
@@ -354,7 +357,9 @@ class SkillsExtension(Extension):
         state = ctx.state_of(SkillsState)
         rules, loaded = state.rules, state.loaded
         if info.forks:
-            return await self._fork(info, arguments, [*self._static_rules(), *rules], ctx)
+            return await self._fork(
+                info, arguments, [*self._static_rules(ctx.permissions), *rules], ctx
+            )
         if info.name in loaded or info.name in self._preloaded_names():
             if arguments.strip():  # the instructions again, for the new arguments
                 return substitute(await run_in_thread(read_body, info), info.folder, arguments)
@@ -364,7 +369,7 @@ class SkillsExtension(Extension):
             )
         skill = await self._read(info, ctx)
         rule = self.rule_for(info, ctx.permissions)
-        active = [*self._static_rules(), *rules, *([rule] if rule else [])]
+        active = [*self._static_rules(ctx.permissions), *rules, *([rule] if rule else [])]
         allowed = [
             t for t in skill.tools if self.allows(t.name) and first_refusal(t.name, active) is None
         ]
@@ -446,7 +451,7 @@ class SkillsExtension(Extension):
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
             rule = self.rule_for(info, permissions)
-            active = [*self._static_rules(), *rules, *([rule] if rule else [])]
+            active = [*self._static_rules(permissions), *rules, *([rule] if rule else [])]
             for item in skill.tools:
                 if self.allows(item.name) and first_refusal(item.name, active) is None:
                     context.toolset.add(item, advertise=not self.stable_tools)

@@ -155,7 +155,7 @@ class RemoteSession(Protocol):
     def budget(self) -> TokenBudget: ...
 
     def executor(
-        self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop[Any]]
+        self, origin: TaskOrigin, build: Callable[[TaskRequest], AgentLoop[Any, Any]]
     ) -> TaskExecutor: ...
 
     async def __aenter__(self) -> RemoteSession: ...
@@ -166,7 +166,7 @@ class RemoteSession(Protocol):
 # The executor of a fork's tasks, from the forking agent's context, the `context: fork` skill
 # it runs (if any) and how the driver builds a task's agent (for the budget check).
 RemoteForks = Callable[
-    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop[Any]]], TaskExecutor
+    [ToolContext, SkillInfo | None, Callable[[TaskRequest], AgentLoop[Any, Any]]], TaskExecutor
 ]
 
 

@@ -304,7 +304,7 @@ class ForkExtension(ForksSkills):
         self,
         tasks: Sequence[TaskSpec],
         ctx: ToolContext,
-        build: Callable[[TaskRequest], AgentLoop[Any]],
+        build: Callable[[TaskRequest], AgentLoop[Any, Any]],
         *,
         running: SkillInfo | None = None,
         **options: Any,
@@ -361,7 +361,7 @@ class ForkExtension(ForksSkills):
         background = state.background
         meters: dict[str, TokenBudget] = {}
 
-        def build(request: TaskRequest) -> Agent[Any]:
+        def build(request: TaskRequest) -> Agent[Any, Any]:
             return self.build_agent(request, ctx, budget=meters[request.spec.id])
 
         def started(spec: TaskSpec) -> None:
@@ -661,7 +661,7 @@ class ForkExtension(ForksSkills):
         output: StepOutput | None = None,
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
-    ) -> Agent[Any]:
+    ) -> Agent[Any, Any]:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
         `model` (a job step's own) goes before the definition's; `running` is the

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from ..agent import AgentLoop, TaskResult, TaskStatus, TokenBudget
+from ..agent import AgentLoop, RunCancelled, TaskResult, TaskStatus, TokenBudget
 from ..errors import ConfigError
 from ..messages import suggest
 from ..trace import Trace
@@ -416,7 +416,7 @@ async def lend() -> AsyncIterator[None]:
 
 async def run_agent_task(
     request: TaskRequest,
-    build: Callable[[], AgentLoop[Any]],
+    build: Callable[[], AgentLoop[Any, Any]],
     deps: object = None,
     history: AgentHistory | None = None,
 ) -> TaskResult:
@@ -439,10 +439,8 @@ async def run_agent_task(
         run = await agent.run(request.prompt, deps=deps, history=history)
     except (ConfigError, OSError) as exc:
         return base.model_copy(update={"reason": str(exc), "ended_at": time.time()})
-    except asyncio.CancelledError:
-        if agent.last_result is None:
-            raise
-        run = agent.last_result
+    except RunCancelled as cancelled:
+        run = cancelled.result
     reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
     return TaskResult(
         id=base.id,
@@ -461,7 +459,9 @@ async def run_agent_task(
     )
 
 
-def budget_refusal(budget: TokenBudget | None, agent: AgentLoop[Any], prompt: str) -> str | None:
+def budget_refusal(
+    budget: TokenBudget | None, agent: AgentLoop[Any, Any], prompt: str
+) -> str | None:
     """Why a task cannot start within what is left of the budget, or None if it can."""
     remaining = budget.remaining if budget is not None else None
     if remaining is None:
@@ -481,16 +481,16 @@ class LocalExecutor(TaskExecutor):
 
     def __init__(
         self,
-        build: Callable[[TaskRequest], AgentLoop[Any]],
+        build: Callable[[TaskRequest], AgentLoop[Any, Any]],
         budget: TokenBudget | None,
         deps: object = None,
     ) -> None:
         self.build = build
         self.budget = budget
         self.deps = deps
-        self._agents: dict[str, AgentLoop[Any]] = {}
+        self._agents: dict[str, AgentLoop[Any, Any]] = {}
 
-    def agent_for(self, request: TaskRequest) -> AgentLoop[Any]:
+    def agent_for(self, request: TaskRequest) -> AgentLoop[Any, Any]:
         if request.path not in self._agents:
             self._agents[request.path] = self.build(request)
         return self._agents[request.path]

@@ -166,7 +166,8 @@ class Trace:
     from it: then the run goes on in the same file, as its next attempt, and `checkpoint` tells
     the run's agents and task graphs what the earlier attempts did. Besides `listeners`, it
     gets one sink from each installed sink factory (see `add_sink`), and closes those sinks
-    when it closes.
+    when it closes. A listener that raises `KeyboardInterrupt` or `SystemExit` stops the runs
+    writing here (`on_interrupt`), which complete their record before it is raised again.
     """
 
     recording = True
@@ -192,6 +193,10 @@ class Trace:
         self._lock = threading.Lock()
         self._failed_listeners: set[int] = set()
         self._recorded: set[str] = set()
+        self._on_interrupt: list[Callable[[], None]] = []
+        self.interrupted: BaseException | None = None
+        """The `KeyboardInterrupt` or `SystemExit` a listener raised, held while the runs
+        writing here end with their record complete (`on_interrupt`); None until one did."""
         self.skipped = 0
         """Events no listener heard: not of a known kind and shape (see `problems`)."""
         self.problems: list[str] = []
@@ -273,13 +278,48 @@ class Trace:
             self._unheard(seq, str(problem))
             return
         failed: list[tuple[Listener, Exception]] = []
+        interrupts: list[tuple[Listener, KeyboardInterrupt | SystemExit]] = []
         for listener in listeners:
             try:
                 listener(typed)
             except Exception as exc:  # a listener's failure never ends the run it listens to
                 failed.append((listener, exc))
+            except (KeyboardInterrupt, SystemExit) as exc:
+                interrupts.append((listener, exc))
         for listener, error in failed:  # after every listener had this event: in order
             self._listener_failed(listener, error)
+        for listener, interrupt in interrupts:
+            self._interrupt(listener, interrupt)
+
+    def _interrupt(self, listener: Listener, exc: KeyboardInterrupt | SystemExit) -> None:
+        """A listener asked the process to stop. Raised here, in the middle of whatever
+        emitted, it would end the run with no `run_end` and calls without results: it is held
+        (`interrupted`), said in the trace, and the runs writing here are stopped
+        (`on_interrupt`); the top run raises it once its record is complete."""
+        with self._lock:
+            if self.interrupted is not None:
+                return
+            self.interrupted = exc
+            stops = list(self._on_interrupt)
+        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self.emit("listener_error", "trace", listener=repr(listener), error=error)
+        for stop in stops:
+            stop()
+
+    @contextmanager
+    def on_interrupt(self, stop: Callable[[], None]) -> Iterator[None]:
+        """Within the block, a listener's `KeyboardInterrupt` or `SystemExit` calls `stop`
+        (at once, if one came before): a run ends its record, then raises it."""
+        with self._lock:
+            self._on_interrupt.append(stop)
+            interrupted = self.interrupted is not None
+        if interrupted:
+            stop()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._on_interrupt.remove(stop)
 
     def _unheard(self, seq: int, problem: str) -> None:
         """Count an event the listeners could not read; say the first one on stderr."""
@@ -376,9 +416,14 @@ class NullTrace(Trace):
         self.problems = []
         self.sinks = []
         self.listeners = []
+        self.interrupted = None
 
     def emit(self, type: str, agent: str, **fields: Any) -> Event:
         return {}
+
+    @contextmanager
+    def on_interrupt(self, stop: Callable[[], None]) -> Iterator[None]:
+        yield  # no listener, so no interrupt
 
     def message(self, agent: str, message: Message) -> None:
         return None
