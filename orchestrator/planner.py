@@ -12,9 +12,10 @@ permissions mark `ask` (orchestrator.agent.approval); every agent of the tree us
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, Unpack
 
 from .agent import (
     COMPACTION_STRATEGIES,
@@ -24,6 +25,7 @@ from .agent import (
     Approver,
     CompactionStrategy,
     RunResult,
+    RunSettings,
     TokenBudget,
     Tool,
     ToolContext,
@@ -78,6 +80,7 @@ from .tasks.subagents import Choices, merged
 from .trace import Listener, Trace, open_trace
 
 if TYPE_CHECKING:
+    from .agent.run_events import AgentRun
     from .jobs.resume import Resumption
     from .trace import AgentHistory
 
@@ -413,27 +416,37 @@ class Orchestrator:
             note=bool(chosen.note),
         )
 
-    async def run(
+    def run(
         self,
         goal: str,
         *,
-        trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
-        deps: object = None,
-    ) -> RunResult:
+        **settings: Unpack[RunSettings[Any]],
+    ) -> Coroutine[Any, Any, RunResult]:
         """Run the planner on `goal` until it answers or a limit stops it (a job runs with
-        `run_job`). `stream` is shown the planner's text as the model writes it. `deps`, the
-        caller's own object, reaches every tool of the run as `ctx.deps`: the planner's, its
-        sub-agents' at any depth, their skills'."""
-        self._check_deps(deps)
-        opened, owned = self._open_trace(trace)
+        `run_job`): `await orchestrator.run(goal)`. The settings are those of every agent's
+        run (`RunSettings`: deps, trace, permissions, max_tokens, max_cost, time_limit,
+        history, cancel), this run's only; `deps`, the caller's own object, reaches every tool
+        of the run as `ctx.deps`: the planner's, its sub-agents' at any depth, their skills'.
+        `stream` is shown the planner's text as the model writes it. With an executor, the
+        run's permissions and caps are the orchestrator's (its workers are built from it)."""
+        return self._run(goal, stream, settings)
+
+    async def _run(
+        self, goal: str, stream: TextSink | None, settings: RunSettings[Any]
+    ) -> RunResult:
+        self._check_run(settings)
+        opened, owned = self._open_trace(settings.pop("trace", None))
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
-            history = opened.history("planner")  # a trace opened to resume: where it was
+            # A trace opened to resume: where the planner was.
+            history = settings.pop("history", None) or opened.history("planner")
             if self.executor is None:  # the planner keeps its trace read-only to itself
                 planner = self.planner(trace=opened, model=model)
-                return await planner.run(goal, deps=deps, history=history)
-            return await self.executor.run_goal(self, goal, opened, model, history)
+                own = RunSettings[Any](**settings)
+                own["trace"], own["history"] = opened, history
+                return await planner.run(goal, **own)
+            return await self.executor.run_goal(self, goal, opened, model, history, settings)
         finally:
             if owned:
                 opened.close()
@@ -442,12 +455,42 @@ class Orchestrator:
         self,
         goal: str,
         *,
-        trace: Trace | str | Path | None = None,
         stream: TextSink | None = None,
-        deps: object = None,
+        **settings: Unpack[RunSettings[Any]],
     ) -> RunResult:
-        """`run` from synchronous code."""
-        return run_sync(self.run(goal, trace=trace, stream=stream, deps=deps))
+        """`run` from synchronous code, with the same settings."""
+        return run_sync(self.run(goal, stream=stream, **settings))
+
+    @asynccontextmanager
+    async def iter(
+        self, goal: str, **settings: Unpack[RunSettings[Any]]
+    ) -> AsyncIterator[AgentRun[Any]]:
+        """The planner's run on `goal` as typed events, every agent of its tree included, and
+        its result at the end (`AgentLoop.iter`), with `run`'s settings:
+
+            async with orchestrator.iter(goal, deps=shop) as run:
+                async for event in run:
+                    ...
+            result = run.result
+
+        It runs the planner here: with an executor, use `run`."""
+        if self.executor is not None:
+            raise ConfigError(
+                "iter runs the planner in this process; with an executor "
+                f"({type(self.executor).__name__}), run the goal with run()"
+            )
+        self._check_run(settings)
+        opened, owned = self._open_trace(settings.pop("trace", None))
+        try:
+            history = settings.pop("history", None) or opened.history("planner")
+            planner = self.planner(trace=opened)
+            own = RunSettings[Any](**settings)
+            own["trace"], own["history"] = opened, history
+            async with planner.iter(goal, **own) as run:
+                yield run
+        finally:
+            if owned:
+                opened.close()
 
     async def run_job(
         self,
@@ -669,6 +712,20 @@ class Orchestrator:
                 f"({type(self.executor).__name__}); run without an executor to use them"
             )
 
+    def _check_run(self, settings: RunSettings[Any]) -> None:
+        """A run's settings that its executor cannot carry are refused, never dropped: deps
+        (objects of this process), and permissions and caps, which its workers take from
+        the orchestrator they are built from."""
+        self._check_deps(settings.get("deps"))
+        if self.executor is None:
+            return
+        given = [k for k in ("permissions", "max_tokens", "max_cost") if settings.get(k)]
+        if given:
+            raise ConfigError(
+                f"a run's own {', '.join(given)} cannot reach the tasks an executor "
+                f"({type(self.executor).__name__}) runs: set them on the Orchestrator"
+            )
+
     def _open_trace(self, trace: Trace | str | Path | None) -> tuple[Trace, bool]:
         """The run's trace (its own, else this orchestrator's), masking this run's secrets
         when it opens one."""
@@ -693,8 +750,10 @@ class RemoteExecutor(Protocol):
         trace: Trace,
         model: ChatModel | None,
         history: AgentHistory | None,
+        settings: RunSettings[Any],
     ) -> RunResult:
-        """Run the planner on `goal` (on from `history`, its cut-off run's, when resumed)."""
+        """Run the planner on `goal` (on from `history`, its cut-off run's, when resumed),
+        with the run's own settings (`time_limit`, `cancel`)."""
         ...
 
     def open_job(

@@ -445,3 +445,87 @@ async def test_two_concurrent_runs_of_one_forking_agent_cancel_and_finish_indepe
         assert result.trace is not None
         ends = {e.agent: e.status for e in read_trace(result.trace) if isinstance(e, RunEnd)}
         assert ends == {"planner": result.status, "planner/a": result.children[0].status}
+
+
+# --- The planner with forks: Orchestrator.run, run_sync and iter take the same settings ------
+
+
+@dataclass
+class Tenant:
+    name: str
+
+
+@tool
+def tenant_name(ctx: ToolContext[Tenant]) -> str:
+    """The tenant this run serves."""
+    return ctx.deps.name
+
+
+FORKING = {
+    "planner": [
+        {"tool_calls": [{"name": "fork", "arguments": {"tasks": [{"id": "ask", "task": "Who?"}]}}]},
+        {"content": "done"},
+    ],
+    "planner/ask": [
+        {"tool_calls": [{"name": "tenant_name", "arguments": {}}]},
+        {"content": "asked"},
+    ],
+}
+
+
+def test_an_orchestrator_run_takes_the_agents_settings_deps_reaching_its_forks(
+    tmp_path: Path,
+) -> None:
+    from orchestrator import Orchestrator
+
+    orchestrator = Orchestrator(ScriptedModel(FORKING), tools=[tenant_name], builtin=False)
+
+    async def both() -> list[RunResult]:
+        runs = [
+            orchestrator.run("go", deps=Tenant(name), trace=tmp_path / f"{name}.jsonl")
+            for name in ("north", "south")
+        ]
+        return list(await asyncio.gather(*runs))
+
+    north, south = asyncio.run(both())
+    for result, name in ((north, "north"), (south, "south")):
+        assert result.status == "completed", result.error
+        child = result.children[0].run
+        assert child is not None
+        assert [m.content for m in child.messages if m.role == "tool"] == [name]
+
+    cancelled = CancelHandle()
+    cancelled.cancel()
+    result = orchestrator.run_sync("go", deps=Tenant("x"), cancel=cancelled)
+    assert result.status == "cancelled" and result.steps == 0
+    capped = orchestrator.run_sync("go", deps=Tenant("x"), max_tokens=50)
+    assert capped.status == "budget_exhausted"
+
+
+def test_an_orchestrator_iter_gives_the_trees_events_and_its_result(tmp_path: Path) -> None:
+    from orchestrator import Orchestrator
+
+    orchestrator = Orchestrator(ScriptedModel(FORKING), tools=[tenant_name], builtin=False)
+
+    async def watch() -> tuple[list[TraceEvent], RunResult | None]:
+        seen: list[TraceEvent] = []
+        async with orchestrator.iter("go", deps=Tenant("east"), trace=tmp_path / "t.jsonl") as run:
+            async for event in run:
+                seen.append(event)
+        return seen, run.result
+
+    seen, result = asyncio.run(watch())
+    assert result is not None and result.status == "completed"
+    ends = [e for e in seen if isinstance(e, ToolEnd)]
+    assert {e.agent for e in ends} >= {"planner", "planner/ask"}
+    assert any(e.agent == "planner/ask" and e.name == "tenant_name" for e in ends)
+    assert [e.type for e in read_trace(tmp_path / "t.jsonl")][-1] == "run_end"
+
+
+def test_settings_an_executor_cannot_carry_are_refused_not_dropped() -> None:
+    from orchestrator import Orchestrator
+
+    orchestrator = Orchestrator(ScriptedModel(FORKING), executor=object())  # type: ignore[arg-type]
+    for settings in ({"max_tokens": 10}, {"permissions": Permissions()}, {"deps": Tenant("x")}):
+        with pytest.raises(ConfigError, match="executor"):
+            orchestrator.run_sync("go", **settings)  # type: ignore[arg-type]

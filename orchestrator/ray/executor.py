@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentLoop, RunResult, TaskResult, TokenBudget, ToolContext
+from ..agent import AgentLoop, RunResult, RunSettings, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
 from ..jobs import Job
 from ..messages import Usage
@@ -96,9 +96,11 @@ class RayExecutor:
         trace: Trace,
         model: ChatModel | None,
         history: AgentHistory | None,
+        settings: RunSettings[Any],
     ) -> RunResult:
         """A goal run on the cluster: the planner here, the tasks it forks on the workers,
-        one budget across both."""
+        one budget across both; the run's own settings are the planner's (`time_limit`,
+        `cancel`: stopping it stops its tasks)."""
         recipe = WorkerRecipe.of(orchestrator, None, trace.checkpoint)
         async with self.open(recipe, orchestrator.new_budget(), trace) as session:
             forks = orchestrator.fork.sending(
@@ -107,7 +109,9 @@ class RayExecutor:
             planner = orchestrator.planner(
                 trace=trace, model=model, budget=session.budget, forks=forks
             )
-            return await planner.run(goal, history=history)
+            own = RunSettings[Any](**settings)
+            own["history"] = history
+            return await planner.run(goal, **own)
 
     def open_job(
         self, orchestrator: Orchestrator, job: Job, budget: TokenBudget, trace: Trace
