@@ -126,7 +126,8 @@ async def test_iter_on_an_agent_given_a_trace_path_moves_on_to_the_next_free_nam
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "agent.jsonl"
-    agent = Agent(ScriptedModel({"*": [{"content": "one"}, {"content": "two"}]}), trace=path)
+    # Each run keeps its own place in the script: both answer "one", in files of their own.
+    agent = Agent(ScriptedModel({"*": [{"content": "one"}]}), trace=path)
     traces = []
     for _ in range(2):
         async with agent.iter("Go.") as run:
@@ -136,7 +137,7 @@ async def test_iter_on_an_agent_given_a_trace_path_moves_on_to_the_next_free_nam
         traces.append(run.result.trace)
     assert traces == [str(path), str(tmp_path / "agent-2.jsonl")]
     ends = [read_trace(path)[-1], read_trace(tmp_path / "agent-2.jsonl")[-1]]
-    assert [e.output for e in ends if isinstance(e, RunEnd)] == ["one", "two"]
+    assert [e.output for e in ends if isinstance(e, RunEnd)] == ["one", "one"]
 
 
 # --- typed deps ------------------------------------------------------------------------------
@@ -301,10 +302,10 @@ async def test_a_cancelled_task_raises_run_cancelled_carrying_the_result(
 async def test_two_concurrent_runs_of_one_agent_cancel_and_finish_independently(
     tmp_path: Path,
 ) -> None:
-    # One script serves both runs, whose turns interleave: each first turn waits at the
-    # gate, so both calls are made before either run's next turn (the answer).
+    # Each run follows the script from its first turn, which waits at the gate: both calls
+    # are made before either run's next turn (the answer).
     gate = Gate()
-    script = {"*": [call("wait_here"), call("wait_here"), {"content": "done"}]}
+    script = {"*": [call("wait_here"), {"content": "done"}]}
     agent = Agent(ScriptedModel(script), [gate.tool()], trace=tmp_path / "agent.jsonl")
     first, second = CancelHandle(), CancelHandle()
     one = asyncio.create_task(agent.run("One.", cancel=first))

@@ -63,6 +63,7 @@ def test_a_regular_build_ships_the_builtin_skills(tmp_path: Path) -> None:
     # So do the HTML report's stylesheet and script.
     report = built / "orchestrator" / "report"
     assert (report / "report.css").is_file() and (report / "report.js").is_file()
+    assert (built / "orchestrator" / "py.typed").is_file()  # its types reach a user's mypy
 
     probe = (
         "import json, orchestrator\n"

@@ -355,7 +355,7 @@ class EvalRunner:
             "done": True,
             "passed": passed,
             "score": sum(s.score for s in scores) / len(scores) if scores else float(passed),
-            "scores": [s.model_dump() for s in scores],
+            "scores": [score_line(s) for s in scores],
             "output": result.output,
             "usage": result.usage.model_dump(),
             "cost": result.cost,
@@ -369,7 +369,7 @@ class EvalRunner:
         }
         if divergence:
             line["divergence"] = divergence
-        if errors := step_errors(result):
+        if divergence is None and (errors := step_errors(result)):  # a divergence is its own
             line["errored"] = True
             line["error"] = "; ".join(errors)
         if probes is not None:
@@ -675,7 +675,7 @@ class EvalRunner:
         grade = self._grader(planned, job, sidecar, verdicts, prefix=f"probe {probe.id}: ")
         scores = [await score(c, asked, self.loaded.functions, grade) for c in probe.checks]
         passed = all(s.passed for s in scores)
-        return {**result, "passed": passed, "scores": [s.model_dump() for s in scores]}
+        return {**result, "passed": passed, "scores": [score_line(s) for s in scores]}
 
     def _judge(self, model: str | None, job: Job) -> Judge:
         key = model or ""
@@ -725,6 +725,11 @@ def _task(job: Job, result: JobResult) -> str:
         return Template.parse(text).render(inputs, outputs, data)
     except (TemplateError, KeyError):
         return text
+
+
+def score_line(found: Score) -> dict[str, Any]:
+    """A check's result as its results line keeps it (`implicit` only where it is)."""
+    return found.model_dump(exclude=None if found.implicit else {"implicit"})
 
 
 def step_errors(result: JobResult) -> list[str]:
