@@ -33,12 +33,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from ..errors import ContextWindowExceeded, ModelError, RunHalted, UntrustedUsage
+from ..errors import ContextWindowExceeded, ModelError, RunHalted, SafetyWarning, UntrustedUsage
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
+from ..security.sandbox import UNCONFINED_WARNING
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, TraceBusy, TraceExists, open_trace
 from .compaction import (
@@ -411,6 +412,9 @@ class AgentLoop(Generic[OutputT]):
             for extension in self.extensions:  # what extensions hold for the run
                 await scopes.enter_async_context(extension.run_scope())
             run_permissions = self._run_permissions(permissions)  # before a trace is opened
+            sandbox = run_permissions.sandbox_at_start()  # refused here, before anything runs
+            if sandbox == "none" and self.depth == 0:
+                warnings.warn(UNCONFINED_WARNING, SafetyWarning, stacklevel=2)
             opened, own_trace = self._open_trace(trace)
             if own_trace:
                 scopes.callback(opened.close)
@@ -425,6 +429,7 @@ class AgentLoop(Generic[OutputT]):
                 max_tokens=max_tokens,
                 max_cost=max_cost,
                 history=history,
+                sandbox=sandbox,
             )
             try:
                 async with asyncio.timeout(limit):
@@ -965,9 +970,11 @@ class AgentLoop(Generic[OutputT]):
         max_tokens: int | None = None,
         max_cost: float | None = None,
         history: AgentHistory | None = None,
+        sandbox: str | None = None,
     ) -> RunState:
         """A new run's state (or a resumed one's, from its `history`) with the run's
-        permissions; the other keywords are `run`'s, None for the agent's own."""
+        permissions; `sandbox`: where its commands run (recorded at its start); the other
+        keywords are `run`'s, None for the agent's own."""
         max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         budget = self._run_budget(max_tokens, max_cost)
         context = ToolContext[Any](
@@ -1039,6 +1046,7 @@ class AgentLoop(Generic[OutputT]):
             max_tokens=max_tokens,
             budget_remaining=budget.remaining,
             depth=self.depth,
+            **({"sandbox": sandbox} if sandbox is not None else {}),
             **{k: v for e in self.extensions for k, v in e.start_record().items()},
             **(restart.started() if restart is not None else {}),
         )

@@ -31,6 +31,7 @@ from .inventory import (
     protected,
     secret,
 )
+from .sandbox import Sandbox, SandboxSettings, resolve_backend
 
 Decision = Literal["allow", "ask", "deny"]
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -84,6 +85,10 @@ class Permissions(BaseModel):
     secret_files: tuple[str, ...] = DOTENV_FILES
     """File-name patterns the file tools never read, edit or search: files where keys live.
     A model that could read them would send the keys to its provider."""
+
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """Where shell commands, Python snippets and skill scripts run (docs/sandbox.md):
+    `bubblewrap` by default, `container`, or `none` (unconfined, only when asked for)."""
 
     @classmethod
     def coerce(cls, value: object) -> Permissions:
@@ -159,6 +164,28 @@ class Permissions(BaseModel):
         if not root.is_dir():
             raise ConfigError(f"the workspace {root} is not a folder")
         return root
+
+    def allows_commands(self) -> bool:
+        """Whether the run may run commands at all (shell or python, allowed or asked)."""
+        return self.shell is not False or self.python is not False
+
+    def command_sandbox(self) -> Sandbox:
+        """The sandbox the run's commands start in; SandboxUnavailable (a ConfigError)
+        when its backend cannot run here."""
+        return Sandbox(
+            resolve_backend(self.sandbox),
+            self.sandbox,
+            self.workspace_root(),
+            protected=self.read_only,
+        )
+
+    def sandbox_at_start(self) -> str | None:
+        """What a run says at its start of where its commands run: None when it allows no
+        commands, else the sandbox and its limits. Raises SandboxUnavailable (before the run
+        starts) when the sandbox it asks for, or the default one, cannot run here."""
+        if not self.allows_commands():
+            return None
+        return self.command_sandbox().describe()
 
     def require_shell(self) -> None:
         _require(self.shell, "shell", "running shell commands")

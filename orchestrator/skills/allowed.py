@@ -22,8 +22,10 @@ tools *pre-approved* while the skill is active (`PreapprovedTools`): a call the 
 would put to a person (`ask`) runs without asking, and nothing else changes (a call they deny
 stays denied, other tools stay as they are). `Bash(git add:*)` pre-approves only commands
 whose words begin with `git add`, and no command that could run another (`;`, `&&`, `|`,
-`$(...)`, a redirection...). `skill_allowed_tools: restrict` in the permissions (or a skill's
-`metadata: {allowed-tools-mode: restrict}`) makes the list a limit instead (`ToolRule`).
+`$(...)`, a redirection...), and only where the run's sandbox confines commands (with
+`sandbox: {backend: none}` a listed command asks as before). `skill_allowed_tools: restrict`
+in the permissions (or a skill's `metadata: {allowed-tools-mode: restrict}`) makes the list a
+limit instead (`ToolRule`).
 """
 
 from __future__ import annotations
@@ -199,6 +201,8 @@ AllowedToolsMode = Literal["pre-approve", "restrict"]
 MODE_KEY = "allowed-tools-mode"
 """The skill-level setting, in a SKILL.md's `metadata`: `restrict` makes its list a limit."""
 SHELL_TOOL = "shell__run"
+COMMAND_TOOLS = frozenset({SHELL_TOOL, "python__run"})
+"""Tools that run a command: a skill pre-approves them only inside a real sandbox."""
 _CHAINING = {
     ";": "`;` runs another command",
     "&": "`&` or `&&` runs another command",
@@ -280,6 +284,18 @@ def skill_preapproval(
             f"skill {info.name!r} (allowed-tools) pre-approves nothing: its folder "
             f"{info.folder} lies in the run's workspace ({root}), where files can be "
             "written during a run",
+        )
+    if (
+        verdict is not None
+        and verdict.granted
+        and call.name in COMMAND_TOOLS
+        and permissions.sandbox.backend == "none"
+    ):
+        return Preapproval(
+            False,
+            f"skill {info.name!r} (allowed-tools) pre-approves no command here: commands run "
+            "unconfined (sandbox backend none), and a pre-approved command runs only in a "
+            "sandbox",
         )
     return verdict
 

@@ -1,0 +1,712 @@
+"""Commands run confined: the sandbox the shell and python tools' processes run in.
+
+A run's permissions name the sandbox (`Permissions(sandbox=SandboxSettings(...))`, or
+`permissions: {sandbox: {...}}` in a spec). Three backends:
+
+- `bubblewrap` (the default where `bwrap` is on PATH): the command sees the workspace
+  read-write at its own path, a fixed list of system folders read-only, an empty home and
+  `/tmp`, its own PID, IPC, UTS and network namespaces, and nothing else of the machine;
+- `container`: `podman` or `docker` runs the command in the image the settings name, the
+  workspace mounted at its own path, no network;
+- `none`: the command runs as the user, with everything the user can reach; only when
+  asked for, and said loudly at the start of the run.
+
+Limits: `seconds` caps a command's time (its whole process tree is killed); `processes` and
+`memory_mb` are set through the cgroup `pids` and `memory` controllers where this process may
+write them, else as rlimits (`ulimit -u`, `ulimit -v`), which do not bind root for processes.
+Network: none, unless `network` lists `host:port` entries; those are reached through an HTTP
+proxy outside the sandbox (CONNECT, or a plain request with an absolute URL), which checks each
+request against the list and refuses everything else. Inside, the proxy is at
+`127.0.0.1:3128` (the usual proxy variables point there): a small forwarder passes each
+connection on to the proxy's unix socket, bound into the sandbox. There is no DNS inside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ConfigError
+from .inventory import DOTENV_FILES, reads_no_configuration, user_config_folder
+
+Backend = Literal["bubblewrap", "container", "none"]
+INSTALL_BUBBLEWRAP = "apt-get install bubblewrap"
+PROXY_PORT = 3128
+PROXY_FOLDER = "/.orchestrator-proxy"
+HOME_INSIDE = "/home/sandbox"
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Read-only inside (a symbolic link such as `/bin -> usr/bin` is made again as one)."""
+SYSTEM_FILES = (
+    "/etc/alternatives",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/ssl/certs",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/mime.types",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/inputrc",
+    "/etc/python3",
+    "/etc/magic",
+)
+"""What of /etc a command may read: no shadow file, no host keys, no resolver, no gitconfig."""
+GIT_SAFETY = {
+    "safe.bareRepository": "explicit",
+    "core.fsmonitor": "",
+    "core.hooksPath": "/dev/null",
+}
+"""Git run by a command never takes a bare repository it was not pointed at (a model could
+dress the workspace as one), never runs the workspace's hooks nor an fsmonitor command."""
+UNCONFINED_WARNING = (
+    "commands run UNCONFINED (sandbox backend none): shell commands, Python snippets and skill "
+    "scripts can read, write and reach everything this user can; skills' allowed-tools "
+    "pre-approve no command, so each asks as the permissions say"
+)
+MASK_SCAN_LIMIT = 20_000
+"""How many entries of the workspace are looked at for `.env` files to hide."""
+
+
+class SandboxUnavailable(ConfigError):
+    """The run allows commands, and the sandbox it asks for (or the default) cannot run here."""
+
+
+class SandboxSettings(BaseModel):
+    """Where the run's commands run (`permissions.sandbox`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    backend: Backend | None = None
+    """`bubblewrap`, `container` or `none` (commands unconfined: only when asked for).
+    Default: `bubblewrap` where `bwrap` is on PATH; a run that allows commands where it is
+    not is refused before it starts."""
+
+    image: str | None = None
+    """The image the `container` backend runs commands in (podman, else docker)."""
+
+    network: tuple[str, ...] = ()
+    """`host:port` entries commands may reach, through the sandbox's proxy (`*.example.com:443`
+    for any subdomain). Nothing else is reachable, DNS included."""
+
+    read_only: tuple[Path, ...] = ()
+    """More host paths a command may read (a toolchain outside the system folders)."""
+
+    writable: tuple[Path, ...] = ()
+    """More host paths a command may write, besides the workspace."""
+
+    memory_mb: int = Field(default=2048, ge=16)
+    """Memory a command's processes may use together, in MiB."""
+
+    processes: int = Field(default=256, ge=1)
+    """Processes (and threads) a command may have at once."""
+
+    seconds: float = Field(default=600.0, gt=0)
+    """The longest a command may run; a tool's own timeout may only be shorter."""
+
+    @field_validator("network")
+    @classmethod
+    def _host_and_port(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            host, sep, port = entry.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"{entry!r} is not host:port (for example api.example.com:443)")
+        return entries
+
+    def allows(self, host: str, port: int) -> bool:
+        """Whether `host:port` is on the `network` list."""
+        host = host.lower().rstrip(".").strip("[]")
+        for entry in self.network:
+            name, _, wanted = entry.lower().rpartition(":")
+            name = name.strip("[]")
+            if int(wanted) == port and (
+                host == name or (name.startswith("*.") and host.endswith(name[1:]))
+            ):
+                return True
+        return False
+
+    def within(self, parent: SandboxSettings) -> SandboxSettings:
+        """These settings for a part of a run whose sandbox is `parent`: they may narrow it,
+        never widen it. Raises ConfigError naming what would widen it."""
+        widened: list[str] = []
+        backend = self.backend or parent.backend
+        if backend == "none" and parent.backend != "none":
+            widened.append("backend none (commands unconfined)")
+        elif self.backend is not None and parent.backend not in (None, self.backend):
+            widened.append(f"backend {self.backend} instead of {parent.backend}")
+        widened += [
+            f"network {entry}" for entry in self.network if not _entry_within(entry, parent.network)
+        ]
+        widened += [
+            f"writable {path}"
+            for path in self.writable
+            if not any(_under(path, p) for p in parent.writable)
+        ]
+        widened += [
+            f"read_only {path}"
+            for path in self.read_only
+            if not any(_under(path, p) for p in (*parent.read_only, *parent.writable))
+        ]
+        for name in ("memory_mb", "processes", "seconds"):
+            if getattr(self, name) > getattr(parent, name):
+                widened.append(f"{name} {getattr(self, name)} over {getattr(parent, name)}")
+        if widened:
+            raise ConfigError("a sandbox may only narrow its parent's: " + "; ".join(widened))
+        return self.model_copy(update={"backend": backend, "image": self.image or parent.image})
+
+
+def _entry_within(entry: str, parent: Iterable[str]) -> bool:
+    name, _, port = entry.lower().rpartition(":")
+    for wider in parent:
+        wider_name, _, wider_port = wider.lower().rpartition(":")
+        if wider_port != port:
+            continue
+        if name == wider_name or (wider_name.startswith("*.") and name.endswith(wider_name[1:])):
+            return True
+    return False
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
+
+
+# --- which backend can run ------------------------------------------------------------------
+
+
+@cache
+def bubblewrap_runs() -> str | None:
+    """None when `bwrap` can make a sandbox here, else why not."""
+    found = shutil.which("bwrap")
+    if found is None:
+        return "bwrap is not on PATH"
+    probe = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run ({exc})"
+    if done.returncode != 0:
+        return f"bwrap cannot make namespaces here: {done.stderr.decode(errors='replace')}"
+    return None
+
+
+@cache
+def container_engine() -> tuple[str | None, str]:
+    """The container engine that answers here (podman, else docker), or None and why."""
+    tried: list[str] = []
+    for engine in ("podman", "docker"):
+        found = shutil.which(engine)
+        if found is None:
+            tried.append(f"{engine} is not on PATH")
+            continue
+        try:
+            done = subprocess.run([found, "info"], capture_output=True, timeout=20, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            tried.append(f"{engine} info failed ({exc})")
+            continue
+        if done.returncode == 0:
+            return found, engine
+        tried.append(f"{engine} info failed: {done.stderr.decode(errors='replace').strip()}")
+    return None, "; ".join(tried)
+
+
+def resolve_backend(settings: SandboxSettings) -> Backend:
+    """The backend commands will run in, or SandboxUnavailable saying how to get one."""
+    if settings.backend == "none":
+        return "none"
+    if settings.backend == "container":
+        engine, why = container_engine()
+        if engine is None:
+            raise SandboxUnavailable(
+                f"sandbox backend container needs podman or docker that runs ({why}); "
+                f"or use bubblewrap ({INSTALL_BUBBLEWRAP})"
+            )
+        if not settings.image:
+            raise SandboxUnavailable("sandbox backend container needs an image (sandbox.image)")
+        if settings.network:
+            raise SandboxUnavailable(
+                "sandbox.network is not available with the container backend; use bubblewrap"
+            )
+        return "container"
+    failure = bubblewrap_runs()
+    if failure is None:
+        return "bubblewrap"
+    asked = (
+        "this run asks for the bubblewrap sandbox"
+        if settings.backend
+        else ("this run allows commands (shell or python), which run in a sandbox")
+    )
+    raise SandboxUnavailable(
+        f"{asked}, and bubblewrap cannot run here ({failure.strip()}). Install it "
+        f"({INSTALL_BUBBLEWRAP}), or name another backend (sandbox: {{backend: container, "
+        "image: ...}}), or run commands unconfined (sandbox: {backend: none})."
+    )
+
+
+# --- limits ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Cgroups:
+    """The cgroups of one command (v1 or v2), made where this process may write them."""
+
+    folders: list[Path] = field(default_factory=list)
+    bound: set[str] = field(default_factory=set)
+    """The limits a cgroup holds: `pids`, `memory`."""
+
+    @classmethod
+    def made(cls, settings: SandboxSettings) -> _Cgroups:
+        made = cls()
+        name = f"orchestrator-sandbox-{uuid.uuid4().hex[:12]}"
+        limits = {
+            "pids": ("pids.max", str(settings.processes)),
+            "memory": (
+                "memory.max" if _cgroup_v2() else "memory.limit_in_bytes",
+                str(settings.memory_mb * 1024 * 1024),
+            ),
+        }
+        for controller, (limit_file, value) in limits.items():
+            parent = _own_cgroup(controller)
+            if parent is None:
+                continue
+            folder = parent / name
+            try:
+                folder.mkdir()
+            except OSError:
+                continue
+            try:
+                (folder / limit_file).write_text(value)
+                if controller == "memory" and not _cgroup_v2():
+                    swap = folder / "memory.memsw.limit_in_bytes"
+                    with contextlib.suppress(OSError):
+                        swap.write_text(value)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                continue
+            made.folders.append(folder)
+            made.bound.add(controller)
+        return made
+
+    def joining(self) -> str:
+        """Shell lines that move the shell itself into each cgroup."""
+        return "".join(
+            f"echo $$ > {shlex.quote(str(f / 'cgroup.procs'))} && " for f in self.folders
+        )
+
+    @reads_no_configuration("a cgroup's own list of processes, to end them")
+    def end(self) -> None:
+        """Kill what is left in the cgroups and remove them."""
+        for folder in self.folders:
+            for _ in range(50):
+                try:
+                    pids = (folder / "cgroup.procs").read_text().split()
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
+                        os.kill(int(pid), signal.SIGKILL)
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+@cache
+def _cgroup_v2() -> bool:
+    return Path("/sys/fs/cgroup/cgroup.controllers").exists()
+
+
+@cache
+@reads_no_configuration("the kernel's note of which cgroups this process is in")
+def _own_cgroup(controller: str) -> Path | None:
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if _cgroup_v2() and controllers == "":
+            folder = Path("/sys/fs/cgroup") / path.lstrip("/")
+            enabled = folder / "cgroup.subtree_control"
+            try:
+                if controller not in enabled.read_text().split():
+                    return None
+            except OSError:
+                return None
+            return folder
+        if controller in controllers.split(","):
+            folder = Path("/sys/fs/cgroup") / controllers / path.lstrip("/")
+            return folder if folder.is_dir() else None
+    return None
+
+
+# --- the network proxy ----------------------------------------------------------------------
+
+
+class EgressProxy:
+    """An HTTP proxy on a unix socket that lets through only the allowed `host:port`."""
+
+    def __init__(self, settings: SandboxSettings, folder: Path) -> None:
+        self.settings = settings
+        self.socket = folder / "proxy.sock"
+        self.refused: list[str] = []
+        self._server: asyncio.AbstractServer | None = None
+
+    async def __aenter__(self) -> EgressProxy:
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(1.0):
+                    await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(30):
+                head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            writer.close()
+            return
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        method, _, rest = line.partition(" ")
+        target, _, version = rest.rpartition(" ")
+        tunnel = method.upper() == "CONNECT"
+        host, port, forwarded = _destination(method, target, version, head, tunnel)
+        if host is None or not self.settings.allows(host, port):
+            where = f"{host}:{port}" if host else repr(target)
+            self.refused.append(where)
+            allowed = ", ".join(self.settings.network)
+            body = f"blocked by the sandbox: {where} is not in sandbox.network ({allowed})\n"
+            writer.write(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+            )
+            await _close(writer)
+            return
+        try:
+            async with asyncio.timeout(30):
+                up_reader, up_writer = await asyncio.open_connection(host, port)
+        except (OSError, TimeoutError) as exc:
+            writer.write(f"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n{exc}\n".encode())
+            await _close(writer)
+            return
+        if tunnel:
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            up_writer.write(forwarded)
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+def _destination(
+    method: str, target: str, version: str, head: bytes, tunnel: bool
+) -> tuple[str | None, int, bytes]:
+    """Host, port and the request to send on, for a CONNECT or an absolute-URL request."""
+    if tunnel:
+        host, _, port = target.rpartition(":")
+        return (host or None), int(port) if port.isdigit() else 0, b""
+    scheme, sep, after = target.partition("://")
+    if not sep or scheme.lower() != "http":
+        return None, 0, b""
+    authority, slash, path = after.partition("/")
+    host, colon, port = authority.rpartition(":")
+    if not colon or not port.isdigit():
+        host, port = authority, "80"
+    rest = head.split(b"\r\n", 1)[1] if b"\r\n" in head else b""
+    request = f"{method} {slash}{path} {version}\r\n".encode("latin-1") + rest
+    return (host or None), int(port), request
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(65_536):
+            writer.write(chunk)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        await _close(writer)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(Exception):
+        await writer.drain()
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+
+
+FORWARDER = """
+import os, socket, sys, threading
+port, path = int(sys.argv[1]), sys.argv[2]
+listener = socket.socket()
+listener.bind(("127.0.0.1", port))
+listener.listen(64)
+def pipe(a, b):
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+def serve(conn):
+    up = socket.socket(socket.AF_UNIX)
+    try:
+        up.connect(path)
+    except OSError:
+        conn.close()
+        return
+    threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
+    pipe(up, conn)
+if os.fork() == 0:
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+listener.close()
+os.execvp(sys.argv[3], sys.argv[3:])
+"""
+"""Inside the sandbox: listen on 127.0.0.1:PORT, pass each connection to the proxy's socket,
+and run the command (the listener is ready before it starts)."""
+
+
+# --- the sandbox of a run -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one confined command: its argv and environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+    refused: list[str] = field(default_factory=list)
+    """What the network proxy refused while the command ran (`host:port`)."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The sandbox a run's commands start in."""
+
+    backend: Backend
+    settings: SandboxSettings
+    workspace: Path
+    protected: tuple[Path, ...] = ()
+    """Paths the file tools may not write (the run's spec, skills, trace): read-only inside."""
+
+    def python(self) -> str:
+        """The Python interpreter a command runs Python with, as seen inside."""
+        return "python3" if self.backend == "container" else sys.executable
+
+    def timeout(self, asked: float) -> float:
+        """A command's time limit: what the tool asked, within `seconds`."""
+        return min(asked, self.settings.seconds)
+
+    @contextlib.asynccontextmanager
+    async def launch(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        read_only: Sequence[Path] = (),
+    ) -> AsyncIterator[Launch]:
+        """Start `argv` confined: yields the argv and environment to start, and on leaving
+        ends what the command left behind (its cgroups, the proxy). `read_only`: more paths
+        this one command reads (a script written outside the workspace)."""
+        env = {**env, **git_safety()}
+        if self.backend == "none":
+            yield Launch(list(argv), env)
+            return
+        if self.backend == "container":
+            yield Launch(self._container(argv, cwd, env, read_only), {"PATH": os.defpath})
+            return
+        with tempfile.TemporaryDirectory(prefix="orchestrator-sandbox-") as scratch:
+            cgroups = _Cgroups.made(self.settings)
+            try:
+                if self.settings.network:
+                    async with EgressProxy(self.settings, Path(scratch)) as proxy:
+                        yield self._bubblewrap(argv, cwd, env, read_only, cgroups, proxy)
+                else:
+                    yield self._bubblewrap(argv, cwd, env, read_only, cgroups, None)
+            finally:
+                cgroups.end()
+
+    def _bubblewrap(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        read_only: Sequence[Path],
+        cgroups: _Cgroups,
+        proxy: EgressProxy | None,
+    ) -> Launch:
+        bwrap = shutil.which("bwrap") or "bwrap"
+        args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", HOME_INSIDE]
+        args += _system_mounts()
+        for path in (*_interpreter_folders(), *self.settings.read_only, *read_only):
+            args += ["--ro-bind-try", str(path), str(path)]
+        writable = (self.workspace, *self.settings.writable)
+        for path in writable:
+            args += ["--bind", str(path), str(path)]
+        for path in self.protected:
+            if any(_under(path, w) for w in writable) and path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        for path in _hidden(writable):
+            args += (
+                ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+            )
+        args += ["--chdir", str(cwd)]
+        inner_env = {**env, "HOME": HOME_INSIDE, "TMPDIR": "/tmp"}
+        command = list(argv)
+        refused: list[str] = proxy.refused if proxy is not None else []
+        if proxy is not None:
+            args += ["--bind", str(proxy.socket.parent), PROXY_FOLDER]
+            address = f"http://127.0.0.1:{PROXY_PORT}"
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+                inner_env[name] = inner_env[name.lower()] = address
+            inner_env["NO_PROXY"] = inner_env["no_proxy"] = ""
+            socket_inside = f"{PROXY_FOLDER}/{proxy.socket.name}"
+            command = [sys.executable, "-S", "-c", FORWARDER, str(PROXY_PORT), socket_inside]
+            command += list(argv)
+        args += ["--", *command]
+        limits = "ulimit -c 0; "
+        if "memory" not in cgroups.bound:
+            limits += f"ulimit -v {self.settings.memory_mb * 1024} 2>/dev/null; "
+        if "pids" not in cgroups.bound:
+            limits += f"ulimit -u {self.settings.processes} 2>/dev/null; "
+        script = f'{cgroups.joining()}{limits}exec "$@"'
+        return Launch(["/bin/sh", "-c", script, "sandbox", *args], inner_env, refused)
+
+    def _container(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], read_only: Sequence[Path]
+    ) -> list[str]:
+        engine, _ = container_engine()
+        args = [engine or "docker", "run", "--rm", "-i", "--network", "none", "--read-only"]
+        args += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+        args += ["--memory", f"{self.settings.memory_mb}m", "--pids-limit"]
+        args += [str(self.settings.processes), "--tmpfs", "/tmp", "--tmpfs", HOME_INSIDE]
+        args += ["-e", f"HOME={HOME_INSIDE}", "-w", str(cwd)]
+        for name in ("PYTHONIOENCODING", "PYTHONUNBUFFERED", *GIT_ENV_NAMES):
+            if name in env:
+                args += ["-e", f"{name}={env[name]}"]
+        args += ["-v", f"{self.workspace}:{self.workspace}"]
+        for path in self.settings.writable:
+            args += ["-v", f"{path}:{path}"]
+        for path in (*self.settings.read_only, *read_only):
+            args += ["-v", f"{path}:{path}:ro"]
+        return [*args, self.settings.image or "", *argv]
+
+    def limits(self) -> str:
+        """The backend and its limits, in words a command's result shows."""
+        s = self.settings
+        return f"{self.backend}; {s.memory_mb} MiB, {s.processes} processes, {s.seconds:g} s"
+
+    def describe(self) -> str:
+        """The backend and where its limits hold, for the run's start."""
+        if self.backend != "bubblewrap":
+            return self.backend
+        held = _Cgroups.made(self.settings)
+        held.end()
+        how = {name: "cgroup" if name in held.bound else "rlimit" for name in ("pids", "memory")}
+        return (
+            f"bubblewrap (processes: {how['pids']}, memory: {how['memory']}, "
+            f"network: {', '.join(self.settings.network) or 'none'})"
+        )
+
+
+GIT_ENV_NAMES = (
+    "GIT_CONFIG_COUNT",
+    *(f"GIT_CONFIG_{kind}_{i}" for i in range(len(GIT_SAFETY)) for kind in ("KEY", "VALUE")),
+)
+
+
+def git_safety() -> dict[str, str]:
+    """The environment that makes git take `GIT_SAFETY` over any repository's configuration."""
+    env = {"GIT_CONFIG_COUNT": str(len(GIT_SAFETY))}
+    for index, (key, value) in enumerate(GIT_SAFETY.items()):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+@cache
+def _system_mounts() -> tuple[str, ...]:
+    args: list[str] = []
+    for name in (*SYSTEM_FOLDERS, *SYSTEM_FILES):
+        path = Path(name)
+        if path.is_symlink() and name in SYSTEM_FOLDERS:
+            args += ["--symlink", str(path.readlink()), name]
+        elif path.exists():
+            args += ["--ro-bind", name, name]
+    return tuple(args)
+
+
+@cache
+def _interpreter_folders() -> tuple[Path, ...]:
+    """The folders of this Python installation outside the system folders (a pyenv or venv
+    Python), so that the python tool's interpreter runs inside."""
+    found: list[Path] = []
+    for folder in (sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)):
+        path = Path(folder).resolve()
+        if not any(_under(path, Path(s)) for s in SYSTEM_FOLDERS) and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+def _hidden(writable: Iterable[Path]) -> list[Path]:
+    """What a command must not see in the folders it may write: `.env` files and the user's
+    configuration folder (the trace key)."""
+    hidden: list[Path] = []
+    config = user_config_folder().resolve()
+    seen = 0
+    for root in writable:
+        if _under(config, root) and config.exists():
+            hidden.append(config)
+        for folder, folders, files in os.walk(root):
+            seen += len(folders) + len(files)
+            folders[:] = [f for f in folders if f not in (".git", "node_modules", ".venv")]
+            hidden += [
+                Path(folder) / name
+                for name in files
+                if any(fnmatch.fnmatchcase(name, pattern) for pattern in DOTENV_FILES)
+            ]
+            if seen > MASK_SCAN_LIMIT:
+                break
+    return hidden
