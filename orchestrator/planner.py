@@ -55,6 +55,7 @@ from .models import (
 from .models.prices import STANDARD_PRICES, Price, unpriced
 from .parts import Slot
 from .security import Permissions
+from .security.permissions import UNCONFINED_WARNING
 from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
 from .skills.disclosure import (
@@ -330,12 +331,15 @@ class Orchestrator:
     def warnings(self) -> list[str]:
         """Problems found while loading skills and sub-agents, the skills the planner's index
         leaves out by its cap, and skills whose code this run will not import (their folder
-        is inside the workspace)."""
+        is inside the workspace), and commands that run unconfined (sandbox backend none)."""
         found = [str(w) for w in self.catalog.warnings]
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
         found += [note] if note else []
-        return found + [str(w) for w in self.subagents.warnings] + self._code_warnings()
+        found += [str(w) for w in self.subagents.warnings] + self._code_warnings()
+        if self.permissions.allows_commands() and self.permissions.sandbox.backend == "none":
+            found.append(UNCONFINED_WARNING)
+        return found
 
     def _code_warnings(self) -> list[str]:
         return refused_code(self.catalog, self.permissions)

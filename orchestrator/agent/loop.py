@@ -39,7 +39,7 @@ from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoic
 from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
-from ..security.sandbox import UNCONFINED_WARNING
+from ..security.permissions import UNCONFINED_WARNING
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, TraceBusy, TraceExists, open_trace
 from .compaction import (
@@ -412,8 +412,12 @@ class AgentLoop(Generic[OutputT]):
             for extension in self.extensions:  # what extensions hold for the run
                 await scopes.enter_async_context(extension.run_scope())
             run_permissions = self._run_permissions(permissions)  # before a trace is opened
-            sandbox = run_permissions.sandbox_at_start()  # refused here, before anything runs
-            if sandbox == "none" and self.depth == 0:
+            sandbox = None
+            if run_permissions.allows_commands():  # refused here, before anything runs
+                from ..security.sandbox import sandbox_at_start  # loaded where commands run
+
+                sandbox = sandbox_at_start(run_permissions)
+            if sandbox == "none":  # the warnings registry says it once per process
                 warnings.warn(UNCONFINED_WARNING, SafetyWarning, stacklevel=2)
             opened, own_trace = self._open_trace(trace)
             if own_trace:

@@ -39,14 +39,10 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from ..errors import ConfigError
 from .inventory import DOTENV_FILES, reads_no_configuration, user_config_folder
+from .permissions import Backend, Permissions, SandboxSettings, SandboxUnavailable, under
 
-Backend = Literal["bubblewrap", "container", "none"]
 INSTALL_BUBBLEWRAP = "apt-get install bubblewrap"
 PROXY_PORT = 3128
 PROXY_FOLDER = "/.orchestrator-proxy"
@@ -83,115 +79,10 @@ GIT_SAFETY = {
 }
 """Git run by a command never takes a bare repository it was not pointed at (a model could
 dress the workspace as one), never runs the workspace's hooks nor an fsmonitor command."""
-UNCONFINED_WARNING = (
-    "commands run UNCONFINED (sandbox backend none): shell commands, Python snippets and skill "
-    "scripts can read, write and reach everything this user can; skills' allowed-tools "
-    "pre-approve no command, so each asks as the permissions say"
-)
 MASK_SCAN_LIMIT = 20_000
+HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass")
+"""Where keys live in a home folder: hidden when a writable folder holds them."""
 """How many entries of the workspace are looked at for `.env` files to hide."""
-
-
-class SandboxUnavailable(ConfigError):
-    """The run allows commands, and the sandbox it asks for (or the default) cannot run here."""
-
-
-class SandboxSettings(BaseModel):
-    """Where the run's commands run (`permissions.sandbox`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    backend: Backend | None = None
-    """`bubblewrap`, `container` or `none` (commands unconfined: only when asked for).
-    Default: `bubblewrap` where `bwrap` is on PATH; a run that allows commands where it is
-    not is refused before it starts."""
-
-    image: str | None = None
-    """The image the `container` backend runs commands in (podman, else docker)."""
-
-    network: tuple[str, ...] = ()
-    """`host:port` entries commands may reach, through the sandbox's proxy (`*.example.com:443`
-    for any subdomain). Nothing else is reachable, DNS included."""
-
-    read_only: tuple[Path, ...] = ()
-    """More host paths a command may read (a toolchain outside the system folders)."""
-
-    writable: tuple[Path, ...] = ()
-    """More host paths a command may write, besides the workspace."""
-
-    memory_mb: int = Field(default=2048, ge=16)
-    """Memory a command's processes may use together, in MiB."""
-
-    processes: int = Field(default=256, ge=1)
-    """Processes (and threads) a command may have at once."""
-
-    seconds: float = Field(default=600.0, gt=0)
-    """The longest a command may run; a tool's own timeout may only be shorter."""
-
-    @field_validator("network")
-    @classmethod
-    def _host_and_port(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in entries:
-            host, sep, port = entry.rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValueError(f"{entry!r} is not host:port (for example api.example.com:443)")
-        return entries
-
-    def allows(self, host: str, port: int) -> bool:
-        """Whether `host:port` is on the `network` list."""
-        host = host.lower().rstrip(".").strip("[]")
-        for entry in self.network:
-            name, _, wanted = entry.lower().rpartition(":")
-            name = name.strip("[]")
-            if int(wanted) == port and (
-                host == name or (name.startswith("*.") and host.endswith(name[1:]))
-            ):
-                return True
-        return False
-
-    def within(self, parent: SandboxSettings) -> SandboxSettings:
-        """These settings for a part of a run whose sandbox is `parent`: they may narrow it,
-        never widen it. Raises ConfigError naming what would widen it."""
-        widened: list[str] = []
-        backend = self.backend or parent.backend
-        if backend == "none" and parent.backend != "none":
-            widened.append("backend none (commands unconfined)")
-        elif self.backend is not None and parent.backend not in (None, self.backend):
-            widened.append(f"backend {self.backend} instead of {parent.backend}")
-        widened += [
-            f"network {entry}" for entry in self.network if not _entry_within(entry, parent.network)
-        ]
-        widened += [
-            f"writable {path}"
-            for path in self.writable
-            if not any(_under(path, p) for p in parent.writable)
-        ]
-        widened += [
-            f"read_only {path}"
-            for path in self.read_only
-            if not any(_under(path, p) for p in (*parent.read_only, *parent.writable))
-        ]
-        for name in ("memory_mb", "processes", "seconds"):
-            if getattr(self, name) > getattr(parent, name):
-                widened.append(f"{name} {getattr(self, name)} over {getattr(parent, name)}")
-        if widened:
-            raise ConfigError("a sandbox may only narrow its parent's: " + "; ".join(widened))
-        return self.model_copy(update={"backend": backend, "image": self.image or parent.image})
-
-
-def _entry_within(entry: str, parent: Iterable[str]) -> bool:
-    name, _, port = entry.lower().rpartition(":")
-    for wider in parent:
-        wider_name, _, wider_port = wider.lower().rpartition(":")
-        if wider_port != port:
-            continue
-        if name == wider_name or (wider_name.startswith("*.") and name.endswith(wider_name[1:])):
-            return True
-    return False
-
-
-def _under(path: Path, folder: Path) -> bool:
-    return path == folder or path.is_relative_to(folder)
 
 
 # --- which backend can run ------------------------------------------------------------------
@@ -264,6 +155,36 @@ def resolve_backend(settings: SandboxSettings) -> Backend:
         f"({INSTALL_BUBBLEWRAP}), or name another backend (sandbox: {{backend: container, "
         "image: ...}}), or run commands unconfined (sandbox: {backend: none})."
     )
+
+
+def command_sandbox(permissions: Permissions) -> Sandbox:
+    """The sandbox a run's commands start in; SandboxUnavailable (a ConfigError) when its
+    backend cannot run here."""
+    return Sandbox(
+        resolve_backend(permissions.sandbox),
+        permissions.sandbox,
+        permissions.workspace_root(),
+        protected=permissions.read_only,
+    )
+
+
+def sandbox_at_start(permissions: Permissions) -> str | None:
+    """What a run says at its start of where its commands run: None when it allows no
+    commands, else the sandbox and its limits. Raises SandboxUnavailable (before the run
+    starts) when the sandbox it asks for, or the default one, cannot run here."""
+    if not permissions.allows_commands():
+        return None
+    return command_sandbox(permissions).describe()
+
+
+def sandbox_refusal(permissions: Permissions) -> str | None:
+    """Why a run with `permissions` would be refused at its start for its sandbox (it allows
+    commands and the sandbox cannot run here), None when it would not."""
+    try:
+        sandbox_at_start(permissions)
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return None
 
 
 # --- limits ---------------------------------------------------------------------------------
@@ -586,7 +507,7 @@ class Sandbox:
         for path in writable:
             args += ["--bind", str(path), str(path)]
         for path in self.protected:
-            if any(_under(path, w) for w in writable) and path.exists():
+            if any(under(path, w) for w in writable) and path.exists():
                 args += ["--ro-bind", str(path), str(path)]
         for path in _hidden(writable):
             args += (
@@ -685,20 +606,20 @@ def _interpreter_folders() -> tuple[Path, ...]:
     found: list[Path] = []
     for folder in (sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)):
         path = Path(folder).resolve()
-        if not any(_under(path, Path(s)) for s in SYSTEM_FOLDERS) and path not in found:
+        if not any(under(path, Path(s)) for s in SYSTEM_FOLDERS) and path not in found:
             found.append(path)
     return tuple(found)
 
 
 def _hidden(writable: Iterable[Path]) -> list[Path]:
-    """What a command must not see in the folders it may write: `.env` files and the user's
-    configuration folder (the trace key)."""
+    """What a command must not see in the folders it may write: `.env` files, the user's
+    configuration folder (the trace key) and a home folder's keys."""
     hidden: list[Path] = []
-    config = user_config_folder().resolve()
+    home = Path.home()
+    keys = [user_config_folder().resolve(), *(home / name for name in HOME_SECRETS)]
     seen = 0
     for root in writable:
-        if _under(config, root) and config.exists():
-            hidden.append(config)
+        hidden += [path for path in keys if under(path, root) and path.exists()]
         for folder, folders, files in os.walk(root):
             seen += len(folders) + len(files)
             folders[:] = [f for f in folders if f not in (".git", "node_modules", ".venv")]

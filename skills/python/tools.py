@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from orchestrator import ToolContext, tool
+from orchestrator.security.sandbox import command_sandbox
 from orchestrator.skills.process import (
     DEFAULT_TIMEOUT,
     child_environment,
@@ -34,7 +35,7 @@ async def run(code: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_TIME
     permissions = ctx.permissions
     permissions.require_python()
     root = permissions.workspace_root()
-    sandbox = permissions.command_sandbox()
+    sandbox = command_sandbox(permissions)
     seconds = sandbox.timeout(clamp_timeout(timeout_seconds))
     inherited = os.environ.get("PYTHONPATH") if sandbox.backend == "none" else None
     search_path = os.pathsep.join(filter(None, [str(root), inherited]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 
 from orchestrator import ToolContext, tool
+from orchestrator.security.sandbox import command_sandbox
 from orchestrator.skills.process import DEFAULT_TIMEOUT, clamp_timeout, run_process
 
 
@@ -25,7 +26,7 @@ async def run(command: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_T
     """
     permissions = ctx.permissions
     permissions.require_shell()
-    sandbox = permissions.command_sandbox()
+    sandbox = command_sandbox(permissions)
     shell = shutil.which("bash") or "/bin/sh"
     seconds = sandbox.timeout(clamp_timeout(timeout_seconds))
     result = await run_process(
