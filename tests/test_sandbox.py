@@ -12,6 +12,7 @@ before the run starts.
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
@@ -542,3 +543,13 @@ def test_a_job_asking_for_no_sandbox_runs_and_says_so_on_stderr(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "listed\n"
     assert "UNCONFINED" in done.stderr
+
+
+def test_the_bench_script_times_each_backend_that_runs(tmp_path: Path) -> None:
+    from bench.sandbox_cost import COMMANDS, SETUPS, timed
+
+    for settings in SETUPS.values():
+        if settings.backend == "bubblewrap" and bubblewrap_runs() is not None:
+            continue
+        spent = asyncio.run(timed(tmp_path.resolve(), settings, COMMANDS["true"], 1))
+        assert len(spent) == 1 and spent[0] > 0

@@ -7,6 +7,10 @@ spec, its skill and sub-agent folders, its trace). A tool that is refused raises
 `PermissionDenied` naming the missing permission; the loop turns that into an error
 observation of type `denied`.
 
+Commands (shell, python) run in the sandbox `sandbox` describes (`SandboxSettings`; the
+backends are in security/sandbox.py, docs/sandbox.md); a part of a run may narrow its
+parent's sandbox (`SandboxSettings.within`), never widen it.
+
 Human approval: `shell` and `python` may be `"ask"`, and `tools` maps tool names, skill names
 or glob patterns to `allow`, `ask` or `deny`. `decision(tool)` is the strictest value that
 applies (deny, then ask, then allow); the loop asks a person before a call that needs it

@@ -1,7 +1,8 @@
 """Commands run confined: the sandbox the shell and python tools' processes run in.
 
 A run's permissions name the sandbox (`Permissions(sandbox=SandboxSettings(...))`, or
-`permissions: {sandbox: {...}}` in a spec). Three backends:
+`permissions: {sandbox: {...}}` in a spec); `command_sandbox` resolves it for a run, and
+`sandbox_at_start` refuses a run whose sandbox cannot run here. Three backends:
 
 - `bubblewrap` (the default where `bwrap` is on PATH): the command sees the workspace
   read-write at its own path, a fixed list of system folders read-only, an empty home and
@@ -552,6 +553,12 @@ class Sandbox:
             args += ["-v", f"{path}:{path}"]
         for path in (*self.settings.read_only, *read_only):
             args += ["-v", f"{path}:{path}:ro"]
+        writable = (self.workspace, *self.settings.writable)
+        for path in self.protected:
+            if any(under(path, w) for w in writable) and path.exists():
+                args += ["-v", f"{path}:{path}:ro"]
+        for path in _hidden(writable):
+            args += ["--tmpfs", str(path)] if path.is_dir() else ["-v", f"/dev/null:{path}:ro"]
         return [*args, self.settings.image or "", *argv]
 
     def limits(self) -> str:
