@@ -126,7 +126,7 @@ def test_every_flag_the_package_names_in_a_message_exists() -> None:
     others = {"--repository", "--interrupt", "--sett", "--mod"}
     others |= {  # bubblewrap's and a container engine's (security/sandbox.py)
         *("--ro-bind", "--ro-bind-try", "--bind", "--symlink", "--tmpfs", "--proc", "--dev"),
-        *("--unshare-all", "--die-with-parent", "--new-session", "--chdir"),
+        *("--unshare-all", "--die-with-parent", "--new-session", "--chdir", "--remount-ro"),
         *("--rm", "--network", "--read-only", "--cap-drop", "--security-opt", "--memory"),
         "--pids-limit",
     }

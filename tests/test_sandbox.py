@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 import threading
 import uuid
 import warnings
@@ -553,3 +554,93 @@ def test_the_bench_script_times_each_backend_that_runs(tmp_path: Path) -> None:
             continue
         spent = asyncio.run(timed(tmp_path.resolve(), settings, COMMANDS["true"], 1))
         assert len(spent) == 1 and spent[0] > 0
+
+
+PROBING_SERVER = '''\
+import socket
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("probe")
+
+
+@server.tool()
+def peek(path: str) -> str:
+    """Read a file."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        return f"refused: {exc}"
+
+
+@server.tool()
+def scribble(path: str) -> str:
+    """Write a file."""
+    try:
+        Path(path).write_text("pwned")
+        return "written"
+    except OSError as exc:
+        return f"refused: {exc}"
+
+
+@server.tool()
+def dial(port: int) -> str:
+    """Connect to a port on 127.0.0.1."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        return "connected"
+    except OSError as exc:
+        return f"refused: {exc}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("confined", [True, False])
+def test_a_stdio_mcp_server_with_a_sandbox_entry_runs_confined(
+    host: Host, listener: Listener, confined: bool
+) -> None:
+    pytest.importorskip("mcp")
+    if confined and bubblewrap_runs() is not None:
+        pytest.skip(f"bubblewrap cannot run here ({bubblewrap_runs()}): {INSTALL_BUBBLEWRAP}")
+    skills = host.root / "skills"
+    folder = write_skill(skills, "probe", description="Probes.")
+    (folder / "server.py").write_text(PROBING_SERVER)
+    entry: dict[str, Any] = {"command": sys.executable, "args": ["server.py"]}
+    if confined:
+        entry["sandbox"] = {"memory_mb": 512}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"probe": entry}}))
+    outside = host.root / "x"
+    probes = [
+        call("load_skill", name="probe"),
+        call("probe__peek", path=str(host.ssh_key)),
+        call("probe__peek", path=str(host.beside)),
+        call("probe__scribble", path=str(outside)),
+        call("probe__scribble", path=str(folder / "SKILL.md")),
+        call("probe__dial", port=listener.port),
+    ]
+    model = ScriptedModel({"agent": [*probes, {"content": "done"}]})
+    agent = Agent(
+        model,
+        name="agent",
+        skills=SkillCatalog([skills]),
+        permissions=Permissions(workspace=host.work),
+    )
+    result = agent.run_sync("Probe.")
+
+    assert result.status == "completed", result.error
+    shown = [m.content or "" for m in model.requests[-1].messages if m.role == "tool"]
+    if confined:
+        for text in (*shown[1:3], *shown[4:]):
+            assert text.startswith("refused:"), text
+        assert "Read-only file system" in shown[4]
+        assert KEY_TEXT not in "".join(shown) and BESIDE_TEXT not in "".join(shown)
+        assert not outside.exists() and "pwned" not in (folder / "SKILL.md").read_text()
+        assert listener.accepted == 0
+    else:  # the same server unconfined: what the sandbox entry takes away
+        assert KEY_TEXT in shown[1] and shown[3] == "written" and shown[5] == "connected"

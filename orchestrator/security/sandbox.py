@@ -169,6 +169,13 @@ def command_sandbox(permissions: Permissions) -> Sandbox:
     )
 
 
+def server_sandbox(settings: SandboxSettings, folder: Path) -> Sandbox:
+    """The sandbox of a stdio MCP server whose entry asks for one: `folder` (its working
+    folder) mounted read-only, with the settings' own paths and network."""
+    folder = folder.resolve()
+    return Sandbox(resolve_backend(settings), settings, folder, protected=(folder,))
+
+
 def sandbox_at_start(permissions: Permissions) -> str | None:
     """What a run says at its start of where its commands run: None when it allows no
     commands, else the sandbox and its limits. Raises SandboxUnavailable (before the run
@@ -527,7 +534,7 @@ class Sandbox:
             socket_inside = f"{PROXY_FOLDER}/{proxy.socket.name}"
             command = [sys.executable, "-S", "-c", FORWARDER, str(PROXY_PORT), socket_inside]
             command += list(argv)
-        args += ["--", *command]
+        args += ["--remount-ro", "/", "--", *command]  # no writes but to the mounts
         limits = "ulimit -c 0; "
         if "memory" not in cgroups.bound:
             limits += f"ulimit -v {self.settings.memory_mb * 1024} 2>/dev/null; "
