@@ -644,3 +644,65 @@ def test_a_stdio_mcp_server_with_a_sandbox_entry_runs_confined(
         assert listener.accepted == 0
     else:  # the same server unconfined: what the sandbox entry takes away
         assert KEY_TEXT in shown[1] and shown[3] == "written" and shown[5] == "connected"
+
+
+MARKING_TOOLS = """\
+from pathlib import Path
+
+from orchestrator import tool
+
+for target in {targets!r}:
+    try:
+        Path(target).write_text("ran on import")
+    except OSError:
+        pass
+
+
+@tool
+def count(text: str) -> int:
+    \"\"\"Count the words.\"\"\"
+    return len(text.split())
+"""
+
+
+def marking_skill(host: Host) -> tuple[Path, list[Path]]:
+    """A skill whose tools.py, on import, writes markers in its own folder, beside the
+    workspace and in the home."""
+    folder = write_skill(host.root / "skills", "marker", description="Marks.")
+    targets = [folder / "MARKED", host.root / "MARKED", host.home / "MARKED"]
+    code = MARKING_TOOLS.format(targets=[str(t) for t in targets])
+    (folder / "tools.py").write_text(code)
+    return folder, targets
+
+
+@needs_bubblewrap
+def test_skills_check_imports_a_tools_py_only_inside_the_sandbox(host: Host) -> None:
+    from orchestrator.skills import check_folders
+
+    folder, markers = marking_skill(host)
+    [report] = check_folders([folder])
+
+    assert report.ok, report.problems
+    assert report.tools == ["marker__count"]  # imported, in the sandbox
+    assert [m for m in markers if m.exists()] == []
+
+
+def test_skills_check_without_a_sandbox_does_not_import_a_tools_py(
+    host: Host, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.skills import check_folders
+
+    folder, markers = marking_skill(host)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    bubblewrap_runs.cache_clear()
+    try:
+        [report] = check_folders([folder])
+    finally:
+        bubblewrap_runs.cache_clear()
+
+    assert [m for m in markers if m.exists()] == []
+    assert report.tools == []
+    [warning] = [w for w in report.warnings if w.rule == "tools-import"]
+    assert "tools.py not imported" in warning.message and INSTALL_BUBBLEWRAP in warning.message
