@@ -706,3 +706,15 @@ def test_skills_check_without_a_sandbox_does_not_import_a_tools_py(
     assert report.tools == []
     [warning] = [w for w in report.warnings if w.rule == "tools-import"]
     assert "tools.py not imported" in warning.message and INSTALL_BUBBLEWRAP in warning.message
+
+
+def test_a_workspace_that_holds_the_system_is_refused(host: Host) -> None:
+    for permissions in (
+        Permissions(workspace=Path("/"), shell=True),
+        Permissions(
+            workspace=host.work, python=True, sandbox=SandboxSettings(writable=(Path("/"),))
+        ),
+    ):
+        agent = Agent(ScriptedModel({"agent": [{"content": "never"}]}), permissions=permissions)
+        with pytest.raises(SandboxUnavailable, match="holds the system folder /usr"):
+            agent.run_sync("Do the work.")

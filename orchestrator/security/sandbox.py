@@ -161,12 +161,16 @@ def resolve_backend(settings: SandboxSettings) -> Backend:
 def command_sandbox(permissions: Permissions) -> Sandbox:
     """The sandbox a run's commands start in; SandboxUnavailable (a ConfigError) when its
     backend cannot run here."""
-    return Sandbox(
-        resolve_backend(permissions.sandbox),
-        permissions.sandbox,
-        permissions.workspace_root(),
-        protected=permissions.read_only,
-    )
+    backend = resolve_backend(permissions.sandbox)
+    workspace = permissions.workspace_root()
+    for path in (workspace, *permissions.sandbox.writable) if backend != "none" else ():
+        holds = [name for name in SYSTEM_FOLDERS if under(Path(name), path.resolve())]
+        if holds:
+            raise SandboxUnavailable(
+                f"the sandbox cannot confine commands to {path}: it holds the system folder "
+                f"{holds[0]}; give the run a workspace (and writable paths) of their own"
+            )
+    return Sandbox(backend, permissions.sandbox, workspace, protected=permissions.read_only)
 
 
 def server_sandbox(settings: SandboxSettings, folder: Path) -> Sandbox:
