@@ -58,6 +58,7 @@ from .security import Permissions
 from .security.permissions import UNCONFINED_WARNING
 from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
+from .skills.allowed import standing_approvals
 from .skills.disclosure import (
     DEFAULT_DISCLOSURE,
     DEFAULT_EAGER_TOKENS,
@@ -331,7 +332,8 @@ class Orchestrator:
     def warnings(self) -> list[str]:
         """Problems found while loading skills and sub-agents, the skills the planner's index
         leaves out by its cap, and skills whose code this run will not import (their folder
-        is inside the workspace), and commands that run unconfined (sandbox backend none)."""
+        is inside the workspace), commands that run unconfined (sandbox backend none), and
+        what skills' `allowed-tools` will pre-approve in a run that asks a person."""
         found = [str(w) for w in self.catalog.warnings]
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
@@ -339,7 +341,7 @@ class Orchestrator:
         found += [str(w) for w in self.subagents.warnings] + self._code_warnings()
         if self.permissions.allows_commands() and self.permissions.sandbox.backend == "none":
             found.append(UNCONFINED_WARNING)
-        return found
+        return found + standing_approvals(self.catalog, self.permissions)
 
     def _code_warnings(self) -> list[str]:
         return refused_code(self.catalog, self.permissions)

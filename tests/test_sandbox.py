@@ -718,3 +718,31 @@ def test_a_workspace_that_holds_the_system_is_refused(host: Host) -> None:
         agent = Agent(ScriptedModel({"agent": [{"content": "never"}]}), permissions=permissions)
         with pytest.raises(SandboxUnavailable, match="holds the system folder /usr"):
             agent.run_sync("Do the work.")
+
+
+@pytest.mark.parametrize("backend", ["bubblewrap", "none"])
+def test_a_run_that_asks_says_at_start_what_its_skills_pre_approve(
+    tmp_path: Path, backend: str
+) -> None:
+    if backend == "bubblewrap" and bubblewrap_runs() is not None:
+        pytest.skip(f"bubblewrap cannot run here ({bubblewrap_runs()}): {INSTALL_BUBBLEWRAP}")
+    allowed = "allowed-tools: Bash(git add:*) Read\n"
+    write_skill(tmp_path / "skills", "git-helper", description="Git.", extra=allowed)
+    write_skill(tmp_path / "skills", "plain", description="Nothing listed.")
+    (tmp_path / "script.yaml").write_text("only: [{content: listed}]\n")
+    permissions = f"{{shell: ask, sandbox: {{backend: {backend}}}}}"
+    spec = SPEC.format(permissions=permissions) + "skills: [skills]\n"
+    (tmp_path / "job.yaml").write_text(spec)
+
+    done = orchestrator("run", "job.yaml", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "pre-approves" in line]
+    if backend == "bubblewrap":
+        assert (
+            "skill 'git-helper' pre-approves, once loaded: files__read_file, Bash(git add:*)"
+            in line
+        )
+    else:  # unconfined: no command is pre-approved, and the run says so too
+        assert "Bash(" not in line and "files__read_file" in line
+        assert "UNCONFINED" in done.stderr

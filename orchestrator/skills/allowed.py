@@ -300,6 +300,36 @@ def skill_preapproval(
     return verdict
 
 
+def standing_approvals(skills: Iterable[SkillInfo], permissions: Permissions) -> list[str]:
+    """What each skill's `allowed-tools` will pre-approve once the model loads it, in a run
+    whose permissions put calls to a person: said at the start, since any installed skill
+    that lists `Bash` is a standing approval the moment it is loaded. Empty when the run asks
+    nothing (then nothing is pre-approved)."""
+    asks = "ask" in (permissions.shell, permissions.python, *permissions.tools.values())
+    if not asks:
+        return []
+    root = permissions.workspace.expanduser().resolve()
+    unconfined = permissions.sandbox.backend == "none"
+    found = []
+    for info in skills:
+        if info.allowed_tools is None or allowed_tools_mode(info, permissions) == "restrict":
+            continue
+        if not info.builtin and is_inside(root, info.folder):
+            continue  # pre-approves nothing, and says so at the call
+        listed = preapproved_tools(info)
+        granted = sorted(listed.names) + [f"{name}__*" for name in sorted(listed.skills)]
+        if unconfined:
+            granted = [g for g in granted if g not in COMMAND_TOOLS]
+        elif listed.commands:
+            granted += [f"Bash({pattern})" for pattern in listed.commands]
+        if granted:
+            found.append(
+                f"skill {info.name!r} pre-approves, once loaded: {', '.join(granted)} "
+                "(its allowed-tools; these run without asking)"
+            )
+    return found
+
+
 def preapproved_tools(info: SkillInfo) -> PreapprovedTools:
     """The calls a skill's `allowed-tools` lists, read as pre-approvals."""
     source = f"skill {info.name!r} (allowed-tools)"
