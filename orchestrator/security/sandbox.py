@@ -73,6 +73,10 @@ SYSTEM_FILES = (
     "/etc/magic",
 )
 """What of /etc a command may read: no shadow file, no host keys, no resolver, no gitconfig."""
+PROC_READ_ONLY = tuple(
+    arg for name in ("/proc/sys", "/proc/irq", "/proc/bus") for arg in ("--ro-bind-try", name, name)
+)
+"""The kernel settings under the sandbox's /proc, bound read-only over it."""
 GIT_SAFETY = {
     "safe.bareRepository": "explicit",
     "core.fsmonitor": "",
@@ -510,8 +514,11 @@ class Sandbox:
         proxy: EgressProxy | None,
     ) -> Launch:
         bwrap = shutil.which("bwrap") or "bwrap"
-        args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", HOME_INSIDE]
+        # Run by root, bwrap keeps every capability unless told; and root may write the
+        # kernel's settings under /proc (core_pattern runs a program on the host).
+        args = [bwrap, "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+        args += ["--proc", "/proc", *PROC_READ_ONLY, "--dev", "/dev"]
+        args += ["--tmpfs", "/tmp", "--tmpfs", HOME_INSIDE]
         args += _system_mounts()
         for path in (*_interpreter_folders(), *self.settings.read_only, *read_only):
             args += ["--ro-bind-try", str(path), str(path)]
