@@ -537,7 +537,7 @@ class Sandbox:
         command = list(argv)
         refused: list[str] = proxy.refused if proxy is not None else []
         if proxy is not None:
-            args += ["--bind", str(proxy.socket.parent), PROXY_FOLDER]
+            args += ["--ro-bind", str(proxy.socket.parent), PROXY_FOLDER]
             address = f"http://127.0.0.1:{PROXY_PORT}"
             for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
                 inner_env[name] = inner_env[name.lower()] = address
