@@ -209,6 +209,26 @@ def test_a_command_holds_no_capability_and_cannot_change_the_kernels_settings(
 
 
 @needs_bubblewrap
+def test_a_home_given_read_only_still_hides_its_keys_and_the_trace_key(host: Host) -> None:
+    (host.home / "notes.txt").write_text("shared notes\n")
+    reads = [
+        shell(f"cat {host.home}/notes.txt"),
+        shell(f"cat {host.ssh_key}; ls -A {host.home}/.ssh"),
+        shell(f"od -An -tx1 {host.trace_key} | tr -d ' \\n'"),
+        shell(f"echo pwned > {host.home}/notes.txt"),
+    ]
+    sandbox = SandboxSettings(read_only=(host.home,))
+    results, trace = run_hostile(host, [LOADS[0], *reads], sandbox)
+
+    assert results[1] == (None, "[exit code 0]\nshared notes\n")
+    for secret in host.secrets():
+        assert secret not in trace
+    assert "No such file or directory" in results[2][1]
+    assert "Read-only file system" in results[4][1]
+    assert (host.home / "notes.txt").read_text() == "shared notes\n"
+
+
+@needs_bubblewrap
 def test_nothing_is_written_outside_the_workspace(host: Host) -> None:
     outside = host.root / "x"
     system = Path(f"/usr/pwned-{uuid.uuid4().hex}")

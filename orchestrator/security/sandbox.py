@@ -528,7 +528,8 @@ class Sandbox:
         for path in self.protected:
             if any(under(path, w) for w in writable) and path.exists():
                 args += ["--ro-bind", str(path), str(path)]
-        for path in _hidden(writable):
+        mounted = (*_interpreter_folders(), *self.settings.read_only, *read_only)
+        for path in _hidden(writable, mounted):
             args += (
                 ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
             )
@@ -575,7 +576,7 @@ class Sandbox:
         for path in self.protected:
             if any(under(path, w) for w in writable) and path.exists():
                 args += ["-v", f"{path}:{path}:ro"]
-        for path in _hidden(writable):
+        for path in _hidden(writable, (*self.settings.read_only, *read_only)):
             args += ["--tmpfs", str(path)] if path.is_dir() else ["-v", f"/dev/null:{path}:ro"]
         return [*args, self.settings.image or "", *argv]
 
@@ -636,15 +637,18 @@ def _interpreter_folders() -> tuple[Path, ...]:
     return tuple(found)
 
 
-def _hidden(writable: Iterable[Path]) -> list[Path]:
-    """What a command must not see in the folders it may write: `.env` files, the user's
-    configuration folder (the trace key) and a home folder's keys."""
+def _hidden(writable: Iterable[Path], read_only: Iterable[Path] = ()) -> list[Path]:
+    """What a command must not see in the folders mounted for it: the user's configuration
+    folder (the trace key) and a home folder's keys wherever they lie under one, and `.env`
+    files in the folders it may write."""
     hidden: list[Path] = []
     home = Path.home()
     keys = [user_config_folder().resolve(), *(home / name for name in HOME_SECRETS)]
+    writable = list(writable)
+    for root in (*writable, *read_only):
+        hidden += [path for path in keys if under(path, root) and path.exists()]
     seen = 0
     for root in writable:
-        hidden += [path for path in keys if under(path, root) and path.exists()]
         for folder, folders, files in os.walk(root):
             seen += len(folders) + len(files)
             folders[:] = [f for f in folders if f not in (".git", "node_modules", ".venv")]
@@ -655,4 +659,4 @@ def _hidden(writable: Iterable[Path]) -> list[Path]:
             ]
             if seen > MASK_SCAN_LIMIT:
                 break
-    return hidden
+    return list(dict.fromkeys(hidden))
