@@ -786,3 +786,43 @@ def test_a_run_that_asks_says_at_start_what_its_skills_pre_approve(
     else:  # unconfined: no command is pre-approved, and the run says so too
         assert "Bash(" not in line and "files__read_file" in line
         assert "UNCONFINED" in done.stderr
+
+
+@needs_bubblewrap
+def test_a_forked_sub_agent_runs_its_commands_in_its_parents_sandbox(
+    host: Host, listener: Listener, allowed_server: int
+) -> None:
+    from orchestrator import Orchestrator
+
+    fork = {
+        "tool_calls": [
+            {"name": "fork", "arguments": {"tasks": [{"id": "a", "task": "Reach out."}]}}
+        ]
+    }
+    script = {
+        "planner": [fork, {"content": "done"}],
+        "planner/a": [
+            call("load_skill", name="shell"),
+            shell(f"cat {host.beside}"),
+            shell(f"curl -sS -m 5 http://127.0.0.1:{listener.port}/"),
+            shell(f"curl -sS -m 5 http://127.0.0.1:{allowed_server}/"),
+            shell("sleep 30; echo woke", timeout_seconds=600),
+            {"content": "a done"},
+        ],
+    }
+    model = ScriptedModel(script)
+    sandbox = SandboxSettings(network=(f"127.0.0.1:{allowed_server}",), seconds=2)
+    planner = Orchestrator(
+        model, permissions=Permissions(workspace=host.work, shell=True, sandbox=sandbox)
+    )
+    result = planner.run_sync("Go.")
+
+    assert result.status == "completed", result.error
+    request = [r for r in model.requests if r.agent == "planner/a"][-1]
+    _, beside, neighbour, allowed, sleep = [
+        m.content or "" for m in request.messages if m.role == "tool"
+    ]
+    assert BESIDE_TEXT not in beside and "No such file or directory" in beside
+    assert "blocked by the sandbox" in neighbour and listener.accepted == 0
+    assert "hello from the allowed port" in allowed
+    assert sleep.startswith("[timed out after 2 s")
