@@ -826,3 +826,32 @@ def test_a_forked_sub_agent_runs_its_commands_in_its_parents_sandbox(
     assert "blocked by the sandbox" in neighbour and listener.accepted == 0
     assert "hello from the allowed port" in allowed
     assert sleep.startswith("[timed out after 2 s")
+
+
+@needs_bubblewrap
+def test_a_skills_script_runs_in_the_sandbox_from_its_read_only_folder(host: Host) -> None:
+    skills = host.root / "skills"
+    folder = write_skill(skills, "report", description="Reports.")
+    (folder / "scripts").mkdir()
+    script = folder / "scripts" / "report.py"
+    script.write_text("import sys\nprint('report of', sys.argv[1])\n")
+    turns = [
+        call("load_skill", name="report"),
+        call("load_skill", name="shell"),
+        shell(f"python3 {script} notes.txt"),
+        shell(f"echo pwned >> {script}"),
+        shell(f"cat {host.beside}"),
+    ]
+    model = ScriptedModel({"agent": [*turns, {"content": "done"}]})
+    agent = Agent(
+        model,
+        name="agent",
+        skills=SkillCatalog([skills]),
+        permissions=Permissions(workspace=host.work, shell=True),
+    )
+    assert agent.run_sync("Report.").status == "completed"
+
+    results = [m.content or "" for m in model.requests[-1].messages if m.role == "tool"]
+    assert results[2] == "[exit code 0]\nreport of notes.txt\n"
+    assert "Read-only file system" in results[3] and "pwned" not in script.read_text()
+    assert BESIDE_TEXT not in results[4]

@@ -464,7 +464,8 @@ class Sandbox:
     settings: SandboxSettings
     workspace: Path
     protected: tuple[Path, ...] = ()
-    """Paths the file tools may not write (the run's spec, skills, trace): read-only inside."""
+    """Paths the file tools may not write (the run's spec, skill folders, trace): mounted
+    read-only inside, so a skill's scripts run there."""
 
     def python(self) -> str:
         """The Python interpreter a command runs Python with, as seen inside."""
@@ -525,10 +526,9 @@ class Sandbox:
         writable = (self.workspace, *self.settings.writable)
         for path in writable:
             args += ["--bind", str(path), str(path)]
-        for path in self.protected:
-            if any(under(path, w) for w in writable) and path.exists():
-                args += ["--ro-bind", str(path), str(path)]
-        mounted = (*_interpreter_folders(), *self.settings.read_only, *read_only)
+        for path in self.protected:  # skill folders (their scripts), the spec, the trace
+            args += ["--ro-bind-try", str(path), str(path)]
+        mounted = (*_interpreter_folders(), *self.settings.read_only, *read_only, *self.protected)
         for path in _hidden(writable, mounted):
             args += (
                 ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
