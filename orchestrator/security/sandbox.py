@@ -85,9 +85,9 @@ GIT_SAFETY = {
 """Git run by a command never takes a bare repository it was not pointed at (a model could
 dress the workspace as one), never runs the workspace's hooks nor an fsmonitor command."""
 MASK_SCAN_LIMIT = 20_000
-HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass")
-"""Where keys live in a home folder: hidden when a writable folder holds them."""
 """How many entries of the workspace are looked at for `.env` files to hide."""
+HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass")
+"""Where keys live in a home folder: hidden when a folder mounted for a command holds them."""
 
 
 # --- which backend can run ------------------------------------------------------------------
