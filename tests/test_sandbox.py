@@ -855,3 +855,14 @@ def test_a_skills_script_runs_in_the_sandbox_from_its_read_only_folder(host: Hos
     assert results[2] == "[exit code 0]\nreport of notes.txt\n"
     assert "Read-only file system" in results[3] and "pwned" not in script.read_text()
     assert BESIDE_TEXT not in results[4]
+
+
+@needs_bubblewrap
+def test_skills_show_lists_a_tools_py_imported_only_inside_the_sandbox(host: Host) -> None:
+    folder, markers = marking_skill(host)
+
+    done = orchestrator("skills", "show", "marker", cwd=host.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "  - marker__count: Count the words." in done.stdout
+    assert [m for m in markers if m.exists()] == []

@@ -169,7 +169,7 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
     if not path.is_file():
         return
     try:
-        tools = _tools_confined(folder)
+        tools = tools_in_sandbox(folder)
     except SkillError as exc:
         report.problems.append(Problem("tools-import", str(exc), True))
         return
@@ -178,8 +178,8 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
             Problem("tools-import", f"{TOOLS_FILE} not imported: {exc}; its tools are unchecked")
         )
         return
-    report.tools = [qualified_tool_name(skill, name) for name, _ in tools]
-    for (name, parameters), sent in zip(tools, report.tools, strict=True):
+    report.tools = [qualified_tool_name(skill, name) for name, _, _ in tools]
+    for (name, _, parameters), sent in zip(tools, report.tools, strict=True):
         full = f"{skill}{TOOL_SEPARATOR}{name}"
         if sent != full:
             report.warnings.append(
@@ -215,16 +215,16 @@ except OrchestratorError as exc:
     print(json.dumps({"error": str(exc)}))
     sys.exit(0)
 tools = {v.name: v for v in vars(module).values() if isinstance(v, Tool)}
-print(json.dumps({"tools": [[t.name, t.spec.parameters] for t in tools.values()]}))
+print(json.dumps({"tools": [[t.name, t.description, t.spec.parameters] for t in tools.values()]}))
 """
 """Imports a `tools.py` in a sandboxed process and prints its tools' names and parameters."""
 
 
-def _tools_confined(folder: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The tools of a folder's `tools.py` (name, parameters schema), imported in the default
-    sandbox (the folder read-only, no network, an empty workspace): checking a skill never
-    runs its code outside one. SkillError when the import fails; SandboxUnavailable when no
-    sandbox can run here."""
+def tools_in_sandbox(folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """The tools of a folder's `tools.py` (name, description, parameters schema), imported
+    in the default sandbox (the folder read-only, no network, an empty workspace): checking
+    or showing a skill never runs its code outside one. SkillError when the import fails;
+    SandboxUnavailable when no sandbox can run here."""
     package = Path(__file__).resolve().parents[1]  # the orchestrator package
     with tempfile.TemporaryDirectory(prefix="orchestrator-check-") as scratch:
         workspace = Path(scratch).resolve()
@@ -243,7 +243,7 @@ def _tools_confined(folder: Path) -> list[tuple[str, dict[str, Any]]]:
         raise SkillError(f"{folder / TOOLS_FILE} failed to import in the sandbox: {what}")
     if "error" in found:
         raise SkillError(str(found["error"]))
-    return [(str(name), dict(schema)) for name, schema in found["tools"]]
+    return [(str(name), str(text), dict(schema)) for name, text, schema in found["tools"]]
 
 
 @reads("MCP configuration")
