@@ -866,3 +866,29 @@ def test_skills_show_lists_a_tools_py_imported_only_inside_the_sandbox(host: Hos
     assert done.returncode == 0, done.stderr
     assert "  - marker__count: Count the words." in done.stdout
     assert [m for m in markers if m.exists()] == []
+
+
+@needs_bubblewrap
+def test_read_only_paths_inside_the_workspace_stay_read_only_and_an_ancestor_covers_nothing(
+    host: Host,
+) -> None:
+    reference = host.work / "reference"
+    reference.mkdir()
+    (reference / "table.csv").write_text("a,b\n")
+    writes = [
+        shell("echo pwned >> reference/table.csv"),
+        shell("echo mine > mine.txt && cat mine.txt"),
+    ]
+    model = ScriptedModel({"agent": [LOADS[0], *writes, {"content": "done"}]})
+    permissions = Permissions(
+        workspace=host.work,
+        shell=True,
+        read_only=(host.root,),  # a folder that holds the workspace: it must not cover it
+        sandbox=SandboxSettings(read_only=(reference,)),
+    )
+    Agent(model, name="agent", skills=SkillCatalog(), permissions=permissions).run_sync("Go.")
+
+    results = [m.content or "" for m in model.requests[-1].messages if m.role == "tool"]
+    assert "Read-only file system" in results[1]
+    assert (reference / "table.csv").read_text() == "a,b\n"
+    assert results[2] == "[exit code 0]\nmine\n"

@@ -521,14 +521,16 @@ class Sandbox:
         args += ["--proc", "/proc", *PROC_READ_ONLY, "--dev", "/dev"]
         args += ["--tmpfs", "/tmp", "--tmpfs", HOME_INSIDE]
         args += _system_mounts()
-        for path in (*_interpreter_folders(), *self.settings.read_only, *read_only):
-            args += ["--ro-bind-try", str(path), str(path)]
         writable = (self.workspace, *self.settings.writable)
         for path in writable:
             args += ["--bind", str(path), str(path)]
-        for path in self.protected:  # skill folders (their scripts), the spec, the trace
-            args += ["--ro-bind-try", str(path), str(path)]
+        # Read-only after the writable ones, so that what lies inside a writable folder (the
+        # run's own Python, a skill folder, the trace) stays read-only; never a folder that
+        # holds a writable one, which would cover it.
         mounted = (*_interpreter_folders(), *self.settings.read_only, *read_only, *self.protected)
+        mounted = tuple(p for p in mounted if not any(under(w, p) for w in writable))
+        for path in mounted:
+            args += ["--ro-bind-try", str(path), str(path)]
         for path in _hidden(writable, mounted):
             args += (
                 ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
