@@ -160,7 +160,8 @@ class Connection:
         if config.kind != "stdio" or config.sandbox is None or not config.command:
             return None
         folder = Path(config.cwd or ".")
-        sandbox = server_sandbox(config.sandbox, folder)
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="orchestrator-mcp-"))
+        sandbox = server_sandbox(config.sandbox, folder, Path(scratch))
         argv = [config.command, *config.args]
         return await stack.enter_async_context(sandbox.launch(argv, cwd=folder, env=config.env))
 

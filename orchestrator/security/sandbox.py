@@ -177,11 +177,12 @@ def command_sandbox(permissions: Permissions) -> Sandbox:
     return Sandbox(backend, permissions.sandbox, workspace, protected=permissions.read_only)
 
 
-def server_sandbox(settings: SandboxSettings, folder: Path) -> Sandbox:
+def server_sandbox(settings: SandboxSettings, folder: Path, scratch: Path) -> Sandbox:
     """The sandbox of a stdio MCP server whose entry asks for one: `folder` (its working
-    folder) mounted read-only, with the settings' own paths and network."""
-    folder = folder.resolve()
-    return Sandbox(resolve_backend(settings), settings, folder, protected=(folder,))
+    folder) mounted read-only, `scratch` (an empty folder of its own) writable, with the
+    settings' own paths and network."""
+    backend = resolve_backend(settings)
+    return Sandbox(backend, settings, scratch.resolve(), protected=(folder.resolve(),))
 
 
 def sandbox_at_start(permissions: Permissions) -> str | None:
