@@ -99,7 +99,17 @@ def bubblewrap_runs() -> str | None:
     found = shutil.which("bwrap")
     if found is None:
         return "bwrap is not on PATH"
-    probe = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"]
+    probe = [
+        found,
+        "--ro-bind",
+        "/",
+        "/",
+        "--unshare-all",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+    ]
+    probe.append("true")
     try:
         done = subprocess.run(probe, capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
