@@ -157,6 +157,9 @@ class RunStart(EventBase):
     usage: TokenCounts | None = None
     """For a resumed run, its tokens so far."""
     task: str | None = None
+    sandbox: str | None = None
+    """Where the run's commands run, when it allows any: `bubblewrap (...)`, `container`,
+    or `none` (unconfined)."""
 
 
 class RunEnd(EventBase):

@@ -58,8 +58,10 @@ from .models import (
 from .models.prices import STANDARD_PRICES, Price, unpriced
 from .parts import Slot
 from .security import Permissions
+from .security.permissions import UNCONFINED_WARNING
 from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
+from .skills.allowed import standing_approvals
 from .skills.disclosure import (
     DEFAULT_DISCLOSURE,
     DEFAULT_EAGER_TOKENS,
@@ -348,12 +350,16 @@ class Orchestrator:
     def warnings(self) -> list[str]:
         """Problems found while loading skills and sub-agents, the skills the planner's index
         leaves out by its cap, and skills whose code this run will not import (their folder
-        is inside the workspace)."""
+        is inside the workspace), commands that run unconfined (sandbox backend none), and
+        what skills' `allowed-tools` will pre-approve in a run that asks a person."""
         found = [str(w) for w in self.catalog.warnings]
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
         found += [note] if note else []
         found += [str(w) for w in self.subagents.warnings] + self._code_warnings()
+        if self.permissions.allows_commands() and self.permissions.sandbox.backend == "none":
+            found.append(UNCONFINED_WARNING)
+        found += standing_approvals(self.catalog, self.permissions)
         return found + (self.checked.warnings if self.checked is not None else [])
 
     def _code_warnings(self) -> list[str]:

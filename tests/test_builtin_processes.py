@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,35 @@ def wait_until_gone(pid: int, seconds: float = 5.0) -> bool:
     return gone(pid)
 
 
+def running_with(marker: str) -> list[int]:
+    """The live processes (zombies aside) whose command line holds `marker`, as the host
+    sees them: a sandboxed command's process IDs inside mean nothing out here."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if not gone(pid)]
+
+
+def wait_until_none_with(marker: str, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not running_with(marker):
+            return True
+        time.sleep(0.05)
+    return not running_with(marker)
+
+
+def unique_sleep() -> str:
+    """A `sleep` of about a minute whose command line no other process has."""
+    return f"sleep 60.{uuid.uuid4().int % 10**9:09d}"
+
+
 async def test_shell_is_denied_without_the_permission(shell: Tool, tmp_path: Path) -> None:
     with pytest.raises(PermissionDenied, match="`shell` permission"):
         await call(shell, context(tmp_path), command="touch made.txt")
@@ -68,13 +98,12 @@ async def test_shell_runs_in_the_workspace(shell: Tool, ws: Path) -> None:
 
 async def test_shell_timeout_kills_the_whole_process_group(shell: Tool, tmp_path: Path) -> None:
     ctx = context(tmp_path, shell=True)
+    sleep = unique_sleep()
     began = time.monotonic()
-    out = await call(
-        shell, ctx, command="sleep 60 & echo $! > child.pid; echo started; wait", timeout_seconds=1
-    )
+    out = await call(shell, ctx, command=f"{sleep} & echo started; wait", timeout_seconds=1)
     assert time.monotonic() - began < 10
     assert out == "[timed out after 1 s; the process was killed]\nstarted\n"
-    assert wait_until_gone(int((tmp_path / "child.pid").read_text()))
+    assert wait_until_none_with(sleep)
 
 
 async def test_shell_output_is_capped_keeping_both_ends(shell: Tool, tmp_path: Path) -> None:
@@ -99,7 +128,8 @@ async def test_shell_does_not_pass_secrets_on(
 
 
 def test_a_loop_tool_timeout_also_kills_the_command(tmp_path: Path) -> None:
-    command = "sleep 60 & echo $! > child.pid; wait"
+    sleep = unique_sleep()
+    command = f"{sleep} & echo started; wait"
     agent, _ = scripted_agent(
         [
             {"tool_calls": [{"name": "load_skill", "arguments": {"name": "shell"}}]},
@@ -115,7 +145,7 @@ def test_a_loop_tool_timeout_also_kills_the_command(tmp_path: Path) -> None:
     assert time.monotonic() - began < 10
     [message] = [m for m in result.messages if m.name == "shell__run"]
     assert message.error_type == "timeout"
-    assert wait_until_gone(int((tmp_path / "child.pid").read_text()))
+    assert wait_until_none_with(sleep)
 
 
 async def test_python_is_denied_without_the_permission(python: Tool, tmp_path: Path) -> None:
@@ -141,9 +171,10 @@ async def test_python_errors_come_back_with_the_traceback(python: Tool, tmp_path
 
 
 async def test_python_timeout_kills_the_process(python: Tool, tmp_path: Path) -> None:
+    sleep = unique_sleep()
     code = (
-        "import os, time\n"
-        "open('pid.txt', 'w').write(str(os.getpid()))\n"
+        "import subprocess, time\n"
+        f"subprocess.Popen({sleep.split()!r})\n"
         "print('up', flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -151,7 +182,7 @@ async def test_python_timeout_kills_the_process(python: Tool, tmp_path: Path) ->
     out = await call(python, context(tmp_path, python=True), code=code, timeout_seconds=1)
     assert time.monotonic() - began < 10
     assert out == "[timed out after 1 s; the process was killed]\nup\n"
-    assert wait_until_gone(int((tmp_path / "pid.txt").read_text()))
+    assert wait_until_none_with(sleep)
 
 
 async def test_python_output_is_capped(python: Tool, tmp_path: Path) -> None:

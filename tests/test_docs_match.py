@@ -125,6 +125,12 @@ def test_every_flag_the_package_names_in_a_message_exists() -> None:
     }
     # Flags of other programs, and the mistyped ones the parser's docs show as examples.
     others = {"--repository", "--interrupt", "--sett", "--mod"}
+    others |= {  # bubblewrap's and a container engine's (security/sandbox.py)
+        *("--ro-bind", "--ro-bind-try", "--bind", "--symlink", "--tmpfs", "--proc", "--dev"),
+        *("--unshare-all", "--die-with-parent", "--new-session", "--chdir", "--remount-ro"),
+        *("--rm", "--network", "--read-only", "--cap-drop", "--security-opt", "--memory"),
+        "--pids-limit",
+    }
     named: dict[str, set[str]] = {}
     for path in (ROOT / "orchestrator").rglob("*.py"):
         for flag in re.findall(r"[\"' (`]\s?(--[a-z][a-z-]+)", path.read_text(encoding="utf-8")):

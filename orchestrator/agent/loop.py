@@ -38,12 +38,20 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from typing_extensions import TypedDict, Unpack
 
-from ..errors import ConfigError, ContextWindowExceeded, ModelError, RunHalted, UntrustedUsage
+from ..errors import (
+    ConfigError,
+    ContextWindowExceeded,
+    ModelError,
+    RunHalted,
+    SafetyWarning,
+    UntrustedUsage,
+)
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
 from ..models.window import compaction_threshold, context_window
 from ..security import Permissions
+from ..security.permissions import UNCONFINED_WARNING
 from ..tokens import TokenCounter, default_counter
 from ..trace import Trace, TraceBusy, TraceExists, open_trace
 from .compaction import (
@@ -604,6 +612,7 @@ class AgentLoop(Generic[Deps, OutputT]):
                 await scopes.enter_async_context(extension.run_scope())
             # Before a trace is opened: a refused run leaves no file.
             run_permissions = self._run_permissions(settings.get("permissions"))
+            sandbox = _sandbox_at_start(run_permissions)
             opened, own_trace = self._open_trace(settings.get("trace"), heard=attach is not None)
             if own_trace:
                 scopes.callback(opened.close)
@@ -620,6 +629,7 @@ class AgentLoop(Generic[Deps, OutputT]):
                 max_tokens=settings.get("max_tokens"),
                 max_cost=settings.get("max_cost"),
                 history=settings.get("history"),
+                sandbox=sandbox,
             )
             state.stop = stop = self._stopper(opened, handles, scopes)
             state.time_limit = limit
@@ -1173,9 +1183,11 @@ class AgentLoop(Generic[Deps, OutputT]):
         max_tokens: int | None = None,
         max_cost: float | None = None,
         history: AgentHistory | None = None,
+        sandbox: str | None = None,
     ) -> RunState:
         """A new run's state (or a resumed one's, from its `history`) with the run's
-        permissions; the other keywords are `run`'s, None for the agent's own."""
+        permissions; `sandbox`: where its commands run (recorded at its start); the other
+        keywords are `run`'s, None for the agent's own."""
         max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         budget = self._run_budget(max_tokens, max_cost)
         context = ToolContext[Any](
@@ -1247,6 +1259,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             max_tokens=max_tokens,
             budget_remaining=budget.remaining,
             depth=self.depth,
+            **({"sandbox": sandbox} if sandbox is not None else {}),
             **{k: v for e in self.extensions for k, v in e.start_record().items()},
             **(restart.started() if restart is not None else {}),
         )
@@ -1356,6 +1369,19 @@ def _last_answer(transcript: Transcript) -> str:
         if message.role == "assistant" and message.content:
             return message.content
     return ""
+
+
+def _sandbox_at_start(permissions: Permissions) -> str | None:
+    """The sandbox that confines a run's commands (None where it allows none); a run whose
+    sandbox cannot run is refused here, before anything starts."""
+    if not permissions.allows_commands():
+        return None
+    from ..security.sandbox import sandbox_at_start  # loaded where commands run
+
+    sandbox = sandbox_at_start(permissions)
+    if sandbox == "none":  # the warnings registry says it once per process
+        warnings.warn(UNCONFINED_WARNING, SafetyWarning, stacklevel=3)
+    return sandbox
 
 
 def run_sync(work: Coroutine[Any, Any, T]) -> T:

@@ -11,12 +11,14 @@ import json
 import logging
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
 from ..eval import EvalError
 from ..eval.skill_folder import EVALS_FILE, TRIGGER_FILES, read_evals, read_triggers
 from ..messages import plural
+from ..security import SandboxUnavailable
 from ..skills import (
     DEFAULT_INDEX_TOKENS,
     LoadedSkill,
@@ -26,12 +28,16 @@ from ..skills import (
     builtin_skills_folder,
     check_folders,
 )
-from ..skills.check import FolderReport
+from ..skills.catalog import load_folder
+from ..skills.check import FolderReport, tools_in_sandbox
 from ..skills.disclosure import DISCLOSURES
 from ..skills.discovery import project_skill_folders, user_skill_folders
 from ..skills.files import list_files
 from ..skills.servers import ConfigProblem, server_summary, sync_server_scope, with_servers_sync
+from ..skills.skill import qualified_tool_name
 from ..skills.skill_md import Problem as SkillProblem
+from ..skills.skill_md import read_body
+from ..skills.sources import TOOLS_FILE
 from .skill_view import model_view, print_view
 
 
@@ -196,7 +202,8 @@ def show_command(args: argparse.Namespace) -> int:
         print_view(view, as_json=args.json)
         return 0
     try:
-        skill = catalog.load(info.name)
+        has_code = info.tools_digest is not None  # a tools.py
+        skill, confined = _load_confined(info) if has_code else (catalog.load(info.name), [])
     except SkillError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -221,15 +228,32 @@ def show_command(args: argparse.Namespace) -> int:
         for failure in skill.failures:  # a server that cannot start fails the command
             print(f"error: skill {info.name!r}: {failure}", file=sys.stderr)
     none = "none (instructions only)" if not info.has_servers or args.connect else "none listed"
-    print("tools:" if skill.tools else f"tools: {none}")
-    for found in skill.tools:
-        print(f"  - {found.name}: {' '.join(found.description.split())}")
+    listed = [*confined, *((t.name, t.description) for t in skill.tools)]
+    print("tools:" if listed else f"tools: {none}")
+    for name, description in listed:
+        print(f"  - {name}: {' '.join(description.split())}")
     for note in skill.notes:
         print(f"\n{note}")
     files = list_files(info)
     print(f"files: {', '.join(files)}")
     print(f"\n{skill.body}")
     return 1 if skill.failures else 0
+
+
+def _load_confined(info: SkillInfo) -> tuple[LoadedSkill, list[tuple[str, str]]]:
+    """A skill with a `tools.py`, for `show`: its body read, and its tools listed from an
+    import in the sandbox (a built-in skill's in this process: it is the package's code).
+    Where no sandbox can run, the tools are not listed, and stderr says why."""
+    if info.builtin:
+        loaded = load_folder(info)
+        return replace(loaded, tools=()), [(t.name, t.description) for t in loaded.tools]
+    skill = LoadedSkill(info=info, body=read_body(info))
+    try:
+        found = tools_in_sandbox(info.folder)
+    except SandboxUnavailable as exc:
+        print(f"warning: {TOOLS_FILE} not imported: {exc}", file=sys.stderr)
+        return skill, []
+    return skill, [(qualified_tool_name(info.name, name), text) for name, text, _ in found]
 
 
 def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSkill:

@@ -70,6 +70,11 @@ def preflight(
         found.problems.append(
             Problem("permissions.workspace", f"the folder {workspace} does not exist")
         )
+    if job.permissions.allows_commands():
+        from ..security.sandbox import sandbox_refusal  # loaded by a job that runs commands
+
+        if (sandbox := sandbox_refusal(job.permissions)) is not None:
+            found.problems.append(Problem("permissions.sandbox", sandbox))
     found.problems += _unpriced(job, [job.model, *(s.model for s in job.plan if s.model)])
     found.problems += _output_modes(job, registry, aliases)
     for index, step in enumerate(job.steps):

@@ -124,8 +124,8 @@ def _existing_folder(path: Path, info: ValidationInfo) -> Path:
 
 
 def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
-    """The workspace (default: `work/` beside the spec), read-only and unlisted paths
-    resolve against the spec's folder."""
+    """The workspace (default: `work/` beside the spec), read-only and unlisted paths, and
+    the sandbox's paths resolve against the spec's folder."""
     if not isinstance(value, dict):
         return value
     workspace = value.get("workspace", DEFAULT_WORKSPACE)
@@ -134,6 +134,19 @@ def _permissions_in_spec_folder(value: Any, info: ValidationInfo) -> Any:
     resolved = {**value, "workspace": _absolute(Path(workspace), info)}
     for key in ("read_only", "unlisted"):
         paths = value.get(key)
+        if isinstance(paths, list) and all(isinstance(p, str) for p in paths):
+            resolved[key] = [_absolute(Path(p), info) for p in paths]
+    sandbox = value.get("sandbox")
+    if isinstance(sandbox, dict):
+        resolved["sandbox"] = _sandbox_in_spec_folder(sandbox, info)
+    return resolved
+
+
+def _sandbox_in_spec_folder(sandbox: dict[str, Any], info: ValidationInfo) -> Any:
+    """A sandbox's `read_only` and `writable` paths, against the spec's folder."""
+    resolved = dict(sandbox)
+    for key in ("read_only", "writable"):
+        paths = sandbox.get(key)
         if isinstance(paths, list) and all(isinstance(p, str) for p in paths):
             resolved[key] = [_absolute(Path(p), info) for p in paths]
     return resolved

@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from ..errors import ToolError, ToolInfrastructureError
 from ..security.inventory import reads_no_configuration
+from ..security.sandbox import Launch, server_sandbox
 from ..security.secrets import SecretMask
 from ..skills.process import end_process_group
 from ..skills.servers import secret_values
@@ -127,7 +128,10 @@ class Connection:
                 self._pid_files[holder] = pid_file
             try:
                 async with contextlib.AsyncExitStack() as stack:
-                    client = await stack.enter_async_context(self._client_for(stack, log, pid_file))
+                    launch = await self._confined(stack)
+                    client = await stack.enter_async_context(
+                        self._client_for(stack, log, pid_file, launch)
+                    )
                     self.tools = await _list_tools(client)
                     self.instructions = getattr(client, "instructions", None)
                     self.protocol = getattr(client, "protocol_version", None)
@@ -149,13 +153,33 @@ class Connection:
                     if holder is not None:
                         self._pid_files.pop(holder, None)
 
-    def _client_for(self, stack: contextlib.AsyncExitStack, log: IO[str], pid_file: Path) -> Any:
+    async def _confined(self, stack: contextlib.AsyncExitStack) -> Launch | None:
+        """How a stdio server whose entry has `sandbox:` starts in it (held open with
+        `stack`), None for a server that runs as the user."""
+        config = self.config
+        if config.kind != "stdio" or config.sandbox is None or not config.command:
+            return None
+        folder = Path(config.cwd or ".")
+        scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="orchestrator-mcp-"))
+        sandbox = server_sandbox(config.sandbox, folder, Path(scratch))
+        argv = [config.command, *config.args]
+        return await stack.enter_async_context(sandbox.launch(argv, cwd=folder, env=config.env))
+
+    def _client_for(
+        self, stack: contextlib.AsyncExitStack, log: IO[str], pid_file: Path, launch: Launch | None
+    ) -> Any:
         sdk, config = self._sdk, self.config
         assert sdk is not None
         if config.kind == "http":
             http = sdk.create_http_client(headers=dict(config.headers))
             stack.push_async_exit(http)
             transport = sdk.streamable_http_client(config.url, http_client=http)
+        elif launch is not None:
+            # Its PID namespace ends with it: the launcher's pid would name nothing out here.
+            params = sdk.StdioServerParameters(
+                command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd=config.cwd
+            )
+            transport = sdk.stdio_client(params, errlog=log)
         else:
             command, args = config.command, list(config.args)
             if hasattr(os, "killpg") and command:

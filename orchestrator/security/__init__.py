@@ -1,6 +1,6 @@
 """What a run may do, and keeping it to that: permissions, path confinement, secrets."""
 
-from .permissions import Permissions
+from .permissions import Permissions, SandboxSettings, SandboxUnavailable
 from .secrets import (
     MASK,
     SecretMask,
@@ -26,6 +26,8 @@ __all__ = [
     "LockedFile",
     "PathRefused",
     "Permissions",
+    "SandboxSettings",
+    "SandboxUnavailable",
     "SecretMask",
     "is_inside",
     "is_secret_name",

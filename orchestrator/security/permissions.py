@@ -7,6 +7,10 @@ spec, its skill and sub-agent folders, its trace). A tool that is refused raises
 `PermissionDenied` naming the missing permission; the loop turns that into an error
 observation of type `denied`.
 
+Commands (shell, python) run in the sandbox `sandbox` describes (`SandboxSettings`; the
+backends are in security/sandbox.py, docs/sandbox.md); a part of a run may narrow its
+parent's sandbox (`SandboxSettings.within`), never widen it.
+
 Human approval: `shell` and `python` may be `"ask"`, and `tools` maps tool names, skill names
 or glob patterns to `allow`, `ask` or `deny`. `decision(tool)` is the strictest value that
 applies (deny, then ask, then allow); the loop asks a person before a call that needs it
@@ -21,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError, PermissionDenied
 from .inventory import (
@@ -33,9 +37,121 @@ from .inventory import (
 )
 
 Decision = Literal["allow", "ask", "deny"]
+Backend = Literal["bubblewrap", "container", "none"]
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 ASKING_SKILLS = ("shell", "python")
 """Skills whose calls a permission of the same name set to "ask" puts to a person."""
+UNCONFINED_WARNING = (
+    "commands run UNCONFINED (sandbox backend none): shell commands, Python snippets and skill "
+    "scripts can read, write and reach everything this user can; skills' allowed-tools "
+    "pre-approve no command, so each asks as the permissions say"
+)
+
+
+class SandboxUnavailable(ConfigError):
+    """The run allows commands, and the sandbox it asks for (or the default) cannot run here."""
+
+
+class SandboxSettings(BaseModel):
+    """Where the run's commands run (`permissions.sandbox`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    backend: Backend | None = None
+    """`bubblewrap`, `container` or `none` (commands unconfined: only when asked for).
+    Default: `bubblewrap` where `bwrap` is on PATH; a run that allows commands where it is
+    not is refused before it starts."""
+
+    image: str | None = None
+    """The image the `container` backend runs commands in (podman, else docker)."""
+
+    network: tuple[str, ...] = ()
+    """`host:port` entries commands may reach, through the sandbox's proxy (`*.example.com:443`
+    for any subdomain). Nothing else is reachable, DNS included."""
+
+    read_only: tuple[Path, ...] = ()
+    """More host paths a command may read (a toolchain outside the system folders)."""
+
+    writable: tuple[Path, ...] = ()
+    """More host paths a command may write, besides the workspace."""
+
+    memory_mb: int = Field(default=2048, ge=16)
+    """Memory a command's processes may use together, in MiB."""
+
+    processes: int = Field(default=256, ge=1)
+    """Processes (and threads) a command may have at once."""
+
+    seconds: float = Field(default=600.0, gt=0)
+    """The longest a command may run; a tool's own timeout may only be shorter."""
+
+    @field_validator("network")
+    @classmethod
+    def _host_and_port(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in entries:
+            host, sep, port = entry.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"{entry!r} is not host:port (for example api.example.com:443)")
+        return entries
+
+    def allows(self, host: str, port: int) -> bool:
+        """Whether `host:port` is on the `network` list."""
+        host = host.lower().rstrip(".").strip("[]")
+        for entry in self.network:
+            name, _, wanted = entry.lower().rpartition(":")
+            name = name.strip("[]")
+            if int(wanted) == port and (
+                host == name or (name.startswith("*.") and host.endswith(name[1:]))
+            ):
+                return True
+        return False
+
+    def within(self, parent: SandboxSettings) -> SandboxSettings:
+        """These settings for a part of a run whose sandbox is `parent`: a field set here
+        may narrow the parent's, never widen it; a field not set is the parent's. Raises
+        ConfigError naming what would widen it."""
+        given = self.model_fields_set
+        widened: list[str] = []
+        if self.backend == "none" and parent.backend != "none":
+            widened.append("backend none (commands unconfined)")
+        elif self.backend is not None and parent.backend not in (None, self.backend):
+            widened.append(f"backend {self.backend} instead of {parent.backend}")
+        widened += [
+            f"network {entry}" for entry in self.network if not _entry_within(entry, parent.network)
+        ]
+        widened += [
+            f"writable {path}"
+            for path in self.writable
+            if not any(under(path, p) for p in parent.writable)
+        ]
+        widened += [
+            f"read_only {path}"
+            for path in self.read_only
+            if not any(under(path, p) for p in (*parent.read_only, *parent.writable))
+        ]
+        for name in ("memory_mb", "processes", "seconds"):
+            if name in given and getattr(self, name) > getattr(parent, name):
+                widened.append(f"{name} {getattr(self, name)} over {getattr(parent, name)}")
+        if widened:
+            raise ConfigError("a sandbox may only narrow its parent's: " + "; ".join(widened))
+        inherited = {
+            name: getattr(parent, name) for name in type(self).model_fields if name not in given
+        }
+        return self.model_copy(update=inherited)
+
+
+def _entry_within(entry: str, parent: Iterable[str]) -> bool:
+    name, _, port = entry.lower().rpartition(":")
+    for wider in parent:
+        wider_name, _, wider_port = wider.lower().rpartition(":")
+        if wider_port != port:
+            continue
+        if name == wider_name or (wider_name.startswith("*.") and name.endswith(wider_name[1:])):
+            return True
+    return False
+
+
+def under(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
 
 
 class Permissions(BaseModel):
@@ -84,6 +200,10 @@ class Permissions(BaseModel):
     secret_files: tuple[str, ...] = DOTENV_FILES
     """File-name patterns the file tools never read, edit or search: files where keys live.
     A model that could read them would send the keys to its provider."""
+
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """Where shell commands, Python snippets and skill scripts run (docs/sandbox.md):
+    `bubblewrap` by default, `container`, or `none` (unconfined, only when asked for)."""
 
     @classmethod
     def coerce(cls, value: object) -> Permissions:
@@ -159,6 +279,10 @@ class Permissions(BaseModel):
         if not root.is_dir():
             raise ConfigError(f"the workspace {root} is not a folder")
         return root
+
+    def allows_commands(self) -> bool:
+        """Whether the run may run commands at all (shell or python, allowed or asked)."""
+        return self.shell is not False or self.python is not False
 
     def require_shell(self) -> None:
         _require(self.shell, "shell", "running shell commands")

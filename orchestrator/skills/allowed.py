@@ -22,10 +22,12 @@ tools *pre-approved* while the skill is active (`PreapprovedTools`): a call the 
 would put to a person (`ask`) runs without asking, and nothing else changes (a call they deny
 stays denied, other tools stay as they are). `Bash(git add:*)` pre-approves only commands
 whose words begin with `git add`, and no command that could run another (`;`, `&&`, `|`,
-`$(...)`, a redirection...). `skill_allowed_tools: restrict` in the permissions (or a skill's
-`allowed-tools-mode: restrict`, at its frontmatter's top level or in its `metadata`) makes the
-list a limit instead (`ToolRule`); a mode written any other way than `pre-approve` restricts
-too, so a restriction mistyped never becomes a pre-approval.
+`$(...)`, a redirection...), and only where the run's sandbox confines commands (with
+`sandbox: {backend: none}` a listed command asks as before). `skill_allowed_tools: restrict`
+in the permissions (or a skill's `allowed-tools-mode: restrict`, at its frontmatter's top
+level or in its `metadata`) makes the list a limit instead (`ToolRule`); a mode written any
+other way than `pre-approve` restricts too, so a restriction mistyped never becomes a
+pre-approval.
 """
 
 from __future__ import annotations
@@ -198,6 +200,8 @@ class ToolLimit(Extension):
 # --- allowed-tools as pre-approval ----------------------------------------------------------
 
 SHELL_TOOL = "shell__run"
+COMMAND_TOOLS = frozenset({SHELL_TOOL, "python__run"})
+"""Tools that run a command: a skill pre-approves them only inside a real sandbox."""
 _CHAINING = {
     ";": "`;` runs another command",
     "&": "`&` or `&&` runs another command",
@@ -280,7 +284,49 @@ def skill_preapproval(
             f"{info.folder} lies in the run's workspace ({root}), where files can be "
             "written during a run",
         )
+    if (
+        verdict is not None
+        and verdict.granted
+        and call.name in COMMAND_TOOLS
+        and permissions.sandbox.backend == "none"
+    ):
+        return Preapproval(
+            False,
+            f"skill {info.name!r} (allowed-tools) pre-approves no command here: commands run "
+            "unconfined (sandbox backend none), and a pre-approved command runs only in a "
+            "sandbox",
+        )
     return verdict
+
+
+def standing_approvals(skills: Iterable[SkillInfo], permissions: Permissions) -> list[str]:
+    """What each skill's `allowed-tools` will pre-approve once the model loads it, in a run
+    whose permissions put calls to a person: said at the start, since any installed skill
+    that lists `Bash` is a standing approval the moment it is loaded. Empty when the run asks
+    nothing (then nothing is pre-approved)."""
+    asks = "ask" in (permissions.shell, permissions.python, *permissions.tools.values())
+    if not asks:
+        return []
+    root = permissions.workspace.expanduser().resolve()
+    unconfined = permissions.sandbox.backend == "none"
+    found = []
+    for info in skills:
+        if info.allowed_tools is None or allowed_tools_mode(info, permissions) == "restrict":
+            continue
+        if not info.builtin and is_inside(root, info.folder):
+            continue  # pre-approves nothing, and says so at the call
+        listed = preapproved_tools(info)
+        granted = sorted(listed.names) + [f"{name}__*" for name in sorted(listed.skills)]
+        if unconfined:
+            granted = [g for g in granted if g not in COMMAND_TOOLS]
+        elif listed.commands:
+            granted += [f"Bash({pattern})" for pattern in listed.commands]
+        if granted:
+            found.append(
+                f"skill {info.name!r} pre-approves, once loaded: {', '.join(granted)} "
+                "(its allowed-tools; these run without asking)"
+            )
+    return found
 
 
 def preapproved_tools(info: SkillInfo) -> PreapprovedTools:

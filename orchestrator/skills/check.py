@@ -1,10 +1,11 @@
 """`orchestrator skills check`: every rule of the specification, every problem, strictly.
 
-Unlike a catalog scan, a check reads the whole SKILL.md, imports `tools.py` (the user asked
-for this folder to be checked) and validates `.mcp.json` (without starting its servers), and
-every problem counts, fatal or not: nothing is made up for, a frontmatter YAML cannot read is
-not read again with its values quoted. On the reference validator's own test cases
-(agentskills `skills-ref`) it reaches the same verdicts. A `${VAR}` that `.mcp.json` uses and
+Unlike a catalog scan, a check reads the whole SKILL.md, imports `tools.py` (in a sandboxed
+process, docs/sandbox.md: checking a skill never runs its code outside one) and validates
+`.mcp.json` (without starting its servers), and every problem counts, fatal or not: nothing
+is made up for, a frontmatter YAML cannot read is not read again with its values quoted. On
+the reference validator's own test cases (agentskills `skills-ref`) it reaches the same
+verdicts. A `${VAR}` that `.mcp.json` uses and
 this environment lacks is a warning, not a problem: it may well be set where the job runs.
 
 It also looks as deep as a run would, and warns (a warning does not fail the check, unless
@@ -19,21 +20,26 @@ loader understands but the specification does not define.
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
+import json
 import os
 import re
 import shutil
+import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from ..agent import Tool
+from ..security import SandboxSettings, SandboxUnavailable
 from ..security.inventory import reads
+from ..security.sandbox import Sandbox, resolve_backend
 from .allowed import resolve_tools, tool_tokens
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .discovery import walk_skill_folders
+from .process import child_environment, run_process
 from .servers import ConfigProblem, check_config, expand
 from .servers import parse_config as parse_servers_file
 from .skill import TOOL_SEPARATOR, ServerConfig, SkillError, config_file_in, qualified_tool_name
@@ -52,7 +58,7 @@ from .skill_md import (
     split_skill_text,
     validate,
 )
-from .sources import TOOLS_FILE, import_module_from
+from .sources import TOOLS_FILE
 
 _TYPED = frozenset({"type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"})
 _LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^()\s<>]+)>?(?:\s+[\"'][^\"']*[\"'])?\s*\)")
@@ -166,16 +172,19 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
     path = folder / TOOLS_FILE
     if not path.is_file():
         return
-    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:12]
     try:
-        module = import_module_from(path, f"_orchestrator_check_{digest}")
+        tools = tools_in_sandbox(folder)
     except SkillError as exc:
         report.problems.append(Problem("tools-import", str(exc), True))
         return
-    tools = list({v.name: v for v in vars(module).values() if isinstance(v, Tool)}.values())
-    report.tools = [qualified_tool_name(skill, t.name) for t in tools]
-    for item, sent in zip(tools, report.tools, strict=True):
-        full = f"{skill}{TOOL_SEPARATOR}{item.name}"
+    except SandboxUnavailable as exc:
+        report.warnings.append(
+            Problem("tools-import", f"{TOOLS_FILE} not imported: {exc}; its tools are unchecked")
+        )
+        return
+    report.tools = [qualified_tool_name(skill, name) for name, _, _ in tools]
+    for (name, _, parameters), sent in zip(tools, report.tools, strict=True):
+        full = f"{skill}{TOOL_SEPARATOR}{name}"
         if sent != full:
             report.warnings.append(
                 Problem(
@@ -185,7 +194,7 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
                     "tool's name",
                 )
             )
-        properties: dict[str, Any] = item.spec.parameters.get("properties", {})
+        properties: dict[str, Any] = parameters.get("properties", {})
         untyped = [name for name, schema in properties.items() if not _TYPED & schema.keys()]
         if untyped:
             what = (
@@ -196,6 +205,49 @@ def _check_tools(folder: Path, skill: str, report: FolderReport) -> None:
             report.warnings.append(
                 Problem("tool-untyped", f"{TOOLS_FILE}: {sent}: {what} any JSON value")
             )
+
+
+TOOLS_PROBE = """\
+import json, sys
+from pathlib import Path
+from orchestrator.agent import Tool
+from orchestrator.errors import OrchestratorError
+from orchestrator.skills.sources import import_module_from
+try:
+    module = import_module_from(Path(sys.argv[1]), "_orchestrator_check")
+except OrchestratorError as exc:
+    print(json.dumps({"error": str(exc)}))
+    sys.exit(0)
+tools = {v.name: v for v in vars(module).values() if isinstance(v, Tool)}
+print(json.dumps({"tools": [[t.name, t.description, t.spec.parameters] for t in tools.values()]}))
+"""
+"""Imports a `tools.py` in a sandboxed process and prints its tools' names and parameters."""
+
+
+def tools_in_sandbox(folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """The tools of a folder's `tools.py` (name, description, parameters schema), imported
+    in the default sandbox (the folder read-only, no network, an empty workspace): checking
+    or showing a skill never runs its code outside one. SkillError when the import fails;
+    SandboxUnavailable when no sandbox can run here."""
+    package = Path(__file__).resolve().parents[1]  # the orchestrator package
+    with tempfile.TemporaryDirectory(prefix="orchestrator-check-") as scratch:
+        workspace = Path(scratch).resolve()
+        settings = SandboxSettings(read_only=(folder.resolve(), package), seconds=60)
+        sandbox = Sandbox(resolve_backend(settings), settings, workspace)
+        argv = [sys.executable, "-c", TOOLS_PROBE, str((folder / TOOLS_FILE).resolve())]
+        env = child_environment({"PYTHONPATH": str(package.parent)})
+        result = asyncio.run(run_process(argv, cwd=workspace, env=env, sandbox=sandbox))
+    lines = result.output.strip().splitlines()
+    try:
+        found = json.loads(lines[-1]) if result.exit_code == 0 and lines else None
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        what = result.render(60).replace("\n", " ")[-600:]
+        raise SkillError(f"{folder / TOOLS_FILE} failed to import in the sandbox: {what}")
+    if "error" in found:
+        raise SkillError(str(found["error"]))
+    return [(str(name), str(text), dict(schema)) for name, text, schema in found["tools"]]
 
 
 @reads("MCP configuration")

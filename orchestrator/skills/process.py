@@ -15,15 +15,18 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..security import is_secret_name
+from ..security.sandbox import Sandbox, git_safety
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 600.0
 DEFAULT_MAX_OUTPUT = 20_000
 GROUP_POLL = 0.02
+KILLED = (137, -9)
+"""Exit codes of a command ended by SIGKILL (through a shell, directly)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,10 @@ class ProcessResult:
     output: str
     timed_out: bool = False
     omitted: int = 0
+    sandbox: str | None = None
+    """The sandbox it ran in and its limits, None when none confined it."""
+    refused: tuple[str, ...] = ()
+    """The `host:port` the sandbox's network proxy refused."""
 
     def render(self, timeout: float) -> str:
         """The text a model reads: the exit status first, then the output."""
@@ -42,7 +49,18 @@ class ProcessResult:
         else:
             status = f"exit code {self.exit_code}"
         body = self.output if self.output.strip() else "(no output)"
-        return f"[{status}]\n{body}"
+        notes = ""
+        if self.refused:
+            notes += (
+                f"\n[blocked by the sandbox: connections to {', '.join(self.refused)} "
+                "(not in sandbox.network)]"
+            )
+        if self.sandbox is not None and self.exit_code in KILLED:
+            notes += (
+                f"\n[killed in the sandbox ({self.sandbox}): a process that passes the "
+                "memory limit is killed]"
+            )
+        return f"[{status}]\n{body}{notes}"
 
 
 class _CappedOutput:
@@ -76,8 +94,11 @@ class _CappedOutput:
 
 
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment without secret-looking variables, plus `extra`."""
+    """The parent's environment without secret-looking variables, plus `extra`; git in
+    it ignores a repository's hooks and fsmonitor, and bare repositories it was not
+    pointed at (`git_safety`)."""
     env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
+    env.update(git_safety())
     env.update(extra or {})
     return env
 
@@ -89,15 +110,37 @@ async def run_process(
     timeout_seconds: float = DEFAULT_TIMEOUT,
     max_output: int = DEFAULT_MAX_OUTPUT,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    read_only: Sequence[Path] = (),
 ) -> ProcessResult:
-    """Run `argv` in `cwd`; kill its process group after `timeout_seconds` or on cancellation."""
+    """Run `argv` in `cwd`, inside `sandbox` when given (`read_only`: more paths it reads
+    there); kill its process tree after `timeout_seconds` or on cancellation."""
+    env = dict(env) if env is not None else child_environment()
+    if sandbox is None:
+        return await _run(argv, cwd=cwd, env=env, seconds=timeout_seconds, cap=max_output)
+    async with sandbox.launch(argv, cwd=cwd, env=env, read_only=read_only) as launch:
+        result = await _run(
+            launch.argv,
+            cwd=cwd,
+            env=launch.env,
+            seconds=sandbox.timeout(timeout_seconds),
+            cap=max_output,
+        )
+    confined = None if sandbox.backend == "none" else sandbox.limits()
+    return replace(result, sandbox=confined, refused=tuple(dict.fromkeys(launch.refused)))
+
+
+async def _run(
+    argv: Sequence[str], *, cwd: Path, env: dict[str, str], seconds: float, cap: int
+) -> ProcessResult:
+    timeout_seconds, max_output = seconds, cap
     process = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env=dict(env) if env is not None else child_environment(),
+        env=env,
         start_new_session=True,
     )
     output = _CappedOutput(max_output)

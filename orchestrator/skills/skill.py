@@ -17,6 +17,7 @@ from ..agent import Tool
 from ..errors import OrchestratorError, RunHalted
 from ..messages import inert
 from ..security.inventory import MCP_CONFIG_FILES, reads
+from ..security.permissions import SandboxSettings
 
 TOOL_SEPARATOR = "__"
 MAX_TOOL_NAME = 64
@@ -60,6 +61,9 @@ class ServerConfig(BaseModel):
     """Seconds for the server to start and list its tools."""
     description: str | None = None
     """For a job's `mcp_servers:`: the skill's line in the index."""
+    sandbox: SandboxSettings | None = None
+    """A stdio server that runs confined (docs/sandbox.md): its folder read-only, the
+    sandbox's own `read_only`, `writable` and `network`, nothing else. None: it runs as you."""
 
     @model_validator(mode="after")
     def _kind(self) -> ServerConfig:

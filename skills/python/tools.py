@@ -1,18 +1,19 @@
 """Tools of the `python` skill: run a Python snippet in a separate process (CodeAct style).
 
 Off unless the run's permissions have `python=True`. The snippet is written to a temporary
-file and run by the same interpreter as the orchestrator, with the workspace as its working
-folder and on its import path, a timeout that kills it, and capped output.
+file and run in the run's sandbox (`permissions.sandbox`, docs/sandbox.md) by the same
+interpreter as the orchestrator (a container's own `python3`), with the workspace as its
+working folder and on its import path, a timeout that kills it, and capped output.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 from orchestrator import ToolContext, tool
+from orchestrator.security.sandbox import command_sandbox
 from orchestrator.skills.process import (
     DEFAULT_TIMEOUT,
     child_environment,
@@ -34,8 +35,10 @@ async def run(code: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_TIME
     permissions = ctx.permissions
     permissions.require_python()
     root = permissions.workspace_root()
-    seconds = clamp_timeout(timeout_seconds)
-    search_path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    sandbox = command_sandbox(permissions)
+    seconds = sandbox.timeout(clamp_timeout(timeout_seconds))
+    inherited = os.environ.get("PYTHONPATH") if sandbox.backend == "none" else None
+    search_path = os.pathsep.join(filter(None, [str(root), inherited]))
     env = child_environment(
         {"PYTHONPATH": search_path, "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
     )
@@ -43,6 +46,11 @@ async def run(code: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_TIME
         script = Path(folder) / "snippet.py"
         script.write_text(code, encoding="utf-8")
         result = await run_process(
-            [sys.executable, str(script)], cwd=root, timeout_seconds=seconds, env=env
+            [sandbox.python(), str(script)],
+            cwd=root,
+            timeout_seconds=seconds,
+            env=env,
+            sandbox=sandbox,
+            read_only=[Path(folder)],
         )
     return result.render(seconds)

@@ -1,7 +1,8 @@
 """Tools of the `shell` skill: one shell command at a time, in the workspace.
 
-Off unless the run's permissions have `shell=True`. The command runs in its own process
-group with a timeout that kills the whole group, and its output is capped.
+Off unless the run's permissions have `shell=True`. The command runs in the run's sandbox
+(`permissions.sandbox`, docs/sandbox.md), in its own process group with a timeout that kills
+the whole group, and its output is capped.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import shutil
 
 from orchestrator import ToolContext, tool
+from orchestrator.security.sandbox import command_sandbox
 from orchestrator.skills.process import DEFAULT_TIMEOUT, clamp_timeout, run_process
 
 
@@ -24,9 +26,13 @@ async def run(command: str, ctx: ToolContext, timeout_seconds: float = DEFAULT_T
     """
     permissions = ctx.permissions
     permissions.require_shell()
+    sandbox = command_sandbox(permissions)
     shell = shutil.which("bash") or "/bin/sh"
-    seconds = clamp_timeout(timeout_seconds)
+    seconds = sandbox.timeout(clamp_timeout(timeout_seconds))
     result = await run_process(
-        [shell, "-c", command], cwd=permissions.workspace_root(), timeout_seconds=seconds
+        [shell, "-c", command],
+        cwd=permissions.workspace_root(),
+        timeout_seconds=seconds,
+        sandbox=sandbox,
     )
     return result.render(seconds)
