@@ -231,3 +231,17 @@ def test_a_price_file_nested_too_deeply_is_an_error_naming_it(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     assert "prices.json" in done.stderr and "nested too deeply" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_agents_unpriced_model_under_a_money_cap_is_told_a_way_the_agent_offers() -> None:
+    """The error names what an `Agent` can do (`PricedModel`), and doing it works."""
+    from orchestrator import Agent
+    from orchestrator.models import Price, PricedModel, ScriptedModel
+
+    script = {"*": [{"content": "done"}]}
+    refused = Agent(ScriptedModel(script)).run_sync("Go.", max_cost=1.0)
+    assert refused.status == "error"
+    assert "PricedModel(model, Price(input=..., output=...))" in (refused.error or "")
+    priced = Agent(PricedModel(ScriptedModel(script), Price(input=1.0, output=2.0)))
+    result = priced.run_sync("Go.", max_cost=1.0)
+    assert result.status == "completed" and result.cost is not None and result.cost > 0

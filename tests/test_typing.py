@@ -75,3 +75,33 @@ def test_an_editable_install_is_seen_by_mypy(tmp_path: Path) -> None:
     )
     assert "Cannot find implementation" not in done.stdout, done.stdout
     assert 'Incompatible return value type (got "Literal[' in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_a_tool_keeps_its_functions_signature_for_mypy(tmp_path: Path) -> None:
+    """`@tool` (and `@tool(...)`) returns a tool typed by its function: calling it directly
+    is checked as a call of the function."""
+    (tmp_path / "calls.py").write_text(
+        "from orchestrator import tool\n\n\n"
+        "@tool\ndef add(a: int, b: int) -> int:\n"
+        '    """Add."""\n    return a + b\n\n\n'
+        '@tool(name="twice")\ndef double(a: int) -> int:\n'
+        '    """Double."""\n    return 2 * a\n\n\n'
+        "total: int = add(1, 2) + double(3)\n"
+        'wrong = add("a", "b")\n'
+        "text: str = double(1)\n"
+    )
+    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
+    command += ["--strict", "--no-incremental", "calls.py"]
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "MYPYPATH": str(ROOT)},
+    )
+    lines = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in lines] == ["17", "17", "18"], done.stdout
+    assert 'incompatible type "str"; expected "int"' in lines[0]
+    assert 'expression has type "int", variable has type "str"' in lines[2]

@@ -54,6 +54,7 @@ from typing import (
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
+from typing_extensions import ParamSpec as DefaultParamSpec
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from ..errors import ConfigError
@@ -249,6 +250,8 @@ Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 
 S = TypeVar("S")
 Deps = DefaultTypeVar("Deps", default=None)
+Params = DefaultParamSpec("Params", default=...)
+Returns = DefaultTypeVar("Returns", default=Any)
 """The type of the caller's own object a run carries (`ToolContext[Deps].deps`); None when
 a run is given none, so a bare `ToolContext` is `ToolContext[None]`."""
 
@@ -317,8 +320,10 @@ class ArgumentsError(ValueError):
         self.kind = kind
 
 
-class Tool:
-    """A callable tool: a function, its schema, and how it must be run.
+class Tool(Generic[Params, Returns]):
+    """A callable tool: a function, its schema, and how it must be run. Generic in the
+    function's parameters and return type, so calling a tool directly (`add(2, 3)`) is
+    checked as a call of the function itself.
 
     A `resumable` tool is safe to call again when a run resumes: it has no effects outside the
     run (`load_skill`, `read_task_output`), or it resumes itself from the trace (`fork`). A
@@ -339,7 +344,7 @@ class Tool:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[Params, Returns],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -349,7 +354,7 @@ class Tool:
         pin: bool = False,
         changes: str | None = None,
     ) -> None:
-        self.fn = fn
+        self.fn: Callable[..., Any] = fn
         self.name = name or fn.__name__
         if not TOOL_NAME.match(self.name):
             raise ConfigError(f"tool name {self.name!r} must match {TOOL_NAME.pattern}")
@@ -383,10 +388,11 @@ class Tool:
         clone.spec = self.spec.model_copy(update={"name": name})
         return clone
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Params.args, **kwargs: Params.kwargs) -> Returns:
         """Call the function itself, as if it had not been made a tool (`@tool` leaves a
         function callable: a test, or other code, calls it directly)."""
-        return self.fn(*args, **kwargs)
+        result: Returns = self.fn(*args, **kwargs)
+        return result
 
     def rebound(self, fn: Callable[..., Any]) -> Tool:
         """The same tool (name, schema, settings) calling `fn`, a function of the same
@@ -419,7 +425,7 @@ class Tool:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
+def tool(fn: Callable[Params, Returns], /) -> Tool[Params, Returns]: ...
 @overload
 def tool(
     *,
@@ -430,7 +436,7 @@ def tool(
     resumable: bool = False,
     pin: bool = False,
     changes: str | None = None,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[Params, Returns]], Tool[Params, Returns]]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
     /,
@@ -442,7 +448,7 @@ def tool(
     resumable: bool = False,
     pin: bool = False,
     changes: str | None = None,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
+) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a tool of a sync or async function: `@tool` or `@tool(name=..., timeout=...)`.
 
     `timeout` is in seconds; an `exclusive` tool runs alone, after the calls before it
@@ -452,7 +458,7 @@ def tool(
     `Tool`).
     """
 
-    def wrap(f: Callable[..., Any]) -> Tool:
+    def wrap(f: Callable[..., Any]) -> Tool[..., Any]:
         return Tool(
             f,
             name=name,

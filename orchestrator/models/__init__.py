@@ -36,6 +36,7 @@ from .base import (
     unsupported_mode,
     unwrap,
 )
+from .prices import Price
 from .resolve import (
     BUILTIN_ALIASES,
     DEFAULT_ALIAS,
@@ -124,6 +125,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "ModelWrapper",
+    "Price",
     "PricedModel",
     "ModelResponse",
     "ModelSettings",

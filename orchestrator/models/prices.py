@@ -156,8 +156,11 @@ STANDARD_PRICES = PriceTable()
 
 
 def unpriced(model: str) -> ConfigError:
-    """The error for a money-capped run on a model without a price."""
+    """The error for a money-capped run on a model without a price: it names each way to give
+    one, a job's, an orchestrator's and an agent's own."""
     return ConfigError(
         f"the budget caps money (max_cost_usd), but model {model!r} has no price; give it one "
-        "under prices: in the job spec (or Orchestrator(prices=...))"
+        "under prices: in the job spec, as Orchestrator(prices={...}), or for an Agent as its "
+        "model PricedModel(model, Price(input=..., output=...)) (orchestrator.models; US "
+        "dollars per million tokens)"
     )

@@ -262,7 +262,7 @@ class SkillsExtension(Extension):
         # load_skill runs alone: skills loaded in one turn add their tools in the model's order.
         # All three only read: a resumed run calls them again where it was cut off in them
         # (a `context: fork` skill's sub-agent resumes from the trace, as a fork does).
-        meta = [
+        meta: list[Tool] = [
             # Pinned: a skill's instructions stay whole in every request, compaction or not.
             Tool(self.load_skill, exclusive=True, resumable=True, pin=True),
             Tool(self.read_skill_file, resumable=True),
