@@ -225,6 +225,11 @@ class ModelCall(EventBase):
     duration_ms: Number | None = None
     budget_remaining: Number | None = None
     budget_remaining_usd: Number | None = None
+    max_output_tokens: int | None = None
+    """The answer allowance the call asked for."""
+    allowance_cut_from: int | None = None
+    """The allowance the agent would have asked for, when the token budget had less left (the
+    call asked for what was left, down to the model's floor)."""
     cost: Number | None = None
     """US dollars, when the model has a price."""
     usage_doubt: str | None = None

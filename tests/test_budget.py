@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import tiktoken
 
@@ -132,3 +133,40 @@ async def test_concurrent_agents_share_one_budget() -> None:
     assert {r.status for r in results} <= {"completed", "budget_exhausted"}
     assert "budget_exhausted" in {r.status for r in results}
     assert budget.reserved == 0
+
+
+def test_a_call_asks_for_the_answer_allowance_the_budget_has_left(tmp_path: Path) -> None:
+    """max_tokens 6,000 and a prompt of about 1,300 tokens: the second call cannot reserve
+    the whole 4,096-token allowance, so it asks for what is left (and the trace says so)
+    rather than ending the run before its answer."""
+    from orchestrator import Agent, read_trace, tool
+    from orchestrator.events import ModelCall
+    from orchestrator.models import ScriptedModel
+
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    script = {"*": [{"tool_calls": [{"name": "look", "arguments": {}}]}, {"content": "done"}]}
+    system = "Be brief. " + "Context line that matters little. " * 200
+    agent = Agent(ScriptedModel(script), [look], system=system, max_tokens=6_000)
+    result = agent.run_sync("Look once, then answer.", trace=tmp_path / "t.jsonl")
+    assert result.status == "completed" and result.output == "done", result.error
+    assert result.usage.total_tokens <= 6_000
+    calls = [e for e in read_trace(tmp_path / "t.jsonl") if isinstance(e, ModelCall)]
+    assert [c.allowance_cut_from for c in calls] == [None, 4_096]
+    assert calls[1].max_output_tokens is not None and 256 <= calls[1].max_output_tokens < 4_096
+
+
+def test_below_the_floor_the_call_is_refused_as_before() -> None:
+    from orchestrator.agent.model_call import ANSWER_FLOOR, within_budget
+    from orchestrator.agent.token_budget import TokenBudget
+    from orchestrator.models import ScriptedModel
+
+    model = ScriptedModel({})
+    assert within_budget(TokenBudget(10_000), model, 1_000, 4_096) == 4_096
+    assert within_budget(TokenBudget(3_000), model, 1_000, 4_096) == 2_000
+    # Under the floor, the floor is asked for: the reservation then fails, as it did.
+    assert within_budget(TokenBudget(1_100), model, 1_000, 4_096) == ANSWER_FLOOR
+    assert within_budget(TokenBudget(), model, 1_000, 4_096) == 4_096

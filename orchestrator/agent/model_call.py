@@ -51,6 +51,7 @@ from ..models.base import (
     ModelResponse,
     OutputSchema,
     ToolChoice,
+    output_cap,
     price_of,
     unwrap,
 )
@@ -98,9 +99,12 @@ async def call_model(
     """Count, reserve, warm, call, settle and charge one call; None when the budget cannot
     cover it. `step` is the number of this call in the agent's run, for the trace;
     `input_tokens`, the request's count when the caller has just made it; `output_schema`,
-    the schema a native structured answer follows."""
+    the schema a native structured answer follows. The answer allowance asked for is cut to
+    what the token budget has left, down to `answer_floor(model)` (the trace says so)."""
     if input_tokens is None:
         input_tokens = counter.count_request(messages, tools)
+    wanted = max_output_tokens
+    max_output_tokens = within_budget(budget, model, input_tokens, max_output_tokens)
     reservation = reserve(budget, model, input_tokens, max_output_tokens)
     if reservation is None:
         return None
@@ -166,12 +170,35 @@ async def call_model(
             finish_reason=response.finish_reason,
             duration_ms=round((time.perf_counter() - began) * 1000, 3),
             budget_remaining=budget.remaining,
+            max_output_tokens=max_output_tokens,
+            **({"allowance_cut_from": wanted} if max_output_tokens < wanted else {}),
             **({"cost": round(cost, 8)} if cost is not None else {}),
             **({"budget_remaining_usd": budget.remaining_cost} if budget.caps_cost else {}),
             **(doubt if charged.doubt else {}),
         )
     untrusted = f"{charged.doubt}; the run was stopped" if charged.absurd else None
     return ModelCall(response, usage, cost, untrusted)
+
+
+ANSWER_FLOOR = 256
+"""The least answer allowance a call asks for when the budget has less left than the agent's
+own allowance (a model configured with its own `max_output_tokens` keeps that as its floor)."""
+
+
+def answer_floor(model: ChatModel) -> int:
+    """The smallest answer allowance a call may be cut to: the model's own setting, else
+    `ANSWER_FLOOR`."""
+    return output_cap(model) or ANSWER_FLOOR
+
+
+def within_budget(budget: TokenBudget, model: ChatModel, input_tokens: int, wanted: int) -> int:
+    """The answer allowance to ask for: `wanted`, or what the token budget has left after the
+    request, when that is less but still at least the floor (below it the call is refused as
+    before: a cut to nothing would only buy an empty answer)."""
+    left = budget.remaining
+    if left is None or left - input_tokens >= wanted:
+        return wanted
+    return max(min(wanted, answer_floor(model)), left - input_tokens)
 
 
 def reserve(
