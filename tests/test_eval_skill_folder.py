@@ -514,3 +514,39 @@ def test_a_skill_folders_recording_replays_after_the_folder_moved(
     replayed = run_eval_sync(made.loaded, EvalOptions(out=tmp_path / "b", replay=tmp_path / "rec"))
     assert replayed.summary.divergences == [], replayed.summary.divergences[0]["divergence"]
     assert [row.passed for row in replayed.summary.rows] == [2, 0]
+
+
+def test_a_misspelt_key_in_evals_json_is_named_beside_the_missing_field(tmp_path: Path) -> None:
+    path = tmp_path / "evals.json"
+    path.write_text(json.dumps({"evals": [{"id": 1, "promt": "Sum the column."}]}))
+    with pytest.raises(EvalError) as raised:
+        read_evals(path)
+    assert [str(p) for p in raised.value.problems] == [
+        "evals[0].prompt: required, but missing (is 'promt' it, misspelt?)"
+    ]
+
+
+def test_a_scripted_model_given_on_the_command_line_is_read_from_the_working_folder(
+    tmp_path: Path,
+) -> None:
+    """`-m scripted:FILE` names a file from where the command runs, not from the evals
+    folder the made eval is read from."""
+    skill = skill_folder(tmp_path)
+    (tmp_path / "script.yaml").write_text(json.dumps({"*": [{"content": "No skill needed."}]}))
+    done = orchestrator(
+        "eval",
+        skill,
+        "-m",
+        "scripted:script.yaml",
+        "--only",
+        "trigger",
+        "--out",
+        "out",
+        cwd=tmp_path,
+    )
+    assert "cannot read" not in done.stderr and "No such file" not in done.stderr, done.stderr
+    lines = [
+        json.loads(x)
+        for x in (tmp_path / "out").rglob("results.jsonl").__next__().read_text().splitlines()
+    ]
+    assert lines and all(line["status"] == "completed" for line in lines), lines

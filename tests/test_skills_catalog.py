@@ -320,3 +320,17 @@ def test_two_catalogs_load_one_skill_at_once(tmp_path: Path) -> None:
     first.join(10)
     second.join(10)
     assert outcomes == [["typed__run"], ["typed__run"]]
+
+
+def test_a_skill_asked_for_by_its_folders_name_says_the_name_it_loads_under(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "mismatch"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
+    )
+    catalog = SkillCatalog([tmp_path], include_builtin=False)
+    with pytest.raises(SkillError) as raised:
+        catalog.load("mismatch")
+    assert "the folder mismatch/ holds the skill 'report-writer'" in str(raised.value)

@@ -37,6 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from ..errors import Problem
+from ..jobs.loading import model_from_here
 from ..jobs.problems import problems_from
 from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import reads, reads_no_configuration
@@ -243,6 +244,13 @@ class SkillEvalOptions:
     steps: int = DEFAULT_TRIGGER_STEPS
     notes: list[str] = field(default_factory=list)
     """What the making says (a catalog too small for its distractors), to show the user."""
+
+    def __post_init__(self) -> None:
+        # As typed: a scripted model's file from the working folder, not the evals folder
+        # the made eval is read from.
+        self.models = [model_from_here(model) for model in self.models]
+        if self.judge is not None:
+            self.judge = model_from_here(self.judge)
 
 
 @dataclass

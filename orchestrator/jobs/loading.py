@@ -170,12 +170,19 @@ def parse_model_options(options: Sequence[str]) -> dict[str, Any]:
     return values
 
 
+def model_from_here(model: str) -> str:
+    """A model name as a user types it on the command line: a file model's path (a scripted
+    or replayed model's) from the working folder, whatever file it is written into."""
+    provider, _, target = model.partition(":")
+    return f"{provider}:{Path(target).resolve()}" if provider in FILE_MODELS else model
+
+
 def override_model(current: Any, model: str) -> Any:
     """The spec's model with `--model`: the name replaced. The settings written for the
     spec's model stay when the new name has the same provider (they were meant for that
     server) and are dropped when it does not."""
-    provider, _, target = model.partition(":")
-    name = f"{provider}:{Path(target).resolve()}" if provider in FILE_MODELS else model
+    provider = model.partition(":")[0]
+    name = model_from_here(model)
     if not isinstance(current, dict) or ":" not in model:
         return name
     same_provider = str(current.get("name", "")).partition(":")[0] == provider

@@ -6,6 +6,7 @@ and what was found. Loaded only when a spec has a problem to say.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 from collections.abc import Sequence
@@ -111,7 +112,7 @@ _EXPECTED = {
 def _message(detail: ErrorDetails, model: type[BaseModel]) -> str:
     kind, value, ctx = detail["type"], detail.get("input"), detail.get("ctx") or {}
     if kind == "missing":
-        return "required, but missing"
+        return "required, but missing" + _misspelt(detail["loc"][-1], value)
     if kind == "extra_forbidden":
         return _unknown_field(detail["loc"], model)
     if kind in _EXPECTED:
@@ -129,6 +130,15 @@ def _message(detail: ErrorDetails, model: type[BaseModel]) -> str:
     if kind in ("value_error", "key_refused", "misplaced_option"):
         return str(ctx.get("error", detail["msg"]))
     return f"{detail['msg']}, got {describe(value)}"
+
+
+def _misspelt(field: str | int, given: Any) -> str:
+    """For a missing field, the key beside it that looks like it misspelt (`promt`)."""
+    if not isinstance(given, dict) or not isinstance(field, str):
+        return ""
+    keys = [k for k in given if isinstance(k, str) and k != field]
+    close = difflib.get_close_matches(field, keys, n=1, cutoff=0.75)
+    return f" (is {close[0]!r} it, misspelt?)" if close else ""
 
 
 def _hint(kind: str, value: Any) -> str:

@@ -123,6 +123,12 @@ class SkillCatalog:
         return info
 
     def unknown_message(self, name: str) -> str:
+        folder = next((info for info in self if info.folder.name == name), None)
+        if folder is not None:  # the name of its folder, not of the skill
+            return (
+                f"Unknown skill {name!r}: the folder {name}/ holds the skill "
+                f"{folder.name!r} (a skill is loaded by the name its SKILL.md gives)."
+            )
         close = self.suggest(name)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         return f"Unknown skill {name!r}.{hint} search_skills(query) finds skills by topic."
