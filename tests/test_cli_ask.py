@@ -59,6 +59,23 @@ def test_ask_without_a_model_says_how_to_give_one(tmp_path: Path, own_config_fol
     assert (done.returncode, done.stdout) == (0, ANSWER + "\n")
 
 
+def test_ask_without_a_key_names_only_where_ask_looks(tmp_path: Path) -> None:
+    """`ask` has no job spec: its missing key is looked for in the environment and in this
+    folder's .env, and the error says just that."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "ask", "Hi.", "-m", "openai:gpt-4o-mini"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "set OPENAI_API_KEY in the environment or in a .env file in this folder" in done.stderr
+    assert "job spec" not in done.stderr
+
+
 def read_into(process: subprocess.Popen[bytes], out: bytearray, count: int) -> None:
     assert process.stdout is not None
     while len(out) < count and (data := os.read(process.stdout.fileno(), count - len(out))):

@@ -100,8 +100,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def ask_command(args: argparse.Namespace) -> int:
     try:
         orchestrator = _orchestrator(args)
-    except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+    except ConfigError as exc:  # `ask` has no job spec: only this folder's .env counts
+        print(f"error: {config_error(exc, spec=False)}", file=sys.stderr)
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)

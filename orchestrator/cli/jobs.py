@@ -110,10 +110,11 @@ def report_preflight(found: Preflight, job: Job) -> bool:
     return not found.problems
 
 
-def config_error(error: ConfigError) -> str:
-    """An error as a user of the command line should read it."""
+def config_error(error: ConfigError, *, spec: bool = True) -> str:
+    """An error as a user of the command line should read it (`spec`: the command reads a
+    job spec)."""
     if isinstance(error, MissingSettingError):
-        return error.for_files()
+        return error.for_files(spec=spec)
     return str(error)
 
 

@@ -281,9 +281,11 @@ class MissingSettingError(ConfigError):
             text = f"{provider}: no {what}: pass {option}=...{where}"
         super().__init__(text)
 
-    def for_files(self) -> str:
-        """The same problem in the words of a job spec and a shell."""
-        dotenv = "in the environment or in a .env file beside the job spec or in this folder"
+    def for_files(self, *, spec: bool = True) -> str:
+        """The same problem in the words of a job spec and a shell (`spec`: the command reads
+        a job spec, whose folder's `.env` counts; else only this folder's does)."""
+        beside = "beside the job spec or in this folder" if spec else "in this folder"
+        dotenv = f"in the environment or in a .env file {beside}"
         if self.option == "base_url":
             hint = "give base_url in the model's settings (model: {name: ..., base_url: ...})"
             if self.variable:
