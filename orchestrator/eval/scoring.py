@@ -297,7 +297,15 @@ def _json_path(check: JsonPathCheck, output: str, case: Case) -> tuple[bool, str
     if check.equals is None:
         return True, f"{check.path} = {json.dumps(value)}"
     want = render(check.equals, case) if isinstance(check.equals, str) else check.equals
-    return _same(value, want), f"{check.path} = {json.dumps(value)}"
+    return _compared(value, want, f"{check.path} = {json.dumps(value)}")
+
+
+def _compared(value: Any, want: Any, shown: str) -> tuple[bool, str]:
+    """Whether `value` is `want`; the reason says what was found, and what was expected
+    when it is not."""
+    if _same(value, want):
+        return True, shown
+    return False, f"{shown}, expected {json.dumps(want)}"
 
 
 def _same(value: Any, want: Any) -> bool:
@@ -320,7 +328,7 @@ def _data(check: DataCheck, run: RunRecord) -> tuple[bool, str]:
     if check.equals is None:
         return True, shown
     want = render(check.equals, run.case) if isinstance(check.equals, str) else check.equals
-    return _same(value, want), shown
+    return _compared(value, want, shown)
 
 
 def _json_schema(schema: dict[str, Any], output: str) -> tuple[bool, str]:
