@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,7 @@ def test_requests_are_recorded_as_sent() -> None:
     assert first.tool_choice == "auto"
 
 
-def test_with_tools_disabled_a_turn_answers_with_its_text_or_fails() -> None:
+def test_with_tools_disabled_a_turn_answers_with_its_text_or_nothing() -> None:
     model = ScriptedModel(
         {
             "*": [
@@ -113,8 +114,27 @@ def test_with_tools_disabled_a_turn_answers_with_its_text_or_fails() -> None:
     req = ModelRequest(messages=[Message.user("x")], tool_choice="none")
     reply = asyncio.run(model.complete(req)).message
     assert (reply.content, reply.tool_calls) == ("checking", ())
-    with pytest.raises(ScriptExhausted, match="tool_choice='none'"):
-        asyncio.run(model.complete(req))
+    reply = asyncio.run(model.complete(req)).message
+    assert (reply.content, reply.tool_calls) == ("", ())
+
+
+def test_a_step_cap_lowered_under_a_script_ends_max_steps_not_error() -> None:
+    """The script calls tools at the step the cap forces an answer: the run ends as its cap
+    ended it, not as an error of the model's."""
+    calls = [{"tool_calls": [{"name": "look", "arguments": {}}]}] * 3
+    agent = Agent(ScriptedModel({"*": [*calls, {"content": "done"}]}), [look_tool()], max_steps=2)
+    result = agent.run_sync("Look.")
+    assert result.status == "max_steps", result.error
+    assert result.steps == 2
+
+
+def look_tool() -> Any:
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    return look
 
 
 def test_script_from_a_yaml_file_and_resolve_model(tmp_path: Path) -> None:

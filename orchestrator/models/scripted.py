@@ -87,13 +87,10 @@ class ScriptedModel(Model):
         self._position[(request.run, key)] = position + 1
         turn = turns[position]
         if turn.get("tool_calls") and request.tool_choice == "none":
-            if not turn.get("content"):
-                raise ScriptExhausted(
-                    f"scripted model: turn {position + 1} for {request.agent!r} calls tools, "
-                    "but the request said tool_choice='none' and the turn has no content"
-                )
-            # Tools are disabled (a forced answer, a budget wrap-up): answer with the text alone.
-            turn = {"content": turn["content"]}
+            # Tools are disabled (the last step's forced answer, a budget wrap-up): answer with
+            # the turn's text alone, as a model told not to call tools would; with none, an
+            # empty answer, which the run reports as its step cap or budget ended it.
+            turn = {"content": turn.get("content") or ""}
         delay = self.latency + float(turn.get("latency") or 0)
         if delay:
             await asyncio.sleep(delay)
