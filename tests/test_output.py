@@ -827,3 +827,16 @@ def test_run_json_of_answers_that_are_not_json_numbers_or_text(tmp_path: Path) -
     assert "UnicodeEncodeError" not in run.stderr
     printed = strict_json(run.stdout)
     assert printed["data"] == {"name": "tea", "total": 1.5}
+
+
+def test_a_model_that_fails_while_its_answer_is_retried_says_why_it_was_sent_back() -> None:
+    """The script runs out on the retry: the error names the model's failure and, beside it,
+    what the answer sent back got wrong."""
+    from orchestrator.models import ScriptedModel
+
+    model = ScriptedModel({"*": [{"content": '{"number": "A-7"}'}]})
+    result = Agent(model, output_type=Invoice, output_mode="prompted").run_sync("Invoice?")
+    assert result.status == "error"
+    error = result.error or ""
+    assert "no turn left" in error and "while its answer was sent back because" in error
+    assert "items" in error  # the field the first answer lacked

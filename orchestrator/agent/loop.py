@@ -315,6 +315,7 @@ class RunState:
     stop: RunStop | None = None  # what stops it from outside (a cancel handle, an interrupt)
     deadline: asyncio.Timeout | None = None  # its time limit, when it has one
     time_limit: float | None = None
+    sent_back: str | None = None  # why the last answer did not validate, while it is retried
 
     def cancelled_because(self) -> str | None:
         """Why the run was cancelled, when it was by its own handle, interrupt or time limit
@@ -1013,6 +1014,8 @@ class AgentLoop(Generic[Deps, OutputT]):
     ) -> None:
         """End a run cut short (an error, a full window): the work beside it is settled, and
         the run gets its end on the record whatever settling raises."""
+        if state.sent_back is not None:  # say what the answer being retried got wrong
+            error = f"{error} (while its answer was sent back because {state.sent_back})"
         try:
             await self._settle(state, answered=False)
         except Exception as exc:
@@ -1082,6 +1085,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         if verdict.valid:
             self._finish(state, status, verdict.output, answer=verdict)
         elif verdict.retry:
+            state.sent_back = verdict.error
             if verdict.note is not None:
                 self._append(state, verdict.note)
         else:
