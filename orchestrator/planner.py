@@ -442,6 +442,7 @@ class Orchestrator:
         self, goal: str, stream: TextSink | None, settings: RunSettings[Any]
     ) -> RunResult:
         self._check_run(settings)
+        self._keep_protected(settings)
         opened, owned = self._open_trace(settings.pop("trace", None))
         model = TextTap(self.model, stream, "planner") if stream is not None else None
         try:
@@ -486,6 +487,7 @@ class Orchestrator:
                 f"({type(self.executor).__name__}), run the goal with run()"
             )
         self._check_run(settings)
+        self._keep_protected(settings)
         opened, owned = self._open_trace(settings.pop("trace", None))
         try:
             history = settings.pop("history", None) or opened.history("planner")
@@ -716,6 +718,16 @@ class Orchestrator:
             raise ConfigError(
                 "deps are objects of this process and cannot reach tasks run on an executor "
                 f"({type(self.executor).__name__}); run without an executor to use them"
+            )
+
+    def _keep_protected(self, settings: RunSettings[Any]) -> None:
+        """A run's own permissions keep read-only what this orchestrator's keep (its skill
+        and sub-agent folders, its job's spec and named files): a run may narrow, never
+        open what defines it to the model."""
+        given = settings.get("permissions")
+        if given is not None:
+            settings["permissions"] = Permissions.coerce(given).protecting(
+                self.permissions.read_only
             )
 
     def _check_run(self, settings: RunSettings[Any]) -> None:

@@ -160,13 +160,18 @@ def test_a_call_asks_for_the_answer_allowance_the_budget_has_left(tmp_path: Path
 
 
 def test_below_the_floor_the_call_is_refused_as_before() -> None:
-    from orchestrator.agent.model_call import ANSWER_FLOOR, within_budget
+    from orchestrator.agent.model_call import within_budget
     from orchestrator.agent.token_budget import TokenBudget
     from orchestrator.models import ScriptedModel
 
     model = ScriptedModel({})
     assert within_budget(TokenBudget(10_000), model, 1_000, 4_096) == 4_096
-    assert within_budget(TokenBudget(3_000), model, 1_000, 4_096) == 2_000
-    # Under the floor, the floor is asked for: the reservation then fails, as it did.
-    assert within_budget(TokenBudget(1_100), model, 1_000, 4_096) == ANSWER_FLOOR
     assert within_budget(TokenBudget(), model, 1_000, 4_096) == 4_096
+    # A call that may call tools leaves room for a last call without them (its prompt plus
+    # the 256-token floor); one with tools off may take all that is left.
+    assert within_budget(TokenBudget(3_000), model, 1_000, 4_096) == 744
+    assert within_budget(TokenBudget(3_000), model, 1_000, 4_096, answer_only=True) == 2_000
+    # Under the floor the allowance stays whole: the reservation fails as it did, and the run
+    # makes its wrap-up call (or ends budget_exhausted).
+    assert within_budget(TokenBudget(2_000), model, 1_000, 4_096) == 4_096
+    assert within_budget(TokenBudget(1_100), model, 1_000, 4_096, answer_only=True) == 4_096

@@ -30,6 +30,7 @@ from orchestrator import (
     read_trace,
     tool,
 )
+from orchestrator.errors import PermissionDenied
 from orchestrator.events import ListenerError, RunEnd, RunStart, ToolEnd, ToolStart, TraceEvent
 from orchestrator.models import ModelRequest, ModelResponse, ScriptedModel
 from orchestrator.skills import SkillCatalog, SkillsExtension
@@ -530,3 +531,31 @@ def test_settings_an_executor_cannot_carry_are_refused_not_dropped() -> None:
     for settings in ({"max_tokens": 10}, {"permissions": Permissions()}, {"deps": Tenant("x")}):
         with pytest.raises(ConfigError, match="executor"):
             orchestrator.run_sync("go", **settings)  # type: ignore[arg-type]
+
+
+def test_a_runs_own_permissions_keep_what_defines_the_run_read_only(tmp_path: Path) -> None:
+    """Permissions given to one orchestrator run narrow; they never open the sub-agent
+    definitions (here inside the workspace) to the model's writes."""
+    from orchestrator import Orchestrator
+
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "helper.md").write_text("---\nname: helper\ndescription: Helps.\n---\nHelp.\n")
+    answers: list[str] = []
+
+    @tool
+    def try_write(ctx: ToolContext) -> str:
+        """Try to write a definition."""
+        try:
+            ctx.permissions.require_writable((agents / "helper.md").resolve(), "helper.md")
+        except PermissionDenied as exc:  # the refusal, in the permissions' words
+            answers.append(f"refused: {exc}")
+        else:
+            answers.append("writable")
+        return answers[-1]
+
+    script = {"planner": [call("try_write"), {"content": "done"}]}
+    orchestrator = Orchestrator(ScriptedModel(script), tools=[try_write], subagents=[agents])
+    result = orchestrator.run_sync("Go.", permissions=Permissions(workspace=tmp_path))
+    assert result.status == "completed", result.error
+    assert len(answers) == 1 and answers[0].startswith("refused"), answers

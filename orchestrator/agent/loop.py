@@ -221,7 +221,8 @@ class RunCancelled(asyncio.CancelledError):
     record, and `result` is its `RunResult` (what it spent, its messages, its trace).
 
     A `CancelledError`, so asyncio treats it as the cancellation it is (and `except
-    Exception` does not catch it); awaiting a task that ran the run raises this same object.
+    Exception` does not catch it); the first await of a task that ran the run raises this
+    same object (asyncio raises a plain `CancelledError` to later awaits of the task).
     """
 
     def __init__(self, result: RunResult[Any], *args: object) -> None:

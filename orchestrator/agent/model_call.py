@@ -104,7 +104,9 @@ async def call_model(
     if input_tokens is None:
         input_tokens = counter.count_request(messages, tools)
     wanted = max_output_tokens
-    max_output_tokens = within_budget(budget, model, input_tokens, max_output_tokens)
+    max_output_tokens = within_budget(
+        budget, model, input_tokens, max_output_tokens, answer_only=tool_choice == "none"
+    )
     reservation = reserve(budget, model, input_tokens, max_output_tokens)
     if reservation is None:
         return None
@@ -191,14 +193,25 @@ def answer_floor(model: ChatModel) -> int:
     return output_cap(model) or ANSWER_FLOOR
 
 
-def within_budget(budget: TokenBudget, model: ChatModel, input_tokens: int, wanted: int) -> int:
-    """The answer allowance to ask for: `wanted`, or what the token budget has left after the
-    request, when that is less but still at least the floor (below it the call is refused as
-    before: a cut to nothing would only buy an empty answer)."""
+def within_budget(
+    budget: TokenBudget,
+    model: ChatModel,
+    input_tokens: int,
+    wanted: int,
+    *,
+    answer_only: bool = False,
+) -> int:
+    """The answer allowance to ask for: `wanted`, or, when the token budget has less left,
+    what it has, down to the floor (below it the call is refused as before: a cut to
+    nothing would only buy an empty answer). A call that may still call tools leaves room
+    beside it for a last call without them (about its own prompt plus the floor), so the
+    run can always end with an answer; a call with tools off (`answer_only`) may take all."""
     left = budget.remaining
     if left is None or left - input_tokens >= wanted:
         return wanted
-    return max(min(wanted, answer_floor(model)), left - input_tokens)
+    floor = min(wanted, answer_floor(model))
+    room = left - input_tokens - (0 if answer_only else input_tokens + floor)
+    return max(floor, room) if room >= floor else wanted
 
 
 def reserve(

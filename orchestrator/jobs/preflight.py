@@ -64,23 +64,24 @@ def preflight(
     run against what exists; `permissions` are the run's (the job's, by default)."""
     found = Preflight()
     skills = catalog.names
-    workspace = job.permissions.workspace
+    permissions = permissions or job.permissions
+    workspace = permissions.workspace
     made_on_first_run = not workspace.exists() and is_default_workspace(workspace)
     if not workspace.is_dir() and not made_on_first_run:
         found.problems.append(
             Problem("permissions.workspace", f"the folder {workspace} does not exist")
         )
-    if job.permissions.allows_commands():
+    if permissions.allows_commands():
         from ..security.sandbox import sandbox_refusal  # loaded by a job that runs commands
 
-        if (sandbox := sandbox_refusal(job.permissions)) is not None:
+        if (sandbox := sandbox_refusal(permissions)) is not None:
             found.problems.append(Problem("permissions.sandbox", sandbox))
     found.problems += _unpriced(job, [job.model, *(s.model for s in job.plan if s.model)])
     found.problems += _output_modes(job, registry, aliases)
     for index, step in enumerate(job.steps):
         for issue in _unknown_skills(step.skills or [], skills):
             found.problems.append(Problem(f"steps[{index}].skills", issue))
-    _preloaded_code(job, catalog, permissions or job.permissions, found)
+    _preloaded_code(job, catalog, permissions, found)
     named = {step.agent for step in job.plan if step.agent and not step.planner}
     for definition in registry:
         issues = _definition_issues(definition, skills, aliases)

@@ -236,6 +236,12 @@ class ForkExtension(ForksSkills):
     def system_prompt(self) -> str:
         return FORK_PROMPT.format(agents=self.subagents.index())
 
+    def run_permissions(self, permissions: Permissions) -> Permissions:
+        """Permissions given to one run: the sub-agent definitions' folders stay read-only
+        to it, as to the agent's own runs (what its forks run is never the model's to
+        write)."""
+        return permissions.protecting(self.subagents.folders)
+
     def tools(self) -> Sequence[Tool]:
         return self._tools
 
@@ -689,7 +695,7 @@ class ForkExtension(ForksSkills):
                 output_mode=spec.output_mode,
                 output_retries=spec.output_retries,
             ),
-            definition.choices(),
+            definition.choices(output=output is None and task_output is None),
             self.settings.choices(),
         )
         skills = self._skills_for(definition, request.spec)

@@ -239,9 +239,18 @@ class SubagentDef(BaseModel):
     def allows_skill(self, skill: str) -> bool:
         return self.skills == "*" or skill in self.skills
 
-    def choices(self) -> Choices:
+    def choices(self, *, output: bool = True) -> Choices:
         """What the definition chooses for the agents it runs (`merged`); its model
-        is resolved by the run, only where it is the one chosen."""
+        is resolved by the run, only where it is the one chosen. Its answer's mode and
+        retries go with its own answer type: without `output` (a step or task gave one of
+        its own) it chooses none of the three."""
+        if not output:
+            return Choices(
+                compaction=self.compaction,
+                note=self.note,
+                max_steps=self.max_steps,
+                max_tokens=self.max_tokens,
+            )
         return Choices(
             output=self.output_spec,
             output_mode=self.output_mode,

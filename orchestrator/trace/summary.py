@@ -72,6 +72,7 @@ class AgentSummary:
     overlap: float | None = None
     """Seconds a background task ran while that agent did its own work."""
     settled: list[str] = field(default_factory=list)
+    """What became of this agent's background tasks when its run ended."""
     data: Any = None
     """The validated structured answer its run ended with (JSON values), if any."""
     compactions: int = 0
@@ -82,7 +83,6 @@ class AgentSummary:
     """The newest files its run changed (those its working record lists)."""
     files_changed: int = 0
     """How many files its run changed, listed or not."""
-    """What became of this agent's background tasks when its run ended."""
 
     def noted(self, event: Note) -> None:
         """Take in a `note` event: the note a `note` call left, or one more file changed."""
