@@ -52,9 +52,17 @@ class SpecError(ConfigError):
     """A job spec is invalid; `problems` lists every reason found, `source` is its file.
     (jobs/problems.py says pydantic's errors as problems.)"""
 
-    def __init__(self, source: str | Path | None, problems: Sequence[Problem]) -> None:
+    def __init__(
+        self,
+        source: str | Path | None,
+        problems: Sequence[Problem],
+        *,
+        warnings: Sequence[str] = (),
+    ) -> None:
         self.source = source
         self.problems = list(problems)
+        self.warnings = list(warnings)
+        """What only might go wrong, found beside the problems (a job's check says both)."""
         super().__init__(self._render())
 
     def _render(self) -> str:

@@ -39,7 +39,7 @@ from .jobs import (
     EXIT_SPEC_ERROR,
     add_disclosure_argument,
     add_model_arguments,
-    config_error,
+    show_error,
 )
 from .output import AnswerStream, masked_output
 from .progress import PlainProgress
@@ -101,7 +101,7 @@ def ask_command(args: argparse.Namespace) -> int:
     try:
         orchestrator = _orchestrator(args)
     except ConfigError as exc:  # `ask` has no job spec: only this folder's .env counts
-        print(f"error: {config_error(exc, spec=False)}", file=sys.stderr)
+        show_error(exc, spec=False)
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:
         print(f"warning: {warning}", file=sys.stderr)

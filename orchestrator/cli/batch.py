@@ -30,7 +30,7 @@ from .jobs import (
     EXIT_SPEC_ERROR,
     add_executor_arguments,
     add_job_arguments,
-    config_error,
+    show_error,
     with_command_line,
 )
 from .run import DEFAULT_TRACE_DIR, refusal_lines
@@ -77,7 +77,7 @@ def batch_command(args: argparse.Namespace) -> int:
         runner = BatchRun(args, rows[0] if rows else Row(1, "1", {}))
         lines = asyncio.run(runner.batch.run(rows, runner.start))
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     completed = sum(1 for line in lines if line["status"] == "completed")
     skipped = len(rows) - len(lines)

@@ -38,7 +38,7 @@ from ..eval.skill_folder import (
 )
 from ..messages import plural
 from ..security.inventory import reads
-from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
+from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, show_error
 
 EXIT_BELOW_MIN_PASS = 1
 EXIT_RUN_ERROR = 3
@@ -201,7 +201,7 @@ def eval_command(args: argparse.Namespace) -> int:
         loaded = load_eval(target)
         return _run(loaded, args, args.out or DEFAULT_EVAL_DIR / _safe(loaded.spec.name))
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     except KeyboardInterrupt:
         print(

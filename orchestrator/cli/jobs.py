@@ -110,6 +110,15 @@ def report_preflight(found: Preflight, job: Job) -> bool:
     return not found.problems
 
 
+def show_error(error: ConfigError, *, spec: bool = True) -> None:
+    """Print an error as a user of the command line should read it, on stderr: a refused
+    job's warnings first, as `validate` prints them, then the error."""
+    if isinstance(error, SpecError):
+        for warning in error.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    print(f"error: {config_error(error, spec=spec)}", file=sys.stderr)
+
+
 def config_error(error: ConfigError, *, spec: bool = True) -> str:
     """An error as a user of the command line should read it (`spec`: the command reads a
     job spec)."""
@@ -193,7 +202,7 @@ def validate_command(args: argparse.Namespace) -> int:
         job = load_job_from_args(args)
         found = preflight_job(job, user_skills=args.user_skills)
     except ConfigError as error:
-        print(f"error: {config_error(error)}", file=sys.stderr)
+        show_error(error)
         return EXIT_SPEC_ERROR
     if not report_preflight(found, job):
         return EXIT_SPEC_ERROR

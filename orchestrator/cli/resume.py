@@ -18,7 +18,13 @@ from ..errors import ConfigError
 from ..jobs import JobResult, Resumption, parse_model_options, prepare_resume
 from ..planner import Orchestrator
 from ..trace.history import latest_trace
-from .jobs import EXIT_OK, EXIT_SPEC_ERROR, add_model_arguments, config_error, terminal_approver
+from .jobs import (
+    EXIT_OK,
+    EXIT_SPEC_ERROR,
+    add_model_arguments,
+    show_error,
+    terminal_approver,
+)
 from .run import DEFAULT_TRACE_DIR, add_output_arguments, execute, report
 
 
@@ -73,7 +79,7 @@ def resume_command(args: argparse.Namespace) -> int:
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
         orchestrator, job = Orchestrator.for_resume(resumption, approve=approver)
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     if not args.quiet:
         print(_resuming(resumption), file=sys.stderr)

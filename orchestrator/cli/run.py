@@ -37,8 +37,8 @@ from .jobs import (
     EXIT_SPEC_ERROR,
     add_executor_arguments,
     add_job_arguments,
-    config_error,
     load_job_from_args,
+    show_error,
     terminal_approver,
 )
 from .output import AnswerStream, masked_output
@@ -89,7 +89,7 @@ def run_command(args: argparse.Namespace) -> int:
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
         orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     run_id = new_run_id()
     path = job.trace or default_trace_path(job.name, run_id)
@@ -111,7 +111,7 @@ def execute(
     try:
         telemetry = _otlp() if args.otel else nullcontext()
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:  # the job's problems were refused by `from_job`
         print(f"warning: {warning}", file=sys.stderr)
@@ -142,7 +142,7 @@ def execute(
             print(f"report: orchestrator report {shlex.quote(str(path))}", file=sys.stderr)
             return EXIT_INTERRUPTED
         except ConfigError as exc:
-            print(f"error: {config_error(exc)}", file=sys.stderr)
+            show_error(exc)
             return EXIT_SPEC_ERROR
         finally:
             trace.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..jobs import Job, load_job
 from ..security.inventory import TRACE_FOLDER
-from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, config_error
+from .jobs import EXIT_INTERRUPTED, EXIT_OK, EXIT_SPEC_ERROR, show_error
 
 EXTRA = "serving needs the `[a2a]` extra: pip install 'orchestrator[a2a]'"
 
@@ -83,7 +83,7 @@ def serve_command(args: argparse.Namespace) -> int:
         if args.keep_tasks < 0 or args.keep_seconds < 0:
             raise ConfigError("--keep-tasks and --keep-seconds cannot be negative")
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     try:
         from ..a2a import serve
@@ -113,7 +113,7 @@ def serve_command(args: argparse.Namespace) -> int:
             )
         )
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)

@@ -50,7 +50,7 @@ class Preflight:
     def refuse(self, job: Job) -> None:
         """Raise the problems found, if any, as the job's `SpecError`."""
         if self.problems:
-            raise SpecError(job.source, self.problems)
+            raise SpecError(job.source, self.problems, warnings=self.warnings)
 
 
 def preflight(
