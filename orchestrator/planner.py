@@ -62,6 +62,7 @@ from .security.permissions import UNCONFINED_WARNING
 from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
 from .skills.allowed import standing_approvals
+from .skills.catalog import FolderLike
 from .skills.disclosure import (
     DEFAULT_DISCLOSURE,
     DEFAULT_EAGER_TOKENS,
@@ -127,7 +128,7 @@ class Orchestrator:
         model: ChatModel | ModelRef,
         *,
         tools: Iterable[Tool | Callable[..., object]] = (),
-        skills: Sequence[str | Path] | SkillCatalog = (),
+        skills: Sequence[FolderLike] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
         max_tokens: int | None = None,
         max_cost: float | None = None,
@@ -813,7 +814,7 @@ def run_job_sync(
     return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills, deps=deps))
 
 
-def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:
+def _catalog(skills: Sequence[FolderLike] | SkillCatalog, builtin: bool) -> SkillCatalog:
     if isinstance(skills, SkillCatalog):
         return skills
     return SkillCatalog([*skills], include_builtin=builtin)

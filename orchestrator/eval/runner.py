@@ -530,7 +530,7 @@ class EvalRunner:
         # The job's skill folders (a skill folder's own eval names the skill's), wherever
         # they lie: a loaded skill's observation names its folder.
         for number, folder in enumerate(job_folders(job).skills):
-            found[f"skills/{number}"] = str(folder)
+            found[f"skills/{number}"] = str(folder.path)
         return found
 
     def _write_sidecar(

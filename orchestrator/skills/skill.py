@@ -147,6 +147,9 @@ class SkillInfo:
     exact file is ever imported."""
     builtin: bool = False
     """Shipped with the package (not a folder the user named)."""
+    preapprove: bool = True
+    """False when the folder it was found in was named with `preapprove: false`: its
+    `allowed-tools` pre-approves nothing."""
     mcp_digest: str | None = None
     """SHA-256 of the folder's `.mcp.json` (or `mcp.json`) when the catalog was scanned; only
     that exact file is used to start servers."""
