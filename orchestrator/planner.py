@@ -351,8 +351,9 @@ class Orchestrator:
     def warnings(self) -> list[str]:
         """Problems found while loading skills and sub-agents, the skills the planner's index
         leaves out by its cap, and skills whose code this run will not import (their folder
-        is inside the workspace), commands that run unconfined (sandbox backend none), and
-        what skills' `allowed-tools` will pre-approve in a run that asks a person."""
+        is inside the workspace), commands that run unconfined (sandbox backend none),
+        what skills' `allowed-tools` will pre-approve in a run that asks a person, and what
+        skills ask of the sandbox that the run does not grant (skills/needs.py)."""
         found = [str(w) for w in self.catalog.warnings]
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
@@ -361,6 +362,13 @@ class Orchestrator:
         if self.permissions.allows_commands() and self.permissions.sandbox.backend == "none":
             found.append(UNCONFINED_WARNING)
         found += standing_approvals(self.catalog, self.permissions)
+        if self.permissions.allows_commands():
+            found += [
+                f"skill {info.name!r} asks for {refused}, which this run does not grant "
+                "(its scripts may fail for want of it)"
+                for info in self.catalog
+                for refused in info.needs.refused_by(self.permissions)
+            ]
         return found + (self.checked.warnings if self.checked is not None else [])
 
     def _code_warnings(self) -> list[str]:

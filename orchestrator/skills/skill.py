@@ -18,6 +18,7 @@ from ..errors import OrchestratorError, RunHalted
 from ..messages import inert
 from ..security.inventory import MCP_CONFIG_FILES, reads
 from ..security.permissions import SandboxSettings
+from .needs import SandboxNeeds
 
 TOOL_SEPARATOR = "__"
 MAX_TOOL_NAME = 64
@@ -150,6 +151,8 @@ class SkillInfo:
     preapprove: bool = True
     """False when the folder it was found in was named with `preapprove: false`: its
     `allowed-tools` pre-approves nothing."""
+    needs: SandboxNeeds = field(default_factory=SandboxNeeds)
+    """The hosts and paths its scripts need, as its `metadata` declares them (needs.py)."""
     mcp_digest: str | None = None
     """SHA-256 of the folder's `.mcp.json` (or `mcp.json`) when the catalog was scanned; only
     that exact file is used to start servers."""
