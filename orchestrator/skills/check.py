@@ -39,11 +39,20 @@ from ..security.sandbox import Sandbox, resolve_backend
 from .allowed import resolve_tools, tool_tokens
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
 from .discovery import walk_skill_folders
-from .needs import HOST_PORT, NETWORK_KEY, SandboxNeeds, parse_needs
 from .process import child_environment, run_process
 from .servers import ConfigProblem, check_config, expand
 from .servers import parse_config as parse_servers_file
-from .skill import TOOL_SEPARATOR, ServerConfig, SkillError, config_file_in, qualified_tool_name
+from .skill import (
+    HOST_PORT,
+    NETWORK_KEY,
+    TOOL_SEPARATOR,
+    SandboxNeeds,
+    ServerConfig,
+    SkillError,
+    config_file_in,
+    parse_needs,
+    qualified_tool_name,
+)
 from .skill_md import (
     CLIENT_FIELDS,
     KNOWN_FIELDS,
@@ -80,7 +89,7 @@ class FolderReport:
     warnings: list[Problem] = field(default_factory=list)
     """What may fail elsewhere but is not wrong in the folder (a `${VAR}` unset here)."""
     needs: SandboxNeeds = field(default_factory=SandboxNeeds)
-    """The hosts and paths the skill's scripts ask for (its `metadata`; needs.py)."""
+    """The hosts and paths the skill's scripts ask for (its `metadata`; `SandboxNeeds`)."""
 
     @property
     def ok(self) -> bool:

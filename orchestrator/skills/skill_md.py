@@ -62,8 +62,7 @@ import yaml
 
 from ..security.inputs import YamlInputError, YamlTooLarge, compose_yaml
 from ..security.inventory import SKILL_FILES, reads
-from .needs import parse_needs
-from .skill import SkillError, SkillInfo, parse_keywords
+from .skill import SkillError, SkillInfo, parse_keywords, parse_needs
 
 SKILL_FILE = SKILL_FILES[0]
 MAX_FRONTMATTER_CHARS = 65_536
