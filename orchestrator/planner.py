@@ -353,7 +353,7 @@ class Orchestrator:
         leaves out by its cap, and skills whose code this run will not import (their folder
         is inside the workspace), commands that run unconfined (sandbox backend none),
         what skills' `allowed-tools` will pre-approve in a run that asks a person, and what
-        skills ask of the sandbox that the run does not grant (skills/needs.py)."""
+        skills ask of the sandbox that the run does not grant (`SandboxNeeds`, skills/skill.py)."""
         found = [str(w) for w in self.catalog.warnings]
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
@@ -370,6 +370,16 @@ class Orchestrator:
                 for refused in info.needs.refused_by(self.permissions)
             ]
         return found + (self.checked.warnings if self.checked is not None else [])
+
+    def sandbox(self) -> str | None:
+        """Where this orchestrator's commands run (`bubblewrap (...)`, `container`, `none`),
+        as a run records it in `run_start`; None where its permissions allow no command.
+        SandboxUnavailable when its sandbox cannot run here."""
+        if not self.permissions.allows_commands():
+            return None
+        from .security.sandbox import sandbox_at_start  # loaded where commands run
+
+        return sandbox_at_start(self.permissions)
 
     def _code_warnings(self) -> list[str]:
         return refused_code(self.catalog, self.permissions)
