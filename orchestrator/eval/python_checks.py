@@ -7,7 +7,8 @@ process: each call starts a child process in the bubblewrap sandbox (the default
 whatever the job's own `sandbox` says, since the job comes from the same place as the
 eval), which imports the module, calls the function with the run's `RunRecord` and writes
 back what it returned as JSON. Inside: the eval's folder, the run's workspace and trace and
-the package read-only, an empty folder of its own writable, no network, the default limits.
+the package read-only, an empty folder of its own writable, no network, the default memory
+and process limits and `CHECK_SECONDS` a call.
 
 Where no sandbox can run, an eval with Python checks is refused before it starts, unless
 asked to run them unconfined (`EvalOptions(unconfined_checks=True)`, `eval
@@ -30,7 +31,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..security import SandboxSettings, SandboxUnavailable
 from ..security.inventory import reads_no_configuration
-from ..security.sandbox import Sandbox, resolve_backend
+from ..security.sandbox import INSTALL_BUBBLEWRAP, Sandbox, bubblewrap_runs
 from ..skills.process import child_environment, run_process
 from .scoring import CheckFailed, RunRecord, Score
 
@@ -118,20 +119,19 @@ class CheckSandbox:
 
     def __init__(self, checks: Iterable[PythonCheck], *, unconfined: bool = False) -> None:
         self.checks = list(checks)
-        self.settings = SandboxSettings(seconds=CHECK_SECONDS)
+        self.settings = SandboxSettings(backend="bubblewrap", seconds=CHECK_SECONDS)
         self.unconfined = False
-        if not self.checks:
+        failure = bubblewrap_runs() if self.checks else None
+        if failure is None:
             return
-        try:
-            resolve_backend(self.settings)
-        except SandboxUnavailable as exc:
-            if not unconfined:
-                raise ConfigError(
-                    f"{declared(self.checks)}, which runs only in a sandboxed process, and {exc} "
-                    "Or run the checks unconfined, as you (eval --unconfined-checks, "
-                    "EvalOptions(unconfined_checks=True)), if you trust them."
-                ) from None
-            self.unconfined = True
+        if not unconfined:
+            raise SandboxUnavailable(
+                f"{declared(self.checks)}: they run only in a sandboxed process, and bubblewrap "
+                f"cannot run here ({failure.strip()}). Install it ({INSTALL_BUBBLEWRAP}), or, if "
+                "you trust them, run them unconfined as you (eval --unconfined-checks, "
+                "EvalOptions(unconfined_checks=True))."
+            )
+        self.unconfined = True
 
     def describe(self) -> str:
         """Where the checks run, for the eval's start."""
@@ -176,7 +176,7 @@ class CheckSandbox:
         reads = [check.folder, PACKAGE, run.workspace.resolve()]
         reads += [run.trace.resolve()] if run.trace is not None else []
         settings = self.settings.model_copy(update={"read_only": tuple(reads)})
-        return argv, Sandbox(resolve_backend(settings), settings, scratch)
+        return argv, Sandbox("bubblewrap", settings, scratch)
 
 
 @reads_no_configuration("a Python check's answer, written by its sandboxed process")
