@@ -62,6 +62,7 @@ from .security.permissions import UNCONFINED_WARNING
 from .security.secrets import named_secrets, secrets_from_environment
 from .skills import Agent, SkillCatalog, SkillsExtension
 from .skills.allowed import standing_approvals
+from .skills.catalog import FolderLike
 from .skills.disclosure import (
     DEFAULT_DISCLOSURE,
     DEFAULT_EAGER_TOKENS,
@@ -127,7 +128,7 @@ class Orchestrator:
         model: ChatModel | ModelRef,
         *,
         tools: Iterable[Tool | Callable[..., object]] = (),
-        skills: Sequence[str | Path] | SkillCatalog = (),
+        skills: Sequence[FolderLike] | SkillCatalog = (),
         subagents: Sequence[str | Path] | SubagentRegistry = (),
         max_tokens: int | None = None,
         max_cost: float | None = None,
@@ -350,8 +351,9 @@ class Orchestrator:
     def warnings(self) -> list[str]:
         """Problems found while loading skills and sub-agents, the skills the planner's index
         leaves out by its cap, and skills whose code this run will not import (their folder
-        is inside the workspace), commands that run unconfined (sandbox backend none), and
-        what skills' `allowed-tools` will pre-approve in a run that asks a person."""
+        is inside the workspace), commands that run unconfined (sandbox backend none),
+        what skills' `allowed-tools` will pre-approve in a run that asks a person, and what
+        skills ask of the sandbox that the run does not grant (`SandboxNeeds`, skills/skill.py)."""
         found = [str(w) for w in self.catalog.warnings]
         listing = self.catalog.index_listing()  # the planner's index, at its default cap
         note = listing.left_out_note() if listing is not None else None
@@ -360,7 +362,24 @@ class Orchestrator:
         if self.permissions.allows_commands() and self.permissions.sandbox.backend == "none":
             found.append(UNCONFINED_WARNING)
         found += standing_approvals(self.catalog, self.permissions)
+        if self.permissions.allows_commands():
+            found += [
+                f"skill {info.name!r} asks for {refused}, which this run does not grant "
+                "(its scripts may fail for want of it)"
+                for info in self.catalog
+                for refused in info.needs.refused_by(self.permissions)
+            ]
         return found + (self.checked.warnings if self.checked is not None else [])
+
+    def sandbox(self) -> str | None:
+        """Where this orchestrator's commands run (`bubblewrap (...)`, `container`, `none`),
+        as a run records it in `run_start`; None where its permissions allow no command.
+        SandboxUnavailable when its sandbox cannot run here."""
+        if not self.permissions.allows_commands():
+            return None
+        from .security.sandbox import sandbox_at_start  # loaded where commands run
+
+        return sandbox_at_start(self.permissions)
 
     def _code_warnings(self) -> list[str]:
         return refused_code(self.catalog, self.permissions)
@@ -825,7 +844,7 @@ def run_job_sync(
     return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills, deps=deps))
 
 
-def _catalog(skills: Sequence[str | Path] | SkillCatalog, builtin: bool) -> SkillCatalog:
+def _catalog(skills: Sequence[FolderLike] | SkillCatalog, builtin: bool) -> SkillCatalog:
     if isinstance(skills, SkillCatalog):
         return skills
     return SkillCatalog([*skills], include_builtin=builtin)

@@ -369,6 +369,7 @@ TRACE_PATH_MODULES = {
     "jobs/outputs.py",
     "jobs/loading.py",
     "eval/scoring.py",
+    "eval/python_checks.py",
 }
 
 

@@ -78,7 +78,7 @@ def test_good_spec_resolves_paths_against_the_spec_folder(
     job = load_job(path.relative_to(tmp_path.parent), known_agents=["analyst", "reviewer"])
 
     assert job.name == "quarterly-sales-review"
-    assert job.skills == [tmp_path / "skills"]
+    assert [folder.path for folder in job.skills] == [tmp_path / "skills"]
     assert job.subagents == [tmp_path / "subagents"]
     assert isinstance(job.permissions, Permissions)
     assert job.permissions.workspace == tmp_path / "data"

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..eval import EvalOptions, LoadedEval, load_eval, render_table, run_eval_sync
 from ..eval.page import write_page
+from ..eval.python_checks import CheckSandbox
 from ..eval.skill_folder import (
     DEFAULT_TRIGGER_STEPS,
     EVALS_FILE,
@@ -121,6 +122,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="TOOL",
         help="with --replay: this tool (skill__tool; * matches any text) runs again and its "
         "new result is taken, not compared with the recording (repeatable)",
+    )
+    command.add_argument(
+        "--unconfined-checks",
+        action="store_true",
+        help="where no sandbox can run, run the eval's python: checks as you, unconfined "
+        "(else such an eval is refused)",
     )
     command.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML page")
     command.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -321,6 +328,9 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
         if value is not None and not 0 <= value <= 1:
             raise ConfigError(f"{flag} must be between 0 and 1, got {value}")
     record, replay = _recordings(args, sub)
+    if loaded.python_checks:  # said before any of their code runs
+        checks = CheckSandbox(loaded.python_checks.values(), unconfined=args.unconfined_checks)
+        print(f"{'warning' if checks.unconfined else 'note'}: {checks.describe()}", file=sys.stderr)
     options = EvalOptions(
         out=out,
         results=args.results if sub is None else None,
@@ -336,6 +346,7 @@ def _run(loaded: LoadedEval, args: argparse.Namespace, out: Path, sub: str | Non
         volatile_tools=args.volatile_tools,
         fresh=args.fresh,
         on_line=None if args.quiet else _show,
+        unconfined_checks=args.unconfined_checks,
     )
     result = run_eval_sync(loaded, options)
     summary = result.summary

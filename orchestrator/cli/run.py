@@ -27,6 +27,7 @@ from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER
+from ..security.permissions import sandbox_line
 from ..trace import Trace, new_run_id
 from . import STARTED
 from .jobs import (
@@ -115,6 +116,13 @@ def execute(
         return EXIT_SPEC_ERROR
     for warning in orchestrator.warnings:  # the job's problems were refused by `from_job`
         print(f"warning: {warning}", file=sys.stderr)
+    try:
+        confined = orchestrator.sandbox()
+    except ConfigError as exc:
+        print(f"error: {config_error(exc)}", file=sys.stderr)
+        return EXIT_SPEC_ERROR
+    if confined is not None:  # where commands are allowed, what confines them
+        print(sandbox_line([confined]), file=sys.stderr)
     secrets = orchestrator.secrets()  # the environment's and the .env files'
     with telemetry, masked_output(SecretMask(secrets)):
         progress, view, pause = _progress(args, job)

@@ -335,6 +335,8 @@ def _print_report(report: FolderReport) -> None:
         count = len(report.tools)
         tools = f", {plural(count, 'tool')}" if count else ""
         print(f"ok    {report.folder} ({report.name}{tools})")
+        if report.needs:
+            print(f"      its scripts ask for: {report.needs.described()}")
         return
     print(f"FAIL  {report.folder}")
     for problem in report.problems:

@@ -13,8 +13,7 @@ import importlib
 import importlib.util
 import itertools
 import re
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from ..jobs.problems import problems_from
 from ..security.inputs import JsonInputError, json_lines, load_json
 from ..security.inventory import reads
 from ..tasks import suggest
+from .python_checks import PythonCheck, python_check
 from .spec import (
     PROBE_KINDS,
     REFERENCE,
@@ -42,8 +42,6 @@ from .spec import (
     shown_value,
 )
 
-ScoreFunction = Callable[..., Any]
-
 
 @dataclass
 class LoadedEval:
@@ -53,8 +51,9 @@ class LoadedEval:
     source: Path
     cases: list[Case]
     variants: list[Variant]
-    functions: dict[str, ScoreFunction]
-    """The Python scorers' functions, by their `python:` text."""
+    python_checks: dict[str, PythonCheck]
+    """The Python checks, by their `python:` text (imported and called only in a sandboxed
+    process, python_checks.py)."""
     skill: Path | None = None
     """The skill folder an eval made from its `evals.json` measures (benchmark.json's
     `skill_path`); None for an eval file."""
@@ -94,11 +93,11 @@ def load_eval(path: str | Path, *, text: str | None = None) -> LoadedEval:
         problems += _case_problems(spec, cases, jobs[0])
     problems += _probe_problems(spec, cases)
     problems += _compared(spec, variants, cases)
-    functions = _functions(spec, cases, source.resolve().parent, problems)
+    python_checks = _python_checks(spec, cases, source.resolve().parent, problems)
     problems += _schemas(spec, cases)
     if problems:
         raise EvalError(source, problems)
-    return LoadedEval(spec, source, cases, variants, functions)
+    return LoadedEval(spec, source, cases, variants, python_checks)
 
 
 # --- Cases ----------------------------------------------------------------------------------
@@ -379,49 +378,19 @@ def _compared(spec: EvalSpec, variants: Sequence[Variant], cases: Sequence[Case]
 # --- Python scorers and JSON schemas ---------------------------------------------------------
 
 
-def _functions(
+def _python_checks(
     spec: EvalSpec, cases: Iterable[Case], folder: Path, problems: list[Problem]
-) -> dict[str, ScoreFunction]:
-    found: dict[str, ScoreFunction] = {}
-    checks = _every_check(spec, cases)
-    for path, scorer in checks:
+) -> dict[str, PythonCheck]:
+    """The `python:` checks, read without importing their code (python_checks.py)."""
+    found: dict[str, PythonCheck] = {}
+    for path, scorer in _every_check(spec, cases):
         if scorer.python is None or scorer.python in found:
             continue
         try:
-            found[scorer.python] = score_function(scorer.python, folder)
+            found[scorer.python] = python_check(scorer.python, folder)
         except ConfigError as error:
             problems.append(Problem(f"{path}.python", str(error)))
     return found
-
-
-def score_function(reference: str, folder: Path) -> ScoreFunction:
-    """`file.py:function` (a path from `folder`) or `package.module:function`."""
-    where, sep, name = reference.rpartition(":")
-    if not sep or not where or not name:
-        raise ConfigError(f"expected file.py:function or module:function, got {reference!r}")
-    if where.endswith(".py"):
-        file = (folder / where).resolve()
-        if not file.is_file():
-            raise ConfigError(f"{file} does not exist")
-        module_name = f"orchestrator_eval_scorer_{abs(hash(str(file)))}"
-        spec = importlib.util.spec_from_file_location(module_name, file)
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"cannot import {file}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise ConfigError(f"importing {file} failed: {type(exc).__name__}: {exc}") from None
-    else:
-        try:
-            module = importlib.import_module(where)
-        except ImportError as exc:
-            raise ConfigError(f"cannot import {where}: {exc}") from None
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise ConfigError(f"{where} has no function {name!r}")
-    return function  # type: ignore[no-any-return]
 
 
 def _every_check(spec: EvalSpec, cases: Iterable[Case]) -> list[tuple[str, Scorer]]:

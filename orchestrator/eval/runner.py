@@ -26,13 +26,14 @@ import os
 import re
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..agent import TokenBudget
-from ..errors import ConfigError
+from ..errors import ConfigError, SafetyWarning
 from ..jobs import Job, JobResult, job_folders
 from ..jobs.preflight import job_base, preflight
 from ..jobs.templating import Template, TemplateError
@@ -61,6 +62,7 @@ from ..trace import Trace
 from .judge import Judge, Verdict, judged
 from .loading import LoadedEval
 from .probes import ProbeAnswer, ask, point, recorded_agents
+from .python_checks import CheckSandbox
 from .scoring import Grade, RunRecord, Score, score, triggered
 from .spec import Case, Probe, Scorer, Variant
 
@@ -92,6 +94,9 @@ class EvalOptions:
     fresh: bool = False
     """Start over: the results file's earlier lines are removed first."""
     on_line: Callable[[Line], None] | None = None
+    unconfined_checks: bool = False
+    """Where no sandbox can run, run the eval's Python checks unconfined, as the user (with
+    a SafetyWarning), instead of refusing the eval (python_checks.py)."""
 
     @property
     def results_file(self) -> Path:
@@ -170,6 +175,11 @@ class EvalRunner:
         self.volatile = sorted({*spec.volatile_tools, *options.volatile_tools})
         self.mask = SecretMask(secrets_from_environment(dict(os.environ)))
         self._checks_digest, self._job_digest = self._shared_digests()
+        self.checks = CheckSandbox(
+            loaded.python_checks.values(), unconfined=options.unconfined_checks
+        )
+        if self.checks.unconfined:
+            warnings.warn(self.checks.describe(), SafetyWarning, stacklevel=3)
         self._judges: dict[str, Judge] = {}
         self._write_lock = asyncio.Lock()
 
@@ -268,11 +278,10 @@ class EvalRunner:
         spec = self.loaded.spec
         files: dict[str, str] = {}
         try:
-            for reference in self.loaded.functions:
-                where = reference.rpartition(":")[0]
-                if where.endswith(".py"):
-                    code = (self.loaded.folder / where).resolve().read_bytes()
-                    files[where] = hashlib.sha256(code).hexdigest()
+            for reference, check in self.loaded.python_checks.items():
+                if check.file is not None:
+                    code = check.file.read_bytes()
+                    files[reference.rpartition(":")[0]] = hashlib.sha256(code).hexdigest()
             job = (
                 {"file": hashlib.sha256(spec.job.read_bytes()).hexdigest()}
                 if isinstance(spec.job, Path)
@@ -473,10 +482,7 @@ class EvalRunner:
         if isinstance(spec.job, Path):
             found.append(spec.job)
         found += [path for case in self.cases for path in case.copies.values()]
-        for reference in self.loaded.functions:
-            where = reference.rpartition(":")[0]
-            if where.endswith(".py"):
-                found.append((self.loaded.folder / where).resolve())
+        found += [c.file for c in self.loaded.python_checks.values() if c.file is not None]
         found += [p.resolve() for p in (self.options.record, self.options.replay) if p]
         return found
 
@@ -530,7 +536,7 @@ class EvalRunner:
         # The job's skill folders (a skill folder's own eval names the skill's), wherever
         # they lie: a loaded skill's observation names its folder.
         for number, folder in enumerate(job_folders(job).skills):
-            found[f"skills/{number}"] = str(folder)
+            found[f"skills/{number}"] = str(folder.path)
         return found
 
     def _write_sidecar(
@@ -576,7 +582,7 @@ class EvalRunner:
             scorers = [Scorer(status="completed"), *scorers]
         verdicts: dict[str, Verdict] = {}
         grade = self._grader(planned, job, sidecar, verdicts)
-        found = [await score(s, record, self.loaded.functions, grade) for s in scorers]
+        found = [await score(s, record, self.checks.call_reference, grade) for s in scorers]
         if implicit:
             found[0] = found[0].model_copy(update={"implicit": True})
         return found, verdicts
@@ -673,7 +679,7 @@ class EvalRunner:
             return {**result, "passed": False, "error": answer.error, "scores": []}
         asked = replace(record, output=answer.text, task=probe.question)
         grade = self._grader(planned, job, sidecar, verdicts, prefix=f"probe {probe.id}: ")
-        scores = [await score(c, asked, self.loaded.functions, grade) for c in probe.checks]
+        scores = [await score(c, asked, self.checks.call_reference, grade) for c in probe.checks]
         passed = all(s.passed for s in scores)
         return {**result, "passed": passed, "scores": [score_line(s) for s in scores]}
 

@@ -3,7 +3,8 @@
 Checks read the run's output, the files in its workspace, and its trajectory as the trace
 recorded it (skills loaded, tools called, forks, model calls), and its spend. A check's texts
 may name the case's values: `{expected.NAME}`, `{inputs.NAME}`. A Python check is the
-user's function; a judge check asks a model (judge.py).
+user's function, called in a sandboxed process (python_checks.py); a judge check asks a
+model (judge.py).
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ def _tool_error(event: MessageEvent) -> ToolError | None:
 
 Grade = Callable[[Scorer, RunRecord], Awaitable[Score]]
 """How a judge check is graded (judge.py), handed in by the runner."""
+CallCheck = Callable[[str, RunRecord], Awaitable[Any]]
+"""How a `python:` check's function is called (python_checks.py), handed in by the runner:
+what it returned for the run."""
+
+
+class CheckFailed(Exception):
+    """A check that gave no verdict: it raised, timed out, or returned nothing usable; the
+    check then fails, with this as its reason."""
 
 
 def render(text: str, case: Case) -> str:
@@ -135,7 +144,7 @@ def render(text: str, case: Case) -> str:
 async def score(
     scorer: Scorer,
     run: RunRecord,
-    functions: Mapping[str, Callable[..., Any]],
+    call_check: CallCheck | None,
     grade: Grade | None,
 ) -> Score:
     """Hold `run` to `scorer`. A check that raises scores 0, with the error as its reason."""
@@ -145,8 +154,12 @@ async def score(
                 return _score(scorer, False, "no judge model for this eval")
             return await grade(scorer, run)
         if scorer.python is not None:
-            return _python(scorer, run, functions[scorer.python])
+            if call_check is None:
+                return _score(scorer, False, "no way to run Python checks here")
+            return _python(scorer, await call_check(scorer.python, run))
         passed, reason = _check(scorer, run)
+    except CheckFailed as exc:
+        return _score(scorer, False, str(exc))
     except Exception as exc:  # a check that fails to run fails, and says why
         return _score(scorer, False, f"{type(exc).__name__}: {exc}")
     return _score(scorer, passed, reason)
@@ -370,8 +383,7 @@ def _file(check: FileCheck, run: RunRecord) -> tuple[bool, str]:
     return True, f"{check.path} as expected"
 
 
-def _python(scorer: Scorer, run: RunRecord, function: Callable[..., Any]) -> Score:
-    value = function(run)
+def _python(scorer: Scorer, value: Any) -> Score:
     if isinstance(value, Score):
         return value.model_copy(update={"name": scorer.label, "kind": "python"})
     if isinstance(value, bool):

@@ -300,7 +300,7 @@ def job_folders(job: Job, *, user: bool = False, home: Path | None = None) -> Fo
     given = job.model_fields_set
     return discover(
         base,
-        skills=list(job.skills) if "skills" in given else None,
+        skills=[item.folder() for item in job.skills] if "skills" in given else None,
         subagents=list(job.subagents) if "subagents" in given else None,
         user=user,
         home=home,

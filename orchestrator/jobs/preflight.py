@@ -34,6 +34,7 @@ from ..security import Permissions
 from ..security.inventory import is_default_workspace
 from ..skills import SkillCatalog
 from ..skills.disclosure import untrusted_code
+from ..skills.discovery import SkillFolder
 from ..skills.skill import SkillError
 from ..tasks import SubagentDef, SubagentRegistry, builtin_subagent_folders, suggest
 from .loading import job_folders
@@ -179,7 +180,7 @@ def _preloaded_code(
                     found.problems.append(Problem(f"steps[{index}].skills", message))
 
 
-def job_catalog(job: Job, folders: Sequence[Path], *, builtin: bool = True) -> SkillCatalog:
+def job_catalog(job: Job, folders: Sequence[SkillFolder], *, builtin: bool = True) -> SkillCatalog:
     """The skills a run of `job` sees: the skill `folders` (its own, searched first), the
     built-in ones, and each of its `mcp_servers:` as a skill of its own."""
     catalog = SkillCatalog([*folders], include_builtin=builtin)

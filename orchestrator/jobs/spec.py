@@ -41,6 +41,7 @@ from ..models.prices import Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE, SCHEMA_FILE_SUFFIXES, reads
 from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
+from ..skills.discovery import SkillFolder
 from ..skills.skill import ServerConfig
 from ..tasks import GENERAL, GraphError, RemoteAgent, SubagentDef, build_graph, suggest
 from ..tasks.subagent_files import NAME as AGENT_NAME
@@ -220,6 +221,28 @@ class SpecAgent(BaseModel):
     """How many tasks one run may send it; none: no cap."""
 
 
+def _folder_shorthand(value: Any, info: ValidationInfo) -> Any:
+    """`skills: [vendor]` is `skills: [{path: vendor}]` (a missing folder named there)."""
+    if isinstance(value, str | os.PathLike):
+        return {"path": _existing_folder(Path(value), info)}
+    return value
+
+
+class SpecSkillFolder(BaseModel):
+    """One item of `skills:`: a folder of skills (a path alone is short for `{path: PATH}`)."""
+
+    model_config = _CONFIG
+
+    path: Folder
+    """The folder (it holds one folder per skill, or is a skill itself)."""
+    preapprove: StrictBool = True
+    """False: its skills' `allowed-tools` pre-approve nothing; their calls ask as any other
+    (docs/sandbox.md)."""
+
+    def folder(self) -> SkillFolder:
+        return SkillFolder(self.path, self.preapprove)
+
+
 class Pin(BaseModel):
     """One item of `pinned:`: a file beside the spec (read when its step starts) or a note,
     written whole into the task of each step it applies to, so no compaction ever cuts it
@@ -361,8 +384,11 @@ class Job(BaseModel):
     """Token, step and parallelism limits."""
     executor: SpecExecutor = Field(default_factory=Executor)
     """Where the agents run: `local` (this process) or `ray` (`{type: ray, address: auto}`)."""
-    skills: list[Folder] = Field(default_factory=list)
-    """Skill catalog folders (each holds one folder per skill)."""
+    skills: list[Annotated[SpecSkillFolder, BeforeValidator(_folder_shorthand)]] = Field(
+        default_factory=list
+    )
+    """Skill catalog folders (each holds one folder per skill): a path, or
+    `{path: PATH, preapprove: false}` for a folder whose skills pre-approve nothing."""
     subagents: list[Folder] = Field(default_factory=list)
     """Folders of sub-agent definitions (one `.md` file each)."""
     agents: dict[Name, SpecAgent] = Field(default_factory=dict)

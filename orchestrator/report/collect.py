@@ -147,6 +147,8 @@ def _task_end(c: Collector, event: TaskEnd) -> None:
 
 def _run_start(c: Collector, event: RunStart) -> None:
     path = event.agent
+    if event.sandbox is not None and event.sandbox not in c.report.sandboxes:
+        c.report.sandboxes.append(event.sandbox)
     resumed = c.run(event) if event.resumed else None
     if resumed is not None:  # the run goes on, in a later attempt, from its kept messages
         resumed.status, resumed.reason, resumed.ended = "running", None, None

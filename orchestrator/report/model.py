@@ -100,6 +100,9 @@ class RunReport:
     agents: dict[str, AgentRun] = field(default_factory=dict)
     tasks: dict[str, Task] = field(default_factory=dict)
     errors: list[ErrorItem] = field(default_factory=list)
+    sandboxes: list[str] = field(default_factory=list)
+    """Where the run's commands ran, as its agents' `run_start` recorded it (each distinct
+    one, in order); empty when it allowed none."""
     first_ts: float | None = None
     last_ts: float | None = None
 

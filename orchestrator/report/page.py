@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from ..security.inventory import reads_no_configuration
+from ..security.permissions import sandbox_line
 from .dag import render_dag
 from .markup import esc, pill, tokens
 from .model import AgentRun, RunReport
@@ -82,6 +83,8 @@ def _header(report: RunReport) -> str:
         else ""
     )
     source = f'<div class="source muted">{esc(report.source)}</div>' if report.source else ""
+    if report.sandboxes:
+        source += f'<div class="sandbox muted">{esc(sandbox_line(report.sandboxes))}</div>'
     nav = "".join(
         f'<a href="#{k}">{esc(v)}</a>'
         for k, v in [

@@ -21,7 +21,7 @@ applies (deny, then ask, then allow); the loop asks a person before a call that 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +41,15 @@ Backend = Literal["bubblewrap", "container", "none"]
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 ASKING_SKILLS = ("shell", "python")
 """Skills whose calls a permission of the same name set to "ask" puts to a person."""
+
+
+def sandbox_line(sandboxes: Sequence[str]) -> str:
+    """Where a run's commands run, as a run says it (its start, `trace show`, the report):
+    `sandbox: bubblewrap (...)`, from what `run_start.sandbox` records."""
+    shown = ["none (UNCONFINED: as the user)" if s == "none" else s for s in sandboxes]
+    return f"sandbox: {'; '.join(shown)}"
+
+
 UNCONFINED_WARNING = (
     "commands run UNCONFINED (sandbox backend none): shell commands, Python snippets and skill "
     "scripts can read, write and reach everything this user can; skills' allowed-tools "

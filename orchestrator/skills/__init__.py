@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agent import Agent
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog, search_path
-from .discovery import builtin_skills_folder, shipped_folder
+from .discovery import SkillFolder, builtin_skills_folder, shipped_folder
 from .meta_tools import SkillsExtension, skills_extension
 from .skill import LoadedSkill, SkillError, SkillInfo, SkillWarning, qualified_tool_name
 from .skill_md import Problem
@@ -30,6 +30,7 @@ __all__ = [
     "Problem",
     "SkillCatalog",
     "SkillError",
+    "SkillFolder",
     "SkillInfo",
     "SkillWarning",
     "SkillsExtension",

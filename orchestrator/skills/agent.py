@@ -12,7 +12,6 @@ extension) runs the agent's `context: fork` skills.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
@@ -22,17 +21,16 @@ from ..agent import AgentLoop, AgentOptions, ModelLike, Tool
 from ..agent.run_results import OutputT
 from ..agent.tools import Deps
 from ..security import Permissions
-from .catalog import SkillCatalog
+from .catalog import FolderLike, SkillCatalog
 from .disclosure import warn_refused_code
 from .meta_tools import ForksSkills, SkillsExtension, skills_extension
 
 if TYPE_CHECKING:
     from ..agent import OutputSpec
 
-SkillsLike = (
-    SkillCatalog | SkillsExtension | str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
-)
-"""What `Agent(skills=...)` accepts: a catalog, a skills extension, or skill folders."""
+SkillsLike = SkillCatalog | SkillsExtension | FolderLike | Iterable[FolderLike]
+"""What `Agent(skills=...)` accepts: a catalog, a skills extension, or skill folders (a path,
+or a `SkillFolder` that says whether its skills may pre-approve)."""
 
 
 class Agent(AgentLoop[Deps, OutputT]):

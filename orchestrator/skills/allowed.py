@@ -23,7 +23,8 @@ would put to a person (`ask`) runs without asking, and nothing else changes (a c
 stays denied, other tools stay as they are). `Bash(git add:*)` pre-approves only commands
 whose words begin with `git add`, and no command that could run another (`;`, `&&`, `|`,
 `$(...)`, a redirection...), and only where the run's sandbox confines commands (with
-`sandbox: {backend: none}` a listed command asks as before). `skill_allowed_tools: restrict`
+`sandbox: {backend: none}` a listed command asks as before). A skill from a folder named with
+`preapprove: false` (`SkillFolder`) pre-approves nothing. `skill_allowed_tools: restrict`
 in the permissions (or a skill's `allowed-tools-mode: restrict`, at its frontmatter's top
 level or in its `metadata`) makes the list a limit instead (`ToolRule`); a mode written any
 other way than `pre-approve` restricts too, so a restriction mistyped never becomes a
@@ -219,6 +220,12 @@ _CHAINING = {
 }
 
 
+NO_PREAPPROVAL = (
+    "pre-approves nothing: its skills folder is set not to (preapprove: false); its calls "
+    "ask as any other"
+)
+
+
 def allowed_tools_mode(info: SkillInfo, permissions: Permissions) -> AllowedToolsMode:
     """`restrict` when the run's permissions or the skill itself ask for it."""
     if permissions.skill_allowed_tools == "restrict" or info.allowed_tools_mode == "restrict":
@@ -275,6 +282,8 @@ def skill_preapproval(
     if info.allowed_tools is None or allowed_tools_mode(info, permissions) == "restrict":
         return None
     verdict = preapproved_tools(info).verdict(call)
+    if verdict is not None and verdict.granted and not info.preapprove:
+        return Preapproval(False, f"skill {info.name!r} (allowed-tools) {NO_PREAPPROVAL}")
     root = permissions.workspace.expanduser().resolve()
     trusted = info.builtin or not is_inside(root, info.folder)
     if verdict is not None and verdict.granted and not trusted:
@@ -317,6 +326,10 @@ def standing_approvals(skills: Iterable[SkillInfo], permissions: Permissions) ->
             continue  # pre-approves nothing, and says so at the call
         listed = preapproved_tools(info)
         granted = sorted(listed.names) + [f"{name}__*" for name in sorted(listed.skills)]
+        if not info.preapprove:
+            if granted or listed.commands:
+                found.append(f"skill {info.name!r} lists allowed-tools and {NO_PREAPPROVAL}")
+            continue
         if unconfined:
             granted = [g for g in granted if g not in COMMAND_TOOLS]
         elif listed.commands:

@@ -41,7 +41,13 @@ from pathlib import Path
 
 from ..agent.tools import CallTimedOut, call_with_timeout
 from ..tokens import TokenCounter, default_counter
-from .discovery import MAX_DEPTH, builtin_skills_folder, walk_skill_folders
+from .discovery import (
+    MAX_DEPTH,
+    SkillFolder,
+    builtin_skills_folder,
+    skill_folders,
+    walk_skill_folders,
+)
 from .skill import (
     LoadedSkill,
     ServerConfig,
@@ -57,6 +63,9 @@ from .sources import TOOLS_FILE, import_tools
 logger = logging.getLogger("orchestrator.skills")
 
 PathLike = str | os.PathLike[str]
+FolderLike = PathLike | SkillFolder
+"""A folder on the search path: a path, or a `SkillFolder` that says whether its skills may
+pre-approve."""
 DEFAULT_IMPORT_TIMEOUT = 30.0
 DEFAULT_INDEX_TOKENS = 2000
 
@@ -65,12 +74,20 @@ class SkillCatalog:
     """Every skill found on a search path, by name, in search-path order.
 
     `paths` come first, then (with `include_builtin=True`) the skills shipped with the package.
+    A folder given as `SkillFolder(path, preapprove=False)` lends its skills' `allowed-tools`
+    no pre-approval (`SkillInfo.preapprove`).
     """
 
     def __init__(
-        self, paths: PathLike | Iterable[PathLike] = (), *, include_builtin: bool = True
+        self, paths: FolderLike | Iterable[FolderLike] = (), *, include_builtin: bool = True
     ) -> None:
-        self.paths = search_path(paths, include_builtin=include_builtin)
+        given = [paths] if isinstance(paths, str | os.PathLike | SkillFolder) else list(paths)
+        self.paths = search_path(given, include_builtin=include_builtin)
+        self._no_preapproval = {
+            folder.path.expanduser().resolve()
+            for folder in skill_folders(given)
+            if not folder.preapprove
+        }
         self._builtin_root = builtin_skills_folder() if include_builtin else None
         self.skills: dict[str, SkillInfo] = {}
         self.warnings: list[SkillWarning] = []
@@ -226,9 +243,10 @@ class SkillCatalog:
             self._warn(root, Problem("search-path", "skill folder not found"))
             return
         builtin = root == self._builtin_root
+        preapprove = root.resolve() not in self._no_preapproval
         walk = walk_skill_folders(root)
         for folder in walk.folders:
-            self._add(folder, builtin)
+            self._add(folder, builtin, preapprove)
         if walk.truncated:
             self._warn(root, Problem("search-limit", "too many folders below it; scan stopped"))
         if not walk.folders:
@@ -240,8 +258,8 @@ class SkillCatalog:
                 ),
             )
 
-    def _add(self, folder: Path, builtin: bool) -> None:
-        info = self._inspect(folder, builtin)
+    def _add(self, folder: Path, builtin: bool, preapprove: bool) -> None:
+        info = self._inspect(folder, builtin, preapprove)
         if info is None:
             return
         first = self.skills.get(info.name)
@@ -257,7 +275,7 @@ class SkillCatalog:
             return
         self.skills[info.name] = info
 
-    def _inspect(self, folder: Path, builtin: bool) -> SkillInfo | None:
+    def _inspect(self, folder: Path, builtin: bool, preapprove: bool) -> SkillInfo | None:
         reading = read_skill_folder(folder)
         for problem in reading.problems:
             self._warn(folder, problem)
@@ -267,7 +285,13 @@ class SkillCatalog:
         digest = file_digest(folder / TOOLS_FILE)
         servers = config_file_in(folder)
         pinned = file_digest(servers) if servers is not None else None
-        return replace(reading.info, tools_digest=digest, mcp_digest=pinned, builtin=builtin)
+        return replace(
+            reading.info,
+            tools_digest=digest,
+            mcp_digest=pinned,
+            builtin=builtin,
+            preapprove=preapprove,
+        )
 
     def _warn(self, folder: Path, problem: Problem) -> None:
         warning = SkillWarning(folder, problem.rule, problem.message, left_out=problem.fatal)
@@ -279,11 +303,11 @@ class SkillCatalog:
 
 
 def search_path(
-    paths: PathLike | Iterable[PathLike], *, include_builtin: bool = True
+    paths: FolderLike | Iterable[FolderLike], *, include_builtin: bool = True
 ) -> list[Path]:
     """User folders in the order given, then the built-in folder; duplicates dropped."""
-    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    folders = [Path(p).expanduser() for p in given]
+    given = [paths] if isinstance(paths, str | os.PathLike | SkillFolder) else list(paths)
+    folders = [folder.path.expanduser() for folder in skill_folders(given)]
     shipped = builtin_skills_folder() if include_builtin else None
     if shipped is not None:
         folders.append(shipped)

@@ -42,7 +42,17 @@ from .discovery import walk_skill_folders
 from .process import child_environment, run_process
 from .servers import ConfigProblem, check_config, expand
 from .servers import parse_config as parse_servers_file
-from .skill import TOOL_SEPARATOR, ServerConfig, SkillError, config_file_in, qualified_tool_name
+from .skill import (
+    HOST_PORT,
+    NETWORK_KEY,
+    TOOL_SEPARATOR,
+    SandboxNeeds,
+    ServerConfig,
+    SkillError,
+    config_file_in,
+    parse_needs,
+    qualified_tool_name,
+)
 from .skill_md import (
     CLIENT_FIELDS,
     KNOWN_FIELDS,
@@ -50,6 +60,7 @@ from .skill_md import (
     FrontmatterError,
     Problem,
     is_mode_field,
+    metadata_strings,
     mode_notes,
     normal_name,
     parse_yaml,
@@ -77,6 +88,8 @@ class FolderReport:
     tools: list[str] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
     """What may fail elsewhere but is not wrong in the folder (a `${VAR}` unset here)."""
+    needs: SandboxNeeds = field(default_factory=SandboxNeeds)
+    """The hosts and paths the skill's scripts ask for (its `metadata`; `SandboxNeeds`)."""
 
     @property
     def ok(self) -> bool:
@@ -157,6 +170,15 @@ def check_folder(folder: Path, catalog: SkillCatalog | None = None) -> FolderRep
         )
     name = data.get("name")
     report.name = normal_name(name) if isinstance(name, str) and name.strip() else None
+    report.needs = parse_needs(metadata_strings(data.get("metadata")), folder)
+    malformed = [entry for entry in report.needs.network if not HOST_PORT.match(entry)]
+    if malformed:
+        report.warnings.append(
+            Problem(
+                "sandbox-network",
+                f"metadata.{NETWORK_KEY}: not host:port: {', '.join(malformed)} (no run grants it)",
+            )
+        )
     _check_tools(folder, report.name or folder.name, report)
     for problem in check_config(folder):  # the .mcp.json, read without starting anything
         (report.problems if problem.fatal else report.warnings).append(problem)

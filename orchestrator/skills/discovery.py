@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,12 +132,32 @@ def user_skill_folders(home: Path | None = None) -> list[Path]:
 # --- A project's and a user's folders of skills and sub-agents ---------------------------
 
 
+@dataclass(frozen=True)
+class SkillFolder:
+    """A folder on the skills search path, and whether its skills' `allowed-tools` may
+    pre-approve calls (`skills: [{path: vendor, preapprove: false}]` in a spec)."""
+
+    path: Path
+    preapprove: bool = True
+    """False: a skill from here pre-approves nothing (its calls ask as any other); a list
+    given as a limit (`allowed-tools-mode: restrict`) still limits."""
+
+    @classmethod
+    def of(cls, folder: str | os.PathLike[str] | SkillFolder) -> SkillFolder:
+        """A folder given as a plain path pre-approves as its skills say."""
+        return folder if isinstance(folder, SkillFolder) else cls(Path(folder))
+
+
+def skill_folders(folders: Iterable[str | os.PathLike[str] | SkillFolder]) -> list[SkillFolder]:
+    return [SkillFolder.of(folder) for folder in folders]
+
+
 @dataclass
 class Folders:
     """The skill and sub-agent folders a run searches (before the built-ins), and the
     folders to keep read-only."""
 
-    skills: list[Path] = field(default_factory=list)
+    skills: list[SkillFolder] = field(default_factory=list)
     subagents: list[Path] = field(default_factory=list)
     protected: list[Path] = field(default_factory=list)
 
@@ -160,7 +180,7 @@ def user_subagent_folders(home: Path | None = None) -> list[Path]:
 def discover(
     base: Path | None,
     *,
-    skills: list[Path] | None = None,
+    skills: Iterable[Path | SkillFolder] | None = None,
     subagents: list[Path] | None = None,
     user: bool = False,
     home: Path | None = None,
@@ -169,9 +189,9 @@ def discover(
     (None: search the project's folders under `base`), then the user's when `user`."""
     found = Folders()
     if skills is not None:
-        found.skills = list(skills)
+        found.skills = skill_folders(skills)
     elif base is not None:
-        found.skills = project_skill_folders(base)
+        found.skills = skill_folders(project_skill_folders(base))
         found.protected += candidate_skill_folders(base)
     if subagents is not None:
         found.subagents = list(subagents)
@@ -179,9 +199,9 @@ def discover(
         found.subagents = project_subagent_folders(base)
         found.protected += candidate_subagent_folders(base)
     if user:
-        found.skills += user_skill_folders(home)
+        found.skills += skill_folders(user_skill_folders(home))
         found.subagents += user_subagent_folders(home)
-    found.protected += [*found.skills, *found.subagents]
+    found.protected += [*(folder.path for folder in found.skills), *found.subagents]
     return found
 
 

@@ -63,6 +63,7 @@ from .disclosure import (
     render_preloaded,
     untrusted_code,
 )
+from .discovery import SkillFolder
 from .files import DEFAULT_MAX_FILE_CHARS, read_file
 from .skill import LoadedSkill, SkillError, SkillFailure, SkillInfo
 from .skill_md import read_body, substitute
@@ -537,7 +538,7 @@ def skills_extension(skills: Any, **options: Any) -> SkillsExtension:
         return skills
     if isinstance(skills, SkillCatalog):
         return SkillsExtension(skills, **options)
-    if isinstance(skills, str | os.PathLike):
+    if isinstance(skills, str | os.PathLike | SkillFolder):
         return SkillsExtension(SkillCatalog([skills]), **options)
     if isinstance(skills, Iterable):
         return SkillsExtension(SkillCatalog(list(skills)), **options)

@@ -62,7 +62,7 @@ import yaml
 
 from ..security.inputs import YamlInputError, YamlTooLarge, compose_yaml
 from ..security.inventory import SKILL_FILES, reads
-from .skill import SkillError, SkillInfo, parse_keywords
+from .skill import SkillError, SkillInfo, parse_keywords, parse_needs
 
 SKILL_FILE = SKILL_FILES[0]
 MAX_FRONTMATTER_CHARS = 65_536
@@ -749,6 +749,7 @@ def to_info(
     raw_metadata = data.get("metadata")
     keywords = raw_metadata.get("keywords") if isinstance(raw_metadata, dict) else None
     context = _text(data.get("context"))
+    metadata = metadata_strings(raw_metadata)
     return SkillInfo(
         name=name or normal_name(data["name"]),
         description=description or data["description"].strip(),
@@ -760,7 +761,8 @@ def to_info(
         allowed_tools_mode="restrict"
         if any(_restricts(v) for _, v in _modes(data))
         else "pre-approve",
-        metadata=_string_map(raw_metadata),
+        metadata=metadata,
+        needs=parse_needs(metadata, skill_file.parent),
         keywords=parse_keywords(keywords),
         when_to_use=_text(data.get("when_to_use")),
         model_invocable=not _flag(data.get("disable-model-invocation")),
@@ -814,7 +816,8 @@ def _tool_list(value: Any) -> str | None:
     return _text(value)
 
 
-def _string_map(value: Any) -> dict[str, str]:
+def metadata_strings(value: Any) -> dict[str, str]:
+    """`metadata` as `SkillInfo` keeps it: strings as written, nested values as JSON."""
     if not isinstance(value, dict):
         return {}
     return {

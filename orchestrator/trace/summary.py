@@ -33,6 +33,7 @@ from ..events import (
     TraceEvent,
 )
 from ..messages import plural
+from ..security.permissions import sandbox_line
 
 
 def number(value: object) -> float | None:
@@ -120,6 +121,9 @@ class RunSummary:
     skipped_lines: int = 0
     skipped: list[str] = field(default_factory=list)
     """Why lines were skipped, by line number (the first few; see `reader.MAX_PROBLEMS`)."""
+    sandboxes: list[str] = field(default_factory=list)
+    """Where the run's commands ran, as its agents' `run_start` recorded it (each distinct
+    one); empty when it allowed none."""
 
     def error(self, event: TraceEvent, text: str) -> None:
         self.errors.append(text)
@@ -175,6 +179,7 @@ class RunSummary:
             "cache_read_tokens": sum(a.cache_read for a in self.agents.values()),
             "cache_write_tokens": sum(a.cache_write for a in self.agents.values()),
             "cost": self.total_cost,
+            "sandbox": self.sandboxes,
             "agents": agents,
             "errors": self.errors,
         }
@@ -245,6 +250,8 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
                 agent.started = event.ts
             if event.preloaded is not None:
                 agent.preloaded = list(event.preloaded)
+            if event.sandbox is not None and event.sandbox not in summary.sandboxes:
+                summary.sandboxes.append(event.sandbox)
         case ModelCall():
             _model_call(summary, event)
         case A2AEnd():
@@ -312,6 +319,8 @@ def render(summary: RunSummary) -> str:
         + _cache_text(read, written)
         + (f", {_dollars(summary.total_cost)}" if summary.total_cost is not None else "")
     )
+    if summary.sandboxes:
+        lines.append(sandbox_line(summary.sandboxes))
     if summary.skipped_lines:
         lines.append(f"{plural(summary.skipped_lines, 'unreadable line')} skipped")
         lines.extend(f"  skipped {problem}" for problem in summary.skipped[:SKIPPED_SHOWN])
