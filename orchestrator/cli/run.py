@@ -119,7 +119,7 @@ def execute(
     try:
         confined = orchestrator.sandbox()
     except ConfigError as exc:
-        print(f"error: {config_error(exc)}", file=sys.stderr)
+        show_error(exc)
         return EXIT_SPEC_ERROR
     if confined is not None:  # where commands are allowed, what confines them
         print(sandbox_line([confined]), file=sys.stderr)
