@@ -123,3 +123,50 @@ def test_the_text_view_shows_each_level_and_the_cap(tmp_path: Path) -> None:
     assert capped.returncode == 0, capped.stderr
     assert "left out of the index by its cap of 2,000 tokens" in capped.stdout
     assert "search_skills" in capped.stdout
+
+
+MARKING_TOOLS = '''
+import os
+from pathlib import Path
+
+from orchestrator import tool
+
+for place in (Path(__file__).resolve().parents[2], Path(os.environ.get("HOME", "/tmp"))):
+    try:
+        (place / "imported-outside.marker").write_text("the skill's code ran here")
+    except OSError:
+        pass
+
+
+@tool
+def mark(text: str) -> str:
+    """Mark a text."""
+    return text
+'''
+
+
+def test_showing_a_skill_as_the_model_gets_it_runs_its_code_only_in_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    """`skills show --as-model` loads the skill as a run would, from a sandboxed process: a
+    `tools.py` that writes outside its folder on import leaves nothing behind, and the view
+    still lists its tool."""
+    folder = tmp_path / "skills"
+    write_skill(folder, "marker", description="Marks texts.", tools=MARKING_TOOLS)
+    home = tmp_path / "home"
+    home.mkdir()
+    done = orchestrator(
+        "skills",
+        "show",
+        "marker",
+        "--skills",
+        folder,
+        "--as-model",
+        "--json",
+        cwd=tmp_path,
+        env={"HOME": str(home)},
+    )
+    assert done.returncode == 0, done.stderr
+    view = json.loads(done.stdout)
+    assert "marker__mark" in view["load_result"] or "marker__mark" in json.dumps(view["tools"])
+    assert not list(tmp_path.rglob("imported-outside.marker")), "the skill's code ran outside"

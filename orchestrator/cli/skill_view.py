@@ -7,11 +7,17 @@ the skill's line in the system prompt's index, the `load_skill` result as the to
 held it, and the tools array. So this view cannot drift from a real run. Loading the skill
 imports its `tools.py` and starts its MCP servers, as a run's load does; they stop before
 this returns. The agent works in a new empty folder, and the model is never reached.
+
+Showing a skill is vetting it, and vetting never runs a skill's code outside a sandbox: a
+skill with code of its own (a `tools.py`, MCP servers) is shown from a sandboxed process
+(`model_view_confined`), its catalog's folders and the package read-only, no network.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +27,12 @@ from pydantic import BaseModel
 
 from ..messages import Message, ToolSpec
 from ..models import ScriptedModel
-from ..security import Permissions
+from ..security import Permissions, SandboxSettings
+from ..security.sandbox import Sandbox, resolve_backend
 from ..skills import Agent, SkillCatalog, SkillError, SkillsExtension
 from ..skills.catalog import index_line_tokens
 from ..skills.disclosure import Disclosure
+from ..skills.process import child_environment, run_process
 from ..tokens import default_counter
 
 
@@ -114,6 +122,71 @@ def model_view(
             "tools_array": counter.count_tools(second.tools),
         },
     )
+
+
+VIEW_PROBE = """\
+import json, sys
+from pathlib import Path
+from orchestrator.cli.skill_view import model_view
+from orchestrator.skills import SkillCatalog, SkillError
+asked = json.loads(sys.argv[1])
+catalog = SkillCatalog([Path(p) for p in asked["paths"]], include_builtin=False)
+try:
+    view = model_view(catalog, asked["name"], disclosure=asked["disclosure"],
+                      index_tokens=asked["index_tokens"], arguments=asked["arguments"])
+except SkillError as exc:
+    print(json.dumps({"error": str(exc)}))
+else:
+    print(view.model_dump_json())
+"""
+"""Builds a skill's model view in a sandboxed process and prints it as JSON."""
+VIEW_SECONDS = 120
+
+
+def model_view_confined(
+    catalog: SkillCatalog,
+    name: str,
+    *,
+    disclosure: Disclosure = "progressive",
+    index_tokens: int,
+    arguments: str = "",
+) -> ModelView:
+    """`model_view`, made where the skill's code cannot reach what the user can: a skill
+    with a `tools.py` or MCP servers is loaded in a sandboxed process (the catalog's folders
+    and the package read-only, no network, an empty workspace); one with neither has no
+    code to run, and is shown from this process. SandboxUnavailable where none can run."""
+    info = catalog.require(name)
+    if info.tools_digest is None and not info.has_servers:
+        return model_view(
+            catalog, name, disclosure=disclosure, index_tokens=index_tokens, arguments=arguments
+        )
+    package = Path(__file__).resolve().parents[1]
+    roots = tuple(path.resolve() for path in catalog.paths)
+    asked = {
+        "paths": [str(root) for root in roots],
+        "name": info.name,
+        "disclosure": disclosure,
+        "index_tokens": index_tokens,
+        "arguments": arguments,
+    }
+    with tempfile.TemporaryDirectory(prefix="orchestrator-view-") as scratch:
+        workspace = Path(scratch).resolve()
+        settings = SandboxSettings(read_only=(*roots, package), seconds=VIEW_SECONDS)
+        sandbox = Sandbox(resolve_backend(settings), settings, workspace)
+        argv = [sys.executable, "-c", VIEW_PROBE, json.dumps(asked)]
+        env = child_environment({"PYTHONPATH": str(package.parent)})
+        result = asyncio.run(run_process(argv, cwd=workspace, env=env, sandbox=sandbox))
+    lines = result.output.strip().splitlines()
+    try:
+        found = json.loads(lines[-1]) if result.exit_code == 0 and lines else None
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        what = result.render(VIEW_SECONDS).replace("\n", " ")[-600:]
+        raise SkillError(f"the skill could not be shown from the sandbox: {what}")
+    if "error" in found:
+        raise SkillError(str(found["error"]))
+    return ModelView.model_validate(found)
 
 
 def _load_result(messages: Sequence[Message]) -> Message:

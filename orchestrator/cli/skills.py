@@ -38,7 +38,7 @@ from ..skills.skill import qualified_tool_name
 from ..skills.skill_md import Problem as SkillProblem
 from ..skills.skill_md import read_body
 from ..skills.sources import TOOLS_FILE
-from .skill_view import model_view, print_view
+from .skill_view import model_view_confined, print_view
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -189,14 +189,14 @@ def show_command(args: argparse.Namespace) -> int:
         return 1
     if args.as_model:
         try:
-            view = model_view(
+            view = model_view_confined(
                 catalog,
                 info.name,
                 disclosure=args.disclosure,
                 index_tokens=args.index_tokens,
                 arguments=args.arguments,
             )
-        except SkillError as exc:
+        except (SkillError, SandboxUnavailable) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         print_view(view, as_json=args.json)
