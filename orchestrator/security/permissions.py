@@ -8,8 +8,9 @@ spec, its skill and sub-agent folders, its trace). A tool that is refused raises
 observation of type `denied`.
 
 Commands (shell, python) run in the sandbox `sandbox` describes (`SandboxSettings`; the
-backends are in security/sandbox.py, docs/sandbox.md); a part of a run may narrow its
-parent's sandbox (`SandboxSettings.within`), never widen it.
+backends are in security/sandbox.py, docs/sandbox.md); a part of a run that gives sandbox
+settings of its own (an MCP server's `sandbox:` entry) may narrow the run's sandbox
+(`SandboxSettings.within`), never widen it.
 
 Human approval: `shell` and `python` may be `"ask"`, and `tools` maps tool names, skill names
 or glob patterns to `allow`, `ask` or `deny`. `decision(tool)` is the strictest value that
