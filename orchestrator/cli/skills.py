@@ -271,7 +271,7 @@ def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSki
         print("  (`--connect` starts them and lists their tools)")
         return skill
     with sync_server_scope() as pool:
-        skill = with_servers_sync(skill)
+        skill = with_servers_sync(skill, None)
         for connection in pool.connections.values():
             if connection.up:
                 print(f"  - {connection.name}: connected, protocol {connection.protocol}")

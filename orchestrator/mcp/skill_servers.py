@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..agent import Tool
-from ..errors import ToolInfrastructureError
+from ..errors import ConfigError, ToolInfrastructureError
+from ..security import Permissions
 from ..skills.servers import (
     ConfigProblem,
     Declared,
@@ -33,13 +34,16 @@ from .tool import McpTool
 MAX_INSTRUCTIONS = 4_000
 
 
-async def joined(pool: ServerPool, skill: LoadedSkill) -> LoadedSkill:
-    """On the pool's loop: the servers' tools and notes, made once per run and skill."""
+async def joined(
+    pool: ServerPool, skill: LoadedSkill, permissions: Permissions | None
+) -> LoadedSkill:
+    """On the pool's loop: the servers' tools and notes, made once per run and skill; a
+    server's `sandbox:` within the sandbox of `permissions` (the run's)."""
     key = f"skill:{skill.info.name}"
     lock = pool.cache.setdefault(f"{key}:lock", asyncio.Lock())
     async with lock:
         if key not in pool.cache:
-            pool.cache[key] = await _open(pool, skill.info)
+            pool.cache[key] = await _open(pool, skill.info, permissions)
     tools, failures, notes = pool.cache[key]
     taken = {t.name for t in skill.tools}
     extra = tuple(t for t in tools if t.name not in taken)
@@ -52,7 +56,7 @@ async def joined(pool: ServerPool, skill: LoadedSkill) -> LoadedSkill:
 
 
 async def _open(
-    pool: ServerPool, info: SkillInfo
+    pool: ServerPool, info: SkillInfo, permissions: Permissions | None
 ) -> tuple[tuple[Tool, ...], tuple[str, ...], tuple[str, ...]]:
     """(the servers' tools, what failed, the servers' instructions)."""
     try:
@@ -60,7 +64,9 @@ async def _open(
         declared = declared_servers(info)
     except (ToolInfrastructureError, ConfigProblem, OSError) as exc:
         return (), (f"Its MCP servers are not available: {exc}",), ()
-    connections = [_connection(pool, info, name, declared) for name in declared.servers]
+    connections = [
+        _connection(pool, info, name, declared, permissions) for name in declared.servers
+    ]
     started = await asyncio.gather(
         *(c.ensure() for c in connections if isinstance(c, Connection)), return_exceptions=True
     )
@@ -83,13 +89,29 @@ async def _open(
     return tuple(tools.values()), tuple(failures), tuple(notes)
 
 
-def _connection(pool: ServerPool, info: SkillInfo, name: str, declared: Declared) -> Any:
-    """The run's connection to a server, or a note when its config cannot be filled in."""
+def _connection(
+    pool: ServerPool,
+    info: SkillInfo,
+    name: str,
+    declared: Declared,
+    permissions: Permissions | None,
+) -> Any:
+    """The run's connection to a server, or a note when its config cannot be filled in or
+    its sandbox would widen the run's."""
     written = declared.servers[name]
     try:
         config = expanded(written, pool.environ, declared.folder)
+        if config.sandbox is not None and permissions is not None:
+            workspace = permissions.workspace.expanduser().resolve()
+            narrowed = config.sandbox.within(permissions.sandbox, parent_writes=[workspace])
+            config = config.model_copy(update={"sandbox": narrowed})
     except ConfigProblem as exc:
         return f"MCP server {name!r} is not available: {exc}"
+    except ConfigError as exc:
+        return (
+            f"MCP server {name!r} is not available: its `sandbox:` must lie within the run's "
+            f"(permissions.sandbox): {exc}"
+        )
     secrets = secret_values(written, pool.environ)
     return pool.connection(info.name, name, lambda: Connection(name, config, secrets))
 

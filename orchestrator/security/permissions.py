@@ -8,8 +8,9 @@ spec, its skill and sub-agent folders, its trace). A tool that is refused raises
 observation of type `denied`.
 
 Commands (shell, python) run in the sandbox `sandbox` describes (`SandboxSettings`; the
-backends are in security/sandbox.py, docs/sandbox.md); a part of a run may narrow its
-parent's sandbox (`SandboxSettings.within`), never widen it.
+backends are in security/sandbox.py, docs/sandbox.md); a part of a run that gives sandbox
+settings of its own (an MCP server's `sandbox:` entry) may narrow the run's sandbox
+(`SandboxSettings.within`), never widen it.
 
 Human approval: `shell` and `python` may be `"ask"`, and `tools` maps tool names, skill names
 or glob patterns to `allow`, `ask` or `deny`. `decision(tool)` is the strictest value that
@@ -25,7 +26,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from ..errors import ConfigError, PermissionDenied
 from .inventory import (
@@ -93,6 +101,15 @@ class SandboxSettings(BaseModel):
     seconds: float = Field(default=600.0, gt=0)
     """The longest a command may run; a tool's own timeout may only be shorter."""
 
+    @field_validator("read_only", "writable")
+    @classmethod
+    def _resolved(cls, paths: tuple[Path, ...], info: ValidationInfo) -> tuple[Path, ...]:
+        """Absolute and resolved, as they are mounted: against the folder of the file that
+        gives them (a spec, a `.mcp.json`: the validation context's `base_dir`), else the
+        working folder."""
+        base = Path((info.context or {}).get("base_dir") or Path.cwd())
+        return tuple((base / path.expanduser()).resolve() for path in paths)
+
     @field_validator("network")
     @classmethod
     def _host_and_port(cls, entries: tuple[str, ...]) -> tuple[str, ...]:
@@ -114,13 +131,21 @@ class SandboxSettings(BaseModel):
                 return True
         return False
 
-    def within(self, parent: SandboxSettings) -> SandboxSettings:
+    def within(
+        self, parent: SandboxSettings, *, parent_writes: Iterable[Path] = ()
+    ) -> SandboxSettings:
         """These settings for a part of a run whose sandbox is `parent`: a field set here
-        may narrow the parent's, never widen it; a field not set is the parent's. Raises
-        ConfigError naming what would widen it."""
+        may narrow the parent's, never widen it; a field not set is the parent's. A parent
+        with backend `none` confines nothing, so any settings are within it and are kept as
+        given. `parent_writes`: folders the parent's commands write besides its `writable`
+        (its workspace), which these may name too. Raises ConfigError naming what would
+        widen it."""
+        if parent.backend == "none":
+            return self
         given = self.model_fields_set
+        parent_writable = (*parent.writable, *parent_writes)
         widened: list[str] = []
-        if self.backend == "none" and parent.backend != "none":
+        if self.backend == "none":
             widened.append("backend none (commands unconfined)")
         elif self.backend is not None and parent.backend not in (None, self.backend):
             widened.append(f"backend {self.backend} instead of {parent.backend}")
@@ -130,12 +155,12 @@ class SandboxSettings(BaseModel):
         widened += [
             f"writable {path}"
             for path in self.writable
-            if not any(under(path, p) for p in parent.writable)
+            if not any(under(path, p) for p in parent_writable)
         ]
         widened += [
             f"read_only {path}"
             for path in self.read_only
-            if not any(under(path, p) for p in (*parent.read_only, *parent.writable))
+            if not any(under(path, p) for p in (*parent.read_only, *parent_writable))
         ]
         for name in ("memory_mb", "processes", "seconds"):
             if name in given and getattr(self, name) > getattr(parent, name):

@@ -85,7 +85,7 @@ GIT_SAFETY = {
 """Git run by a command never takes a bare repository it was not pointed at (a model could
 dress the workspace as one), never runs the workspace's hooks nor an fsmonitor command."""
 MASK_SCAN_LIMIT = 20_000
-"""How many entries of the workspace are looked at for `.env` files to hide."""
+"""How many entries of each mounted folder are looked at for files of keys to hide."""
 HOME_SECRETS = (".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".pgpass")
 """Where keys live in a home folder: hidden when a folder mounted for a command holds them."""
 
@@ -175,8 +175,11 @@ def resolve_backend(settings: SandboxSettings) -> Backend:
 def command_sandbox(permissions: Permissions) -> Sandbox:
     """The sandbox a run's commands start in; SandboxUnavailable (a ConfigError) when its
     backend cannot run here."""
+    return _run_sandbox(permissions, permissions.workspace_root())
+
+
+def _run_sandbox(permissions: Permissions, workspace: Path) -> Sandbox:
     backend = resolve_backend(permissions.sandbox)
-    workspace = permissions.workspace_root()
     for path in (workspace, *permissions.sandbox.writable) if backend != "none" else ():
         holds = [name for name in SYSTEM_FOLDERS if under(Path(name), path.resolve())]
         if holds:
@@ -184,7 +187,13 @@ def command_sandbox(permissions: Permissions) -> Sandbox:
                 f"the sandbox cannot confine commands to {path}: it holds the system folder "
                 f"{holds[0]}; give the run a workspace (and writable paths) of their own"
             )
-    return Sandbox(backend, permissions.sandbox, workspace, protected=permissions.read_only)
+    return Sandbox(
+        backend,
+        permissions.sandbox,
+        workspace,
+        protected=permissions.read_only,
+        secret_files=permissions.secret_files,
+    )
 
 
 def server_sandbox(settings: SandboxSettings, folder: Path, scratch: Path) -> Sandbox:
@@ -201,7 +210,9 @@ def sandbox_at_start(permissions: Permissions) -> str | None:
     starts) when the sandbox it asks for, or the default one, cannot run here."""
     if not permissions.allows_commands():
         return None
-    return command_sandbox(permissions).describe()
+    # Checked, not made: a missing `work/` folder is made by the first command that runs.
+    workspace = permissions.workspace.expanduser().resolve()
+    return _run_sandbox(permissions, workspace).describe()
 
 
 def sandbox_refusal(permissions: Permissions) -> str | None:
@@ -287,6 +298,15 @@ class _Cgroups:
                     break
                 except OSError:
                     time.sleep(0.01)
+
+
+@cache
+def _cgroup_limits_here() -> frozenset[str]:
+    """The limits a command's cgroup can hold in this process (`pids`, `memory`): found once,
+    by making a cgroup and removing it, so a run's start (and each sub-agent's) makes none."""
+    probe = _Cgroups.made(SandboxSettings())
+    probe.end()
+    return frozenset(probe.bound)
 
 
 @cache
@@ -477,6 +497,9 @@ class Sandbox:
     protected: tuple[Path, ...] = ()
     """Paths the file tools may not write (the run's spec, skill folders, trace): mounted
     read-only inside, so a skill's scripts run there."""
+    secret_files: tuple[str, ...] = DOTENV_FILES
+    """File-name patterns of files that hold keys (`Permissions.secret_files`): hidden in
+    every folder mounted for a command."""
 
     def python(self) -> str:
         """The Python interpreter a command runs Python with, as seen inside."""
@@ -542,7 +565,7 @@ class Sandbox:
         mounted = tuple(p for p in mounted if not any(under(w, p) for w in writable))
         for path in mounted:
             args += ["--ro-bind-try", str(path), str(path)]
-        for path in _hidden(writable, mounted):
+        for path in _hidden((*writable, *mounted), self.secret_files):
             args += (
                 ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
             )
@@ -586,10 +609,11 @@ class Sandbox:
         for path in (*self.settings.read_only, *read_only):
             args += ["-v", f"{path}:{path}:ro"]
         writable = (self.workspace, *self.settings.writable)
-        for path in self.protected:
-            if any(under(path, w) for w in writable) and path.exists():
-                args += ["-v", f"{path}:{path}:ro"]
-        for path in _hidden(writable, (*self.settings.read_only, *read_only)):
+        inside = [p for p in self.protected if any(under(p, w) for w in writable) and p.exists()]
+        for path in inside:
+            args += ["-v", f"{path}:{path}:ro"]
+        mounted = (*writable, *self.settings.read_only, *read_only, *inside)
+        for path in _hidden(mounted, self.secret_files):
             args += ["--tmpfs", str(path)] if path.is_dir() else ["-v", f"/dev/null:{path}:ro"]
         return [*args, self.settings.image or "", *argv]
 
@@ -602,9 +626,8 @@ class Sandbox:
         """The backend and where its limits hold, for the run's start."""
         if self.backend != "bubblewrap":
             return self.backend
-        held = _Cgroups.made(self.settings)
-        held.end()
-        how = {name: "cgroup" if name in held.bound else "rlimit" for name in ("pids", "memory")}
+        held = _cgroup_limits_here()
+        how = {name: "cgroup" if name in held else "rlimit" for name in ("pids", "memory")}
         return (
             f"bubblewrap (processes: {how['pids']}, memory: {how['memory']}, "
             f"network: {', '.join(self.settings.network) or 'none'})"
@@ -650,26 +673,34 @@ def _interpreter_folders() -> tuple[Path, ...]:
     return tuple(found)
 
 
-def _hidden(writable: Iterable[Path], read_only: Iterable[Path] = ()) -> list[Path]:
-    """What a command must not see in the folders mounted for it: the user's configuration
-    folder (the trace key) and a home folder's keys wherever they lie under one, and `.env`
-    files in the folders it may write."""
+def _hidden(mounted: Iterable[Path], secret_files: Sequence[str] = DOTENV_FILES) -> list[Path]:
+    """What a command must not see in the folders mounted for it (writable and read-only
+    alike): the user's configuration folder (the trace key) and a home folder's keys
+    wherever they lie under one, and every file whose name matches `secret_files` (`.env`,
+    and what the permissions add), up to `MASK_SCAN_LIMIT` entries of each folder (the
+    Python installation is not searched)."""
     hidden: list[Path] = []
     home = Path.home()
     keys = [user_config_folder().resolve(), *(home / name for name in HOME_SECRETS)]
-    writable = list(writable)
-    for root in (*writable, *read_only):
+    roots = list(dict.fromkeys(mounted))
+
+    def holds_keys(name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in secret_files)
+
+    for root in roots:
         hidden += [path for path in keys if under(path, root) and path.exists()]
-    seen = 0
-    for root in writable:
+        if root.is_file() and holds_keys(root.name):
+            hidden.append(root)
+        if root in _interpreter_folders():
+            continue
+        seen = 0  # each folder its own count: a workspace filled by a command hides no other
         for folder, folders, files in os.walk(root):
             seen += len(folders) + len(files)
             folders[:] = [f for f in folders if f not in (".git", "node_modules", ".venv")]
-            hidden += [
-                Path(folder) / name
-                for name in files
-                if any(fnmatch.fnmatchcase(name, pattern) for pattern in DOTENV_FILES)
-            ]
+            # A link is judged by what it points at, as the file tools judge it; covering
+            # one whose target is not mounted would stop the sandbox from starting.
+            found = (Path(folder) / name for name in files if holds_keys(name))
+            hidden += [path for path in found if not path.is_symlink()]
             if seen > MASK_SCAN_LIMIT:
                 break
     return list(dict.fromkeys(hidden))

@@ -203,6 +203,10 @@ class ToolLimit(Extension):
 SHELL_TOOL = "shell__run"
 COMMAND_TOOLS = frozenset({SHELL_TOOL, "python__run"})
 """Tools that run a command: a skill pre-approves them only inside a real sandbox."""
+COMMAND_SKILLS = frozenset(
+    f"{tool.partition(TOOL_SEPARATOR)[0]}{TOOL_SEPARATOR}*" for tool in COMMAND_TOOLS
+)
+"""The same tools listed by their skill (`shell`), as a run's start shows them (`shell__*`)."""
 _CHAINING = {
     ";": "`;` runs another command",
     "&": "`&` or `&&` runs another command",
@@ -330,8 +334,8 @@ def standing_approvals(skills: Iterable[SkillInfo], permissions: Permissions) ->
             if granted or listed.commands:
                 found.append(f"skill {info.name!r} lists allowed-tools and {NO_PREAPPROVAL}")
             continue
-        if unconfined:
-            granted = [g for g in granted if g not in COMMAND_TOOLS]
+        if unconfined:  # a command tool, by its name or its skill's, asks (skill_preapproval)
+            granted = [g for g in granted if g not in COMMAND_TOOLS and g not in COMMAND_SKILLS]
         elif listed.commands:
             granted += [f"Bash({pattern})" for pattern in listed.commands]
         if granted:

@@ -194,7 +194,7 @@ def _preload(
         if skill is not None and skill.info.has_servers:
             from .servers import with_servers_sync  # loaded by a skill that declares servers
 
-            skill = with_servers_sync(skill)
+            skill = with_servers_sync(skill, permissions)
     except SkillError as exc:
         refusal, skill, failures = f"its tools could not be loaded: {exc}", None, (str(exc),)
     if skill is None:

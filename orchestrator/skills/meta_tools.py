@@ -397,7 +397,7 @@ class SkillsExtension(Extension):
         if skill.info.has_servers:
             from .servers import with_servers  # loaded by a skill that declares servers
 
-            skill = await with_servers(skill)
+            skill = await with_servers(skill, ctx.permissions)
         for failure in skill.failures:
             skill_failed(ctx, info.name, failure)
         return skill
@@ -448,7 +448,7 @@ class SkillsExtension(Extension):
                 if skill.info.has_servers:
                     from .servers import with_servers_sync  # a skill that declares servers
 
-                    skill = with_servers_sync(skill)
+                    skill = with_servers_sync(skill, permissions)
             except SkillError:
                 continue  # the model's next call of its tools gets an unknown-tool result
             rule = self.rule_for(info, permissions)

@@ -48,14 +48,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..parts import Slot
+from ..security import Permissions
 from ..security.inputs import JsonInputError, load_json
 from ..security.inventory import reads
 from .skill import LoadedSkill, ServerConfig, SkillInfo, config_file_in
 from .skill_md import Problem
 
 T = TypeVar("T")
-ServerTools = Callable[["ServerPool", LoadedSkill], Coroutine[Any, Any, LoadedSkill]]
-"""Joins a loaded skill to its servers' tools, on the pool's loop (the optional
+ServerTools = Callable[
+    ["ServerPool", LoadedSkill, Permissions | None], Coroutine[Any, Any, LoadedSkill]
+]
+"""Joins a loaded skill to its servers' tools, on the pool's loop, within the permissions of
+the run that loads it (None: no run, `skills show --connect`) (the optional
 `orchestrator.mcp`: `joined`)."""
 TOOL_SOURCES: Slot[ServerTools] = Slot("tool source", "orchestrator.tool_sources")
 """Tool sources by name (`mcp`): the optional parts declare theirs (orchestrator/parts.py)."""
@@ -87,11 +91,15 @@ def parse_config(data: bytes | str, folder: Path, source: str) -> Declared:
     servers = document.get("mcpServers", document.get("servers"))
     if not isinstance(servers, dict):
         raise ConfigProblem(f"{source}: `mcpServers` must be an object of servers by name")
-    return Declared(servers=parse_servers(servers, source), folder=folder, source=source)
+    return Declared(servers=parse_servers(servers, source, folder), folder=folder, source=source)
 
 
-def parse_servers(servers: Mapping[str, Any], source: str) -> dict[str, ServerConfig]:
-    """Validate each server; ConfigProblem listing every problem with its server and field."""
+def parse_servers(
+    servers: Mapping[str, Any], source: str, folder: Path | None = None
+) -> dict[str, ServerConfig]:
+    """Validate each server; ConfigProblem listing every problem with its server and field.
+    Paths of a `sandbox:` resolve against `folder` (the file's), else the working folder."""
+    context = {"base_dir": folder} if folder is not None else None
     found: dict[str, ServerConfig] = {}
     problems: list[str] = []
     for name, value in servers.items():
@@ -99,7 +107,7 @@ def parse_servers(servers: Mapping[str, Any], source: str) -> dict[str, ServerCo
             problems.append(f"server {name!r}: must be an object")
             continue
         try:
-            found[name] = ServerConfig.model_validate(value)
+            found[name] = ServerConfig.model_validate(value, context=context)
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 field = ".".join(str(p) for p in error["loc"]) or "(server)"
@@ -365,25 +373,26 @@ def declared_servers(info: SkillInfo) -> Declared:
     return parse_config(data, info.folder, str(path))
 
 
-async def with_servers(skill: LoadedSkill) -> LoadedSkill:
+async def with_servers(skill: LoadedSkill, permissions: Permissions | None) -> LoadedSkill:
     """The skill with its servers' tools (from the run's pool) and notes; the servers are
-    started by `orchestrator.mcp`, loaded by name only when a skill declares some."""
+    started by `orchestrator.mcp`, loaded by name only when a skill declares some. A
+    server's `sandbox:` is narrowed by the sandbox of `permissions` (the run's)."""
     if not skill.info.has_servers:
         return skill
     pool = current_pool()
     if pool is None:
         return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
-    return await pool.run(TOOL_SOURCES.get("mcp")(pool, skill))
+    return await pool.run(TOOL_SOURCES.get("mcp")(pool, skill, permissions))
 
 
-def with_servers_sync(skill: LoadedSkill) -> LoadedSkill:
+def with_servers_sync(skill: LoadedSkill, permissions: Permissions | None) -> LoadedSkill:
     """`with_servers` from synchronous code (preloading, restoring a resumed run)."""
     if not skill.info.has_servers:
         return skill
     pool = current_pool()
     if pool is None:
         return replace(skill, notes=(*skill.notes, f"Not available: {NO_RUN}."))
-    return pool.run_sync(TOOL_SOURCES.get("mcp")(pool, skill))
+    return pool.run_sync(TOOL_SOURCES.get("mcp")(pool, skill, permissions))
 
 
 def server_summary(info: SkillInfo) -> Mapping[str, str]:
