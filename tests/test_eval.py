@@ -117,7 +117,7 @@ def test_failing_checks_say_why(tmp_path: Path) -> None:
     by_name = scores(result)
     assert not result.lines[0]["passed"]
     assert by_name["file out/count.txt"]["reason"] == "out/count.txt: output: 7"
-    assert by_name["json_path $.words"]["reason"] == "$.words = 12"
+    assert by_name["json_path $.words"]["reason"] == "$.words = 12, expected 7"
     assert by_name["json_path $.missing"]["reason"] == "$.missing is not in the output"
     assert "is not of type 'array'" in by_name["json_schema"]["reason"]
     assert by_name["tools_not_called fork"]["reason"] == "called: fork"
