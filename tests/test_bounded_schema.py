@@ -343,7 +343,8 @@ def test_validate_names_each_hostile_schema_by_its_file_and_field(tmp_path: Path
         f"steps[0].output_schema: the schema file {tmp_path / 'deep.json'} is not valid JSON: "
         "the JSON is nested too deeply",
         f"steps[1].output_schema: the schema file {tmp_path / 'deep.yaml'} is not valid YAML: "
-        "line 1, column 1007: refused: it is nested more than 1000 deep",
+        "line 1, column ",  # where PyYAML's scanner or ours stops first: 6.0.4 has its own
+        "refused: it is nested more than 1000 deep",
         f"steps[2].output_schema: the schema file {tmp_path / 'bomb.yaml'} is not valid YAML: "
         "line 1, column 1: refused: its aliases expand it by",
         f"steps[3].output_schema: the schema file {tmp_path / 'fan.json'}: the output schema "

@@ -204,7 +204,7 @@ def _check_depth(source: str, text: str) -> None:
     events = _PlainBase(text)
     depth = 0
     try:
-        with _errors_named(source, text):
+        with _errors_named(source, text), _own_depth_refusal(source):
             while events.check_event():
                 event = events.get_event()
                 if isinstance(event, yaml.CollectionStartEvent):
@@ -221,6 +221,24 @@ def _check_depth(source: str, text: str) -> None:
                     depth -= 1
     finally:
         events.dispose()
+
+
+@contextlib.contextmanager
+def _own_depth_refusal(source: str) -> Iterator[None]:
+    """PyYAML 6.0.4 and later refuse deep nesting themselves, at about the same bound, and
+    may find it before the events reach ours: the refusal is said in our words either way."""
+    try:
+        yield
+    except yaml.MarkedYAMLError as error:
+        if "maximum nesting depth" not in (error.problem or ""):
+            raise
+        mark = error.problem_mark
+        raise YamlTooLarge(
+            source,
+            f"refused: it is nested more than {MAX_YAML_DEPTH} deep",
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+        ) from None
 
 
 def _construct(loader: Any, node: yaml.Node, source: str, text: str) -> Any:
