@@ -248,3 +248,18 @@ def test_a_skill_past_the_index_cap_is_named_on_run_stderr(tmp_path: Path) -> No
     line = next(x for x in done.stderr.splitlines() if "the skill index lists" in x)
     assert "of 65 skills under its cap of 2,000 tokens" in line  # 60 and the 5 built-ins
     assert "search_skills: " in line and "skill-0059" in line
+
+
+def test_a_skill_named_as_a_built_in_one_is_a_warning(tmp_path: Path) -> None:
+    """As `skills list` says it: a run that searches this folder gets it in the built-in's
+    place. The built-in skills themselves are not warned about."""
+    write_skill(tmp_path, "files", description="My own file tools.")
+    report = only(check_folders([tmp_path / "files"]))
+    assert report.ok, report.problems
+    assert rules(report.warnings) == ["shadows-builtin"]
+    assert "shadows the built-in skill" in report.warnings[0].message
+    from orchestrator.skills import builtin_skills_folder
+
+    shipped = builtin_skills_folder()
+    assert shipped is not None
+    assert "shadows-builtin" not in rules(only(check_folders([shipped / "files"])).warnings)

@@ -14,8 +14,9 @@ parameter without a type (the model is told it takes any JSON value), a tool nam
 sent shortened to a hash, a `.mcp.json` command not found on PATH, a link in SKILL.md to a
 file that does not exist (or leads out of the folder, where `read_skill_file` cannot read),
 an `allowed-tools` entry that names no tool, a skill the index's token cap leaves out (the
-model then finds it only through `search_skills`), and Claude Code's fields, which the
-loader understands but the specification does not define.
+model then finds it only through `search_skills`), a skill named as a built-in one (it
+shadows it), and Claude Code's fields, which the loader understands but the specification
+does not define.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from ..security.inventory import reads
 from ..security.sandbox import Sandbox, resolve_backend
 from .allowed import resolve_tools, tool_tokens
 from .catalog import DEFAULT_INDEX_TOKENS, SkillCatalog
-from .discovery import walk_skill_folders
+from .discovery import builtin_skills_folder, walk_skill_folders
 from .process import child_environment, run_process
 from .servers import ConfigProblem, check_config, expand
 from .servers import parse_config as parse_servers_file
@@ -108,6 +109,7 @@ def check_folders(
     for path in given:
         reports += [check_folder(folder, catalog) for folder in _skill_folders(path)]
     _flag_duplicates(reports)
+    _flag_builtin_shadows(reports)
     _flag_index_cap(reports, catalog, index_tokens)
     return reports
 
@@ -391,6 +393,25 @@ def _flag_duplicates(reports: list[FolderReport]) -> None:
             )
         else:
             first[report.name] = report.folder
+
+
+def _flag_builtin_shadows(reports: list[FolderReport]) -> None:
+    """A warning for a skill named as a built-in one: a run that searches its folder gets it
+    in the built-in's place (as `skills list` says)."""
+    shipped = builtin_skills_folder()
+    if shipped is None:
+        return
+    builtin = {folder.resolve(): folder.name for folder in shipped.iterdir() if folder.is_dir()}
+    names = set(builtin.values())
+    for report in reports:
+        if report.name in names and report.folder.resolve() not in builtin:
+            report.warnings.append(
+                Problem(
+                    "shadows-builtin",
+                    f"skill {report.name!r} shadows the built-in skill of that name: a run "
+                    "that searches this folder gets this one in its place",
+                )
+            )
 
 
 def _flag_index_cap(reports: list[FolderReport], catalog: SkillCatalog, max_tokens: int) -> None:
