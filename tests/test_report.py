@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_process import orchestrator
 from report_traces import HOSTILE, expected_graph
 from trace_lines import trace_lines
 
@@ -267,3 +268,21 @@ async def test_a_model_call_that_waited_then_failed_is_a_bar_as_long_as_its_wait
     (bar,) = agent.bars
     assert bar.kind == "model" and bar.error and "400" in bar.error
     assert bar.end is not None and bar.end - bar.start >= 0.6
+
+
+def test_a_steps_preloaded_skills_are_among_the_skills_loaded(tmp_path: Path) -> None:
+    """A step that starts with a skill loaded (`skills: [files]`) loaded it, as `trace show`
+    says: the report lists it, marked preloaded, rather than "No agent loaded a skill"."""
+    (tmp_path / "script.yaml").write_text("a: [{content: done}]\n")
+    (tmp_path / "job.yaml").write_text(
+        "name: pre\nmodel: scripted:script.yaml\nsteps:\n  - {id: a, task: Go., skills: [files]}\n"
+    )
+    ran = orchestrator("run", "job.yaml", "-q", "--trace", "t.jsonl", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    made = orchestrator("report", "t.jsonl", "-o", "r.html", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "No agent loaded a skill" not in page
+    section = page[page.index("Skills loaded") :]
+    assert '<span class="chip">files</span>' in section
+    assert "(preloaded)" in section[: section.index("</ul>")]

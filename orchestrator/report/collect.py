@@ -161,12 +161,15 @@ def _run_start(c: Collector, event: RunStart) -> None:
         key = f"{path}#{count}"
     task = c.report.tasks.get(path)
     c.current[path] = key
+    preloaded = list(event.preloaded or [])
     c.report.agents[key] = AgentRun(
         key=key,
         path=path,
         subagent=task.subagent if task else None,
         model=event.model,
         started=event.ts,
+        skills=list(preloaded),
+        preloaded=preloaded,
     )
 
 

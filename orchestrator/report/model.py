@@ -38,6 +38,9 @@ class AgentRun:
     cache_read_tokens: int | None = None
     cost: float | None = None
     skills: list[str] = field(default_factory=list)
+    """The skills it loaded, those it started with loaded (`preloaded`) first."""
+    preloaded: list[str] = field(default_factory=list)
+    """The skills it started with loaded (its task, step or definition named them)."""
     compactions: int = 0
     """How many times its conversation was compacted to fit its model's context window."""
     bars: list[Bar] = field(default_factory=list)

@@ -139,7 +139,8 @@ def _chip(skill: str) -> str:
 
 
 def render_skills(report: RunReport, anchors: dict[str, str]) -> str:
-    """Each skill that was loaded, and which agents loaded it."""
+    """Each skill that was loaded, and which agents loaded it (or started with it loaded:
+    `preloaded`)."""
     loaded: dict[str, list[AgentRun]] = defaultdict(list)
     for agent in report.tree():
         for skill in agent.skills:
@@ -149,7 +150,9 @@ def render_skills(report: RunReport, anchors: dict[str, str]) -> str:
     items = []
     for skill, agents in sorted(loaded.items()):
         links = ", ".join(
-            f'<a href="#{anchors.get(a.key, "")}">{esc(a.key)}</a>' for a in agents[:50]
+            f'<a href="#{anchors.get(a.key, "")}">{esc(a.key)}</a>'
+            + (' <span class="muted">(preloaded)</span>' if skill in a.preloaded else "")
+            for a in agents[:50]
         )
         more = f" and {len(agents) - 50:,} more" if len(agents) > 50 else ""
         count = plural(len(agents), "agent")
