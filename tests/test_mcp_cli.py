@@ -275,3 +275,21 @@ def test_a_catalog_whose_only_tools_come_from_spec_servers_has_the_dispatcher(
     names = [t.name for t in SkillsExtension(catalog).tools()]
     assert "call_skill_tool" in names
     assert catalog.get("time") is not None and catalog.get("time").gives_tools
+
+
+@pytest.mark.slow  # starts MCP servers
+def test_skills_check_connect_starts_the_servers_and_fails_one_that_does_not_start(
+    tmp_path: Path,
+) -> None:
+    """`skills check --connect`: a server that exits at start is a problem of its folder (it
+    was caught only at run time before); one that starts has its tools listed."""
+    skills = tmp_path / "skills"
+    mcp_skill(skills, "kit", {"kit": kit_server()})
+    mcp_skill(skills, "dies", {"dead": {"command": sys.executable, "args": ["-c", "exit(3)"]}})
+    plain = orchestrator("skills", "check", skills, cwd=tmp_path)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    done = orchestrator("skills", "check", skills, "--connect", cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "[mcp-start]" in said and "dead" in said
+    assert "mcp servers started; their tools: kit__" in said

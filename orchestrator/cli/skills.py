@@ -93,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check.add_argument(
         "--strict", action="store_true", help="warnings fail the check too (exit code 1)"
     )
+    check.add_argument(
+        "--connect",
+        action="store_true",
+        help="also start each skill's MCP servers, as a run's load would, and report one that "
+        "does not start (from this process: use it on skills you trust)",
+    )
     _index_option(check)
     check.set_defaults(handler=check_command)
 
@@ -280,8 +286,12 @@ def _servers(info: SkillInfo, skill: LoadedSkill, *, connect: bool) -> LoadedSki
 
 def check_command(args: argparse.Namespace) -> int:
     reports = check_folders(args.dirs, index_tokens=args.index_tokens)
+    connected: dict[Path, list[str]] = {}
+    if args.connect:
+        catalog = SkillCatalog([Path(d) for d in args.dirs if Path(d).is_dir()])
+        connected = _connect_servers(reports, catalog)
     for report in reports:
-        found = _eval_files(report)
+        found = _eval_files(report) + connected.get(report.folder, [])
         _print_report(report)
         for line in found:
             print(f"      {line}")
@@ -295,6 +305,27 @@ def check_command(args: argparse.Namespace) -> int:
         print("--strict: warnings fail the check")
         return 1
     return 1 if failed else 0
+
+
+def _connect_servers(reports: list[FolderReport], catalog: SkillCatalog) -> dict[Path, list[str]]:
+    """`check --connect`: start each checked skill's MCP servers as a run's load would
+    (its `tools.py` is not imported: only the servers start). A server that does not start
+    is a problem of its folder; the tools of those that do are listed, by folder."""
+    listed: dict[Path, list[str]] = {}
+    for report in reports:
+        info = catalog.get(report.name) if report.name else None
+        if info is None or not info.has_servers:
+            continue
+        if info.folder.resolve() != report.folder.resolve():
+            continue
+        with sync_server_scope():
+            skill = with_servers_sync(LoadedSkill(info=info, body=""), None)
+        for failure in skill.failures:
+            report.problems.append(SkillProblem("mcp-start", failure, True))
+        if not skill.failures:
+            names = ", ".join(tool.name for tool in skill.tools) or "none"
+            listed[report.folder] = [f"mcp servers started; their tools: {names}"]
+    return listed
 
 
 def _eval_files(report: FolderReport) -> list[str]:
