@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -293,3 +294,22 @@ def test_skills_check_connect_starts_the_servers_and_fails_one_that_does_not_sta
     assert done.returncode == 1, said
     assert "[mcp-start]" in said and "dead" in said
     assert "mcp servers started; their tools: kit__" in said
+
+
+@pytest.mark.slow  # starts MCP servers
+def test_an_mcp_skill_as_the_model_gets_it_counts_its_servers_schemas(tmp_path: Path) -> None:
+    """The model view's `tool_schemas` counts the MCP tools' schemas the load result holds
+    (it said 0 before)."""
+    skills = tmp_path / "skills"
+    # The server's script inside the skill's folder: the view runs in a sandbox that mounts
+    # the catalog's folders, and a server is started as the skill declares it.
+    server = {"command": sys.executable, "args": ["${CLAUDE_PLUGIN_ROOT}/server.py", "stdio"]}
+    folder = mcp_skill(skills, "kit", {"kit": server})
+    (folder / "server.py").write_text(Path(TEST_SERVER).read_text(encoding="utf-8"))
+    done = orchestrator(
+        "skills", "show", "kit", "--skills", skills, "--as-model", "--json", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    view = json.loads(done.stdout)
+    assert "kit__" in view["load_result"]
+    assert view["tokens"]["tool_schemas"] > 0

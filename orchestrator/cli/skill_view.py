@@ -199,11 +199,19 @@ def _load_result(messages: Sequence[Message]) -> Message:
 
 
 def _skill_specs(catalog: SkillCatalog, name: str) -> list[ToolSpec]:
-    """The skill's own tools as tools-array entries (after the load: its code is in)."""
+    """The skill's own tools as tools-array entries (after the load: its code is in), its
+    MCP servers' among them (the servers are started again to list them, and stopped)."""
     try:
-        return [t.spec for t in catalog.load(name).tools]
+        loaded = catalog.load(name)
     except SkillError:
         return []
+    if not loaded.info.has_servers:
+        return [tool.spec for tool in loaded.tools]
+    from ..skills.servers import sync_server_scope, with_servers_sync  # a skill with servers
+
+    with sync_server_scope():
+        joined = with_servers_sync(loaded, None)
+    return [tool.spec for tool in joined.tools]
 
 
 def print_view(view: ModelView, *, as_json: bool) -> None:
