@@ -15,9 +15,7 @@ skill with code of its own (a `tools.py`, MCP servers) is shown from a sandboxed
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,12 +25,11 @@ from pydantic import BaseModel
 
 from ..messages import Message, ToolSpec
 from ..models import ScriptedModel
-from ..security import Permissions, SandboxSettings
-from ..security.sandbox import Sandbox, resolve_backend
+from ..security import Permissions
 from ..skills import Agent, SkillCatalog, SkillError, SkillsExtension
 from ..skills.catalog import index_line_tokens
+from ..skills.check import sandboxed_probe
 from ..skills.disclosure import Disclosure
-from ..skills.process import child_environment, run_process
 from ..tokens import default_counter
 
 
@@ -160,32 +157,20 @@ def model_view_confined(
         return model_view(
             catalog, name, disclosure=disclosure, index_tokens=index_tokens, arguments=arguments
         )
-    package = Path(__file__).resolve().parents[1]
-    roots = tuple(path.resolve() for path in catalog.paths)
     asked = {
-        "paths": [str(root) for root in roots],
+        "paths": [str(path.resolve()) for path in catalog.paths],
         "name": info.name,
         "disclosure": disclosure,
         "index_tokens": index_tokens,
         "arguments": arguments,
     }
-    with tempfile.TemporaryDirectory(prefix="orchestrator-view-") as scratch:
-        workspace = Path(scratch).resolve()
-        settings = SandboxSettings(read_only=(*roots, package), seconds=VIEW_SECONDS)
-        sandbox = Sandbox(resolve_backend(settings), settings, workspace)
-        argv = [sys.executable, "-c", VIEW_PROBE, json.dumps(asked)]
-        env = child_environment({"PYTHONPATH": str(package.parent)})
-        result = asyncio.run(run_process(argv, cwd=workspace, env=env, sandbox=sandbox))
-    lines = result.output.strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if result.exit_code == 0 and lines else None
-    except ValueError:
-        found = None
-    if not isinstance(found, dict):
-        what = result.render(VIEW_SECONDS).replace("\n", " ")[-600:]
-        raise SkillError(f"the skill could not be shown from the sandbox: {what}")
-    if "error" in found:
-        raise SkillError(str(found["error"]))
+    found = sandboxed_probe(
+        VIEW_PROBE,
+        json.dumps(asked),
+        read_only=tuple(path.resolve() for path in catalog.paths),
+        seconds=VIEW_SECONDS,
+        failed="the skill could not be shown from the sandbox",
+    )
     return ModelView.model_validate(found)
 
 

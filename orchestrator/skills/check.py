@@ -253,12 +253,30 @@ def tools_in_sandbox(folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
     in the default sandbox (the folder read-only, no network, an empty workspace): checking
     or showing a skill never runs its code outside one. SkillError when the import fails;
     SandboxUnavailable when no sandbox can run here."""
+    found = sandboxed_probe(
+        TOOLS_PROBE,
+        str((folder / TOOLS_FILE).resolve()),
+        read_only=(folder.resolve(),),
+        seconds=60,
+        failed=f"{folder / TOOLS_FILE} failed to import in the sandbox",
+    )
+    return [(str(name), str(text), dict(schema)) for name, text, schema in found["tools"]]
+
+
+def sandboxed_probe(
+    code: str, argument: str, *, read_only: tuple[Path, ...], seconds: float, failed: str
+) -> dict[str, Any]:
+    """Run `code` (with `argument`) in a sandboxed Python process (`read_only` and the
+    package read-only, no network, an empty workspace) and read the JSON object its last
+    line prints: how vetting a skill looks at its code without running it outside a
+    sandbox. SkillError (`failed`, then what the process said) when it prints none, or
+    the object's own `error`; SandboxUnavailable when no sandbox can run here."""
     package = Path(__file__).resolve().parents[1]  # the orchestrator package
     with tempfile.TemporaryDirectory(prefix="orchestrator-check-") as scratch:
         workspace = Path(scratch).resolve()
-        settings = SandboxSettings(read_only=(folder.resolve(), package), seconds=60)
+        settings = SandboxSettings(read_only=(*read_only, package), seconds=seconds)
         sandbox = Sandbox(resolve_backend(settings), settings, workspace)
-        argv = [sys.executable, "-c", TOOLS_PROBE, str((folder / TOOLS_FILE).resolve())]
+        argv = [sys.executable, "-c", code, argument]
         env = child_environment({"PYTHONPATH": str(package.parent)})
         result = asyncio.run(run_process(argv, cwd=workspace, env=env, sandbox=sandbox))
     lines = result.output.strip().splitlines()
@@ -267,11 +285,11 @@ def tools_in_sandbox(folder: Path) -> list[tuple[str, str, dict[str, Any]]]:
     except ValueError:
         found = None
     if not isinstance(found, dict):
-        what = result.render(60).replace("\n", " ")[-600:]
-        raise SkillError(f"{folder / TOOLS_FILE} failed to import in the sandbox: {what}")
+        what = result.render(int(seconds)).replace("\n", " ")[-600:]
+        raise SkillError(f"{failed}: {what}")
     if "error" in found:
         raise SkillError(str(found["error"]))
-    return [(str(name), str(text), dict(schema)) for name, text, schema in found["tools"]]
+    return found
 
 
 @reads("MCP configuration")
