@@ -58,15 +58,20 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def flipping(layout: tuple[Path, Path]) -> Iterator[tuple[Path, Path]]:
+def flipper(layout: tuple[Path, Path]) -> Iterator[subprocess.Popen[bytes]]:
     root, outside = layout
-    flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(root), str(outside)])
+    process = subprocess.Popen([sys.executable, "-c", FLIPPER, str(root), str(outside)])
     time.sleep(0.2)
     try:
-        yield root, outside
+        yield process
     finally:
-        flipper.kill()
-        flipper.wait()
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture
+def flipping(layout: tuple[Path, Path], flipper: subprocess.Popen[bytes]) -> tuple[Path, Path]:
+    return layout
 
 
 def test_a_link_swapped_in_after_the_check_is_refused(layout: tuple[Path, Path]) -> None:
@@ -123,7 +128,7 @@ async def test_reads_never_see_outside_files_while_links_flip(
 
 
 async def test_writes_never_land_outside_while_links_flip(
-    tools: dict[str, Tool], flipping: tuple[Path, Path]
+    tools: dict[str, Tool], flipping: tuple[Path, Path], flipper: subprocess.Popen[bytes]
 ) -> None:
     root, outside = flipping
     ctx = context(root)
@@ -132,6 +137,8 @@ async def test_writes_never_land_outside_while_links_flip(
             await call(tools["write_file"], ctx, path="real/data.txt", content=f"write {i}\n")
         except (ToolError, PermissionDenied, OSError):
             pass
+    flipper.kill()  # the folders hold still while they are looked over
+    flipper.wait()
     assert (outside / "data.txt").read_text() == "SECRET\n"
     assert sorted(p.name for p in outside.iterdir()) == ["data.txt"]
     # However a write failed, it left no temporary file behind.
