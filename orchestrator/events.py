@@ -104,6 +104,56 @@ class CompactedResult(_Part):
     stub: str
 
 
+InputKind = Literal["approval", "question", "remote", "elicitation"]
+"""Who waits for a person: a call the permissions mark `ask`, the agent's own question
+(`ask_user`), a remote agent's input-required, an MCP server's elicitation."""
+InputForm = Literal["yes_no", "choice", "text", "schema"]
+"""What an answer must be: yes or no, one of `choices`, free text, or JSON valid against a
+JSON Schema (an MCP server's form)."""
+AnswerAction = Literal["accept", "decline", "cancel"]
+"""What the person did with a request: answered it, declined it, or dismissed it."""
+
+
+class InputRequest(_Part):
+    """What a run waits for a person to answer (agent/waiting.py). Its text comes from a
+    model, a remote agent or a server: it is data shown to the person, never instructions."""
+
+    id: str
+    """Short and stable: the same call asks under the same id in every attempt."""
+    agent: str
+    """The path of the agent whose call waits (`planner/review`)."""
+    call_id: str
+    """The waiting tool call: on resume the answer becomes its result."""
+    kind: InputKind
+    question: str
+    form: InputForm = "text"
+    choices: list[str] | None = None
+    """For the `choice` form: the answers it takes."""
+    input_schema: dict[str, JsonValue] | None = None
+    """For the `schema` form: the JSON Schema an answer must be valid against."""
+    source: str
+    """Who asks, for the person: `agent planner`, `remote agent 'billing'`, `MCP server 'db'`."""
+    tool: str | None = None
+    """For an approval: the tool the call would run."""
+    state: JsonValue = None
+    """What the waiting tool needs to go on when answered (a remote task's id, a server's
+    request state); never shown as the question."""
+    expires_at: float | None = None
+    """Unix time after which an answer comes too late (the asker's own expiry)."""
+
+
+class Answer(_Part):
+    """A person's answer to one `InputRequest`, checked against its form."""
+
+    id: str
+    """The request it answers."""
+    value: JsonValue = None
+    """True/False for `yes_no`; the choice; the text; the JSON for `schema`."""
+    action: AnswerAction = "accept"
+    by: str = "person"
+    """Who answered: `person`, or the policy (`policy: deny`)."""
+
+
 class EventBase(BaseModel):
     """What every event has. Its fields are read as attributes; `as_line()` gives the line
     it was (a dict of JSON values)."""
@@ -320,6 +370,22 @@ class Approval(EventBase):
     by: str | None = None
     rule: str | None = None
     reason: str | None = None
+
+
+class InputRequested(EventBase):
+    """A call of the run waits for a person's answer (agent/waiting.py)."""
+
+    type: Literal["input_request"]
+    request: InputRequest
+
+
+class InputAnswered(EventBase):
+    """An answer given to a waiting request, recorded first in the attempt that uses it."""
+
+    type: Literal["input_answer"]
+    answer: Answer
+    late: bool | None = None
+    """It came after the request's expiry: the asker is told so, not given the value."""
 
 
 class Compact(EventBase):
@@ -595,6 +661,8 @@ TraceEvent = Annotated[
     | ToolStart
     | ToolEnd
     | Approval
+    | InputRequested
+    | InputAnswered
     | Compact
     | Note
     | ContextWindow

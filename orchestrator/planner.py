@@ -24,6 +24,7 @@ from .agent import (
     AgentLoop,
     Approver,
     CompactionStrategy,
+    OnInput,
     RunResult,
     RunSettings,
     TokenBudget,
@@ -151,6 +152,8 @@ class Orchestrator:
         fail_on_skill_error: bool = False,
         compaction: CompactionStrategy = "mask",
         note: bool = False,
+        questions: bool = False,
+        on_input: OnInput = "wait",
     ) -> None:
         given = {
             "tools": tools,
@@ -177,6 +180,8 @@ class Orchestrator:
             "fail_on_skill_error": fail_on_skill_error,
             "compaction": compaction,
             "note": note,
+            "questions": questions,
+            "on_input": on_input,
         }
         if compaction not in COMPACTION_STRATEGIES:
             raise ValueError(
@@ -204,6 +209,7 @@ class Orchestrator:
             self._price_given(model) if isinstance(model, ChatModel) else self._models.get(model)
         )
         self.approve = approve
+        self.on_input: OnInput = on_input
         self.user_skills = False  # the home folders were searched too (from_job)
         self.catalog = _catalog(skills, builtin)
         self.subagents = (
@@ -237,6 +243,7 @@ class Orchestrator:
                 fail_on_skill_error=fail_on_skill_error,
                 compaction=compaction,
                 note=note,
+                questions=questions,
             ),
             resolve=self.resolve,
             approve=approve,
@@ -273,6 +280,8 @@ class Orchestrator:
             "fail_on_skill_error": job.fail_on_skill_error,
             "compaction": job.compaction,
             "note": job.note,
+            "questions": job.questions,
+            "on_input": job.on_input,
         }
         settings.update(overrides)
         builtin = bool(settings.get("builtin", True))
@@ -399,6 +408,7 @@ class Orchestrator:
         output: StepOutput | None = None,
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
+        questions: bool | None = None,
         forks: ForkExtension | None = None,
     ) -> Agent[Any, Any]:
         """The planner agent, ready to run (a job's planner steps use this too, some with a
@@ -411,7 +421,12 @@ class Orchestrator:
         extensions = [forks] if settings.max_depth > 0 else []
         model = model or self.model
         chosen = merged(
-            Choices(compaction=compaction, note=note, **(output.choices() if output else {})),
+            Choices(
+                compaction=compaction,
+                note=note,
+                questions=questions,
+                **(output.choices() if output else {}),
+            ),
             settings.choices(),
         )
         return Agent(
@@ -432,6 +447,8 @@ class Orchestrator:
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
             approve=self.approve,
+            on_input=self.on_input,
+            questions=bool(chosen.questions),
             output_type=chosen.output,
             output_mode=chosen.output_mode,
             output_retries=DEFAULT_OUTPUT_RETRIES
@@ -581,11 +598,14 @@ class Orchestrator:
         force: bool = False,
         user_skills: bool = False,
         retry_failed: bool = False,
+        answers: Mapping[str, Any] | None = None,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
     ) -> JobResult:
         """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
+        `answers` answer what a run that ended `input_required` waits for, by request id
+        (`JobResult.waiting`; docs/waiting.md): each waiting call gets its answer.
         `retry_failed`: run again the steps and forked tasks that ended failed, and what
         depends on them, a finished run's included.
 
@@ -606,6 +626,7 @@ class Orchestrator:
             force=force,
             user_skills=user_skills,
             retry_failed=retry_failed,
+            answers=answers,
         )
         if resumption.finished is not None:
             return resumption.finished
@@ -628,6 +649,7 @@ class Orchestrator:
         force: bool = False,
         user_skills: bool = False,
         retry_failed: bool = False,
+        answers: Mapping[str, Any] | None = None,
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
@@ -641,6 +663,7 @@ class Orchestrator:
                 force=force,
                 user_skills=user_skills,
                 retry_failed=retry_failed,
+                answers=answers,
                 listeners=listeners,
                 approve=approve,
                 stream=stream,
@@ -698,6 +721,7 @@ class Orchestrator:
             budget=budget,
             trace=trace,
             model=self.model,
+            on_input=self.on_input,
             deps=deps,
         )
 
@@ -726,9 +750,16 @@ class Orchestrator:
                 output=output,
                 compaction=step.compaction,
                 note=step.note,
+                questions=step.questions,
             )
         return self.fork.build_agent(
-            request, context, model, output=output, compaction=step.compaction, note=step.note
+            request,
+            context,
+            model,
+            output=output,
+            compaction=step.compaction,
+            note=step.note,
+            questions=step.questions,
         )
 
     def _check_deps(self, deps: object) -> None:
@@ -751,12 +782,14 @@ class Orchestrator:
 
     def _check_run(self, settings: RunSettings[Any]) -> None:
         """A run's settings that its executor cannot carry are refused, never dropped: deps
-        (objects of this process), and permissions and caps, which its workers take from
-        the orchestrator they are built from."""
+        (objects of this process), and permissions, caps and `on_input`, which its workers
+        take from the orchestrator they are built from."""
         self._check_deps(settings.get("deps"))
         if self.executor is None:
             return
-        given = [k for k in ("permissions", "max_tokens", "max_cost") if settings.get(k)]
+        given = [
+            k for k in ("permissions", "max_tokens", "max_cost", "on_input") if settings.get(k)
+        ]
         if given:
             raise ConfigError(
                 f"a run's own {', '.join(given)} cannot reach the tasks an executor "

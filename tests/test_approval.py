@@ -93,12 +93,12 @@ async def test_an_async_callback_that_denies_is_an_observation_and_nothing_runs(
     assert [e["name"] for e in starts] == ["load_skill"]  # the denied call never started
 
 
-async def test_without_a_callback_the_call_is_denied_and_the_model_is_told_why(
+async def test_without_a_callback_and_on_input_deny_the_call_is_denied_and_the_model_is_told(
     tmp_path: Path,
 ) -> None:
     trace = tmp_path / "run.jsonl"
     with Trace(trace) as opened:
-        result = await shell_agent(tmp_path, TURNS, trace=opened).run("go")
+        result = await shell_agent(tmp_path, TURNS, trace=opened, on_input="deny").run("go")
 
     assert not (tmp_path / "approved.txt").exists()
     kind, text = results(result.messages)[-1]

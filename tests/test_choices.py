@@ -36,6 +36,7 @@ def test_every_setting_has_its_rule() -> None:
         "output_retries": "override",
         "compaction": "override",
         "note": "override",
+        "questions": "override",
         "max_steps": "narrow",
         "max_tokens": "narrow",
     }

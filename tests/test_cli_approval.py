@@ -1,5 +1,6 @@
 """`orchestrator run` asks a person on the terminal: a real pseudo-terminal (pexpect), a real
-shell command, a scripted model. Off a terminal, nobody can be asked and the call is denied."""
+shell command, a scripted model. Off a terminal, nobody can be asked now: the run waits for
+the answer (docs/waiting.md), or denies with `on_input: deny`."""
 
 from __future__ import annotations
 
@@ -90,16 +91,39 @@ def test_no_on_the_terminal_denies_and_the_model_is_told(tmp_path: Path) -> None
     assert "a person denied it" in denied
 
 
-def test_off_a_terminal_the_call_is_denied_and_says_why(tmp_path: Path) -> None:
-    folder = job_folder(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "run", "job.yaml", "--trace", "run.jsonl"],
+def run_off_a_terminal(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
         cwd=folder,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_off_a_terminal_the_call_waits_and_a_new_process_answers_it(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path)
+    done = run_off_a_terminal(folder, "run", "job.yaml", "--trace", "run.jsonl")
+    assert done.returncode == 5, done.stderr  # EXIT_WAITING
+    assert "Allow this call" not in done.stderr
+    assert "waiting: " in done.stderr and "shell__run" in done.stderr
+    assert "answer: orchestrator resume " in done.stderr
+    assert not (folder / "work" / "approved.txt").exists()
+    assert decisions(folder) == []  # asked, not decided
+
+    answered = run_off_a_terminal(folder, "resume", "run.jsonl", "--answer", "yes")
+    assert answered.returncode == 0, answered.stderr
+    assert (folder / "work" / "approved.txt").exists()
+    assert decisions(folder) == [("approved", "person")]
+
+
+def test_off_a_terminal_with_on_input_deny_the_call_is_denied_and_says_why(
+    tmp_path: Path,
+) -> None:
+    folder = job_folder(tmp_path)
+    (folder / "job.yaml").write_text(JOB + "on_input: deny\n")
+    done = run_off_a_terminal(folder, "run", "job.yaml", "--trace", "run.jsonl")
     assert done.returncode == 0, done.stderr
     assert "Allow this call" not in done.stderr
     assert not (folder / "work" / "approved.txt").exists()

@@ -35,16 +35,20 @@ from .loop import (
 from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
 from .tools import (
+    ON_INPUT,
     ApprovalRequest,
     Approver,
     ArgumentsError,
     Guard,
+    InputRefused,
+    OnInput,
     Preapproval,
     Preapprover,
     Refusal,
     Tool,
     ToolContext,
     Toolset,
+    WaitingForInput,
     as_tool,
     render_result,
     tool,
@@ -52,8 +56,25 @@ from .tools import (
 
 if TYPE_CHECKING:
     from .output import FINAL_TOOL, OutputSpec, StructuredOutput, strict_schema
+    from .waiting import (
+        AnswerRefused,
+        answer_for,
+        check_answer,
+        give_answers,
+        new_request,
+        request_lines,
+    )
 
 _OUTPUT = ("FINAL_TOOL", "OutputSpec", "StructuredOutput", "strict_schema")
+_WAITING = (
+    "AnswerRefused",
+    "answer_for",
+    "check_answer",
+    "give_answers",
+    "new_request",
+    "request_lines",
+)
+"""Names of agent/waiting.py: loaded when first asked for (by a run that waits, a resume)."""
 
 __all__ = [
     "COMPACTION_STRATEGIES",
@@ -62,6 +83,7 @@ __all__ = [
     "FINAL_TOOL",
     "AgentLoop",
     "AgentOptions",
+    "AnswerRefused",
     "ApprovalRequest",
     "Approver",
     "ArgumentsError",
@@ -71,8 +93,11 @@ __all__ = [
     "CompactionStrategy",
     "Extension",
     "Guard",
+    "InputRefused",
     "ModelLike",
     "NOTE_CHARS",
+    "ON_INPUT",
+    "OnInput",
     "OutputMode",
     "OutputSpec",
     "Preapproval",
@@ -91,8 +116,14 @@ __all__ = [
     "Tool",
     "ToolContext",
     "Toolset",
+    "WaitingForInput",
+    "answer_for",
     "as_tool",
+    "check_answer",
+    "give_answers",
+    "new_request",
     "render_result",
+    "request_lines",
     "run_sync",
     "strict_schema",
     "tool",
@@ -100,8 +131,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _OUTPUT:
+    if name not in _OUTPUT and name not in _WAITING:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(".output", __name__), name)
+    module = ".output" if name in _OUTPUT else ".waiting"
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -46,6 +46,7 @@ from ..errors import (
     SafetyWarning,
     UntrustedUsage,
 )
+from ..events import InputRequest
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
@@ -83,7 +84,7 @@ from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .run_results import ErrorDetail, OutputT, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
-from .tools import Approver, Deps, Tool, ToolContext, Toolset
+from .tools import ON_INPUT, Approver, Deps, OnInput, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
@@ -170,6 +171,9 @@ class RunSettings(TypedDict, Generic[Deps], total=False):
     """What a cut-off run of this agent recorded, to go on from (docs/resume.md)."""
     cancel: CancelHandle | None
     """A cancel handle: its `cancel()` ends the run `cancelled`, and the run returns."""
+    on_input: OnInput | None
+    """Where a person must answer and none is live: `wait` (the run ends `input_required`),
+    `deny` or `fail`, in place of the agent's (agent/waiting.py)."""
 
 
 class CancelHandle:
@@ -317,6 +321,8 @@ class RunState:
     deadline: asyncio.Timeout | None = None  # its time limit, when it has one
     time_limit: float | None = None
     sent_back: str | None = None  # why the last answer did not validate, while it is retried
+    waiting: list[InputRequest] = field(default_factory=list)  # what a person must answer
+    input_refused: str | None = None  # a call needed a person, and on_input is `fail`
 
     def cancelled_because(self) -> str | None:
         """Why the run was cancelled, when it was by its own handle, interrupt or time limit
@@ -348,6 +354,8 @@ class AgentOptions(TypedDict, total=False):
     depth: int
     time_limit: float | None
     approve: Approver | None
+    on_input: OnInput
+    questions: bool
     compact_at: float | None
     compaction: CompactionStrategy
     note: bool
@@ -387,6 +395,12 @@ class AgentLoop(Generic[Deps, OutputT]):
         depth: How deep in the fork tree this agent runs (0: the top).
         time_limit: Seconds after which a run ends as `cancelled`, its record complete.
         approve: Asked before calls the permissions mark `ask` (agent/turn_calls.py).
+        on_input: Where a person must answer and none is live (no `approve` for a call marked
+            `ask`, the agent's own question): `wait` ends the run `input_required`, its
+            requests in `RunResult.waiting`, to be resumed with the answers; `deny` refuses
+            the call (the model reads why); `fail` ends the run `error` (agent/waiting.py).
+        questions: Give the agent the `ask_user` tool: a question to the user, whose answer
+            is the call's result (the run may wait for it).
         compact_at: The share of the model's context window past which the conversation is
             compacted (agent/compaction.py; by default the model's `compact_at` setting, else
             0.8); used only when the window is known.
@@ -460,6 +474,8 @@ class AgentLoop(Generic[Deps, OutputT]):
         depth: int = 0,
         time_limit: float | None = None,
         approve: Approver | None = None,
+        on_input: OnInput = "wait",
+        questions: bool = False,
         compact_at: float | None = None,
         compaction: CompactionStrategy = "mask",
         note: bool = False,
@@ -478,8 +494,14 @@ class AgentLoop(Generic[Deps, OutputT]):
             )
         if note_chars < 1:
             raise ValueError(f"note_chars must be at least 1, got {note_chars}")
+        if on_input not in ON_INPUT:
+            raise ValueError(f"on_input must be one of {', '.join(ON_INPUT)}, got {on_input!r}")
         if note:
             tools = [*tools, NOTE]
+        if questions:
+            from .waiting import ASK_USER  # loaded by an agent that may ask the user
+
+            tools = [*tools, ASK_USER]
         self.model = resolve_model(model)
         self.output: StructuredOutput[Any] | None = None
         if output_type is not None or output_mode is not None:
@@ -502,6 +524,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         self.depth = depth
         self.time_limit = time_limit
         self.approve = approve
+        self.on_input: OnInput = on_input
         self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
         ContextFit(None, compact_at=self.compact_at)  # checks it
         self.window = context_window(self.model)
@@ -632,6 +655,7 @@ class AgentLoop(Generic[Deps, OutputT]):
                 max_cost=settings.get("max_cost"),
                 history=settings.get("history"),
                 sandbox=sandbox,
+                on_input=settings.get("on_input"),
             )
             state.stop = stop = self._stopper(opened, handles, scopes)
             state.time_limit = limit
@@ -749,6 +773,8 @@ class AgentLoop(Generic[Deps, OutputT]):
             self._finish(state, "loop_detected", message.content or "")
         else:
             await self.run_tools(state, message.tool_calls)
+            if await self._waits(state):
+                return
             if state.repeats.count == REPEAT_WARN_AT:
                 self._append(state, Message.user(state.repeats.note()))
 
@@ -1008,6 +1034,8 @@ class AgentLoop(Generic[Deps, OutputT]):
             known=known,
         )
         await state.batch.run()
+        state.waiting.extend(state.batch.waiting)
+        state.input_refused = state.input_refused or state.batch.input_refused
         state.batch = None
 
     async def _end_early(
@@ -1043,9 +1071,32 @@ class AgentLoop(Generic[Deps, OutputT]):
         cut, state.resume = state.resume, None
         if cut is not None and cut.calls:
             await self.run_tools(state, cut.calls, cut.known)
+            if await self._waits(state):
+                return
         if cut is not None and cut.final is not None:
             last_step = state.steps >= self.max_steps
             await self._answer(state, cut.final, forced=False, last_step=last_step)
+
+    async def _waits(self, state: RunState) -> bool:
+        """After a turn: end the run if a call needs a person's answer (`input_required`,
+        to be resumed with it) or needed one the run could not wait for (`error`)."""
+        if state.input_refused is not None:
+            error = state.input_refused
+            await self._end_early(
+                state, "error", error, ErrorDetail(type="InputRefused", message=error)
+            )
+            return True
+        if not state.waiting:
+            return False
+        await self._settle(state, answered=False)
+        ids = ", ".join(r.id for r in state.waiting)
+        self._finish(
+            state,
+            "input_required",
+            _last_answer(state.transcript),
+            error=f"waiting for a person's answer to {ids}",
+        )
+        return True
 
     async def _answer(
         self, state: RunState, message: Message, *, forced: bool, last_step: bool
@@ -1189,6 +1240,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         max_cost: float | None = None,
         history: AgentHistory | None = None,
         sandbox: str | None = None,
+        on_input: OnInput | None = None,
     ) -> RunState:
         """A new run's state (or a resumed one's, from its `history`) with the run's
         permissions; `sandbox`: where its commands run (recorded at its start); the other
@@ -1206,6 +1258,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             guards=[extension.guard for extension in self.extensions],
             preapprovers=[extension.preapproval for extension in self.extensions],
             approve=self.approve,
+            on_input=on_input or self.on_input,
             deps=deps,
         )
         state = RunState(transcript=Transcript(), context=context, budget=budget)
@@ -1321,6 +1374,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             error_detail=detail,
             trace=str(trace.path) if trace.path is not None else None,
             children=list(state.context.children),
+            waiting=list(state.waiting),
             refused={
                 **{k: v for e in self.extensions for k, v in e.refused().items()},
                 **refusals(state.transcript),
@@ -1341,6 +1395,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             error=error,
             **({"refused": state.result.refused} if state.result.refused else {}),
             **({"empty_answer": True} if state.result.empty_answer else {}),
+            **({"waiting": [r.id for r in state.waiting]} if state.waiting else {}),
         )
 
     def __repr__(self) -> str:

@@ -10,6 +10,8 @@ gets the results it is missing:
 - a call whose result was recorded keeps it;
 - a resumable tool is called again: one that only reads (`load_skill`, `read_task_output`),
   or `fork`, which resumes itself from the trace;
+- a call that waited for a person's answer (agent/waiting.py) is called again: it finds the
+  answer given on resume, or waits again;
 - a call that had started gets `aborted` (it may have had effects, so it is never silently
   repeated: the model sees that and decides), even if it ended and only its result was lost;
 - a call that never started gets `skipped`.
@@ -41,6 +43,8 @@ LOST = (
 )
 SKIPPED = "Skipped: the run stopped before this call started."
 _CANCELLED = ("aborted", "skipped")
+WAITED = "input_required"
+"""The result type of a call that waited for a person: called again on resume."""
 
 
 @dataclass
@@ -144,7 +148,7 @@ def _again(call: ToolCall, recorded: dict[str | None, Message], toolset: Toolset
     """The call needs something new: it has no result, or it is resumable and its result
     came from the cancellation that cut it short."""
     result = recorded.get(call.id)
-    if result is None:
+    if result is None or result.error_type == WAITED:
         return True
     return _resumable(call, toolset) and result.error_type in _CANCELLED
 
@@ -155,7 +159,8 @@ def _answer(
     """The result a call of the cut turn gets, or None when it is called again."""
     if not _again(call, recorded, toolset):
         return recorded[call.id]
-    if _resumable(call, toolset):
+    waited = recorded.get(call.id)
+    if _resumable(call, toolset) or (waited is not None and waited.error_type == WAITED):
         return None
     if call.id in record.ended_calls:
         return Message.tool_result(call, LOST, error_type="aborted")

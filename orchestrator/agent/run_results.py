@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, PrivateAttr, computed_field
 from typing_extensions import TypeVar
 
 from ..errors import ModelError, NoOutput, RetryableModelError
+from ..events import InputRequest
 from ..messages import Message, Usage
 
 Status = Literal[
@@ -33,6 +34,7 @@ Status = Literal[
     "context_full",
     "output_invalid",
     "cancelled",
+    "input_required",
     "error",
 ]
 TaskStatus = Status | Literal["skipped"]
@@ -138,6 +140,11 @@ class RunResult(BaseModel, Generic[OutputT]):
         default=None, description="The trace file this run wrote to, when it wrote to one."
     )
     children: list[TaskResult] = Field(default_factory=list)
+    waiting: list[InputRequest] = Field(
+        default_factory=list,
+        description="A run that ended `input_required`: what it waits for a person to "
+        "answer (agent/waiting.py); resumed with the answers, it goes on.",
+    )
     refused: dict[str, str] = Field(
         default_factory=dict,
         description="What the run's safety rules refused every time it was tried: a tool's "
@@ -289,7 +296,7 @@ def refusals(messages: Sequence[Message]) -> dict[str, str]:
         if message.error_type == "denied":
             lines = (message.content or "").strip().splitlines()
             denied[key] = lines[0][:300] if lines else "refused"
-        elif message.error_type not in ("skipped", "aborted"):
+        elif message.error_type not in ("skipped", "aborted", "input_required"):
             allowed.add(key)
     return {key: reason for key, reason in denied.items() if key not in allowed}
 

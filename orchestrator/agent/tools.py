@@ -38,12 +38,13 @@ import inspect
 import json
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
     Generic,
+    Literal,
     TypeVar,
     cast,
     get_args,
@@ -57,7 +58,8 @@ from pydantic.fields import FieldInfo
 from typing_extensions import ParamSpec as DefaultParamSpec
 from typing_extensions import TypeVar as DefaultTypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OrchestratorError
+from ..events import InputRequest
 from ..messages import ToolCall, ToolSpec
 from ..security import Permissions
 from ..trace import NullTrace, Trace
@@ -245,6 +247,27 @@ class ApprovalRequest:
     """The permission that asks, e.g. "permissions.shell is 'ask'"."""
 
 
+OnInput = Literal["wait", "deny", "fail"]
+"""What a run does where a person must answer and none is live (agent/waiting.py): wait
+(the run ends `input_required`, to be answered later), deny (the call is refused and the
+model reads why), fail (the run ends `error`)."""
+ON_INPUT: tuple[OnInput, ...] = get_args(OnInput)
+
+
+class WaitingForInput(Exception):  # noqa: N818 - a state the run enters, not a failure
+    """A call cannot go on without a person's answer to `requests`. `relayed`: they were
+    asked by agents under the call (a fork's sub-agents) and are recorded already."""
+
+    def __init__(self, requests: Sequence[InputRequest], *, relayed: bool = False) -> None:
+        super().__init__("; ".join(f"{r.id}: {r.question}" for r in requests))
+        self.requests = list(requests)
+        self.relayed = relayed
+
+
+class InputRefused(OrchestratorError):
+    """A call needs a person's answer and the run's `on_input` is `fail`: the run ends."""
+
+
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
 """The approval callback: True approves the call; a sync one runs in a thread of its own."""
 
@@ -286,7 +309,10 @@ class ToolContext(Generic[Deps]):
     guards: list[Guard] = field(default_factory=list)
     preapprovers: list[Preapprover] = field(default_factory=list)
     approve: Approver | None = None
+    on_input: OnInput = "wait"
     deps: Deps = cast(Deps, None)
+    call_id: str | None = None
+    """The id of the call this context runs (None outside a call)."""
     _states: dict[type[object], object] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -298,6 +324,12 @@ class ToolContext(Generic[Deps]):
         if found is None:
             found = self._states[kind] = kind()
         return cast(S, found)
+
+    def for_call(self, call_id: str) -> ToolContext[Deps]:
+        """This context for running the call `call_id` (its state still the run's)."""
+        scoped = copy.copy(self)
+        scoped.call_id = call_id
+        return scoped
 
     def granting(self, permissions: Permissions) -> ToolContext[Deps]:
         """This context for one call run with `permissions` (its state still the run's)."""

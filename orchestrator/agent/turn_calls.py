@@ -20,8 +20,10 @@ call waiting for approval has not started:
    preapprovers (`ToolContext.preapprovers`: an active skill's `allowed-tools`), and a grant
    runs it unasked (an `approval` event `by: skill`); else it hands an `ApprovalRequest` to
    the run's approval callback (`ToolContext.approve`: sync or async, `True` approves,
-   anything else, an exception included, denies). Without a callback the call is denied, and
-   the observation says no one could be asked, and why no skill pre-approved it.
+   anything else, an exception included, denies). Without a callback the run's `on_input`
+   decides (agent/waiting.py): by default the call waits for a person's answer, the run ends
+   `input_required` and the answer given on resume decides; with `deny` the call is denied,
+   and the observation says no one could be asked, and why no skill pre-approved it.
 
 A refusal or denial is an error observation of type `denied` the model reads; the loop goes
 on. A tool that raises fails its call the same way, and the exception, traceback included,
@@ -44,6 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
+from ..events import InputRequest
 from ..messages import Message, ToolCall
 from .compaction import NOTE, WorkingRecord
 from .tools import (
@@ -51,9 +54,11 @@ from .tools import (
     ApprovalRequest,
     ArgumentsError,
     ExitFromCode,
+    InputRefused,
     Refusal,
     Tool,
     ToolContext,
+    WaitingForInput,
     render_result,
     run_in_thread,
     unwrap,
@@ -61,7 +66,8 @@ from .tools import (
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
 NOBODY = (
-    "no one can be asked in this run (it is not on a terminal, and no approval callback was given)"
+    "no one can be asked in this run (it is not on a terminal, no approval callback was given, "
+    "and its on_input is 'deny')"
 )
 
 logger = logging.getLogger("orchestrator.tools")
@@ -95,6 +101,10 @@ class ToolBatch:
         self.started = [False] * len(self.calls)
         self.on_result = on_result
         self.delivered = 0
+        self.waiting: list[InputRequest] = []
+        """What the turn's calls wait for a person to answer (agent/waiting.py)."""
+        self.input_refused: str | None = None
+        """Why a call that needed a person ended the run (`on_input: fail`)."""
         self._slots = asyncio.Semaphore(max(1, concurrency))
         for index, result in enumerate(known):
             if result is not None:  # a result given in advance (a resumed turn): not run
@@ -176,7 +186,11 @@ class ToolBatch:
         except ArgumentsError as exc:
             self._set(index, Message.tool_result(call, str(exc), error_type=exc.kind))
             return
-        admitted = await admit(call, self.context)
+        try:
+            admitted = await admit(call, self.context.for_call(call.id))
+        except (WaitingForInput, InputRefused) as exc:
+            self._set(index, self._unanswered(call, exc))
+            return
         if isinstance(admitted, Refusal):
             self._set(index, Message.tool_result(call, admitted.text, error_type=admitted.kind))
             return
@@ -202,6 +216,10 @@ class ToolBatch:
         except asyncio.CancelledError:
             _tool_end(context, call, "aborted", began)  # every tool_start has its tool_end
             raise
+        except (WaitingForInput, InputRefused) as exc:
+            result = self._unanswered(call, exc)
+            _tool_end(context, call, result.error_type, began)
+            return result
         if len(text) > self.max_result_chars:
             cut = len(text) - self.max_result_chars
             text = f"{text[: self.max_result_chars]}\n[... {cut} more characters cut]"
@@ -241,6 +259,8 @@ class ToolBatch:
         except ToolError as exc:
             _log_failure(found, context, exc, logging.DEBUG)
             return str(exc), "tool_error"
+        except (WaitingForInput, InputRefused):
+            raise
         except ExitFromCode as exc:
             _log_failure(found, context, exc)
             return f"Tool {found.name} tried to exit: {exc}. The call failed.", "tool_error"
@@ -252,6 +272,24 @@ class ToolBatch:
         except Exception as exc:
             _log_failure(found, context, exc)
             return f"Tool {found.name} raised {type(exc).__name__}: {exc}", "tool_error"
+
+    def _unanswered(self, call: ToolCall, exc: WaitingForInput | InputRefused) -> Message:
+        """The result of a call that needs a person's answer: it waits (its requests are
+        recorded, and the run ends `input_required` after the turn), or, with `on_input:
+        fail`, it ends the run."""
+        if isinstance(exc, InputRefused):
+            self.input_refused = str(exc)
+            return Message.tool_result(call, f"Refused: {exc}.", error_type="input_refused")
+        from .waiting import recorded  # loaded by a run where a call waits for a person
+
+        trace = self.context.trace
+        for request in exc.requests:
+            if not exc.relayed:
+                trace.emit("input_request", request.agent, request=recorded(request))
+            self.waiting.append(request)
+        ids = ", ".join(r.id for r in exc.requests)
+        text = f"Waiting for a person's answer ({ids}): the run goes on once it is given."
+        return Message.tool_result(call, text, error_type="input_required")
 
     def _unknown_tool_text(self, name: str) -> str:
         names = self.context.toolset.names
@@ -312,7 +350,10 @@ async def admit(call: ToolCall, ctx: ToolContext) -> Refusal | ToolContext:
         _record(ctx, call, "approved", "skill", rule, preapproved.reason)
     else:
         request = ApprovalRequest(ctx.agent, call.name, _arguments(call), call.id, rule)
-        approved, by, why = await _ask(request, ctx)
+        if ctx.approve is None:  # no one live: the answer comes later, or the policy denies
+            approved, by, why = await _answered(request, ctx)
+        else:
+            approved, by, why = await _ask(request, ctx)
         _record(ctx, call, "approved" if approved else "denied", by, rule, why)
         if not approved:
             notes = "".join(f" ({v.reason})" for v in verdicts)
@@ -321,6 +362,30 @@ async def admit(call: ToolCall, ctx: ToolContext) -> Refusal | ToolContext:
             )
     granted = permissions.granting(call.name)
     return ctx if granted is permissions else ctx.granting(granted)
+
+
+async def _answered(request: ApprovalRequest, ctx: ToolContext) -> tuple[bool, str, str]:
+    """(approved, who decided, why) for a request no one live can decide: the answer given
+    on resume, or the run's `on_input` (`wait` raises WaitingForInput)."""
+    from .waiting import answer_for, new_request  # loaded where no one live can approve
+
+    shown = json.dumps(request.arguments, ensure_ascii=False)
+    if len(shown) > 1_000:
+        shown = shown[:1_000] + " [... cut]"
+    asked = new_request(
+        ctx,
+        "approval",
+        f"May {request.agent} call {request.tool} with {shown}? ({request.rule})",
+        source=f"agent {request.agent}",
+        form="yes_no",
+        tool=request.tool,
+    )
+    answer = await answer_for(ctx, asked)
+    if answer.by != "person":
+        return False, "nobody", NOBODY
+    if answer.action == "accept" and answer.value is True:
+        return True, "person", f"approved (answer {asked.id})"
+    return False, "person", f"a person denied it (answer {asked.id})"
 
 
 async def _ask(request: ApprovalRequest, ctx: ToolContext) -> tuple[bool, str, str]:

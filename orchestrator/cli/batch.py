@@ -28,6 +28,7 @@ from .jobs import (
     EXIT_FAILED_STEP,
     EXIT_OK,
     EXIT_SPEC_ERROR,
+    EXIT_WAITING,
     add_executor_arguments,
     add_job_arguments,
     show_error,
@@ -75,20 +76,33 @@ def batch_command(args: argparse.Namespace) -> int:
     try:
         rows = read_rows(args.inputs)
         runner = BatchRun(args, rows[0] if rows else Row(1, "1", {}))
-        lines = asyncio.run(runner.batch.run(rows, runner.start))
+        lines = asyncio.run(runner.batch.run(rows, runner.start, runner.resume))
     except ConfigError as exc:
         show_error(exc)
         return EXIT_SPEC_ERROR
     completed = sum(1 for line in lines if line["status"] == "completed")
+    waiting = sum(1 for line in lines if line["status"] == "input_required")
+    refused = sum(1 for line in lines if line["status"] == "completed" and line.get("refused"))
     skipped = len(rows) - len(lines)
     print(
-        f"batch: {plural(len(lines), 'row')} run ({completed} completed, "
-        f"{len(lines) - completed} not), "
+        f"batch: {plural(len(lines), 'row')} run ({completed} completed"
+        + (f", {refused} of them with refused calls" if refused else "")
+        + (f", {waiting} waiting for a person" if waiting else "")
+        + f", {len(lines) - completed - waiting} not), "
         f"{skipped} already done; {runner.batch.usage.total_tokens:,} tokens; "
         f"results: {runner.batch.results}",
         file=sys.stderr,
     )
-    return EXIT_OK if completed == len(lines) else EXIT_FAILED_STEP
+    if waiting:
+        print(
+            "a waiting row goes on with `orchestrator resume TRACE --answer ID=VALUE` (its "
+            "`trace` and `waiting` are in the results); running the batch again then records "
+            "its result",
+            file=sys.stderr,
+        )
+    if completed == len(lines):
+        return EXIT_OK
+    return EXIT_WAITING if completed + waiting == len(lines) else EXIT_FAILED_STEP
 
 
 class BatchRun:
@@ -158,6 +172,11 @@ class BatchRun:
         self.batch.mask_also(secrets)  # the row's line is written once its job has ended
         with Trace(path, secrets=secrets) as trace:
             return await orchestrator.run_job(job, trace=trace, budget=budget)
+
+    async def resume(self, trace: Path) -> JobResult:
+        """A row that waited for a person goes on from its trace: its answers were given with
+        `orchestrator resume` (then it has its result), or it waits again."""
+        return await Orchestrator.resume(trace, user_skills=self.args.user_skills)
 
 
 def _show(line: dict[str, Any]) -> None:

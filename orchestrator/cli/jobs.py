@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..agent import ON_INPUT
 from ..errors import ConfigError
 from ..jobs import Executor, Job, SpecError, load_job, parse_model_options, parse_set_options
 from ..jobs.preflight import Preflight, preflight_job
@@ -24,6 +25,8 @@ EXIT_OK = 0
 EXIT_SPEC_ERROR = 2
 EXIT_FAILED_STEP = 3
 EXIT_BUDGET = 4
+EXIT_WAITING = 5
+"""The run waits for a person's answer (`input_required`): `resume --answer` goes on."""
 EXIT_INTERRUPTED = 130
 STDIN_SPEC = Path("<stdin>")
 """What a spec read from standard input (`run -`) is called; its folder is the working one."""
@@ -72,6 +75,14 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         help="end an agent's run as an error when a skill's code fails to load (its tools.py "
         "does not import, an MCP server does not start); by default a warning (the spec's "
         "`fail_on_skill_error`)",
+    )
+    parser.add_argument(
+        "--on-input",
+        choices=ON_INPUT,
+        help="where a person must answer and no one is there (a call marked ask off a "
+        "terminal, an agent's question): wait (the run ends input_required; `resume "
+        "--answer` goes on), deny the call, or fail the run; default: the spec's `on_input`, "
+        "else wait",
     )
 
 
@@ -145,9 +156,12 @@ def load_job_from_args(args: argparse.Namespace, **overrides: Any) -> Job:
 
 def with_command_line(job: Job, args: argparse.Namespace) -> Job:
     """`job` with what the command line sets over its spec: `--fail-on-skill-error`,
-    `--disclosure` and, for the commands that take them, `--executor` and `--ray-address`."""
+    `--on-input`, `--disclosure` and, for the commands that take them, `--executor` and
+    `--ray-address`."""
     if args.fail_on_skill_error:
         job = job.model_copy(update={"fail_on_skill_error": True})
+    if getattr(args, "on_input", None) is not None:
+        job = job.model_copy(update={"on_input": args.on_input})
     job = with_disclosure(job, args)
     return with_executor(job, args) if "executor" in args else job
 

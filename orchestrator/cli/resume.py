@@ -10,13 +10,17 @@ under `--dir` (default `.orchestrator/runs/`).
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from pathlib import Path
 
+from ..agent import AnswerRefused, request_lines
+from ..agent.waiting import give_answers
 from ..errors import ConfigError
 from ..jobs import JobResult, Resumption, parse_model_options, prepare_resume
 from ..planner import Orchestrator
+from ..trace import load_checkpoint
 from ..trace.history import latest_trace
 from .jobs import (
     EXIT_OK,
@@ -26,6 +30,8 @@ from .jobs import (
     terminal_approver,
 )
 from .run import DEFAULT_TRACE_DIR, add_output_arguments, execute, report
+
+REQUEST_ID = re.compile(r"[0-9a-f]{8}")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +52,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="run again the steps and sub-agents that ended failed (error), and only what "
         "depends on them; everything that completed keeps its result and its spend",
+    )
+    resume.add_argument(
+        "--answer",
+        dest="answers",
+        action="append",
+        default=[],
+        metavar="ID=VALUE",
+        help="answer what the run waits for (it ended input_required): the request's id and "
+        "the answer (yes/no, a choice or its number, text, JSON for a form); VALUE alone when "
+        "one request is open. Repeatable. On a terminal, open requests not answered here are "
+        "asked",
     )
     resume.add_argument(
         "--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks for runs"
@@ -73,7 +90,10 @@ def resume_command(args: argparse.Namespace) -> int:
             force=args.force,
             user_skills=args.user_skills,
             retry_failed=args.retry_failed,
+            answers=_answers(args.answers, path),
         )
+        if sys.stdin.isatty():
+            _ask_open(resumption)
         if (finished := resumption.finished) is not None:
             return _finished(args, resumption, finished)
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
@@ -86,6 +106,44 @@ def resume_command(args: argparse.Namespace) -> int:
         if resumption.checkpoint.retrying:
             print(f"retrying: {', '.join(resumption.checkpoint.retrying)}", file=sys.stderr)
     return execute(args, job, orchestrator, path, approver=approver, resume=resumption.checkpoint)
+
+
+def _answers(given: list[str], path: Path) -> dict[str, str]:
+    """`--answer ID=VALUE` (or `--answer VALUE` where one request is open) by request id."""
+    if not given:
+        return {}
+    answers: dict[str, str] = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        if sep and REQUEST_ID.fullmatch(key.strip()):
+            answers[key.strip()] = value
+            continue
+        waiting = load_checkpoint(path).open_requests() if path.is_file() else []
+        if len(given) > 1 or len(waiting) != 1:
+            listed = ", ".join(r.id for r in waiting) or "none"
+            raise AnswerRefused(
+                f"--answer {item!r}: give it as ID=VALUE (the run waits for: {listed})"
+            )
+        answers[waiting[0].id] = item
+    return answers
+
+
+def _ask_open(resumption: Resumption) -> None:
+    """On a terminal: ask a person each request the run still waits for."""
+    for request in resumption.checkpoint.open_requests():
+        print(request_lines([request])[0], file=sys.stderr)
+        while True:
+            try:
+                value = input(f"answer {request.id} (empty: leave it waiting): ")
+            except EOFError:
+                return
+            if not value.strip():
+                break
+            try:
+                give_answers(resumption.checkpoint, {request.id: value})
+                break
+            except AnswerRefused as refused:
+                print(f"error: {refused}", file=sys.stderr)
 
 
 def trace_argument(value: str, folder: Path, *, jobs_only: bool = False) -> Path | None:

@@ -36,6 +36,7 @@ from .jobs import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SPEC_ERROR,
+    EXIT_WAITING,
     add_executor_arguments,
     add_job_arguments,
     load_job_from_args,
@@ -56,6 +57,7 @@ EXIT_CODES = {
     "failed": EXIT_FAILED_STEP,
     "budget_exhausted": EXIT_BUDGET,
     "cancelled": EXIT_INTERRUPTED,
+    "input_required": EXIT_WAITING,
 }
 
 
@@ -255,9 +257,25 @@ def report(
         print(line, file=sys.stderr)
     for line in warnings:  # and a skill that failed to load
         print(line, file=sys.stderr)
+    for line in waiting_lines(result):  # and what the run waits for
+        print(line, file=sys.stderr)
     if not args.quiet:  # last, however the run ended: the next command to type
         print(f"trace: {result.trace}", file=sys.stderr)
         print(f"report: orchestrator report {shlex.quote(str(result.trace))}", file=sys.stderr)
+
+
+def waiting_lines(result: JobResult) -> list[str]:
+    """What a run that ended `input_required` waits for, and the command that answers it."""
+    waiting = result.waiting
+    if not waiting:
+        return []
+    from ..agent.waiting import request_lines  # loaded by a run that waits
+
+    lines = [f"waiting: {line}" for line in request_lines(waiting)]
+    trace = shlex.quote(shown_path(str(result.trace)))
+    answer = "VALUE" if len(waiting) == 1 else f"{waiting[0].id}=VALUE"
+    lines.append(f"answer: orchestrator resume {trace} --answer {answer}")
+    return lines
 
 
 def refusal_lines(refused: dict[str, dict[str, str]]) -> list[str]:
@@ -301,7 +319,9 @@ def failure_lines(result: JobResult) -> list[str]:
             role = " (the job's output)" if step.id == result.output_step else ""
             lines.append(f"warning: step {step.id}{role} completed with an empty answer")
             continue
-        if step.status == "completed" or (step.reason or "").startswith("dependency "):
+        if step.status in ("completed", "input_required") or (step.reason or "").startswith(
+            "dependency "
+        ):
             continue
         lines.append(
             f"step {step.id} ({step.agent}): {step.status}: {step.reason or 'no reason given'}"
@@ -330,6 +350,7 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         ],
         "trace": result.trace,
         "files": result.files,
+        "waiting": [r.model_dump(mode="json", exclude_none=True) for r in result.waiting],
     }
 
 

@@ -258,6 +258,8 @@ def job_for(
                 Problem(f"job.{p.path}" if p.path else "job", p.message) for p in error.problems
             ]
             raise SpecError(source, problems) from None
+    # Where a person must answer, the eval decides, not the job: no one answers an eval's run.
+    job = job.model_copy(update={"on_input": spec.on_input})
     if variant.disclosure is not None:
         job = job.model_copy(update={"disclosure": variant.disclosure})
     if variant.compaction is not None:
@@ -274,12 +276,14 @@ def _jobs(
     cases: Sequence[Case],
     problems: list[Problem],
 ) -> list[Job]:
-    """The job of each variant (with no case's inputs), each problem once."""
+    """The job of each variant (with the first case's inputs: a job may require some), each
+    problem once."""
     jobs = []
     seen: set[str] = set()
+    inputs = cases[0].inputs if cases else {}
     for index, variant in enumerate(variants):
         try:
-            jobs.append(job_for(spec, source, variant, {}))
+            jobs.append(job_for(spec, source, variant, inputs))
         except SpecError as error:
             where = "job" if not spec.variants and not spec.matrix else f"variants[{index}]"
             for problem in error.problems:

@@ -585,6 +585,12 @@ class EvalRunner:
         found = [await score(s, record, self.checks.call_reference, grade) for s in scorers]
         if implicit:
             found[0] = found[0].model_copy(update={"implicit": True})
+        if self.loaded.spec.denied_input_fails and record.denied_input:
+            denied = "; ".join(record.denied_input)
+            reason = f"calls that needed a person were denied (on_input: deny): {denied}"
+            found.append(
+                Score(name="no_denied_input", kind="status", passed=False, score=0.0, reason=reason)
+            )
         return found, verdicts
 
     def _grader(

@@ -19,7 +19,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..events import Compact, Fork, MessageEvent, ModelCall, SkillLoaded, ToolStart
+from ..agent.waiting import DENIED_BY_POLICY
+from ..events import (
+    Compact,
+    Fork,
+    InputAnswered,
+    InputRequest,
+    InputRequested,
+    MessageEvent,
+    ModelCall,
+    SkillLoaded,
+    ToolStart,
+)
 from ..messages import Usage
 from ..security import is_inside
 from ..security.inventory import reads_no_configuration
@@ -83,12 +94,15 @@ class RunRecord:
     compactions: int = 0
     """How many times an agent of the run compacted its conversation (docs/context-window.md)."""
     tool_errors: list[ToolError] = field(default_factory=list)
+    denied_input: list[str] = field(default_factory=list)
+    """Calls that needed a person, denied by the run's `on_input: deny` (agent/waiting.py)."""
     """The tool calls that failed, every agent's, in the order their results came."""
 
     def read_trajectory(self) -> None:
         """Fill in the trajectory from the run's trace."""
         if self.trace is None or not self.trace.is_file():
             return
+        asked: dict[str, InputRequest] = {}
         for event in read_trace(self.trace):
             if isinstance(event, SkillLoaded):
                 self.skills_loaded.append(event.skill)
@@ -100,6 +114,12 @@ class RunRecord:
                 self.steps += 1
             elif isinstance(event, Compact):
                 self.compactions += 1
+            elif isinstance(event, InputRequested):
+                asked[event.request.id] = event.request
+            elif isinstance(event, InputAnswered) and event.answer.by == DENIED_BY_POLICY:
+                request = asked.get(event.answer.id)
+                what = request.tool or request.kind if request is not None else "a request"
+                self.denied_input.append(f"{event.agent}: {what} ({event.answer.id})")
             elif isinstance(event, MessageEvent) and (failed := _tool_error(event)) is not None:
                 self.tool_errors.append(failed)
 

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import CompactionStrategy
+from ..agent import CompactionStrategy, OnInput
 from ..errors import SpecError
 from ..jobs.spec import FILE_MODELS, InputValue, Location, Name, Positive, Text
 from ..skills.disclosure import Disclosure
@@ -183,7 +183,9 @@ class Scorer(BaseModel):
 
     name: Text | None = None
     """How the check shows in results; default: its kind and argument."""
-    status: Literal["completed", "failed", "budget_exhausted", "cancelled"] | None = None
+    status: (
+        Literal["completed", "failed", "budget_exhausted", "cancelled", "input_required"] | None
+    ) = None
     """How the job must end (without any `status` scorer: `completed`)."""
     equals: str | None = None
     """The output, leading and trailing white space aside."""
@@ -440,6 +442,13 @@ class EvalSpec(BaseModel):
     reference_window: Positive | None = None
     """The context window of the `reference` variant (large enough for no cut); default: the
     job's model as the job sets it."""
+    on_input: OnInput = "deny"
+    """Where a call needs a person (a call marked `ask`, an agent's question): no one answers
+    an eval's run, so by default the call is denied (`deny`); `wait` ends the run
+    `input_required`, `fail` ends it `error` (docs/waiting.md). Over the job's own."""
+    denied_input_fails: StrictBool = True
+    """A run where a call that needed a person was denied fails its `no_denied_input` check
+    (it did not do what it tried); false: the denial is the model's to handle."""
     volatile_tools: list[Text] = Field(default_factory=list)
     """Tools whose output changes from run to run (a clock, a network call, an MCP server's):
     on `--replay` they run again and their new result is taken as it is, not compared with

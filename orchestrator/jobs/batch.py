@@ -9,9 +9,12 @@ results line, unused); its id is its `id` column, or its number (1 for the first
 At most `concurrency` jobs run at once. Each job gets a trace of its own; its line in the
 results file (JSON) says how it ended: `row`, `id`, `status`, `output` (and `data`, the
 output step's validated structured answer, when it has an `output_schema`), `usage`, `trace`,
-and `error` when it could not start. Lines are appended as jobs end, so an interrupted batch
-keeps what it finished, and running the batch again skips the rows whose last line says
-`completed` (the others run again, and get a new line). Each line is masked as `run --json`
+`refused` (what the safety rules refused each time it was tried), `waiting` (a row that
+ended `input_required`: what it waits for a person to answer, `resume --answer` on its
+trace goes on; docs/waiting.md), and `error` when it could not start. Lines are appended as
+jobs end, so an interrupted batch keeps what it finished, and running the batch again skips
+the rows whose last line says `completed` (the others run again, and get a new line; one
+that waited for a person goes on from its trace instead). Each line is masked as `run --json`
 is: the values of secret-looking variables, and the credentials in URLs, never reach it.
 """
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..events import InputRequest
 from ..messages import Usage
 from ..security import SecretMask, secrets_from_environment
 from ..security.inputs import JsonInputError, json_lines, load_json
@@ -111,12 +115,12 @@ def _text(value: Any) -> str:
 
 
 @reads("batch results")
-def done_rows(results: Path) -> set[str]:
-    """Ids of the rows whose last line in `results` says `completed`. A line that cannot be
-    read is a ConfigError naming the file and the line: skipped, it would run a row again."""
-    last: dict[str, str] = {}
+def last_lines(results: Path) -> dict[str, dict[str, Any]]:
+    """Each row's last line in `results`, by row id. A line that cannot be read is a
+    ConfigError naming the file and the line: skipped, it would run a row again."""
+    last: dict[str, dict[str, Any]] = {}
     if not results.is_file():
-        return set()
+        return {}
     try:
         text = results.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -130,11 +134,13 @@ def done_rows(results: Path) -> set[str]:
             raise ConfigError(
                 f"{results}, line {number}: not a results line (a JSON object with an id)"
             )
-        last[str(record["id"])] = str(record.get("status"))
-    return {row for row, status in last.items() if status == "completed"}
+        last[str(record["id"])] = record
+    return last
 
 
 StartJob = Callable[[Job, Row], Awaitable[JobResult]]
+ResumeJob = Callable[[Path], Awaitable[JobResult]]
+"""Goes on with a row's run from its trace (one that waited for a person)."""
 
 
 class Batch:
@@ -168,16 +174,35 @@ class Batch:
         self.usage = Usage()
         self.lines: list[dict[str, Any]] = []
 
-    async def run(self, rows: Iterable[Row], start: StartJob) -> list[dict[str, Any]]:
-        """Run every row not done yet; returns the lines written by this run."""
-        done = done_rows(self.results)
-        todo = [row for row in rows if row.id not in done]
+    async def run(
+        self, rows: Iterable[Row], start: StartJob, resume: ResumeJob | None = None
+    ) -> list[dict[str, Any]]:
+        """Run every row not done yet; returns the lines written by this run. With `resume`,
+        a row whose last line says `input_required` goes on from its trace (answered since
+        with `orchestrator resume`, it has its result; else it waits again) instead of
+        running again from the start."""
+        last = last_lines(self.results)
+        todo = [row for row in rows if last.get(row.id, {}).get("status") != "completed"]
         self.results.parent.mkdir(parents=True, exist_ok=True)
         gate = asyncio.Semaphore(self.concurrency)
 
+        def waited(row: Row) -> Path | None:
+            """The trace file of a row that waited for a person, if it is still there."""
+            line = last.get(row.id, {})
+            recorded = line.get("trace")
+            if line.get("status") != "input_required" or not isinstance(recorded, str):
+                return None
+            return Path(recorded) if Path(recorded).is_file() else None
+
+        going_on = {row.id: found for row in todo if (found := waited(row)) is not None}
+
         async def one(row: Row) -> None:
+            waiting_run = going_on.get(row.id)
             async with gate:
-                self._write(await self._run_row(row, start))
+                if resume is not None and waiting_run is not None:
+                    self._write(await self._run_row(row, lambda _, __: resume(waiting_run)))
+                else:
+                    self._write(await self._run_row(row, start))
 
         async with asyncio.TaskGroup() as group:
             for row in todo:
@@ -214,6 +239,7 @@ class Batch:
             "cost": result.cost,
             "trace": result.trace,
             **({"refused": refused} if (refused := result.refused_by_agent()) else {}),
+            **({"waiting": [_waiting(r) for r in result.waiting]} if result.waiting else {}),
         }
 
     @reads("batch results")
@@ -227,3 +253,8 @@ class Batch:
         self.lines.append(masked)
         if self.on_line is not None:
             self.on_line(dict(masked))
+
+
+def _waiting(request: InputRequest) -> dict[str, Any]:
+    """A request a row waits for, as its line shows it (what the tool keeps to go on, not)."""
+    return request.model_dump(mode="json", exclude_none=True, exclude={"state"})

@@ -18,8 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
+from ..agent.waiting import give_answers
 from ..errors import ConfigError
-from ..events import JobStart
+from ..events import Answer, JobStart
 from ..messages import Usage
 from ..models import ChatModel, ScriptedModel, unwrap
 from ..security import Permissions
@@ -59,10 +62,12 @@ def prepare_resume(
     force: bool = False,
     user_skills: bool = False,
     retry_failed: bool = False,
+    answers: Mapping[str, JsonValue | Answer] | None = None,
 ) -> Resumption:
     """Read the trace of a job's run and load its job, ready to resume; see the module doc.
     With `retry_failed`, the steps and forked tasks that ended failed run again, with what
-    depends on them, a finished run's included (`Checkpoint.reopen`).
+    depends on them, a finished run's included (`Checkpoint.reopen`). `answers` answer what
+    the run waits for (by request id; `give_answers`).
 
     Raises ResumeError (a ConfigError) when it cannot be resumed.
     """
@@ -92,6 +97,8 @@ def prepare_resume(
             )
         checkpoint.reopen(failed)
         checkpoint.retrying = failed
+    if answers:
+        give_answers(checkpoint, answers)
     if checkpoint.finished:
         return Resumption(path, checkpoint, finished=recorded_result(checkpoint, path))
     spec = _spec(path, record, force)

@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..agent.model_call import run_prefixes
+from ..events import InputRequest
 from ..messages import Usage
 from ..security.inventory import reads
 from ..tasks import (
@@ -50,7 +51,7 @@ from ..trace import Trace
 from .outputs import WorkspaceRecord
 from .spec import Job
 
-JobStatus = Literal["completed", "failed", "budget_exhausted", "cancelled"]
+JobStatus = Literal["completed", "failed", "budget_exhausted", "cancelled", "input_required"]
 
 
 def is_job_status(value: object) -> TypeGuard[JobStatus]:
@@ -89,6 +90,12 @@ class JobResult(BaseModel):
                 found.update(step.run.refused_by_agent())
         return found
 
+    @property
+    def waiting(self) -> list[InputRequest]:
+        """What a job that ended `input_required` waits for a person to answer, every
+        step's tree's (`resume --answer`, docs/waiting.md)."""
+        return [r for step in self.steps if step.run is not None for r in step.run.waiting]
+
     def step(self, step_id: str) -> TaskResult:
         for result in self.steps:
             if result.id == step_id:
@@ -110,6 +117,8 @@ def job_status(results: list[TaskResult]) -> JobStatus:
         return "completed"
     if "cancelled" in statuses:
         return "cancelled"
+    if "input_required" in statuses:
+        return "input_required"
     if "budget_exhausted" in statuses or any(
         (r.reason or "").startswith("budget:") for r in results
     ):

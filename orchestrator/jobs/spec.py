@@ -34,7 +34,13 @@ from pydantic import (
     model_validator,
 )
 
-from ..agent import DEFAULT_MAX_STEPS, DEFAULT_OUTPUT_RETRIES, CompactionStrategy, OutputMode
+from ..agent import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_OUTPUT_RETRIES,
+    CompactionStrategy,
+    OnInput,
+    OutputMode,
+)
 from ..errors import ConfigError, PermissionDenied, Problem, SafetyWarning, SpecError
 from ..models import INHERIT, ModelAliases, ModelSettings, check_model
 from ..models.prices import Price, load_prices, parse_prices
@@ -357,6 +363,9 @@ class Step(BaseModel):
     note: StrictBool | None = None
     """Give this step's agent the `note` tool (its working record); default: its agent
     definition's, else the job's."""
+    questions: StrictBool | None = None
+    """Give this step's agent the `ask_user` tool (a question to the user, whose answer the
+    run may wait for: docs/waiting.md); default: its agent definition's, else the job's."""
     pinned: Pinned = Field(default_factory=list)
     """Files and notes kept whole in this step's task, after the job's own `pinned`."""
 
@@ -434,6 +443,15 @@ class Job(BaseModel):
     note: StrictBool = False
     """Give every agent of the job the `note` tool: a working record carried through every
     compaction, with the files the run changed; a step or an agent definition may say
+    otherwise."""
+    on_input: OnInput = "wait"
+    """Where a person must answer and no one is there (a call marked `ask` off a terminal,
+    an agent's question): `wait` ends the run `input_required`, to be resumed with the
+    answers; `deny` refuses the call; `fail` ends the run `error` (docs/waiting.md)."""
+    questions: StrictBool = False
+    """Give every agent of the job the `ask_user` tool: a question to the user, whose answer
+    is the call's result; where no one is there to answer, the run ends `input_required`
+    and is resumed with the answer (docs/waiting.md). A step or an agent definition may say
     otherwise."""
     pinned: Pinned = Field(default_factory=list)
     """Files (`{file: PATH}`, or just the path) and notes (`{note: TEXT}`) kept whole in the

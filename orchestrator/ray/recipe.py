@@ -88,6 +88,7 @@ class WorkerRecipe:
             trace=trace,
             model=model,
             depth=request.depth - 1,
+            on_input=made.on_input,
         )
         skills = made.fork.skills
         running = skills.get(origin.running) if origin.running and skills is not None else None

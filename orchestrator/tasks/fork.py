@@ -55,6 +55,7 @@ from ..agent import (
     TokenBudget,
     Tool,
     ToolContext,
+    WaitingForInput,
 )
 from ..errors import ConfigError, ToolError
 from ..messages import Message, plural, suggest
@@ -145,12 +146,15 @@ class ForkSettings:
     """How sub-agents compact their conversations, unless their definition says."""
     note: bool = False
     """Whether sub-agents get the `note` tool, unless their definition says."""
+    questions: bool = False
+    """Whether sub-agents get the `ask_user` tool, unless their definition says."""
 
     def choices(self) -> Choices:
         """What the run chooses for its agents: the last level of `merged`."""
         return Choices(
             compaction=self.compaction,
             note=self.note,
+            questions=self.questions,
             max_steps=self.default_max_steps,
             output_retries=DEFAULT_OUTPUT_RETRIES,
         )
@@ -304,6 +308,9 @@ class ForkExtension(ForksSkills):
         ctx.children[:] = [c for c in ctx.children if id(c) not in mine] + results
         outputs = ctx.state_of(ForkState).outputs
         outputs.update({r.id: r.output for r in results})
+        waiting = [w for r in results if r.run is not None for w in r.run.waiting]
+        if waiting:  # the other tasks ran as far as they could: the fork waits with them
+            raise WaitingForInput(waiting, relayed=True)
         return results
 
     def _graph(
@@ -667,6 +674,7 @@ class ForkExtension(ForksSkills):
         output: StepOutput | None = None,
         compaction: CompactionStrategy | None = None,
         note: bool | None = None,
+        questions: bool | None = None,
     ) -> Agent[Any, Any]:
         """The agent loop for one task: its definition's prompt, skills, tools and limits.
 
@@ -674,7 +682,8 @@ class ForkExtension(ForksSkills):
         `context: fork` skill the task runs, if any; `budget` (a meter within the run's
         budget) replaces the run's. The rest is chosen by the one merge rule (`merged`,
         tasks/subagents.py) over the levels, most specific first: the job step's own
-        (`model`, `output`, `compaction`, `note`), the task's, its definition's, the run's."""
+        (`model`, `output`, `compaction`, `note`, `questions`), the task's, its
+        definition's, the run's."""
         definition = self.subagents.get(request.agent) or GENERAL_AGENT
         spec = request.spec
         task_output = None
@@ -688,6 +697,7 @@ class ForkExtension(ForksSkills):
                 model=model,
                 compaction=compaction,
                 note=note,
+                questions=questions,
                 **(output.choices() if output is not None else {}),
             ),
             Choices(
@@ -724,6 +734,8 @@ class ForkExtension(ForksSkills):
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
             approve=ctx.approve if ctx.approve is not None else self.approve,
+            on_input=ctx.on_input,
+            questions=bool(chosen.questions),
             output_type=chosen.output,
             output_mode=chosen.output_mode,
             output_retries=_or_default(chosen.output_retries),

@@ -52,6 +52,7 @@ OUR_FIELDS = (
     "output_retries",
     "compaction",
     "note",
+    "questions",
 )
 REMOTE_FIELDS = ("a2a", "token_env", "skill", "time_limit", "max_calls")
 """A remote (A2A) agent's fields: `a2a` is its URL, the others `RemoteAgent`'s."""
@@ -132,6 +133,7 @@ def _markdown(text: str, path: Path) -> tuple[dict[str, Any], list[str]]:
         "output_retries",
         "compaction",
         "note",
+        "questions",
     )
     fields: dict[str, Any] = {k: meta[k] for k in copied if k in meta}
     fields["system"] = body

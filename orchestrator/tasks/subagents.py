@@ -88,6 +88,8 @@ class Choices:
     output_retries: int | None = _choice("override")
     compaction: CompactionStrategy | None = _choice("override")
     note: bool | None = _choice("override")
+    questions: bool | None = _choice("override")
+    """Whether it gets the `ask_user` tool (agent/waiting.py)."""
     max_steps: int | None = _choice("narrow")
     max_tokens: int | None = _choice("narrow")
 
@@ -201,6 +203,11 @@ class SubagentDef(BaseModel):
         default=None,
         description="Give it the `note` tool (its working record); default: the run's.",
     )
+    questions: bool | None = Field(
+        default=None,
+        description="Give it the `ask_user` tool, to ask the user a question (the run may "
+        "wait for the answer: docs/waiting.md); default: the run's.",
+    )
 
     @model_validator(mode="after")
     def _read_output_schema(self) -> SubagentDef:
@@ -248,6 +255,7 @@ class SubagentDef(BaseModel):
             return Choices(
                 compaction=self.compaction,
                 note=self.note,
+                questions=self.questions,
                 max_steps=self.max_steps,
                 max_tokens=self.max_tokens,
             )
@@ -257,6 +265,7 @@ class SubagentDef(BaseModel):
             output_retries=self.output_retries,
             compaction=self.compaction,
             note=self.note,
+            questions=self.questions,
             max_steps=self.max_steps,
             max_tokens=self.max_tokens,
         )

@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..events import (
+    Answer,
     BackgroundDelivered,
     Compact,
     ContextWindow,
     Fork,
+    InputAnswered,
+    InputRequest,
+    InputRequested,
     JobEnd,
     JobStart,
     MessageEvent,
@@ -88,8 +92,9 @@ class AgentRecord:
 
     @property
     def resumable(self) -> bool:
-        """Cut off, or cancelled: its run goes on from its last complete turn."""
-        return self.status is None or self.status == "cancelled"
+        """Cut off, cancelled, or waiting for a person: its run goes on from its last
+        complete turn."""
+        return self.status is None or self.status in ("cancelled", "input_required")
 
 
 @dataclass
@@ -168,12 +173,32 @@ class Checkpoint:
     retrying: list[str] = field(default_factory=list)
     """The failed tasks the coming attempt runs again: its trace records them first (a
     `retry` event), so that the checkpoint of a later resume is this one."""
+    requests: dict[str, InputRequest] = field(default_factory=dict)
+    """What the run asked a person, by request id (`input_request` events)."""
+    answers: dict[str, Answer] = field(default_factory=dict)
+    """The answers recorded, by request id (`input_answer` events)."""
+    answering: list[Answer] = field(default_factory=list)
+    """Answers the coming attempt records first (`resume --answer`), as `retrying` is."""
     _claimed: set[str] = field(default_factory=set)
 
     @property
     def finished(self) -> bool:
-        """The run ended (completed, failed or out of budget); a cancelled one did not."""
-        return self.job_end is not None and self.job_end.status != "cancelled"
+        """The run ended (completed, failed or out of budget); one cancelled or waiting for a
+        person did not."""
+        return self.job_end is not None and self.job_end.status not in (
+            "cancelled",
+            "input_required",
+        )
+
+    def open_requests(self) -> list[InputRequest]:
+        """What the run still waits for a person to answer, in the order it was asked."""
+        return [r for r in self.requests.values() if r.id not in self.answers]
+
+    def answer(self, answer: Answer) -> None:
+        """Give an open request its answer: the coming attempt records it first, and the
+        waiting call gets it when the run resumes."""
+        self.answers[answer.id] = answer
+        self.answering.append(answer)
 
     def agent(self, path: str) -> AgentRecord:
         if path not in self.agents:
@@ -378,6 +403,10 @@ def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one cas
             for index, text in apply_compaction(record.messages, event).items():
                 record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
             record.compactions += 1
+        case InputRequested():
+            c.requests[event.request.id] = event.request
+        case InputAnswered():
+            c.answers[event.answer.id] = event.answer
         case ContextWindow():
             record = c.agent(event.agent)
             record.asked_server = True

@@ -17,9 +17,13 @@ from typing import Any, Protocol
 from ..events import (
     FILES_LISTED,
     A2AEnd,
+    Answer,
     BackgroundSettle,
     Compact,
     Fork,
+    InputAnswered,
+    InputRequest,
+    InputRequested,
     JobEnd,
     JobStart,
     MessageEvent,
@@ -34,6 +38,9 @@ from ..events import (
 )
 from ..messages import plural
 from ..security.permissions import sandbox_line
+
+WAITED = "input_required"
+"""A call's result, and a run's end, while it waits for a person: not an error."""
 
 
 def number(value: object) -> float | None:
@@ -121,6 +128,10 @@ class RunSummary:
     skipped_lines: int = 0
     skipped: list[str] = field(default_factory=list)
     """Why lines were skipped, by line number (the first few; see `reader.MAX_PROBLEMS`)."""
+    requests: dict[str, InputRequest] = field(default_factory=dict)
+    """What the run asked a person, by request id, in the order asked."""
+    answers: dict[str, Answer] = field(default_factory=dict)
+    """The answers given, by request id."""
     sandboxes: list[str] = field(default_factory=list)
     """Where the run's commands ran, as its agents' `run_start` recorded it (each distinct
     one); empty when it allowed none."""
@@ -182,6 +193,13 @@ class RunSummary:
             "sandbox": self.sandboxes,
             "agents": agents,
             "errors": self.errors,
+            "requests": [
+                {
+                    **r.model_dump(mode="json", exclude_none=True, exclude={"state"}),
+                    "answer": a.model_dump(mode="json") if (a := self.answers.get(r.id)) else None,
+                }
+                for r in self.requests.values()
+            ],
         }
 
     def tree(self) -> list[AgentSummary]:
@@ -272,7 +290,7 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             summary.error(event, f"{event.agent}: skill {event.skill!r} failed: {event.error}")
         case MessageEvent():
             message = event.message
-            if message.role == "tool" and message.is_error:
+            if message.role == "tool" and message.is_error and message.error_type != WAITED:
                 first_line = (message.content or "").strip().splitlines()[:1]
                 text = first_line[0] if first_line else ""
                 kind = message.error_type or "error"
@@ -282,8 +300,12 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             agent.status, agent.ended = event.status, event.ts
             agent.data = event.data
             agent.reason = event.error or None  # an earlier attempt's reason is not this one's
-            if event.error:
+            if event.error and event.status != WAITED:
                 summary.error(event, f"{agent.path}: run ended {event.status}: {event.error}")
+        case InputRequested():
+            summary.requests[event.request.id] = event.request
+        case InputAnswered():
+            summary.answers[event.answer.id] = event.answer
         case Compact():
             summary.agent(event.agent).compactions += 1
         case Note():
@@ -329,6 +351,9 @@ def render(summary: RunSummary) -> str:
     for agent in summary.tree():
         lines.append(_line(agent, ambiguous=names.count(agent.path.rsplit("/", 1)[-1]) > 1))
     lines.append("")
+    if summary.requests:
+        lines.extend(_request_lines(summary))
+        lines.append("")
     if summary.errors:
         lines.append(f"{plural(len(summary.errors), 'error')}:")
         for error, attempt in zip(summary.errors, summary.error_attempts, strict=False):
@@ -337,6 +362,24 @@ def render(summary: RunSummary) -> str:
     else:
         lines.append("no errors")
     return "\n".join(lines)
+
+
+def _request_lines(summary: RunSummary) -> list[str]:
+    """What the run asked a person, each with its answer or `waiting`. A question's text is
+    a model's or a remote's: it is quoted, as data."""
+    waiting = sum(1 for r in summary.requests if r not in summary.answers)
+    lines = [f"{plural(len(summary.requests), 'request')} to a person ({waiting} waiting):"]
+    for request in summary.requests.values():
+        answer = summary.answers.get(request.id)
+        if answer is None:
+            given = "waiting"
+        elif answer.action != "accept":
+            given = f"{answer.action}d"
+        else:
+            given = f"answered {json.dumps(answer.value)[:80]}"
+        question = json.dumps(request.question)[:200]
+        lines.append(f"  {request.id}  {request.agent} ({request.kind}) {question}: {given}")
+    return lines
 
 
 def _line(agent: AgentSummary, *, ambiguous: bool) -> str:

@@ -38,6 +38,7 @@ from ..errors import ConfigError
 from ..events import (
     EVENT_SCHEMA_VERSION,
     MAX_PROBLEMS,
+    Answer,
     Event,
     Listener,
     TraceEvent,
@@ -212,6 +213,15 @@ class Trace:
             # First in the attempt: a later resume folds the same reopened checkpoint.
             self.emit("retry", "job", paths=list(resume.retrying))
             resume.retrying = []
+        if resume is not None:
+            for answer in resume.answering:  # what a person answered, before it is used
+                request = resume.requests.get(answer.id)
+                self.emit(
+                    "input_answer",
+                    request.agent if request is not None else "job",
+                    answer=answer.model_dump(mode="json", exclude_defaults=True),
+                )
+            resume.answering = []
 
     @reads("trace")
     def _open(self, path: Path, resuming: bool) -> IO[str]:
@@ -345,6 +355,11 @@ class Trace:
         """Whether the run this trace resumes left the agent at `path` cut off, and its
         history has not been given out: an agent run there without it starts over."""
         return self.checkpoint is not None and self.checkpoint.left_off(path)
+
+    def answer(self, request_id: str) -> Answer | None:
+        """The answer a person gave to the request `request_id` of the run this trace
+        resumes (agent/waiting.py); None when none was given."""
+        return self.checkpoint.answers.get(request_id) if self.checkpoint is not None else None
 
     def first_time(self, key: str) -> bool:
         """True the first time this trace is asked about `key`: for what an attempt records
