@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -27,7 +28,16 @@ from pydantic import (
 
 from ..agent import CompactionStrategy
 from ..errors import SpecError
-from ..jobs.spec import FILE_MODELS, InputValue, Location, Name, Positive, Text
+from ..jobs.spec import (
+    FILE_MODELS,
+    InputValue,
+    Job,
+    Location,
+    Name,
+    Positive,
+    Text,
+    written_schema,
+)
 from ..skills.disclosure import Disclosure
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -54,6 +64,17 @@ def _file_model(value: str, info: ValidationInfo) -> str:
 
 
 VariantModel = Annotated[str, AfterValidator(_file_model)]
+
+
+def _job_as_given(value: Any) -> Any:
+    """A job written inline stays as given here: it is validated whole when it is loaded
+    for each variant (loading.py), as a spec file is."""
+    return value
+
+
+JobSource = Annotated[
+    Location | dict[str, Any], BeforeValidator(_job_as_given, json_schema_input_type=Path | Job)
+]
 
 
 class Range(BaseModel):
@@ -402,7 +423,7 @@ class EvalSpec(BaseModel):
 
     name: Text
     """The eval's name, shown in its table and results."""
-    job: Location | dict[str, Any]
+    job: JobSource
     """The job: a spec file, or a spec written here (a mapping: name, model, goal or steps,
     ...); its paths resolve against this file's folder."""
     cases: list[Case] | Location
@@ -444,3 +465,8 @@ class EvalSpec(BaseModel):
     """Tools whose output changes from run to run (a clock, a network call, an MCP server's):
     on `--replay` they run again and their new result is taken as it is, not compared with
     the recording. Names as the model calls them (`skill__tool`); `*` matches any text."""
+
+
+def eval_schema() -> dict[str, Any]:
+    """The JSON Schema of an eval file as it is written (`orchestrator schema eval`)."""
+    return written_schema(EvalSpec, "orchestrator eval file", "An eval file (docs/eval.md).")
