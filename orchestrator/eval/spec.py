@@ -83,7 +83,9 @@ class Range(BaseModel):
     model_config = _CONFIG
 
     min: Annotated[int, Field(ge=0)] | None = None
+    """The least count that passes; none: no least."""
     max: Annotated[int, Field(ge=0)] | None = None
+    """The most that passes; none: no most."""
 
     def holds(self, count: int) -> bool:
         return (self.min is None or count >= self.min) and (self.max is None or count <= self.max)
@@ -117,6 +119,7 @@ class JsonPathCheck(BaseModel):
     model_config = _CONFIG
 
     path: Text
+    """Where the value is: `$.totals.revenue`, `$.items[0].name` (`$` the whole output)."""
     equals: Any = None
     """The value it must have; left out, the path must only exist."""
 
@@ -129,6 +132,7 @@ class DataCheck(BaseModel):
     model_config = _CONFIG
 
     path: Text = "$"
+    """Where the value is in the answer: `$.total`, `$.items[0]` (`$` the whole answer)."""
     equals: Any = None
     """The value it must have; left out (with no `json_schema`), the path must only exist."""
     json_schema: dict[str, Any] | None = None
@@ -155,7 +159,9 @@ class TriggerCheck(BaseModel):
     model_config = _CONFIG
 
     skill: Name
+    """The skill."""
     should_trigger: StrictBool
+    """Whether the run should have loaded it."""
 
 
 class ToolErrorsCheck(BaseModel):
@@ -223,9 +229,11 @@ class Scorer(BaseModel):
     skills_loaded: list[Text] | None = None
     """Skills some agent of the run loaded."""
     skills_not_loaded: list[Text] | None = None
+    """Skills no agent of the run loaded."""
     tools_called: list[Text] | None = None
     """Tools some agent of the run called (`skill__tool` for a skill's)."""
     tools_not_called: list[Text] | None = None
+    """Tools no agent of the run called."""
     forks: Range | None = None
     """How many `fork` calls the run made."""
     steps: Range | None = None
@@ -233,6 +241,7 @@ class Scorer(BaseModel):
     max_tokens: Positive | None = None
     """The most tokens the run may use."""
     max_cost_usd: NonNegative | None = None
+    """The most the run may cost, in US dollars (its models need a price)."""
     max_seconds: NonNegative | None = None
     """The most wall time the run may take."""
     python: Text | None = None
@@ -413,7 +422,10 @@ class EvalBudget(BaseModel):
     model_config = _CONFIG
 
     max_tokens: Positive | None = None
+    """Tokens of every run of the eval together; none: no cap."""
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    """US dollars of every run of the eval together (its models need a price); none: no
+    cap."""
 
 
 class EvalSpec(BaseModel):

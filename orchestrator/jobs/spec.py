@@ -627,8 +627,9 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 class _AsWritten(GenerateJsonSchema):
     """pydantic's JSON Schema, held as close to what validation takes as JSON Schema can:
     a mapping's keys held to their pattern (pydantic lists the pattern under
-    `patternProperties`, which lets any other key through), and a field that a model takes
-    by its name as well as by its alias listed under both."""
+    `patternProperties`, which lets any other key through), a field that a model takes by
+    its name as well as by its alias listed under both, and an empty list or mapping made by
+    a default factory given as the default it is."""
 
     def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
         json_schema = super().dict_schema(schema)
@@ -639,6 +640,12 @@ class _AsWritten(GenerateJsonSchema):
             json_schema["additionalProperties"] = values
             names = json_schema.setdefault("propertyNames", {})
             names["pattern"] = pattern
+        return json_schema
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        json_schema = super().default_schema(schema)
+        if schema.get("default_factory") in (list, dict):  # an empty list or mapping
+            json_schema["default"] = schema["default_factory"]()  # type: ignore[call-arg]
         return json_schema
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
