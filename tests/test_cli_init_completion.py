@@ -1,8 +1,10 @@
-"""`orchestrator init` scaffolds a job that runs at once, offline; `orchestrator completion`
-prints scripts that a real bash completes commands, actions and flags with."""
+"""`orchestrator init` scaffolds a job that runs at once, offline, and passes its own eval
+(from either template); `orchestrator completion` prints scripts that a real bash completes
+commands, actions and flags with."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -38,6 +40,60 @@ def test_init_makes_a_job_that_runs_offline(tmp_path: Path) -> None:
         if e["type"] == "message" and e["message"].get("name") == "word-count__count_words"
     )
     assert counted.startswith(f"{len(notes.split())} words")
+
+
+def test_the_steps_template_runs_three_steps_the_second_using_the_firsts_fields(
+    tmp_path: Path,
+) -> None:
+    made = orchestrator("init", "steps-job", "--template", "steps", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    folder = tmp_path / "steps-job"
+    assert not (folder / "subagents").exists()
+    assert orchestrator("validate", "steps-job/job.yaml", cwd=tmp_path).stdout == (
+        "ok: steps-job (3 steps)\n"
+    )
+
+    done = orchestrator("run", "steps-job/job.yaml", "--json", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    notes = (folder / "work/notes.md").read_text()
+    counts = {"words": len(notes.split()), "lines": len(notes.splitlines())}
+    steps = json.loads(done.stdout)["steps"]
+    assert [(s["id"], s["status"]) for s in steps] == [
+        ("measure", "completed"),
+        ("summarize", "completed"),
+        ("report", "completed"),
+    ]
+    assert steps[0]["data"] == counts
+    report = (folder / "work/out/report.md").read_text()
+    assert f"({counts['words']} words, {counts['lines']} lines)" in report
+    events = trace_lines(next((tmp_path / ".orchestrator/runs").glob("*.jsonl")))
+    (task,) = [
+        e["message"]["content"]
+        for e in events
+        if e["type"] == "message" and e["agent"] == "summarize" and e["message"]["role"] == "user"
+    ]
+    assert f"It has {counts['words']} words on {counts['lines']} lines" in task
+    assert not [e for e in events if e["type"] == "tool_end" and e["error_type"] is not None]
+
+
+@pytest.mark.parametrize("template", ["goal", "steps"])
+def test_each_template_passes_its_own_eval_and_the_eval_can_fail(
+    template: str, tmp_path: Path
+) -> None:
+    assert orchestrator("init", "job", "--template", template, cwd=tmp_path).returncode == 0
+
+    passed = orchestrator("eval", "job/job.eval.yaml", "--json", cwd=tmp_path)
+
+    assert passed.returncode == 0, passed.stderr
+    (variant,) = json.loads(passed.stdout)["variants"]
+    assert (variant["passed"], variant["runs"]) == (1, 1)
+
+    eval_file = tmp_path / "job/job.eval.yaml"
+    eval_file.write_text(eval_file.read_text().replace("{words: 35}", "{words: 36}"))
+    failed = orchestrator("eval", "job/job.eval.yaml", "--min-pass", "1", cwd=tmp_path)
+    assert failed.returncode == 1, failed.stderr
+    assert "0/1" in failed.stdout
 
 
 def test_init_refuses_to_overwrite_and_writes_nothing(tmp_path: Path) -> None:

@@ -93,6 +93,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("run-batch", "batch", "run a job once per input row (CSV or JSONL)"),
     Command("eval", "evaluate", "run a job's cases in variants side by side, and score them"),
     Command("validate", "jobs", "check a job spec without running anything"),
+    Command("schema", "schema", "print the JSON Schema of job specs or eval files, for editors"),
     Command("ask", "ask", "run the planner on one goal, without a job file"),
     Command("resume", "resume", "go on with a killed or interrupted job run, from its trace"),
     Command("trace", "trace", "list runs and summarize one from its trace"),

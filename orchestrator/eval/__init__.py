@@ -27,7 +27,7 @@ from .loading import LoadedEval, load_eval
 from .recorded import EvalCase, eval_cases
 from .runner import EvalOptions, EvalProgress, EvalRunner, read_lines
 from .scoring import RunRecord, Score
-from .spec import Case, EvalError, EvalSpec, Probe, Scorer, Variant
+from .spec import Case, EvalError, EvalSpec, Probe, Scorer, Variant, eval_schema
 from .summary import EvalSummary, VariantRow, benchmark, render_table, summarize, wilson
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "Variant",
     "VariantRow",
     "eval_cases",
+    "eval_schema",
     "load_eval",
     "render_table",
     "run_eval",

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -27,7 +28,16 @@ from pydantic import (
 
 from ..agent import CompactionStrategy, OnInput
 from ..errors import SpecError
-from ..jobs.spec import FILE_MODELS, InputValue, Location, Name, Positive, Text
+from ..jobs.spec import (
+    FILE_MODELS,
+    InputValue,
+    Job,
+    Location,
+    Name,
+    Positive,
+    Text,
+    written_schema,
+)
 from ..skills.disclosure import Disclosure
 
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -56,13 +66,26 @@ def _file_model(value: str, info: ValidationInfo) -> str:
 VariantModel = Annotated[str, AfterValidator(_file_model)]
 
 
+def _job_as_given(value: Any) -> Any:
+    """A job written inline stays as given here: it is validated whole when it is loaded
+    for each variant (loading.py), as a spec file is."""
+    return value
+
+
+JobSource = Annotated[
+    Location | dict[str, Any], BeforeValidator(_job_as_given, json_schema_input_type=Path | Job)
+]
+
+
 class Range(BaseModel):
     """A count that must lie between `min` and `max` (either may be left out)."""
 
     model_config = _CONFIG
 
     min: Annotated[int, Field(ge=0)] | None = None
+    """The least count that passes; none: no least."""
     max: Annotated[int, Field(ge=0)] | None = None
+    """The most that passes; none: no most."""
 
     def holds(self, count: int) -> bool:
         return (self.min is None or count >= self.min) and (self.max is None or count <= self.max)
@@ -96,6 +119,7 @@ class JsonPathCheck(BaseModel):
     model_config = _CONFIG
 
     path: Text
+    """Where the value is: `$.totals.revenue`, `$.items[0].name` (`$` the whole output)."""
     equals: Any = None
     """The value it must have; left out, the path must only exist."""
 
@@ -108,6 +132,7 @@ class DataCheck(BaseModel):
     model_config = _CONFIG
 
     path: Text = "$"
+    """Where the value is in the answer: `$.total`, `$.items[0]` (`$` the whole answer)."""
     equals: Any = None
     """The value it must have; left out (with no `json_schema`), the path must only exist."""
     json_schema: dict[str, Any] | None = None
@@ -134,7 +159,9 @@ class TriggerCheck(BaseModel):
     model_config = _CONFIG
 
     skill: Name
+    """The skill."""
     should_trigger: StrictBool
+    """Whether the run should have loaded it."""
 
 
 class ToolErrorsCheck(BaseModel):
@@ -204,9 +231,11 @@ class Scorer(BaseModel):
     skills_loaded: list[Text] | None = None
     """Skills some agent of the run loaded."""
     skills_not_loaded: list[Text] | None = None
+    """Skills no agent of the run loaded."""
     tools_called: list[Text] | None = None
     """Tools some agent of the run called (`skill__tool` for a skill's)."""
     tools_not_called: list[Text] | None = None
+    """Tools no agent of the run called."""
     forks: Range | None = None
     """How many `fork` calls the run made."""
     steps: Range | None = None
@@ -214,6 +243,7 @@ class Scorer(BaseModel):
     max_tokens: Positive | None = None
     """The most tokens the run may use."""
     max_cost_usd: NonNegative | None = None
+    """The most the run may cost, in US dollars (its models need a price)."""
     max_seconds: NonNegative | None = None
     """The most wall time the run may take."""
     python: Text | None = None
@@ -394,7 +424,10 @@ class EvalBudget(BaseModel):
     model_config = _CONFIG
 
     max_tokens: Positive | None = None
+    """Tokens of every run of the eval together; none: no cap."""
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None
+    """US dollars of every run of the eval together (its models need a price); none: no
+    cap."""
 
 
 class EvalSpec(BaseModel):
@@ -404,7 +437,7 @@ class EvalSpec(BaseModel):
 
     name: Text
     """The eval's name, shown in its table and results."""
-    job: Location | dict[str, Any]
+    job: JobSource
     """The job: a spec file, or a spec written here (a mapping: name, model, goal or steps,
     ...); its paths resolve against this file's folder."""
     cases: list[Case] | Location
@@ -453,3 +486,8 @@ class EvalSpec(BaseModel):
     """Tools whose output changes from run to run (a clock, a network call, an MCP server's):
     on `--replay` they run again and their new result is taken as it is, not compared with
     the recording. Names as the model calls them (`skill__tool`); `*` matches any text."""
+
+
+def eval_schema() -> dict[str, Any]:
+    """The JSON Schema of an eval file as it is written (`orchestrator schema eval`)."""
+    return written_schema(EvalSpec, "orchestrator eval file", "An eval file (docs/eval.md).")

@@ -19,7 +19,7 @@ from .loading import (
     read_yaml,
 )
 from .runner import JobResult, JobRunner, JobStatus, job_record, job_status, spec_digest
-from .spec import GOAL_STEP, Budget, Executor, Job, Step
+from .spec import GOAL_STEP, Budget, Executor, Job, Step, job_schema
 
 if TYPE_CHECKING:
     from .resume import ResumeError, Resumption, fast_forward, prepare_resume, recorded_result
@@ -42,6 +42,7 @@ __all__ = [
     "fast_forward",
     "job_folders",
     "job_record",
+    "job_schema",
     "job_status",
     "load_job",
     "load_spec",

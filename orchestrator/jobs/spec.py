@@ -33,6 +33,8 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from ..agent import (
     DEFAULT_MAX_STEPS,
@@ -198,7 +200,9 @@ Retries = Annotated[StrictInt, Field(ge=0)]
 Folder = Annotated[Path, AfterValidator(_existing_folder)]
 SpecModel = Annotated[ModelSettings, AfterValidator(spec_model)]
 StepModel = Annotated[SpecModel | None, BeforeValidator(step_model)]
-InputValue = Annotated[str | None, BeforeValidator(_input_text)]
+InputValue = Annotated[
+    str | None, BeforeValidator(_input_text, json_schema_input_type=str | int | float | bool | None)
+]
 SpecPermissions = Annotated[Permissions, BeforeValidator(_permissions_in_spec_folder)]
 
 
@@ -283,7 +287,7 @@ class Pin(BaseModel):
         return f'<pinned file="{self.file.name}">\n{target.read_text()}\n</pinned>'
 
 
-Pinned = list[Annotated[Pin, BeforeValidator(_pin_shorthand)]]
+Pinned = list[Annotated[Pin, BeforeValidator(_pin_shorthand, json_schema_input_type=Path | Pin)]]
 PINNED_HEADING = "Pinned for the whole run (kept whole in every request):"
 
 
@@ -305,6 +309,9 @@ class Budget(BaseModel):
     (an agent waiting for its forked tasks lends them its slot)."""
 
 
+ExecutorType = Literal["local", "ray"]
+
+
 def _executor_name(value: Any) -> Any:
     """`executor: ray` is `executor: {type: ray}`."""
     return {"type": value} if isinstance(value, str) else value
@@ -315,7 +322,7 @@ class Executor(BaseModel):
 
     model_config = _CONFIG
 
-    type: Literal["local", "ray"] = "local"
+    type: ExecutorType = "local"
     """`local`: in this process (the default); `ray`: on a Ray cluster (the `[ray]` extra)."""
     address: str | None = None
     """The Ray cluster: `auto` (the one running on this machine) or `ray://HOST:10001`; none:
@@ -324,7 +331,9 @@ class Executor(BaseModel):
     """How many Ray workers, each running many agents at once; default: one per CPU."""
 
 
-SpecExecutor = Annotated[Executor, BeforeValidator(_executor_name)]
+SpecExecutor = Annotated[
+    Executor, BeforeValidator(_executor_name, json_schema_input_type=ExecutorType | Executor)
+]
 
 
 class Step(BaseModel):
@@ -393,9 +402,12 @@ class Job(BaseModel):
     """Token, step and parallelism limits."""
     executor: SpecExecutor = Field(default_factory=Executor)
     """Where the agents run: `local` (this process) or `ray` (`{type: ray, address: auto}`)."""
-    skills: list[Annotated[SpecSkillFolder, BeforeValidator(_folder_shorthand)]] = Field(
-        default_factory=list
-    )
+    skills: list[
+        Annotated[
+            SpecSkillFolder,
+            BeforeValidator(_folder_shorthand, json_schema_input_type=Path | SpecSkillFolder),
+        ]
+    ] = Field(default_factory=list)
     """Skill catalog folders (each holds one folder per skill): a path, or
     `{path: PATH, preapprove: false}` for a folder whose skills pre-approve nothing."""
     subagents: list[Folder] = Field(default_factory=list)
@@ -625,6 +637,58 @@ class Job(BaseModel):
             return task
         rendered = (pin.render(self.permissions) for pin in pins)
         return "\n\n".join([task, PINNED_HEADING, *rendered])
+
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class _AsWritten(GenerateJsonSchema):
+    """pydantic's JSON Schema, held as close to what validation takes as JSON Schema can:
+    a mapping's keys held to their pattern (pydantic lists the pattern under
+    `patternProperties`, which lets any other key through), a field that a model takes by
+    its name as well as by its alias listed under both, and an empty list or mapping made by
+    a default factory given as the default it is."""
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        json_schema = super().dict_schema(schema)
+        patterns = json_schema.get("patternProperties")
+        if isinstance(patterns, dict) and len(patterns) == 1:
+            ((pattern, values),) = patterns.items()
+            del json_schema["patternProperties"]
+            json_schema["additionalProperties"] = values
+            names = json_schema.setdefault("propertyNames", {})
+            names["pattern"] = pattern
+        return json_schema
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        json_schema = super().default_schema(schema)
+        if schema.get("default_factory") in (list, dict):  # an empty list or mapping
+            json_schema["default"] = schema["default_factory"]()  # type: ignore[call-arg]
+        return json_schema
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        model = schema["cls"]
+        properties = json_schema.get("properties")
+        if model.model_config.get("populate_by_name") and isinstance(properties, dict):
+            for name, field in model.model_fields.items():
+                if field.alias in properties and name not in properties:
+                    properties[name] = properties[field.alias]
+        return json_schema
+
+
+def written_schema(model: type[BaseModel], title: str, description: str) -> dict[str, Any]:
+    """The JSON Schema of the file `model` reads, as it is written: a shorthand a validator
+    expands (a model's name alone, a path alone) is allowed where it stands, and an unknown
+    field is refused where the model forbids extras. For editors (`orchestrator schema`)."""
+    schema = model.model_json_schema(mode="validation", schema_generator=_AsWritten)
+    schema.update(title=title, description=description)
+    return {"$schema": JSON_SCHEMA_DIALECT, "title": title, "description": description, **schema}
+
+
+def job_schema() -> dict[str, Any]:
+    """The JSON Schema of a job spec as it is written (`orchestrator schema job`)."""
+    return written_schema(Job, "orchestrator job spec", "A job spec (docs/job-spec.md).")
 
 
 # --- Checks across fields: the job seen whole --------------------------------------------

@@ -33,12 +33,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     SecretStr,
     create_model,
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError, ValidationError
 
 from ..errors import ConfigError
 
@@ -365,6 +367,14 @@ class ModelSettings(_Fields):
             detail = InitErrorDetails(type=error, loc=("api_key",), input="[REDACTED]")
             raise ValidationError.from_exception_data(cls.__name__, [detail])
         return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """As a spec is written: the name alone (a string, as `name` is), or the mapping."""
+        settings = handler.resolve_ref_schema(handler(core_schema))
+        return {"anyOf": [settings["properties"]["name"], settings]}
 
     @model_validator(mode="after")
     def _options_fit_the_provider(self) -> ModelSettings:
