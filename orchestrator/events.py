@@ -141,6 +141,11 @@ class InputRequest(_Part):
     expires_at: float | None = None
     """Unix time after which an answer comes too late (the asker's own expiry)."""
 
+    def shown(self) -> dict[str, JsonValue]:
+        """The request as a result shows it (`run --json`, a batch's line, `trace list`):
+        without what the waiting tool keeps to go on (`state`)."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"state"})
+
 
 class Answer(_Part):
     """A person's answer to one `InputRequest`, checked against its form."""

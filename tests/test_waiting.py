@@ -504,3 +504,40 @@ def test_an_eval_that_waits_ends_its_run_input_required(tmp_path: Path) -> None:
     eval_on(folder, on_input="wait", scorers=[{"status": "input_required"}])
     _, line = eval_line(folder)
     assert line["status"] == "input_required" and line["passed"] is True
+
+
+# --- Seen: trace list --waiting, the report ---------------------------------------------------
+
+
+def test_trace_list_waiting_lists_waiting_runs_with_their_questions(tmp_path: Path) -> None:
+    folder = job_folder(tmp_path, APPROVAL_AND_QUESTION, SCRIPT)
+    orchestrator("run", "job.yaml", cwd=folder, stdin="")  # under .orchestrator/runs/
+    listed = orchestrator("trace", "list", "--waiting", cwd=folder)
+    assert listed.returncode == 0, listed.stderr
+    assert '"Which city?"' in listed.stdout
+    assert "answer: orchestrator resume .orchestrator/runs/" in listed.stdout
+    as_json = orchestrator("trace", "list", "--waiting", "--json", cwd=folder)
+    [run] = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert run["status"] == "input_required"
+    assert [w["question"] for w in run["waiting"]] == ["Which city?"]
+
+    [request] = run["waiting"]
+    answered = orchestrator("resume", "last", "--answer", "Paris", cwd=folder, stdin="")
+    assert answered.returncode == EXIT_WAITING  # the approval is next
+    listed = orchestrator("trace", "list", "--waiting", cwd=folder)
+    assert '"Which city?"' not in listed.stdout and "shell__run" in listed.stdout
+    assert request["id"] not in listed.stdout
+
+
+def test_the_report_shows_what_was_asked_and_a_hostile_question_as_text(tmp_path: Path) -> None:
+    script = {"pick": [ask("<script>alert(1)</script> Which?"), {"content": "ok"}], "use": []}
+    spec = {**APPROVAL_AND_QUESTION, "steps": APPROVAL_AND_QUESTION["steps"][:1]}
+    folder = job_folder(tmp_path, spec, script)
+    orchestrator("run", "job.yaml", "--trace", "run.jsonl", cwd=folder, stdin="")
+    done = orchestrator("report", "run.jsonl", "-o", "report.html", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    page = (folder / "report.html").read_text()
+    assert "Asked a person" in page and "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; Which?" in page
+    assert '<span class="pill warn">waiting</span>' in page
+    assert "Errors (0)" in page  # waiting is not an error

@@ -350,7 +350,7 @@ def _as_json(result: JobResult) -> dict[str, Any]:
         ],
         "trace": result.trace,
         "files": result.files,
-        "waiting": [r.model_dump(mode="json", exclude_none=True) for r in result.waiting],
+        "waiting": [r.shown() for r in result.waiting],
     }
 
 

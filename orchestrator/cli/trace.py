@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -35,6 +36,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     listing.add_argument("--limit", type=int, default=20, help="how many runs (default 20)")
     listing.add_argument("--json", action="store_true", help="one JSON object per run")
+    listing.add_argument(
+        "--waiting",
+        action="store_true",
+        help="only the runs that wait for a person's answer (input_required), each with "
+        "what it asks and the command that answers it",
+    )
     listing.set_defaults(handler=list_command)
 
 
@@ -71,6 +78,8 @@ def show_command(args: argparse.Namespace) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     runs = list_runs(args.dir, limit=max(0, args.limit))
+    if args.waiting:
+        runs = [run for run in runs if run.waiting]
     for run in runs:
         for problem in run.skipped:
             print(f"note: {run.path}: skipped {problem}", file=sys.stderr)
@@ -79,7 +88,11 @@ def list_command(args: argparse.Namespace) -> int:
             print(json.dumps(_as_json(run)))
         return EXIT_OK
     if not runs:
-        print(f"no runs in {args.dir}", file=sys.stderr)
+        waiting = " waiting for a person" if args.waiting else ""
+        print(f"no runs{waiting} in {args.dir}", file=sys.stderr)
+        return EXIT_OK
+    if args.waiting:
+        _print_waiting(runs)
         return EXIT_OK
     header = ("RUN", "NAME", "STATUS", "TOKENS", "COST", "STARTED", "TRACE")
     rows: list[tuple[str, ...]] = [header]
@@ -88,6 +101,18 @@ def list_command(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]))
     return EXIT_OK
+
+
+def _print_waiting(runs: list[RunInfo]) -> None:
+    """Each waiting run, its requests (questions quoted: a model's or a remote's text) and
+    the command that answers them."""
+    from ..agent.waiting import request_lines  # loaded where runs wait
+
+    for run in runs:
+        print(f"{run.run_id or '-'}  {run.name or '-'}  {run.path}")
+        for line in request_lines(run.waiting):
+            print(f"  {line}")
+        print(f"  answer: orchestrator resume {shlex.quote(str(run.path))} --answer ID=VALUE")
 
 
 def _row(run: RunInfo) -> tuple[str, ...]:
@@ -116,4 +141,7 @@ def _as_json(run: RunInfo) -> dict[str, object]:
         "cost": run.cost,
         "started": run.started,
         "trace": str(run.path),
+        "waiting": [
+            r.model_dump(mode="json", exclude_none=True, exclude={"state"}) for r in run.waiting
+        ],
     }

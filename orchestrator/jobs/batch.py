@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..events import InputRequest
 from ..messages import Usage
 from ..security import SecretMask, secrets_from_environment
 from ..security.inputs import JsonInputError, json_lines, load_json
@@ -239,7 +238,7 @@ class Batch:
             "cost": result.cost,
             "trace": result.trace,
             **({"refused": refused} if (refused := result.refused_by_agent()) else {}),
-            **({"waiting": [_waiting(r) for r in result.waiting]} if result.waiting else {}),
+            **({"waiting": [r.shown() for r in result.waiting]} if result.waiting else {}),
         }
 
     @reads("batch results")
@@ -253,8 +252,3 @@ class Batch:
         self.lines.append(masked)
         if self.on_line is not None:
             self.on_line(dict(masked))
-
-
-def _waiting(request: InputRequest) -> dict[str, Any]:
-    """A request a row waits for, as its line shows it (what the tool keeps to go on, not)."""
-    return request.model_dump(mode="json", exclude_none=True, exclude={"state"})

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from ..events import (
     Compact,
     Fork,
+    InputAnswered,
+    InputRequested,
     JobEnd,
     JobStart,
     MessageEvent,
@@ -75,6 +77,10 @@ class Collector:
                 _compact(self, event)
             case Note():
                 _note(self, event)
+            case InputRequested():
+                self.report.requests[event.request.id] = event.request
+            case InputAnswered():
+                self.report.answers[event.answer.id] = event.answer
 
     def _next_attempt(self, attempt: int) -> None:
         """A resumed run's next attempt begins: what the last one left open ended with it."""
@@ -184,7 +190,8 @@ def _run_end(c: Collector, event: RunEnd) -> None:
         agent.cost = float(event.cost)
     if event.error:
         agent.reason = event.error
-        _error(c, event, agent.status, "run", event.error)
+        if agent.status != "input_required":  # waiting for a person is no error
+            _error(c, event, agent.status, "run", event.error)
     elif agent.status != "completed":
         agent.reason = f"ended {agent.status}"
 
@@ -274,7 +281,7 @@ def _message(c: Collector, event: MessageEvent) -> None:
     bar = c.open_tools.pop((agent.key, str(message.tool_call_id)), None)
     if bar is not None:  # a call cut short: its result (aborted) ends it
         bar.end, bar.error = event.ts, message.error_type or "aborted"
-    if message.is_error:
+    if message.is_error and message.error_type != "input_required":
         lines = (message.content or "").strip().splitlines()
         kind = message.error_type or "error"
         _error(c, event, kind, str(message.name), lines[0] if lines else "")

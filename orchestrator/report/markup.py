@@ -23,6 +23,7 @@ STATUS_CLASSES = {
     "skipped": "skip",
     "running": "run",
     "unfinished": "run",
+    "input_required": "warn",
 }
 
 

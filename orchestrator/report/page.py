@@ -21,7 +21,13 @@ from ..security.permissions import sandbox_line
 from .dag import render_dag
 from .markup import esc, pill, tokens
 from .model import AgentRun, RunReport
-from .tables import render_agents, render_errors, render_skills, render_summary
+from .tables import (
+    render_agents,
+    render_errors,
+    render_requests,
+    render_skills,
+    render_summary,
+)
 from .timeline import render_timeline
 
 MESSAGE_FIELDS: tuple[str, ...] = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -49,6 +55,11 @@ def render_page(report: RunReport) -> str:
         _section("agents", "Tokens per agent", _cost_note(report), render_agents(report, anchors)),
         _section("skills", "Skills loaded", "", render_skills(report, anchors)),
         _section("errors", f"Errors ({len(report.errors):,})", "", render_errors(report, anchors)),
+        *(
+            [_section("requests", "Asked a person", "", render_requests(report, anchors))]
+            if report.requests
+            else []
+        ),
         _section("conversations", "Conversations", _conv_note(), _conversations(agents, anchors)),
     ]
     return "".join(

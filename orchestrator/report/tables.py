@@ -6,6 +6,7 @@ report never prices tokens itself.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import datetime
 
@@ -158,6 +159,31 @@ def render_skills(report: RunReport, anchors: dict[str, str]) -> str:
         count = plural(len(agents), "agent")
         items.append(f"<li>{_chip(skill)} <span class='muted'>{count}</span>: {links}{more}</li>")
     return f'<ul class="skills">{"".join(items)}</ul>'
+
+
+def render_requests(report: RunReport, anchors: dict[str, str]) -> str:
+    """What the run asked a person, each with its answer or `waiting`; a question is a
+    model's or a remote's text, shown as text."""
+    if not report.requests:
+        return '<p class="empty">Nothing was asked.</p>'
+    rows = []
+    for request in report.requests.values():
+        answer = report.answers.get(request.id)
+        if answer is None:
+            given = '<span class="pill warn">waiting</span>'
+        elif answer.action != "accept":
+            given = f'<span class="pill bad">{esc(answer.action)}d</span> {esc(answer.by)}'
+        else:
+            given = f"<code>{esc(shorten(json.dumps(answer.value), 200))}</code>"
+        rows.append(
+            f"<tr><td><code>{esc(request.id)}</code></td>"
+            f'<td><a href="#{anchors.get(request.agent, "")}">{esc(request.agent)}</a></td>'
+            f"<td>{esc(request.kind)}</td><td>{esc(shorten(request.question, 400))}</td>"
+            f"<td>{given}</td></tr>"
+        )
+    head = "<tr><th>id</th><th>agent</th><th>kind</th><th>question</th><th>answer</th></tr>"
+    table = f'<table class="requests"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
 
 
 def render_errors(report: RunReport, anchors: dict[str, str]) -> str:

@@ -195,7 +195,7 @@ class RunSummary:
             "errors": self.errors,
             "requests": [
                 {
-                    **r.model_dump(mode="json", exclude_none=True, exclude={"state"}),
+                    **r.shown(),
                     "answer": a.model_dump(mode="json") if (a := self.answers.get(r.id)) else None,
                 }
                 for r in self.requests.values()
