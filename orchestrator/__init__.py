@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         ToolError,
         ToolInfrastructureError,
     )
-    from .jobs import JobResult, load_job
+    from .jobs import JobCancelled, JobResult, load_job
     from .messages import Message, ToolCall, ToolSpec, Usage
     from .models import AgentInfo, FunctionModel
     from .planner import Orchestrator, run_job, run_job_sync
@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "CancelHandle": "agent",
     "ConfigError": "errors",
     "FunctionModel": "models",
+    "JobCancelled": "jobs",
     "JobResult": "jobs",
     "load_job": "jobs",
     "Message": "messages",
@@ -84,6 +85,7 @@ __all__ = [
     "CancelHandle",
     "ConfigError",
     "FunctionModel",
+    "JobCancelled",
     "JobResult",
     "Message",
     "ModelError",

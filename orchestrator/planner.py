@@ -11,6 +11,7 @@ permissions mark `ask` (orchestrator.agent.approval); every agent of the tree us
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -23,6 +24,7 @@ from .agent import (
     DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
     Approver,
+    CancelHandle,
     CompactionStrategy,
     OnInput,
     RunResult,
@@ -37,6 +39,7 @@ from .errors import ConfigError
 from .jobs import (
     Executor,
     Job,
+    JobCancelled,
     JobResult,
     JobRunner,
     job_folders,
@@ -544,19 +547,25 @@ class Orchestrator:
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
         deps: object = None,
+        cancel: CancelHandle | None = None,
     ) -> JobResult:
         """Run a job's steps (or its goal) with this orchestrator's model, skills and budget
         (or `budget`, shared with other jobs): `job`, or the one this orchestrator was made
         from (`from_job`). `stream` is shown the output step's text as the model writes it;
-        `deps` reaches every tool of every step (`ctx.deps`). The module's `run_job(job)`
-        makes the orchestrator from the spec and calls this."""
+        `deps` reaches every tool of every step (`ctx.deps`); `cancel`'s `cancel()` ends the
+        job `cancelled` and it returns its result (cancelling the awaiting task raises
+        `JobCancelled`, which carries it). The module's `run_job(job)` makes the orchestrator
+        from the spec and calls this."""
         job = job or self.job
         if job is None:
             raise ValueError("run_job() needs a job, or an orchestrator made with from_job(job)")
         self._check_deps(deps)
         opened, owned = self._open_trace(trace)
         try:
-            return await self.job_runner(job, opened, stream=stream, budget=budget, deps=deps).run()
+            runner = self.job_runner(job, opened, stream=stream, budget=budget, deps=deps)
+            if cancel is None:
+                return await runner.run()
+            return await _until_cancelled(runner.run(), cancel)
         finally:
             if owned:
                 opened.close()
@@ -569,9 +578,12 @@ class Orchestrator:
         stream: TextSink | None = None,
         budget: TokenBudget | None = None,
         deps: object = None,
+        cancel: CancelHandle | None = None,
     ) -> JobResult:
         """`run_job` from synchronous code."""
-        return run_sync(self.run_job(job, trace=trace, stream=stream, budget=budget, deps=deps))
+        return run_sync(
+            self.run_job(job, trace=trace, stream=stream, budget=budget, deps=deps, cancel=cancel)
+        )
 
     @classmethod
     def for_resume(
@@ -858,11 +870,12 @@ def run_job(
     stream: TextSink | None = None,
     user_skills: bool = False,
     deps: object = None,
+    cancel: CancelHandle | None = None,
 ) -> Coroutine[Any, Any, JobResult]:
     """Run a job as its spec says: `Orchestrator.from_job(job, user_skills=...).run_job()`;
-    `deps` reaches every tool of the run (`ctx.deps`)."""
+    `deps` reaches every tool of the run (`ctx.deps`), `cancel` ends it `cancelled`."""
     orchestrator = Orchestrator.from_job(job, user_skills=user_skills)
-    return orchestrator.run_job(trace=trace, stream=stream, deps=deps)
+    return orchestrator.run_job(trace=trace, stream=stream, deps=deps, cancel=cancel)
 
 
 def run_job_sync(
@@ -872,9 +885,30 @@ def run_job_sync(
     stream: TextSink | None = None,
     user_skills: bool = False,
     deps: object = None,
+    cancel: CancelHandle | None = None,
 ) -> JobResult:
     """`run_job` from synchronous code."""
-    return run_sync(run_job(job, trace=trace, stream=stream, user_skills=user_skills, deps=deps))
+    running = run_job(
+        job, trace=trace, stream=stream, user_skills=user_skills, deps=deps, cancel=cancel
+    )
+    return run_sync(running)
+
+
+async def _until_cancelled(work: Coroutine[Any, Any, JobResult], cancel: CancelHandle) -> JobResult:
+    """`work`'s result, or, once `cancel` is cancelled, the result the job ended with."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:  # cancel() may come from another thread
+        loop.call_soon_threadsafe(task.cancel)
+
+    with cancel.watching(stop):
+        try:
+            return await task
+        except JobCancelled as cancelled:
+            if not cancel.cancelled:
+                raise
+            return cancelled.result
 
 
 def _catalog(skills: Sequence[FolderLike] | SkillCatalog, builtin: bool) -> SkillCatalog:

@@ -6,6 +6,7 @@ leaves a complete record before the exception goes on."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -559,3 +560,48 @@ def test_a_runs_own_permissions_keep_what_defines_the_run_read_only(tmp_path: Pa
     result = orchestrator.run_sync("Go.", permissions=Permissions(workspace=tmp_path))
     assert result.status == "completed", result.error
     assert len(answers) == 1 and answers[0].startswith("refused"), answers
+
+
+def gated_job(tmp_path: Path, gate: Gate) -> tuple[Any, Any]:
+    from orchestrator import Orchestrator, load_job
+
+    (tmp_path / "job.yaml").write_text("name: gated\nmodel: scripted:script.json\ngoal: Wait.\n")
+    script = {"goal": [call("wait_here"), {"content": "x"}]}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    job = load_job(tmp_path / "job.yaml")
+    return job, Orchestrator.from_job(job, tools=[gate.tool()])
+
+
+async def test_a_cancel_handle_makes_a_job_return_its_own_cancelled_result(
+    tmp_path: Path,
+) -> None:
+    gate = Gate()
+    job, orchestrator = gated_job(tmp_path, gate)
+    handle = CancelHandle()
+    path = tmp_path / "t.jsonl"
+    running = asyncio.create_task(orchestrator.run_job(job, trace=path, cancel=handle))
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    handle.cancel()
+    result = await running  # returned, not raised
+    assert result.status == "cancelled" and result.trace == str(path)
+    assert [step.status for step in result.steps] == ["cancelled"]
+    events = read_trace(path)
+    assert events[-1].type == "job_end" and events[-1].status == "cancelled"
+    assert list(paired(events).values()) == ["aborted"]
+
+
+async def test_a_cancelled_job_task_raises_job_cancelled_carrying_the_result(
+    tmp_path: Path,
+) -> None:
+    from orchestrator import JobCancelled
+
+    gate = Gate()
+    job, orchestrator = gated_job(tmp_path, gate)
+    running = asyncio.create_task(orchestrator.run_job(job, trace=tmp_path / "t.jsonl"))
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    running.cancel()
+    with pytest.raises(JobCancelled) as raised:
+        await running
+    assert running.cancelled()
+    assert raised.value.result.status == "cancelled"
+    assert raised.value.result.usage.total_tokens > 0

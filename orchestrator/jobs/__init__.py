@@ -18,7 +18,15 @@ from .loading import (
     read_dotenv,
     read_yaml,
 )
-from .runner import JobResult, JobRunner, JobStatus, job_record, job_status, spec_digest
+from .runner import (
+    JobCancelled,
+    JobResult,
+    JobRunner,
+    JobStatus,
+    job_record,
+    job_status,
+    spec_digest,
+)
 from .spec import GOAL_STEP, Budget, Executor, Job, Step, job_schema
 
 if TYPE_CHECKING:
@@ -32,6 +40,7 @@ __all__ = [
     "Executor",
     "Job",
     "JobResult",
+    "JobCancelled",
     "JobRunner",
     "JobStatus",
     "Problem",

@@ -126,6 +126,15 @@ def job_status(results: list[TaskResult]) -> JobStatus:
     return "failed"
 
 
+class JobCancelled(asyncio.CancelledError):
+    """The task awaiting a job was cancelled: the job ended `cancelled` with its record
+    complete (every step's end, the `job_end`), and `result` is its JobResult."""
+
+    def __init__(self, result: JobResult, *args: object) -> None:
+        super().__init__(*args)
+        self.result = result
+
+
 class JobRunner:
     """Runs one job's steps on `budget`, each step's agent made by `build` from the context
     `context` gives for the budget the step draws from (the job's permissions, budget and
@@ -227,9 +236,9 @@ class JobRunner:
         try:
             async with self._server_scope():
                 results = await graph.run()
-        except asyncio.CancelledError:
-            self._end(self._result(self.ended, status="cancelled"))
-            raise
+        except asyncio.CancelledError as cancelled:
+            ended = self._end(self._result(self.ended, status="cancelled"))
+            raise JobCancelled(ended, *cancelled.args) from cancelled
         return self._end(self._result(results))
 
     def _server_scope(self) -> AbstractAsyncContextManager[object]:
