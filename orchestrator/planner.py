@@ -614,6 +614,7 @@ class Orchestrator:
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
+        cancel: CancelHandle | None = None,
     ) -> JobResult:
         """Go on with the job run recorded in `trace`, appending to it (docs/resume.md).
         `answers` answer what a run that ended `input_required` waits for, by request id
@@ -626,8 +627,8 @@ class Orchestrator:
         that had finished is not run again: its recorded result is returned. The spec and
         inputs are the run's; the model and permissions are the spec's (`model` overrides the
         model, `model_options` its settings), and a run made with others is refused, as is a
-        spec that changed since (`ResumeError`), unless `force`. `user_skills`, `approve` and
-        `stream` are those of `from_job`, `Orchestrator` and `run_job`.
+        spec that changed since (`ResumeError`), unless `force`. `user_skills`, `approve`,
+        `stream` and `cancel` are those of `from_job`, `Orchestrator` and `run_job`.
         """
         from .jobs.resume import prepare_resume
 
@@ -649,7 +650,7 @@ class Orchestrator:
             listeners=listeners,
             secrets=orchestrator.secrets(),
         ) as opened:
-            return await orchestrator.run_job(job, trace=opened, stream=stream)
+            return await orchestrator.run_job(job, trace=opened, stream=stream, cancel=cancel)
 
     @classmethod
     def resume_sync(
@@ -665,6 +666,7 @@ class Orchestrator:
         listeners: Sequence[Listener] = (),
         approve: Approver | None = None,
         stream: TextSink | None = None,
+        cancel: CancelHandle | None = None,
     ) -> JobResult:
         """`resume` from synchronous code."""
         return run_sync(
@@ -679,6 +681,7 @@ class Orchestrator:
                 listeners=listeners,
                 approve=approve,
                 stream=stream,
+                cancel=cancel,
             )
         )
 
