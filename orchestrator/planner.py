@@ -23,6 +23,7 @@ from .agent import (
     DEFAULT_MAX_STEPS,
     DEFAULT_OUTPUT_RETRIES,
     AgentLoop,
+    Answerer,
     Approver,
     CancelHandle,
     CompactionStrategy,
@@ -110,7 +111,10 @@ class Orchestrator:
     keys and base URLs come from; the process environment by default).
     `tools` are the planner's own (functions marked `@tool`), beside its skills and `fork`;
     its sub-agents have them too, less what a definition's `tools:` leaves out.
-    `approve` decides calls the permissions mark `ask`; without it they are denied.
+    `approve` decides calls the permissions mark `ask`, and `answer` the agents' questions
+    (`questions` gives them `ask_user`), while a person is there; without them `on_input`
+    says what a run does: `wait` (it ends `input_required`, resumed with the answers),
+    `deny` or `fail` (docs/waiting.md).
     `executor` is where tasks run: here (None, the default) or a `RayExecutor` (docs/ray.md).
     `disclosure` is how every agent's skills' tools reach the model: `progressive` (loaded on
     demand), `eager` (all in the tools array from the first request) or `auto` (eager while
@@ -157,6 +161,7 @@ class Orchestrator:
         note: bool = False,
         questions: bool = False,
         on_input: OnInput = "wait",
+        answer: Answerer | None = None,
     ) -> None:
         given = {
             "tools": tools,
@@ -185,6 +190,7 @@ class Orchestrator:
             "note": note,
             "questions": questions,
             "on_input": on_input,
+            "answer": answer,
         }
         if compaction not in COMPACTION_STRATEGIES:
             raise ValueError(
@@ -213,6 +219,7 @@ class Orchestrator:
         )
         self.approve = approve
         self.on_input: OnInput = on_input
+        self.answer = answer
         self.user_skills = False  # the home folders were searched too (from_job)
         self.catalog = _catalog(skills, builtin)
         self.subagents = (
@@ -450,6 +457,7 @@ class Orchestrator:
             extensions=extensions,
             max_output_tokens=output_cap(model) or DEFAULT_OUTPUT_TOKENS,
             approve=self.approve,
+            answer=self.answer,
             on_input=self.on_input,
             questions=bool(chosen.questions),
             output_type=chosen.output,
@@ -587,13 +595,17 @@ class Orchestrator:
 
     @classmethod
     def for_resume(
-        cls, resumption: Resumption, *, approve: Approver | None = None
+        cls,
+        resumption: Resumption,
+        *,
+        approve: Approver | None = None,
+        answer: Answerer | None = None,
     ) -> tuple[Orchestrator, Job]:
         """The orchestrator of a run to resume, set up as its job spec says, and the job."""
         if resumption.job is None:
             raise ValueError("the run had finished: there is nothing to resume")
         orchestrator = cls.from_job(
-            resumption.job, user_skills=resumption.user_skills, approve=approve
+            resumption.job, user_skills=resumption.user_skills, approve=approve, answer=answer
         )
         from .jobs.resume import fast_forward  # resuming is loaded by a run that resumes
 
@@ -736,6 +748,7 @@ class Orchestrator:
             budget=budget,
             trace=trace,
             model=self.model,
+            answer=self.answer,
             on_input=self.on_input,
             deps=deps,
         )

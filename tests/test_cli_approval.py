@@ -128,3 +128,65 @@ def test_off_a_terminal_with_on_input_deny_the_call_is_denied_and_says_why(
     assert "Allow this call" not in done.stderr
     assert not (folder / "work" / "approved.txt").exists()
     assert decisions(folder) == [("denied", "nobody")]
+
+
+QUESTION_JOB = """\
+name: asks
+model: scripted:script.yaml
+skills: []
+questions: true
+goal: Pick a city.
+"""
+
+
+def question_folder(tmp_path: Path) -> Path:
+    (tmp_path / "job.yaml").write_text(QUESTION_JOB)
+    turns = [
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which city?",
+                                                           "choices": ["Paris", "Rome"]}}]},
+        {"content": "done"},
+    ]  # fmt: skip
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"goal": turns}))
+    return tmp_path
+
+
+def answers(folder: Path) -> list[Any]:
+    return [
+        e["message"]["content"]
+        for e in trace_lines(folder / "run.jsonl")
+        if e["type"] == "message" and e["message"].get("name") == "ask_user"
+    ]
+
+
+def test_a_question_is_asked_on_the_terminal_and_a_wrong_answer_asked_again(
+    tmp_path: Path,
+) -> None:
+    folder = question_folder(tmp_path)
+    child = spawn(folder, "--quiet")
+    child.expect(
+        'agent goal asks \\(question; answer one of: 1. Paris, 2. Rome\\): "Which city\\?"'
+    )
+    child.expect(r"Answer \(empty: later\): ")
+    child.sendline("Lisbon")
+    child.expect("takes one of")
+    child.expect(r"Answer \(empty: later\): ")
+    child.sendline("2")
+    child.expect("-> answered")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert answers(folder) == ["Rome"]
+
+
+def test_an_empty_answer_on_the_terminal_leaves_the_question_waiting(tmp_path: Path) -> None:
+    folder = question_folder(tmp_path)
+    child = spawn(folder, "--quiet")
+    child.expect(r"Answer \(empty: later\): ")
+    child.sendline("")
+    child.expect("-> left waiting")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 5, child.before
+    done = run_off_a_terminal(folder, "resume", "run.jsonl", "--answer", "Paris")
+    assert done.returncode == 0, done.stderr
+    assert answers(folder)[-1] == "Paris"

@@ -36,6 +36,7 @@ from .run_results import RunResult, Status, TaskResult, TaskStatus
 from .token_budget import Reservation, TokenBudget
 from .tools import (
     ON_INPUT,
+    Answerer,
     ApprovalRequest,
     Approver,
     ArgumentsError,
@@ -84,6 +85,7 @@ __all__ = [
     "AgentLoop",
     "AgentOptions",
     "AnswerRefused",
+    "Answerer",
     "ApprovalRequest",
     "Approver",
     "ArgumentsError",

@@ -84,7 +84,7 @@ from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .run_results import ErrorDetail, OutputT, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
-from .tools import ON_INPUT, Approver, Deps, OnInput, Tool, ToolContext, Toolset
+from .tools import ON_INPUT, Answerer, Approver, Deps, OnInput, Tool, ToolContext, Toolset
 from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
@@ -354,6 +354,7 @@ class AgentOptions(TypedDict, total=False):
     depth: int
     time_limit: float | None
     approve: Approver | None
+    answer: Answerer | None
     on_input: OnInput
     questions: bool
     compact_at: float | None
@@ -395,6 +396,8 @@ class AgentLoop(Generic[Deps, OutputT]):
         depth: How deep in the fork tree this agent runs (0: the top).
         time_limit: Seconds after which a run ends as `cancelled`, its record complete.
         approve: Asked before calls the permissions mark `ask` (agent/turn_calls.py).
+        answer: Asked the run's questions (`ask_user`) while a person is there (a
+            terminal); None from it leaves the question waiting (agent/waiting.py).
         on_input: Where a person must answer and none is live (no `approve` for a call marked
             `ask`, the agent's own question): `wait` ends the run `input_required`, its
             requests in `RunResult.waiting`, to be resumed with the answers; `deny` refuses
@@ -474,6 +477,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         depth: int = 0,
         time_limit: float | None = None,
         approve: Approver | None = None,
+        answer: Answerer | None = None,
         on_input: OnInput = "wait",
         questions: bool = False,
         compact_at: float | None = None,
@@ -524,6 +528,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         self.depth = depth
         self.time_limit = time_limit
         self.approve = approve
+        self.answer = answer
         self.on_input: OnInput = on_input
         self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
         ContextFit(None, compact_at=self.compact_at)  # checks it
@@ -1258,6 +1263,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             guards=[extension.guard for extension in self.extensions],
             preapprovers=[extension.preapproval for extension in self.extensions],
             approve=self.approve,
+            answer=self.answer,
             on_input=on_input or self.on_input,
             deps=deps,
         )

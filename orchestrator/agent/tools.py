@@ -59,7 +59,7 @@ from typing_extensions import ParamSpec as DefaultParamSpec
 from typing_extensions import TypeVar as DefaultTypeVar
 
 from ..errors import ConfigError, OrchestratorError
-from ..events import InputRequest
+from ..events import Answer, InputRequest
 from ..messages import ToolCall, ToolSpec
 from ..security import Permissions
 from ..trace import NullTrace, Trace
@@ -269,6 +269,9 @@ class InputRefused(OrchestratorError):
 
 
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]
+Answerer = Callable[[InputRequest], Awaitable[Answer | None]]
+"""A person live for a run's questions (a terminal): their answer, or None to leave the
+request waiting (agent/waiting.py)."""
 """The approval callback: True approves the call; a sync one runs in a thread of its own."""
 
 S = TypeVar("S")
@@ -309,6 +312,7 @@ class ToolContext(Generic[Deps]):
     guards: list[Guard] = field(default_factory=list)
     preapprovers: list[Preapprover] = field(default_factory=list)
     approve: Approver | None = None
+    answer: Answerer | None = None
     on_input: OnInput = "wait"
     deps: Deps = cast(Deps, None)
     call_id: str | None = None

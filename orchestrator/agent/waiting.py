@@ -93,12 +93,18 @@ def new_request(
 
 
 async def answer_for(ctx: ToolContext, request: InputRequest) -> Answer:
-    """The answer to `request`: the one given on resume, else the run's policy decides:
-    `wait` raises WaitingForInput, `deny` answers `decline` (by the policy), `fail` raises
-    InputRefused."""
+    """The answer to `request`: the one given on resume, else a live person's
+    (`ToolContext.answer`, a terminal), else the run's policy decides: `wait` raises
+    WaitingForInput, `deny` answers `decline` (by the policy), `fail` raises InputRefused."""
     given = ctx.trace.answer(request.id)
     if given is not None:
         return given
+    if ctx.answer is not None:  # a person is there (a terminal): asked now
+        live = await ctx.answer(request)
+        if live is not None:
+            ctx.trace.emit("input_request", request.agent, request=recorded(request))
+            ctx.trace.emit("input_answer", request.agent, answer=live.model_dump(mode="json"))
+            return live
     if ctx.on_input == "deny":  # on the record: what was asked, and that no one answered
         denied = Answer(id=request.id, action="decline", by=DENIED_BY_POLICY)
         ctx.trace.emit("input_request", request.agent, request=recorded(request))

@@ -2,9 +2,11 @@
 
 `orchestrator run` on a terminal (standard input is one) shows each such call, with its agent,
 tool, arguments and the permission that asks, and waits for y or n; anything but y (or yes)
-denies it, as does the end of input. The live view pauses while it asks. Prompts come one at
+denies it, as does the end of input. An agent's question (`ask_user`) is asked the same way,
+its answer checked against its form; an empty answer leaves it waiting (the run ends
+`input_required`, docs/waiting.md). The live view pauses while it asks. Prompts come one at
 a time, even when agents run side by side. Not on a terminal, there is no one to ask: such
-calls are denied, and the observation says so (agent/turn_calls.py).
+calls wait for an answer given on resume, or as the run's `on_input` says.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from typing import Any, TextIO
 
 from ..agent import ApprovalRequest
 from ..agent.tools import run_in_thread
+from ..events import Answer, InputRequest
 
 MAX_SHOWN = 2_000
 YES = frozenset({"y", "yes"})
 
 
 class TerminalApprover:
-    """An approval callback that asks on the terminal (prompt on stderr, answer on stdin)."""
+    """An approval callback that asks on the terminal (prompt on stderr, answer on stdin);
+    `answer` asks an agent's question there the same way (agent/waiting.py)."""
 
     def __init__(
         self,
@@ -40,6 +44,32 @@ class TerminalApprover:
     async def __call__(self, request: ApprovalRequest) -> bool:
         async with self._lock:
             return await run_in_thread(self._ask, request)
+
+    async def answer(self, request: InputRequest) -> Answer | None:
+        """A person's answer to an agent's question, checked against its form (asked again
+        while it does not fit); None, to leave it waiting, on an empty line or the end of
+        input."""
+        async with self._lock:
+            return await run_in_thread(self._question, request)
+
+    def _question(self, request: InputRequest) -> Answer | None:
+        from ..agent.waiting import AnswerRefused, check_answer, request_lines
+
+        with self.pause():
+            print(f"\nQuestion: {request_lines([request])[0]}", file=self.stream, flush=True)
+            while True:
+                print("Answer (empty: later): ", end="", file=self.stream, flush=True)
+                line = self.stdin.readline()
+                if not line.strip():
+                    print("-> left waiting", file=self.stream, flush=True)
+                    return None
+                try:
+                    given = check_answer(request, line.rstrip("\n"))
+                except AnswerRefused as refused:
+                    print(f"-> {refused}", file=self.stream, flush=True)
+                    continue
+                print("-> answered", file=self.stream, flush=True)
+                return given
 
     def _ask(self, request: ApprovalRequest) -> bool:
         with self.pause():

@@ -97,7 +97,8 @@ def resume_command(args: argparse.Namespace) -> int:
         if (finished := resumption.finished) is not None:
             return _finished(args, resumption, finished)
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
-        orchestrator, job = Orchestrator.for_resume(resumption, approve=approver)
+        answer = approver.answer if approver is not None else None
+        orchestrator, job = Orchestrator.for_resume(resumption, approve=approver, answer=answer)
     except ConfigError as exc:
         show_error(exc)
         return EXIT_SPEC_ERROR

@@ -90,7 +90,12 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         job = load_job_from_args(args, trace=args.trace)
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
-        orchestrator = Orchestrator.from_job(job, user_skills=args.user_skills, approve=approver)
+        orchestrator = Orchestrator.from_job(
+            job,
+            user_skills=args.user_skills,
+            approve=approver,
+            answer=approver.answer if approver is not None else None,
+        )
     except ConfigError as exc:
         show_error(exc)
         return EXIT_SPEC_ERROR

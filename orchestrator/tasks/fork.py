@@ -734,6 +734,7 @@ class ForkExtension(ForksSkills):
             counter=self.counter,
             max_output_tokens=output_cap(model) or self.settings.max_output_tokens,
             approve=ctx.approve if ctx.approve is not None else self.approve,
+            answer=ctx.answer,
             on_input=ctx.on_input,
             questions=bool(chosen.questions),
             output_type=chosen.output,
