@@ -541,3 +541,33 @@ def test_the_report_shows_what_was_asked_and_a_hostile_question_as_text(tmp_path
     assert "&lt;script&gt;alert(1)&lt;/script&gt; Which?" in page
     assert '<span class="pill warn">waiting</span>' in page
     assert "Errors (0)" in page  # waiting is not an error
+
+
+def test_a_background_task_that_waits_keeps_its_parent_from_completing(tmp_path: Path) -> None:
+    script = {
+        "planner": [
+            call("fork", tasks=[{"id": "asks", "task": "Ask the user."}], wait=False),
+            {"content": "answered without it"},
+            {"content": "answered again"},
+        ],
+        "planner/asks": [ask("Colour?"), {"content": "blue"}],
+    }
+    path = tmp_path / "run.jsonl"
+    result = Orchestrator(ScriptedModel(script), builtin=False, questions=True).run_sync(
+        "go", trace=path
+    )
+    assert result.status == "input_required"  # never completed while a question is open
+    [waiting] = result.waiting
+    assert waiting.agent == "planner/asks" and waiting.question == "Colour?"
+    assert [r.id for r in load_checkpoint(path).open_requests()] == [waiting.id]
+
+    checkpoint = load_checkpoint(path)
+    give_answers(checkpoint, {waiting.id: "blue"})
+    again = ScriptedModel(script)
+    fast_forward(again, checkpoint)
+    with Trace(path, resume=checkpoint) as trace:
+        second = Orchestrator(again, builtin=False, questions=True).run_sync(
+            "go", trace=trace, history=trace.history("planner")
+        )
+    assert second.status == "completed", second.error
+    assert [(c.id, c.status, c.output) for c in second.children] == [("asks", "completed", "blue")]

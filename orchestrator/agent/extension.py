@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..events import InputRequest
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from .compaction import CompactionPlan, CompactionRequest
@@ -106,6 +107,12 @@ class Extension:
         """The run is about to end (`answered`: with a final answer; else cut short): wait
         for the work beside it or end it, each with a complete record. Messages returned after
         an answer go to the agent, which then answers again."""
+        return []
+
+    def waiting(self, context: ToolContext) -> list[InputRequest]:
+        """What the work beside the run waits for a person to answer (a background task's
+        question, agent/waiting.py): a run that would complete ends `input_required` with
+        it instead, to be resumed with the answers."""
         return []
 
 

@@ -1364,7 +1364,15 @@ class AgentLoop(Generic[Deps, OutputT]):
         detail: ErrorDetail | None = None,
         answer: Verdict | None = None,
     ) -> None:
-        """End the run with `output`, its text; `answer`: the valid answer of a typed run."""
+        """End the run with `output`, its text; `answer`: the valid answer of a typed run.
+        Work beside it that waits for a person keeps a run that would complete waiting."""
+        beside = [r for e in self.extensions for r in e.waiting(state.context)]
+        if beside:
+            state.waiting.extend(r for r in beside if r not in state.waiting)
+            if status == "completed":
+                status = "input_required"
+                ids = ", ".join(r.id for r in state.waiting)
+                error = error or f"work beside it waits for a person's answer to {ids}"
         trace = state.context.trace
         result: RunResult[Any] = RunResult(
             agent=self.name,

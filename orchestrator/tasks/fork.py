@@ -58,6 +58,7 @@ from ..agent import (
     WaitingForInput,
 )
 from ..errors import ConfigError, ToolError
+from ..events import InputRequest
 from ..messages import Message, plural, suggest
 from ..models import (
     ChatModel,
@@ -439,6 +440,14 @@ class ForkExtension(ForksSkills):
             await background.cancel(running, reason)
         await background.close()
         return []
+
+    def waiting(self, context: ToolContext) -> list[InputRequest]:
+        """What the run's background tasks that ended `input_required` wait for."""
+        background = context.state_of(ForkState).background
+        if background is None:
+            return []
+        results = [t.result for t in background.tasks.values() if t.result is not None]
+        return [w for r in results if r.run is not None for w in r.run.waiting]
 
     def _deliver(self, context: ToolContext, via: str) -> list[Message]:
         background = context.state_of(ForkState).background
