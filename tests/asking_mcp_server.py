@@ -39,6 +39,10 @@ def ask_city(who: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> Elic
     return Elicit(f"Where to, {name}?", City)
 
 
+def ask_home() -> Elicit[City]:
+    return Elicit("Which city do you live in?", City)
+
+
 def said(outcome: ElicitationResult[Name] | ElicitationResult[City]) -> str:
     if isinstance(outcome, AcceptedElicitation):
         return next(iter(outcome.data.model_dump().values()))
@@ -58,6 +62,15 @@ def visit(
 ) -> str:
     """Plan a visit: the user's name, then where they go (two questions, one after the other)."""
     return f"{said(who)} goes to {said(where)}"
+
+
+@server.tool()
+def introduce(
+    who: Annotated[ElicitationResult[Name], Resolve(ask_name)],
+    home: Annotated[ElicitationResult[City], Resolve(ask_home)],
+) -> str:
+    """Introduce the user: their name and their city (two questions asked at once)."""
+    return f"{said(who)} from {said(home)}"
 
 
 @server.tool()

@@ -121,6 +121,20 @@ def test_each_question_of_a_call_waits_in_turn_and_earlier_answers_are_given_aga
     assert results(folder, "asking__visit")[-1] == (3, "Ada goes to Oslo")
 
 
+def test_questions_a_server_asks_at_once_wait_together_and_are_answered_together(
+    tmp_path: Path,
+) -> None:
+    folder = asking_job(tmp_path, "introduce")
+    first = run(folder)
+    assert first.returncode == EXIT_WAITING, first.stderr
+    name, home = waiting(folder)
+    assert '"What is your name?"' in first.stderr
+    assert '"Which city do you live in?"' in first.stderr
+    done = resume(folder, f"{name}={NAME}", f"{home}=" + '{"city": "Oslo"}')
+    assert done.returncode == 0, done.stderr
+    assert results(folder, "asking__introduce")[-1] == (2, "Ada from Oslo")
+
+
 def test_a_declined_answer_reaches_the_server_as_declined(tmp_path: Path) -> None:
     folder = asking_job(tmp_path, "greet")
     assert run(folder).returncode == EXIT_WAITING

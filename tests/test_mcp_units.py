@@ -232,9 +232,13 @@ def test_a_url_question_is_a_yes_no_one_naming_the_url_and_waits() -> None:
     assert "https://example.com/a" in request.question and "tok-123" not in request.question
     with pytest.raises(WaitingForInput):
         questions.settle()
-    # A later question of the same call is not asked: the call stops at the first that waits.
-    assert asyncio.run(questions.reply({"message": "More?"})) == {"action": "cancel"}
+    # A handshake-era server's later question in the same call follows from that `cancel`:
+    # it is not asked. One asked beside it by a 2026 server is: a person answers both.
+    assert asyncio.run(questions.reply_in_call({"message": "More?"})) == {"action": "cancel"}
     assert len(questions.waiting) == 1
+    assert asyncio.run(questions.reply(params)) == {"action": "cancel"}
+    assert [r.id for r in questions.waiting] == [request.id, questions.waiting[1].id]
+    assert questions.waiting[1].id != request.id  # its own round
 
 
 def test_a_question_under_on_input_deny_is_declined_and_the_agent_is_told() -> None:

@@ -54,6 +54,9 @@ MAX_LIST_PAGES = 50
 GROUP_GRACE = 1.0
 MAX_INPUT_ROUNDS = 10
 """How many times one call is sent again with answers before it is given up."""
+STATE_ONLY_PAUSE = 0.05
+"""Seconds before sending again a call whose `input_required` result asks nothing (only
+its state), doubled each time up to five times this, as the SDK's own client does."""
 # Runs as `python -I -S -c LAUNCHER PIDFILE COMMAND ARGS...`: the pid it writes is the one the
 # server keeps after exec, and the id of its process group.
 LAUNCHER = (
@@ -240,12 +243,14 @@ class Connection:
         state: str | None = None
         self._asking.append(questions)
         try:
-            for _ in range(MAX_INPUT_ROUNDS + 1):
+            for leg in range(MAX_INPUT_ROUNDS + 1):
                 result = await self._send(client, tool, arguments, responses, state)
                 if not isinstance(result, sdk.InputRequiredResult):
                     questions.settle()  # a handshake-era server's question that waits
                     return result
-                responses = {}
+                if not result.input_requests:  # only its state: "ask again shortly"
+                    await asyncio.sleep(min(STATE_ONLY_PAUSE * 2**leg, 5 * STATE_ONLY_PAUSE))
+                replies = {}
                 for key, request in (result.input_requests or {}).items():
                     if not isinstance(request, sdk.ElicitRequest):
                         raise ToolError(
@@ -253,9 +258,9 @@ class Connection:
                             "call, which this client does not answer"
                         )
                     reply = await questions.reply(_wire(request.params))
-                    responses[key] = sdk.ElicitResult.model_validate(reply)
+                    replies[key] = sdk.ElicitResult.model_validate(reply)
                 questions.settle()  # it holds nothing meanwhile: the call stops here
-                state = result.request_state
+                responses, state = replies or None, result.request_state
         finally:
             self._asking.remove(questions)
         raise ToolError(
@@ -301,7 +306,7 @@ class Connection:
         wire = _wire(params)
         running = list(self._asking)
         if len(running) == 1:
-            return sdk.ElicitResult.model_validate(await running[0].reply(wire))
+            return sdk.ElicitResult.model_validate(await running[0].reply_in_call(wire))
         for questions in running:
             questions.unplaced(wire, len(running))
         if not running:

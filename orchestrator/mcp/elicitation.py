@@ -9,9 +9,10 @@ A server asks while it handles a `tools/call`, in the way of its protocol versio
   for a person simply stops there.
 - Handshake-era servers send `elicitation/create` in the middle of the call and wait for the
   reply. A question that must wait for a person is answered `cancel` (no choice was made), so
-  the server's call ends; its result is not used. Such a request does not say which call it
-  belongs to: it goes to the one call running on that server; with several at once, which
-  asked cannot be told, and it is cancelled (each of them says so).
+  the server's call ends; its result is not used, and what it asks after that `cancel` is
+  cancelled unasked. Such a request does not say which call it belongs to: it goes to the
+  one call running on that server; with several at once, which asked cannot be told, and it
+  is cancelled (each of them says so).
 
 Either way a question becomes an `InputRequest` (agent/waiting.py) of kind `elicitation`:
 form `schema` with the server's `requestedSchema` (a URL-mode question is a yes/no one, naming
@@ -76,9 +77,10 @@ class CallQuestions:
         return f"MCP server {self.server!r}"
 
     async def reply(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The reply to one question of the server's."""
-        if self.waiting or self.refused is not None:
-            return CANCEL  # the call stops at the first question that waits: no more are asked
+        """The reply to one question of the server's (of those a 2026 server asks at once,
+        each is asked: a person answers them together)."""
+        if self.refused is not None:
+            return CANCEL  # the run ends: nothing more is asked of anyone
         if self.asked >= QUESTIONS_PER_CALL:
             self.notes.append(
                 f"{self.source} asked more than {QUESTIONS_PER_CALL} questions in this call; "
@@ -110,6 +112,12 @@ class CallQuestions:
             self.refused = exc
             return CANCEL
         return self._given(request, answer)
+
+    async def reply_in_call(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The reply to a question a handshake-era server asks in the middle of the call.
+        Once one waits, the server's later questions are cancelled unasked: they follow from
+        its `cancel`, and are not what the server asks again on resume."""
+        return CANCEL if self.waiting else await self.reply(params)
 
     def _request(
         self, question: str, round: int, *, form: InputForm, schema: dict[str, Any] | None = None
