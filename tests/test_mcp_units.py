@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from skill_factory import CORPUS, needs_mcp_transcripts
@@ -201,3 +202,90 @@ def test_a_tool_result_text_nested_too_deeply_is_kept_as_text() -> None:
     result = {"content": [{"type": "text", "text": deep}], "structuredContent": {"a": 1}}
     observation = convert(result)
     assert observation.text.startswith("[[[") and 'structuredContent: {"a": 1}' in observation.text
+
+
+# --- A server's questions during a call (elicitation): what needs no server -----------------
+
+
+def _questions(**context: Any) -> Any:
+    from orchestrator.agent import ToolContext
+    from orchestrator.mcp.elicitation import CallQuestions
+
+    ctx = ToolContext(agent="planner", call_id="call_1", **context)
+    return CallQuestions(ctx, "kit", 600.0, lambda text: text.replace("tok-123", "***"))
+
+
+def test_a_url_question_is_a_yes_no_one_naming_the_url_and_waits() -> None:
+    import asyncio
+
+    from orchestrator.agent import WaitingForInput
+
+    questions = _questions()
+    params = {"mode": "url", "message": "Sign in (tok-123)", "url": "https://example.com/a"}
+    assert asyncio.run(questions.reply(params)) == {"action": "cancel"}
+    [request] = questions.waiting
+    assert (request.kind, request.form, request.source) == (
+        "elicitation",
+        "yes_no",
+        "MCP server 'kit'",
+    )
+    assert "https://example.com/a" in request.question and "tok-123" not in request.question
+    with pytest.raises(WaitingForInput):
+        questions.settle()
+    # A handshake-era server's later question in the same call follows from that `cancel`:
+    # it is not asked. One asked beside it by a 2026 server is: a person answers both.
+    assert asyncio.run(questions.reply_in_call({"message": "More?"})) == {"action": "cancel"}
+    assert len(questions.waiting) == 1
+    assert asyncio.run(questions.reply(params)) == {"action": "cancel"}
+    assert [r.id for r in questions.waiting] == [request.id, questions.waiting[1].id]
+    assert questions.waiting[1].id != request.id  # its own round
+
+
+def test_a_question_under_on_input_deny_is_declined_and_the_agent_is_told() -> None:
+    import asyncio
+
+    questions = _questions(on_input="deny")
+    form = {"type": "object", "properties": {"name": {"type": "string"}}}
+    params = {"message": "Name?", "requestedSchema": form}
+    assert asyncio.run(questions.reply(params)) == {"action": "decline"}
+    questions.settle()  # nothing waits
+    assert "declined by the run's policy (on_input: deny)" in questions.told("hello")
+
+
+def test_a_call_asks_a_bounded_number_of_questions() -> None:
+    import asyncio
+
+    from orchestrator.mcp.elicitation import QUESTIONS_PER_CALL
+
+    questions = _questions(on_input="deny")
+    form = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    for _ in range(QUESTIONS_PER_CALL):
+        asyncio.run(questions.reply({"message": "Again?", "requestedSchema": form}))
+    assert asyncio.run(questions.reply({"message": "Again?", "requestedSchema": form})) == {
+        "action": "cancel"
+    }
+    assert f"more than {QUESTIONS_PER_CALL} questions" in questions.told("")
+
+
+def test_a_handshake_era_question_with_several_calls_running_is_cancelled_for_each() -> None:
+    """Such a request does not name the call that asks: with two running, neither is
+    answered for, and both say why."""
+    import asyncio
+
+    pytest.importorskip("mcp")
+    from mcp_types import ElicitRequestFormParams
+
+    from orchestrator.mcp.connection import Connection
+    from orchestrator.mcp.sdk import load_sdk
+    from orchestrator.skills.skill import ServerConfig
+
+    connection = Connection("kit", ServerConfig(command="true"))
+    connection._sdk = load_sdk()
+    first, second = _questions(), _questions()
+    connection._asking += [first, second]
+    params = ElicitRequestFormParams(message="Name?", requested_schema={"type": "object"})
+    reply = asyncio.run(connection._elicited(None, params))
+    assert reply.action == "cancel"
+    for questions in (first, second):
+        assert "while 2 calls to it ran at once" in questions.told("")
+        assert not questions.waiting

@@ -18,12 +18,17 @@ A request's id is made from the asking agent's path and the call's id, so the sa
 under the same id in every attempt and an answer file written for one run answers nothing
 in another. `on_input` (the run's policy where no one is live) may deny instead (`deny`: the
 call is refused, the model reads why) or end the run `error` (`fail`).
+
+A request may expire (`expires_at`, the asker's own: an MCP server's question). An answer
+given after that comes too late: it is recorded as given (`input_answer` with `late`), and
+the asker gets a `cancel` marked `ANSWERED_LATE` in its place, so it can say so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -43,6 +48,9 @@ MAX_CHOICES = 50
 
 DENIED_BY_POLICY = "policy: deny"
 """Who answered a request the run's `on_input: deny` declined."""
+ANSWERED_LATE = "late: the request had expired"
+"""Who answered, for the asker, a request whose answer came after it expired: it gets a
+`cancel` in place of the person's answer (which the trace keeps)."""
 YES = frozenset({"y", "yes", "approve", "approved", "allow", "ok", "true"})
 NO = frozenset({"n", "no", "deny", "denied", "refuse", "false"})
 
@@ -95,9 +103,12 @@ def new_request(
 async def answer_for(ctx: ToolContext, request: InputRequest) -> Answer:
     """The answer to `request`: the one given on resume, else a live person's
     (`ToolContext.answer`, a terminal), else the run's policy decides: `wait` raises
-    WaitingForInput, `deny` answers `decline` (by the policy), `fail` raises InputRefused."""
+    WaitingForInput, `deny` answers `decline` (by the policy), `fail` raises InputRefused.
+    An answer that came after the request expired is a `cancel` by `ANSWERED_LATE`."""
     given = ctx.trace.answer(request.id)
     if given is not None:
+        if ctx.trace.answered_late(request.id):
+            return Answer(id=request.id, action="cancel", by=ANSWERED_LATE)
         return given
     if ctx.answer is not None:  # a person is there (a terminal): asked now
         live = await ctx.answer(request)
@@ -148,7 +159,8 @@ def give_answers(checkpoint: Checkpoint, answers: Mapping[str, JsonValue | Answe
     """Answer the run's open requests (by id): each value is checked against its request's
     form (`yes`/`no`, a choice or its number, text, JSON for a form), or is an `Answer` of
     its own (`action="decline"`). Raises AnswerRefused, naming the open requests, for an id
-    that is not one, and for a value that does not fit."""
+    that is not one, and for a value that does not fit. An answer given after its request's
+    `expires_at` is recorded as late (`Checkpoint.late`)."""
     waiting = {r.id: r for r in checkpoint.open_requests()}
     for key, value in answers.items():
         request = waiting.get(key)
@@ -161,7 +173,8 @@ def give_answers(checkpoint: Checkpoint, answers: Mapping[str, JsonValue | Answe
             given = check_answer(request, value.value, action=value.action)
         else:
             given = check_answer(request, value)
-        checkpoint.answer(given)
+        late = request.expires_at is not None and time.time() > request.expires_at
+        checkpoint.answer(given, late=late)
 
 
 def _yes_no(request: InputRequest, value: JsonValue) -> bool:

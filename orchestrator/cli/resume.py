@@ -13,6 +13,7 @@ import argparse
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from ..agent import AnswerRefused, request_lines
@@ -20,7 +21,7 @@ from ..agent.waiting import give_answers
 from ..errors import ConfigError
 from ..jobs import JobResult, Resumption, parse_model_options, prepare_resume
 from ..planner import Orchestrator
-from ..trace import load_checkpoint
+from ..trace import Checkpoint, load_checkpoint
 from ..trace.history import latest_trace
 from .jobs import (
     EXIT_OK,
@@ -94,6 +95,7 @@ def resume_command(args: argparse.Namespace) -> int:
         )
         if sys.stdin.isatty():
             _ask_open(resumption)
+        _say_late(resumption.checkpoint)
         if (finished := resumption.finished) is not None:
             return _finished(args, resumption, finished)
         approver = terminal_approver()  # calls marked `ask`: on a terminal, a person decides
@@ -145,6 +147,20 @@ def _ask_open(resumption: Resumption) -> None:
                 break
             except AnswerRefused as refused:
                 print(f"error: {refused}", file=sys.stderr)
+
+
+def _say_late(checkpoint: Checkpoint) -> None:
+    """An answer given after its request expired is recorded, and its asker told so."""
+    for answer in checkpoint.answering:
+        request = checkpoint.requests.get(answer.id)
+        if answer.id in checkpoint.late and request is not None:
+            expired = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(request.expires_at))
+            print(
+                f"warning: the answer to {answer.id} comes too late: the request of "
+                f"{request.source} expired at {expired}. It is recorded, and the asker is told "
+                "it came too late instead of being given it",
+                file=sys.stderr,
+            )
 
 
 def trace_argument(value: str, folder: Path, *, jobs_only: bool = False) -> Path | None:

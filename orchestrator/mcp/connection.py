@@ -9,6 +9,12 @@ A server that fails after that restart stays down for the rest of the run.
 Messages name the server and its program or URL, never its env, headers or arguments, and
 what the server wrote on stderr is shown with those values masked.
 
+A call's questions (elicitation, elicitation.py) are answered here, in the way of the
+negotiated protocol: a 2026-07-28 server's `input_required` result is answered by sending
+the call again with the answers and its `requestState` (at most `MAX_INPUT_ROUNDS` times);
+a handshake-era server's `elicitation/create`, which comes in the middle of a call, goes to
+the call running on that server (`_elicited`).
+
 A stdio server runs in a process group of its own (the SDK starts it in a new session). The
 SDK ends that group only when the server does not exit after its stdin is closed; a server
 that exits politely can leave children behind. So on POSIX the server is started through a
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -29,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from ..agent import InputRefused, WaitingForInput
 from ..errors import ToolError, ToolInfrastructureError
 from ..security.inventory import reads_no_configuration
 from ..security.sandbox import Launch, server_sandbox
@@ -36,6 +44,7 @@ from ..security.secrets import SecretMask
 from ..skills.process import end_process_group
 from ..skills.servers import secret_values
 from ..skills.skill import ServerConfig
+from .elicitation import CallQuestions
 from .sdk import Sdk, load_sdk
 
 MAX_RESTARTS = 1
@@ -43,6 +52,11 @@ STOP_GRACE = 8.0
 STDERR_TAIL = 600
 MAX_LIST_PAGES = 50
 GROUP_GRACE = 1.0
+MAX_INPUT_ROUNDS = 10
+"""How many times one call is sent again with answers before it is given up."""
+STATE_ONLY_PAUSE = 0.05
+"""Seconds before sending again a call whose `input_required` result asks nothing (only
+its state), doubled each time up to five times this, as the SDK's own client does."""
 # Runs as `python -I -S -c LAUNCHER PIDFILE COMMAND ARGS...`: the pid it writes is the one the
 # server keeps after exec, and the id of its process group.
 LAUNCHER = (
@@ -77,6 +91,8 @@ class Connection:
         self._stderr: IO[str] | None = None
         self._tail = ""
         self._sdk: Sdk | None = None
+        self._asking: list[CallQuestions] = []
+        """The calls running on the server, for the questions a handshake-era one asks."""
 
     @property
     def up(self) -> bool:
@@ -191,17 +207,21 @@ class Connection:
                 command=command, args=args, env=config.env, cwd=config.cwd
             )
             transport = sdk.stdio_client(params, errlog=log)
-        return sdk.Client(transport, mode="auto", cache=None)
+        return sdk.Client(transport, mode="auto", cache=None, elicitation_callback=self._elicited)
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
-        """`tools/call`; ToolError for the server's protocol errors, ToolInfrastructureError
-        when the server is gone or does not answer in time (it is then stopped)."""
+    async def call(self, tool: str, arguments: Mapping[str, Any], questions: CallQuestions) -> Any:
+        """`tools/call`, its questions answered through `questions`; ToolError for the
+        server's protocol errors, ToolInfrastructureError when the server is gone or does not
+        answer in time (it is then stopped); WaitingForInput (InputRefused) when a question
+        must wait for a person (and the run's `on_input` is `fail`)."""
         client = await self.ensure()
         task, sdk = self._task, self._sdk
         assert sdk is not None
         try:
             async with asyncio.timeout(self.config.timeout):
-                return await client.call_tool(tool, dict(arguments))
+                return await self._answered(client, tool, dict(arguments), questions)
+        except (WaitingForInput, InputRefused, ToolError):
+            raise
         except TimeoutError:
             failure = self._failure(f"did not answer within {self.config.timeout:g} s")
         except sdk.MCPError as exc:
@@ -212,6 +232,89 @@ class Connection:
             failure = self._failure(f"failed: {self._reason(exc)}")
         self._drop(task)
         raise failure
+
+    async def _answered(
+        self, client: Any, tool: str, arguments: dict[str, Any], questions: CallQuestions
+    ) -> Any:
+        """The call's result, sent again with the answers while it is `input_required`."""
+        sdk = self._sdk
+        assert sdk is not None
+        responses: dict[str, Any] | None = None
+        state: str | None = None
+        self._asking.append(questions)
+        try:
+            for leg in range(MAX_INPUT_ROUNDS + 1):
+                result = await self._send(client, tool, arguments, responses, state)
+                if not isinstance(result, sdk.InputRequiredResult):
+                    questions.settle()  # a handshake-era server's question that waits
+                    return result
+                if not result.input_requests:  # only its state: "ask again shortly"
+                    await asyncio.sleep(min(STATE_ONLY_PAUSE * 2**leg, 5 * STATE_ONLY_PAUSE))
+                replies = {}
+                for key, request in (result.input_requests or {}).items():
+                    if not isinstance(request, sdk.ElicitRequest):
+                        raise ToolError(
+                            f"MCP server {self.name!r} asked for {request.method} during the "
+                            "call, which this client does not answer"
+                        )
+                    reply = await questions.reply(_wire(request.params))
+                    replies[key] = sdk.ElicitResult.model_validate(reply)
+                questions.settle()  # it holds nothing meanwhile: the call stops here
+                responses, state = replies or None, result.request_state
+        finally:
+            self._asking.remove(questions)
+        raise ToolError(
+            f"MCP server {self.name!r} asked for input more than {MAX_INPUT_ROUNDS} times in "
+            "one call; the call was given up"
+        )
+
+    async def _send(
+        self,
+        client: Any,
+        tool: str,
+        arguments: dict[str, Any],
+        responses: dict[str, Any] | None,
+        state: str | None,
+    ) -> Any:
+        """One `tools/call`. A 2026-07-28 server that finds the tool's listing stale
+        (`HEADER_MISMATCH`) gets it listed again and the call once more, as the spec says."""
+        sdk = self._sdk
+        assert sdk is not None
+
+        async def send() -> Any:
+            return await client.session.call_tool(
+                tool,
+                arguments,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            )
+
+        try:
+            return await send()
+        except sdk.MCPError as exc:
+            if exc.code != sdk.HEADER_MISMATCH:
+                raise
+        await _list_tools(client)
+        return await send()
+
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        """A handshake-era server's `elicitation/create`, in the middle of a call: answered
+        for the one call running on the server; cancelled when none or several are."""
+        sdk = self._sdk
+        assert sdk is not None
+        wire = _wire(params)
+        running = list(self._asking)
+        if len(running) == 1:
+            return sdk.ElicitResult.model_validate(await running[0].reply_in_call(wire))
+        for questions in running:
+            questions.unplaced(wire, len(running))
+        if not running:
+            logging.getLogger(__name__).warning(
+                "MCP server %r asked a question while no call of ours ran; it was cancelled",
+                self.name,
+            )
+        return sdk.ElicitResult(action="cancel")
 
     def _drop(self, task: asyncio.Task[None] | None) -> None:
         """Stop the server a call failed on, in the background (the call's result does not
@@ -285,6 +388,12 @@ def _group_in(pid_file: Path) -> int | None:
         return int(pid_file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # an HTTP server, or the launcher never ran
+
+
+def _wire(params: Any) -> dict[str, Any]:
+    """An SDK request's params as on the wire (camelCase)."""
+    dumped: dict[str, Any] = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
 
 
 async def _list_tools(client: Any) -> list[Mapping[str, Any]]:

@@ -8,11 +8,12 @@ the next twice, twenty deep, is a million copies from a kilobyte) stop being inl
 schema holds `MAX_SCHEMA_NODES` objects and lists, and the schema's description says it was
 cut. Arguments are validated (jsonschema, which the `[mcp]` extra brings) against the server's
 own schema before the call, so a missing field comes back as the usual invalid-arguments
-observation naming it.
+observation naming it. `masked` keeps a server's secrets out of any JSON value it sends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 MAX_REF_DEPTH = 8
@@ -116,3 +117,14 @@ def problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"- {where or '(arguments)'}: {error.message}")
     return lines
+
+
+def masked(value: Any, mask: Callable[[str], str]) -> Any:
+    """A JSON value with `mask` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {mask(str(k)): masked(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(item, mask) for item in value]
+    return value

@@ -30,6 +30,10 @@ class Sdk:
     create_http_client: Any
     MCPError: Any
     CONNECTION_CLOSED: int
+    ElicitRequest: Any
+    ElicitResult: Any
+    InputRequiredResult: Any
+    HEADER_MISMATCH: int
 
 
 def load_sdk() -> Sdk:
@@ -38,6 +42,7 @@ def load_sdk() -> Sdk:
         from mcp import Client, MCPError, StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
+        from mcp_types import HEADER_MISMATCH, ElicitRequest, ElicitResult, InputRequiredResult
     except ImportError as exc:
         raise McpUnavailable(
             f"MCP servers need the official MCP SDK, which is not installed ({exc}); "
@@ -55,4 +60,8 @@ def load_sdk() -> Sdk:
         create_http_client=create_mcp_http_client,
         MCPError=MCPError,
         CONNECTION_CLOSED=CONNECTION_CLOSED,
+        ElicitRequest=ElicitRequest,
+        ElicitResult=ElicitResult,
+        InputRequiredResult=InputRequiredResult,
+        HEADER_MISMATCH=HEADER_MISMATCH,
     )

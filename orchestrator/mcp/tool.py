@@ -3,7 +3,8 @@
 It joins a skill exactly as a `tools.py` tool does, named `{skill}__{tool}` (kept to
 `^[a-zA-Z0-9_-]{1,64}$`). Arguments are checked against the server's own `inputSchema` before
 the call; the schema sent to the model is the normalised one (`schema.py`). The call runs on
-the run's server pool; `isError` results become error observations.
+the run's server pool; `isError` results become error observations. What the server asks
+during the call is put to a person (elicitation.py), and the call may wait for the answer.
 
 What `tools/list` says about a tool (its description, the descriptions and examples in its
 schema) is untrusted input, as its results are: the values the server's configuration names
@@ -13,7 +14,7 @@ trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..agent import ArgumentsError, Tool, ToolContext
@@ -22,8 +23,9 @@ from ..errors import ToolError
 from ..messages import ToolSpec
 from ..skills.servers import ServerPool
 from .connection import Connection
+from .elicitation import CallQuestions
 from .results import convert
-from .schema import normalise, problems
+from .schema import masked, normalise, problems
 
 
 async def _never_called() -> None:
@@ -59,22 +61,15 @@ class McpTool(Tool):
         return data
 
     async def invoke(self, kwargs: dict[str, Any], context: ToolContext) -> Any:
-        result = await self.pool.run(self.connection.call(self.remote, kwargs))
+        connection = self.connection
+        questions = CallQuestions(
+            context, connection.name, connection.config.answer_within, connection.mask
+        )
+        result = await self.pool.run(connection.call(self.remote, kwargs, questions))
         observation = convert(result)
         # A server may echo what it was given (a token in an error message): the values its
         # configuration names as secret never reach the observation, the trace or the model.
-        text = self.connection.mask(observation.text)
+        text = questions.told(connection.mask(observation.text))
         if observation.is_error:
             raise ToolError(text)
         return text
-
-
-def masked(value: Any, mask: Callable[[str], str]) -> Any:
-    """A JSON value with `mask` applied to every string in it, keys included."""
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, dict):
-        return {mask(str(k)): masked(v, mask) for k, v in value.items()}
-    if isinstance(value, list):
-        return [masked(item, mask) for item in value]
-    return value

@@ -35,6 +35,9 @@ class SkillFailure(RunHalted):
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_START_TIMEOUT = 30.0
+DEFAULT_ANSWER_WITHIN = 600.0
+"""Seconds an MCP server's question stays open: how long the official SDK's servers keep the
+state of a call that asks (its `requestState`); the protocol says nothing of its own."""
 
 
 class ServerConfig(BaseModel):
@@ -59,6 +62,9 @@ class ServerConfig(BaseModel):
     """Seconds one `tools/call` may take before it fails as an infrastructure error."""
     start_timeout: float = Field(DEFAULT_START_TIMEOUT, gt=0, alias="startTimeout")
     """Seconds for the server to start and list its tools."""
+    answer_within: float = Field(DEFAULT_ANSWER_WITHIN, gt=0, alias="answerWithin")
+    """Seconds a person has to answer a question the server asks during a call (elicitation):
+    an answer given later comes too late, and the server is told the question was cancelled."""
     description: str | None = None
     """For a job's `mcp_servers:`: the skill's line in the index."""
     sandbox: SandboxSettings | None = None

@@ -179,6 +179,8 @@ class Checkpoint:
     """The answers recorded, by request id (`input_answer` events)."""
     answering: list[Answer] = field(default_factory=list)
     """Answers the coming attempt records first (`resume --answer`), as `retrying` is."""
+    late: set[str] = field(default_factory=set)
+    """The requests whose answer came after they expired (`input_answer` with `late`)."""
     _claimed: set[str] = field(default_factory=set)
 
     @property
@@ -194,11 +196,14 @@ class Checkpoint:
         """What the run still waits for a person to answer, in the order it was asked."""
         return [r for r in self.requests.values() if r.id not in self.answers]
 
-    def answer(self, answer: Answer) -> None:
+    def answer(self, answer: Answer, *, late: bool = False) -> None:
         """Give an open request its answer: the coming attempt records it first, and the
-        waiting call gets it when the run resumes."""
+        waiting call gets it when the run resumes (`late`: after the request expired, the
+        asker is told so instead)."""
         self.answers[answer.id] = answer
         self.answering.append(answer)
+        if late:
+            self.late.add(answer.id)
 
     def agent(self, path: str) -> AgentRecord:
         if path not in self.agents:
@@ -407,6 +412,8 @@ def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one cas
             c.requests[event.request.id] = event.request
         case InputAnswered():
             c.answers[event.answer.id] = event.answer
+            if event.late:
+                c.late.add(event.answer.id)
         case ContextWindow():
             record = c.agent(event.agent)
             record.asked_server = True

@@ -132,6 +132,8 @@ class RunSummary:
     """What the run asked a person, by request id, in the order asked."""
     answers: dict[str, Answer] = field(default_factory=dict)
     """The answers given, by request id."""
+    late: set[str] = field(default_factory=set)
+    """The requests whose answer came after they had expired (the asker was told so)."""
     sandboxes: list[str] = field(default_factory=list)
     """Where the run's commands ran, as its agents' `run_start` recorded it (each distinct
     one); empty when it allowed none."""
@@ -197,6 +199,7 @@ class RunSummary:
                 {
                     **r.shown(),
                     "answer": a.model_dump(mode="json") if (a := self.answers.get(r.id)) else None,
+                    **({"late": True} if r.id in self.late else {}),
                 }
                 for r in self.requests.values()
             ],
@@ -306,6 +309,8 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             summary.requests[event.request.id] = event.request
         case InputAnswered():
             summary.answers[event.answer.id] = event.answer
+            if event.late:
+                summary.late.add(event.answer.id)
         case Compact():
             summary.agent(event.agent).compactions += 1
         case Note():
@@ -374,9 +379,11 @@ def _request_lines(summary: RunSummary) -> list[str]:
         if answer is None:
             given = "waiting"
         elif answer.action != "accept":
-            given = f"{answer.action}d"
+            given = {"decline": "declined", "cancel": "cancelled"}[answer.action]
         else:
             given = f"answered {json.dumps(answer.value)[:80]}"
+        if request.id in summary.late:
+            given += " too late (the request had expired; the asker was not given it)"
         question = json.dumps(request.question)[:200]
         lines.append(f"  {request.id}  {request.agent} ({request.kind}) {question}: {given}")
     return lines

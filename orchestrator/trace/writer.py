@@ -220,6 +220,7 @@ class Trace:
                     "input_answer",
                     request.agent if request is not None else "job",
                     answer=answer.model_dump(mode="json", exclude_defaults=True),
+                    **({"late": True} if answer.id in resume.late else {}),
                 )
             resume.answering = []
 
@@ -360,6 +361,10 @@ class Trace:
         """The answer a person gave to the request `request_id` of the run this trace
         resumes (agent/waiting.py); None when none was given."""
         return self.checkpoint.answers.get(request_id) if self.checkpoint is not None else None
+
+    def answered_late(self, request_id: str) -> bool:
+        """Whether the answer to `request_id` came after the request had expired."""
+        return self.checkpoint is not None and request_id in self.checkpoint.late
 
     def first_time(self, key: str) -> bool:
         """True the first time this trace is asked about `key`: for what an attempt records
