@@ -97,7 +97,7 @@ KILLED = """\
 first: [{content: hello}]
 second:
   - tool_calls: [{name: load_skill, arguments: {name: shell}}]
-  - tool_calls: [{name: shell__run, arguments: {command: "sleep 5"}}]
+  - tool_calls: [{name: shell__run, arguments: {command: "sleep 15"}}]
   - content: hi
 third: [{content: done}]
 """

@@ -67,7 +67,8 @@ def test_a_folder_told_to_pre_approve_nothing_lends_its_skills_no_approval(
         permissions=Permissions(
             workspace=host.work, shell="ask", sandbox=SandboxSettings(backend="bubblewrap")
         ),
-    )  # no approver: a call that asks is denied
+        on_input="deny",
+    )  # no approver, and no waiting: a call that asks is denied
 
     agent.run_sync("Stage a.txt.")
 

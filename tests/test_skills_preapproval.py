@@ -175,11 +175,12 @@ async def test_chained_commands_are_not_pre_approved(tmp_path: Path) -> None:
         ]
     }
     model = ScriptedModel(script)
-    agent = Agent(  # no approval callback: a call that asks is denied
+    agent = Agent(  # no approval callback, and no waiting: a call that asks is denied
         model,
         name="agent",
         skills=SkillCatalog([tmp_path / "skills"]),
         permissions=Permissions(workspace=work, shell="ask"),
+        on_input="deny",
     )
 
     await agent.run("Go.")
@@ -248,6 +249,7 @@ async def test_a_skill_in_the_workspace_pre_approves_nothing(tmp_path: Path) -> 
         name="agent",
         skills=SkillCatalog([work / "planted"]),
         permissions=Permissions(workspace=work, shell="ask"),
+        on_input="deny",
     )
 
     await agent.run("Go.")
@@ -383,7 +385,8 @@ def test_a_job_with_a_claude_code_skill_through_the_command_line(tmp_path: Path)
     }
     (tmp_path / "script.yaml").write_text(json.dumps(script), encoding="utf-8")
     (tmp_path / "job.yaml").write_text(
-        "name: t\nmodel: scripted:script.yaml\npermissions: {shell: ask}\ngoal: go\n",
+        "name: t\nmodel: scripted:script.yaml\npermissions: {shell: ask}\non_input: deny\n"
+        "goal: go\n",
         encoding="utf-8",
     )
 
@@ -430,6 +433,7 @@ async def test_a_forked_skills_list_pre_approves_in_its_sub_agent(tmp_path: Path
         model,
         skills=[tmp_path / "skills"],
         permissions=Permissions(workspace=work, tools={"files__*": "ask"}),
+        on_input="deny",
     )
 
     await orchestrator.run("Summarise.")

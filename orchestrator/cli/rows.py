@@ -26,6 +26,7 @@ STYLES = {
     "loop_detected": "magenta",
     "context_full": "magenta",
     "output_invalid": "red",
+    "input_required": "cyan",
     "cancelled": "red",
     "error": "red",
 }

@@ -241,17 +241,30 @@ def job_for(
     inputs: dict[str, str | None],
     *,
     model: str | None = None,
+    open_inputs: bool = False,
 ) -> Job:
-    """The eval's job as `variant` changes it, with `inputs`. Raises SpecError."""
+    """The eval's job as `variant` changes it, with `inputs` (`open_inputs`: a required one
+    may stay without a value, for checking its structure). Raises SpecError."""
     given = {k: v for k, v in inputs.items() if v is not None}
     options = variant.model_options or None
     if isinstance(spec.job, Path):
-        job = load_job(spec.job, model=model or variant.model, model_options=options, inputs=given)
+        job = load_job(
+            spec.job,
+            model=model or variant.model,
+            model_options=options,
+            inputs=given,
+            open_inputs=open_inputs,
+        )
     else:
         text = yaml.safe_dump(copy.deepcopy(spec.job), sort_keys=False)
         try:
             job = load_job(
-                source, model=model or variant.model, model_options=options, inputs=given, text=text
+                source,
+                model=model or variant.model,
+                model_options=options,
+                inputs=given,
+                text=text,
+                open_inputs=open_inputs,
             )
         except SpecError as error:
             problems = [
@@ -276,14 +289,13 @@ def _jobs(
     cases: Sequence[Case],
     problems: list[Problem],
 ) -> list[Job]:
-    """The job of each variant (with the first case's inputs: a job may require some), each
+    """The job of each variant (with no case's inputs: a required one may stay open), each
     problem once."""
     jobs = []
     seen: set[str] = set()
-    inputs = cases[0].inputs if cases else {}
     for index, variant in enumerate(variants):
         try:
-            jobs.append(job_for(spec, source, variant, inputs))
+            jobs.append(job_for(spec, source, variant, {}, open_inputs=True))
         except SpecError as error:
             where = "job" if not spec.variants and not spec.matrix else f"variants[{index}]"
             for problem in error.problems:
