@@ -1,6 +1,6 @@
-"""Command-line habits a newcomer meets in the first hour: Ctrl-C at start-up, commands printed
-to be copied, `report last`, `ask` runs named in `trace list`, preloaded skills in `trace
-show`, and `skills show` that suggests only close names."""
+"""Command-line habits a newcomer meets in the first hour: README's two set-up commands,
+Ctrl-C at start-up, commands printed to be copied, `report last`, `ask` runs named in `trace
+list`, preloaded skills in `trace show`, and `skills show` that suggests only close names."""
 
 from __future__ import annotations
 
@@ -16,6 +16,26 @@ from pathlib import Path
 import pytest
 from cli_process import orchestrator
 from test_cli_run import make_job
+
+ROOT = Path(__file__).resolve().parents[1]
+SET_UP = [
+    "pip install -e . && orchestrator run examples/quickstart.yaml",
+    'pip install -e ".[dev]" && pytest',
+]
+"""What a fresh clone runs, as README gives it: install and run the example job offline;
+install the development tools and run the tests."""
+
+
+def test_the_readme_sets_up_a_fresh_clone_with_two_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command in SET_UP:
+        assert f"\n```\n{command}\n```\n" in readme, command
+    # CI installs and tests exactly as README says.
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert SET_UP[1] in ci
+    # The first command's run is README's first block, run and compared by
+    # tests/test_readme_blocks.py.
+    assert readme.index("$ orchestrator run examples/quickstart.yaml") < readme.index(SET_UP[0])
 
 
 def waits_on_stdin(pid: int) -> bool:

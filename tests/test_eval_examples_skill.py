@@ -15,6 +15,7 @@ made, each checked against the per-query and per-case lines it is computed from.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -150,11 +151,40 @@ def check_figures(cwd: Path, summaries: list[dict[str, Any]]) -> None:
     assert benchmark["run_summary"]["delta"]["pass_rate"] == f"{delta:+.2f}" == "+0.75"
 
 
+def documented_fields() -> dict[str, set[str]]:
+    """The fields docs/eval.md gives for each part of `benchmark.json`, by the part's path
+    (`runs[].result`); what a cell says in parentheses is left out."""
+    page = (REPO / "docs" / "eval.md").read_text(encoding="utf-8")
+    table = page.split("<!-- benchmark-fields -->\n", 1)[1].split("\n\n", 1)[0]
+    found: dict[str, set[str]] = {}
+    for row in table.splitlines()[2:]:
+        part, fields = row.strip("|").split(" | ")
+        names = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", fields)))
+        for path in re.findall(r"`([\w.\[\]]+)`", part) or [""]:
+            found[path] = names
+    return found
+
+
+def check_documented_fields(benchmark: dict[str, Any]) -> None:
+    """Each part of `benchmark.json` has exactly the fields docs/eval.md gives it."""
+    documented = documented_fields()
+    assert len(documented) == 10, documented
+    for path, names in documented.items():
+        value: Any = benchmark
+        for key in filter(None, path.split(".")):
+            value = value[key.removesuffix("[]")]
+            if key.endswith("[]"):
+                value = value[0]
+        assert set(value) == names, (path, set(value) ^ names)
+
+
 def test_the_data_skill_examples_replay_offline(tmp_path: Path) -> None:
     offline = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": ""}
     summaries = eval_data_skill(tmp_path, "--replay", RECORDINGS, env=offline)
     assert summaries[0]["diverged"] == [] and summaries[1]["diverged"] == []
     check_figures(tmp_path, summaries)
+    benchmark = json.loads((tmp_path / "out" / "data" / "evals" / "benchmark.json").read_text())
+    check_documented_fields(benchmark)
 
 
 def test_the_data_skill_recordings_are_what_the_rule_model_makes(tmp_path: Path) -> None:

@@ -103,14 +103,20 @@ def test_the_planner_takes_tools_of_its_own() -> None:
     assert "add" in [t.name for t in model.requests[0].tools]
 
 
-def test_what_the_readme_imports_can_be_imported() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    lines = [line for line in readme.splitlines() if line.startswith("from orchestrator")]
-    assert lines
+def test_what_the_readme_and_the_docs_import_can_be_imported() -> None:
+    root = Path(__file__).resolve().parents[1]
+    lines = {
+        line
+        for document in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        for line in document.read_text().splitlines()
+        if line.startswith("from orchestrator") and not line.endswith("(")
+    }
+    assert "from orchestrator import Agent, tool" in lines  # README's
+    assert "from orchestrator import Orchestrator, load_job, run_job_sync" in lines  # the API's
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
-        for line in lines:
-            exec(line, {})  # noqa: S102 - the README's own import lines
+        for line in sorted(lines):
+            exec(line, {})  # noqa: S102 - the documents' own import lines
 
 
 def test_a_spec_script_can_drive_a_job_and_the_api_alike(tmp_path: Path) -> None:

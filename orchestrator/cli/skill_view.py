@@ -205,7 +205,7 @@ def print_view(view: ModelView, *, as_json: bool) -> None:
         return
     tokens = view.tokens
     print(f"{view.skill} as the model gets it (disclosure: {view.disclosure})\n")
-    print(f"== level 0, the index line ({tokens['index_line']} tokens) ==")
+    print(f"== level 0, the index line ({tokens['index_line']:,} tokens) ==")
     print(view.index_line)
     place = view.index
     if view.in_index and place is not None:
@@ -223,7 +223,7 @@ def print_view(view: ModelView, *, as_json: bool) -> None:
         print("(not in the index: the model may not choose it, disable-model-invocation)")
     error = ", an error" if view.load_error else ""
     print(
-        f'\n== level 1, load_skill("{view.skill}") result ({tokens["load_result"]} tokens'
+        f'\n== level 1, load_skill("{view.skill}") result ({tokens["load_result"]:,} tokens'
         f"{error}) =="
     )
     print(view.load_result)

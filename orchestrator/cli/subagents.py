@@ -23,7 +23,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     group = commands.add_parser(
         "subagents",
         help="list, show and check sub-agent definitions",
-        description="Sub-agents are markdown files with frontmatter; see README, Sub-agents.",
+        description="Sub-agents are markdown files with frontmatter; see docs/subagents.md.",
     )
     actions = group.add_subparsers(dest="action", metavar="ACTION", required=True)
 
