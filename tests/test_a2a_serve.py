@@ -420,6 +420,62 @@ async def test_tasks_past_the_limit_are_rejected(tmp_path: Path) -> None:
     assert "--max-tasks" in status_texts(second)[-1]
 
 
+GATE = """\
+name: gate
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: true}
+goal: Overwritten.
+"""
+GATE_SCRIPT = {
+    "goal": [
+        call("load_skill", name="shell"),
+        call("shell__run", command="while [ ! -e go ]; do sleep 0.05; done", timeout_seconds=60),
+        {"content": "let through"},
+    ]
+}
+
+
+async def test_an_answer_past_the_task_limit_is_not_taken_and_the_task_still_waits(
+    tmp_path: Path,
+) -> None:
+    """An answer starts a run, so `--max-tasks` holds for it as for a new task."""
+    jobs = [
+        load_served(write_job(tmp_path, PICKER, PICKER_SCRIPT, "picker")),
+        load_served(write_job(tmp_path, GATE, GATE_SCRIPT, "gate")),
+    ]
+    async with served(jobs, tmp_path / "runs", max_tasks=1) as url:
+        client = await client_for(url)
+        first = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Pick"))),
+            until={TaskState.TASK_STATE_INPUT_REQUIRED},
+        )
+        waiting = first[0].task
+        busy = user_message("Wait at the gate")
+        busy.metadata.update({"skill": "gate"})
+        started: asyncio.Queue[None] = asyncio.Queue()
+
+        async def through_the_gate() -> list[StreamResponse]:
+            responses = []
+            async for response in client.send_message(SendMessageRequest(message=busy)):
+                responses.append(response)
+                started.put_nowait(None)
+            return responses
+
+        gate = asyncio.create_task(through_the_gate())
+        await started.get()  # its run goes on: the one task the server takes
+        refused = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Rome", waiting.id, waiting.context_id))))  # fmt: skip
+        (tmp_path / "work" / "go").touch()
+        passed = await gate
+        taken = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Rome", waiting.id, waiting.context_id))))  # fmt: skip
+        await client.close()
+    assert states(refused) == ["TASK_STATE_INPUT_REQUIRED"]
+    assert status_texts(refused)[-1].startswith("Not taken: busy: 1 tasks are running")
+    assert states(passed)[-1] == "TASK_STATE_COMPLETED"
+    assert states(taken)[-1] == "TASK_STATE_COMPLETED"
+
+
 async def test_a_token_guards_every_request_but_the_card(tmp_path: Path) -> None:
     job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "none"}}

@@ -347,6 +347,11 @@ class JobAgent(AgentExecutor):
         the task waiting, saying why), then the run resumed with them."""
         trace = Path(waiting.trace)
         try:
+            if self.active() >= self.max_tasks:  # an answer starts a run: the same cap holds
+                raise AnswerRefused(
+                    f"busy: {self.max_tasks} tasks are running (the server's --max-tasks); "
+                    "send the answer again later"
+                )
             answers, run_id = await asyncio.to_thread(_checked_answers, trace, message)
         except AnswerRefused as exc:
             requests = await asyncio.to_thread(open_requests, trace)
