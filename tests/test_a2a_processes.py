@@ -268,6 +268,7 @@ def test_a_remote_question_waits_and_resume_answers_it_on_the_same_remote_task(
         [asked] = [e for e in trace_lines(client_folder / "b.jsonl")
                    if e["type"] == "input_request"]  # fmt: skip
         second = run_cli(client_folder, "resume", "b.jsonl", "--answer", "Rome", "--json")
+    shown = run_cli(client_folder, "trace", "show", "b.jsonl")
     assert first.returncode == 5, first.stderr
     assert f"{asked['request']['id']}  remote agent 'picker' asks (remote; answer text)" in (
         first.stderr
@@ -276,6 +277,9 @@ def test_a_remote_question_waits_and_resume_answers_it_on_the_same_remote_task(
     assert "answer: orchestrator resume b.jsonl --answer VALUE" in first.stderr
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["status"] == "completed"
+    assert "  far  [completed]" in shown.stdout  # waited, then went on
+    assert f"{asked['request']['id']}  goal/far (remote)" in shown.stdout
+    assert 'answered "Rome"' in shown.stdout
     caller = list(trace_lines(client_folder / "b.jsonl"))
     [remote_id] = {e["task_id"] for e in caller if e["type"] == "a2a_task"}
     [sent] = [e for e in caller if e["type"] == "a2a_send" and e.get("answer")]
