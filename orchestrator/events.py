@@ -599,10 +599,14 @@ class Retry(EventBase):
 
 
 class A2ASend(EventBase):
-    """A task is sent to a remote agent."""
+    """A task is sent to a remote agent, or an answer to what its task asked."""
 
     type: Literal["a2a_send"]
     url: str | None = None
+    task_id: str | None = None
+    """For an answer: the remote task it goes to."""
+    answer: str | None = None
+    """For an answer: the id of the request it answers (the remote's input-required)."""
 
 
 class A2AStatus(EventBase):

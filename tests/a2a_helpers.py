@@ -33,6 +33,20 @@ ASK_SCRIPT = {
     ]
 }
 
+# A job whose agent asks the user (`questions: true`): one of two cities.
+PICKER = """\
+name: picker
+model: scripted:SCRIPT
+questions: true
+goal: Overwritten.
+"""
+PICKER_SCRIPT = {
+    "goal": [
+        call("ask_user", question="Which city?", choices=["Paris", "Rome"]),
+        {"content": "going to Rome"},
+    ]
+}
+
 
 def write_job(folder: Path, spec: str, script: dict[str, Any], name: str = "job") -> Path:
     """A job spec and its scripted model's turns, in `folder`."""

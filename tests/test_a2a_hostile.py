@@ -113,7 +113,9 @@ async def test_a_client_neither_sees_nor_steers_another_clients_task(tmp_path: P
             await mallory.cancel_task(CancelTaskRequest(id=task_id))
         await asyncio.sleep(0.2)
         (trace,) = (tmp_path / "runs").glob("*.jsonl")
-        assert [e for e in trace_lines(trace) if e["type"] in ("run_end", "job_end")] == []
+        events = list(trace_lines(trace))
+        assert [e["status"] for e in events if e["type"] == "job_end"] == ["input_required"]
+        assert [e for e in events if e["type"] == "input_answer"] == []  # nothing answered
         # Alice's task still waits for her, and she sees it.
         mine = await alice.get_task(GetTaskRequest(id=task_id))
         assert mine.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -121,6 +123,30 @@ async def test_a_client_neither_sees_nor_steers_another_clients_task(tmp_path: P
         await alice.close()
         await mallory.close()
     assert not (tmp_path / "work" / "approved.txt").exists()
+
+
+async def test_an_oversized_answer_is_refused_and_the_task_still_waits(tmp_path: Path) -> None:
+    job = load_served(write_job(tmp_path, ASK, ASK_SCRIPT, "asker"))
+    async with served([job], tmp_path / "runs") as url:
+        alice = await client_as(url, "alice-7d1e")
+        task_id, context_id = await until_input_required(alice, "Touch the file")
+        huge = "y" * 70_000
+        refused = await ended(alice, huge, task_id=task_id, context_id=context_id)
+        many = message("yes", task_id=task_id, context_id=context_id)
+        data = many.parts.add()
+        data.data.struct_value.update({"answers": {"0badc0de": "x" * 70_000}})
+        refused_data = [r async for r in alice.send_message(SendMessageRequest(message=many))]
+        still = await alice.get_task(GetTaskRequest(id=task_id))
+        answered = await ended(alice, "yes", task_id=task_id, context_id=context_id)
+        await alice.close()
+    for responses in (refused, refused_data):
+        [update] = [r.status_update.status for r in responses if r.HasField("status_update")]
+        assert update.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert "over 64000 characters" in update.message.parts[0].text
+    assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    final = answered[-1].status_update.status
+    assert final.state == TaskState.TASK_STATE_COMPLETED
+    assert (tmp_path / "work" / "approved.txt").exists()
 
 
 async def test_without_a_bearer_token_no_client_lists_tasks(tmp_path: Path) -> None:

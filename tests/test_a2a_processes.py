@@ -23,7 +23,7 @@ from trace_lines import trace_lines
 
 pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
 
-from a2a_helpers import call, write_job
+from a2a_helpers import ASK, ASK_SCRIPT, PICKER, PICKER_SCRIPT, call, write_job
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -31,22 +31,27 @@ VERSION = {"A2A-Version": "1.0"}
 
 
 @contextmanager
-def serving(folder: Path, *args: str) -> Iterator[str]:
-    """`orchestrator serve ARGS --port 0` in `folder`; yields the URL it prints."""
+def serving(
+    folder: Path, *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`orchestrator serve ARGS --port 0` in `folder`; yields the URL it prints, and the
+    process (stopped with Ctrl-C at the end, unless it was stopped already)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator", "serve", *args, "--port", "0"],
         cwd=folder,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
+        env={**os.environ, **env} if env is not None else None,
     )
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
         assert first.startswith("serving "), first + process.stderr.read()
-        yield first.rsplit(" at ", 1)[1].strip()
+        yield first.rsplit(" at ", 1)[1].strip(), process
     finally:
-        process.send_signal(signal.SIGINT)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -79,7 +84,7 @@ def test_a_client_written_from_the_specification_drives_the_quickstart(tmp_path:
         "messageId": "m-1",
         "parts": [{"text": "Write the brief from the notes."}],
     }
-    with serving(tmp_path, "quickstart.yaml", "--trace-dir", "runs") as url:
+    with serving(tmp_path, "quickstart.yaml", "--trace-dir", "runs") as (url, _):
         card = httpx.get(url + ".well-known/agent-card.json").json()
         with httpx.stream(
             "POST", url, json=rpc("SendStreamingMessage", {"message": message}),
@@ -121,7 +126,7 @@ goal: Ask the helper.
 def test_one_process_forks_a_sub_agent_the_other_serves(tmp_path: Path) -> None:
     server_folder, client_folder = tmp_path / "a", tmp_path / "b"
     write_job(server_folder, HELPER, {"goal": [{"content": "helped with it"}]}, "helper")
-    with serving(server_folder, "helper.yaml", "--trace-dir", "runs") as url:
+    with serving(server_folder, "helper.yaml", "--trace-dir", "runs") as (url, _):
         write_job(
             client_folder,
             CALLER.replace("URL", url),
@@ -224,3 +229,123 @@ def test_ctrl_c_cancels_the_running_tasks_and_stops_the_server(tmp_path: Path) -
     [trace] = (tmp_path / "runs").glob("*.jsonl")
     events = list(trace_lines(trace))
     assert events[-1]["type"] == "job_end" and events[-1]["status"] == "cancelled"
+
+
+# --- A served task that waits for an answer, across processes ------------------------------
+
+PICKER_CALLER = """\
+name: caller
+model: scripted:SCRIPT
+agents:
+  picker: {a2a: "URL", description: Another process's picker job.}
+goal: Ask the picker.
+"""
+
+
+def run_cli(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=folder, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+
+
+def test_a_remote_question_waits_and_resume_answers_it_on_the_same_remote_task(
+    tmp_path: Path,
+) -> None:
+    server_folder, client_folder = tmp_path / "a", tmp_path / "b"
+    write_job(server_folder, PICKER, PICKER_SCRIPT, "picker")
+    with serving(server_folder, "picker.yaml", "--trace-dir", "runs") as (url, _):
+        write_job(
+            client_folder,
+            PICKER_CALLER.replace("URL", url),
+            {"goal": [call("fork", tasks=[{"id": "far", "agent": "picker",
+                                           "task": "Pick a city."}]),
+                      {"content": "the picker picked"}]},
+            "caller",
+        )  # fmt: skip
+        first = run_cli(client_folder, "run", "caller.yaml", "--trace", "b.jsonl")
+        [asked] = [e for e in trace_lines(client_folder / "b.jsonl")
+                   if e["type"] == "input_request"]  # fmt: skip
+        second = run_cli(client_folder, "resume", "b.jsonl", "--answer", "Rome", "--json")
+    shown = run_cli(client_folder, "trace", "show", "b.jsonl")
+    assert first.returncode == 5, first.stderr
+    assert f"{asked['request']['id']}  remote agent 'picker' asks (remote; answer text)" in (
+        first.stderr
+    )
+    assert '\\"question\\": \\"Which city?\\"' in first.stderr  # its text, quoted as data
+    assert "answer: orchestrator resume b.jsonl --answer VALUE" in first.stderr
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["status"] == "completed"
+    assert "  far  [completed]" in shown.stdout  # waited, then went on
+    assert f"{asked['request']['id']}  goal/far (remote)" in shown.stdout
+    assert 'answered "Rome"' in shown.stdout
+    caller = list(trace_lines(client_folder / "b.jsonl"))
+    [remote_id] = {e["task_id"] for e in caller if e["type"] == "a2a_task"}
+    [sent] = [e for e in caller if e["type"] == "a2a_send" and e.get("answer")]
+    assert (sent["task_id"], sent["answer"]) == (remote_id, asked["request"]["id"])
+    assert asked["request"]["state"]["task_id"] == remote_id
+    observation = [str(e["message"]["content"]) for e in caller if e["type"] == "message"
+                   and e["message"]["role"] == "tool"][-1]  # fmt: skip
+    assert "### far [completed]" in observation and "going to Rome" in observation
+    [served_trace] = (server_folder / "runs").glob("*.jsonl")
+    served = list(trace_lines(served_trace))
+    assert {e["task_id"] for e in served if e["type"] == "a2a_task"} == {remote_id}
+    assert [e["answer"]["value"] for e in served if e["type"] == "input_answer"] == ["Rome"]
+    assert [e["status"] for e in served if e["type"] == "job_end"] == [
+        "input_required",
+        "completed",
+    ]
+
+
+def test_a_waiting_task_outlives_a_restart_of_serve(tmp_path: Path) -> None:
+    """Killed (no chance to tidy up) while a task waits for its approval: the server started
+    again on the same folder shows the task waiting, to its owner only, and the owner's next
+    message on it answers it."""
+    write_job(tmp_path, ASK, ASK_SCRIPT, "asker")
+    tokens = {"SERVE_TOKENS": "alice-token-41c2, mallory-token-0f9e"}
+    alice = {**VERSION, "Authorization": "Bearer alice-token-41c2"}
+    mallory = {**VERSION, "Authorization": "Bearer mallory-token-0f9e"}
+    args = ("asker.yaml", "--trace-dir", "runs", "--token-env", "SERVE_TOKENS")
+    message = {"role": "ROLE_USER", "messageId": "m-1", "parts": [{"text": "Touch it."}]}
+    with serving(tmp_path, *args, env=tokens) as (url, process):
+        sent = httpx.post(url, json=rpc("SendMessage", {"message": message}), headers=alice,
+                          timeout=60).json()  # fmt: skip
+        process.kill()
+        process.wait()
+    task = sent["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    with serving(tmp_path, *args, env=tokens) as (url, _):
+        shown = httpx.post(url, json=rpc("GetTask", {"id": task["id"]}), headers=alice).json()
+        hidden = httpx.post(url, json=rpc("GetTask", {"id": task["id"]}), headers=mallory).json()
+        answer = {
+            "role": "ROLE_USER", "messageId": "m-2", "taskId": task["id"],
+            "contextId": task["contextId"], "parts": [{"text": "yes"}],
+        }  # fmt: skip
+        stolen = httpx.post(url, json=rpc("SendMessage", {"message": answer}), headers=mallory,
+                            timeout=60).json()  # fmt: skip
+        with httpx.stream(
+            "POST", url, json=rpc("SendStreamingMessage", {"message": answer}),
+            headers=alice, timeout=60,
+        ) as response:  # fmt: skip
+            results = sse_results(response)
+    status = shown["result"]["status"]
+    assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
+    [text, data] = status["message"]["parts"]
+    [request] = data["data"]["requests"]
+    assert (request["kind"], request["tool"]) == ("approval", "shell__run")
+    assert json.dumps(request["question"]) in text["text"]
+    assert "not found" in hidden["error"]["message"]
+    assert "not found" in stolen["error"]["message"]
+    updates = [r["statusUpdate"]["status"] for r in results if "statusUpdate" in r]
+    assert updates[-1]["state"] == "TASK_STATE_COMPLETED"
+    assert (tmp_path / "work" / "approved.txt").is_file()
+    assert json.loads((tmp_path / "runs" / "a2a-waiting.json").read_text()) == []
+    [trace] = (tmp_path / "runs").glob("*.jsonl")
+    events = list(trace_lines(trace))
+    assert [e["status"] for e in events if e["type"] == "job_end"] == [
+        "input_required",
+        "completed",
+    ]
+    [given] = [e["answer"] for e in events if e["type"] == "input_answer"]
+    assert (given["id"], given["value"]) == (request["id"], True)

@@ -4,6 +4,7 @@ subscribe and `input-required`, on 127.0.0.1 with real specs and scripted models
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,16 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskState,
 )
-from a2a_helpers import ASK, ASK_SCRIPT, call, load_served, served, write_job
+from a2a_helpers import (
+    ASK,
+    ASK_SCRIPT,
+    PICKER,
+    PICKER_SCRIPT,
+    call,
+    load_served,
+    served,
+    write_job,
+)
 from google.protobuf.json_format import MessageToDict
 
 from orchestrator.errors import ConfigError
@@ -223,43 +233,69 @@ async def test_an_ask_call_waits_for_the_clients_answer(
         question = first[-1].status_update.status.message
         assert first[-1].status_update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert "shell__run" in get_message_text(question)
-        approval = MessageToDict(question)["parts"][1]["data"]["approval"]
+        [approval] = MessageToDict(question)["parts"][1]["data"]["requests"]
+        assert (approval["kind"], approval["form"]) == ("approval", "yes_no")
         assert approval["tool"] == "shell__run"
-        assert approval["arguments"] == {"command": "touch approved.txt"}
+        assert '{"command": "touch approved.txt"}' in approval["question"]
         rest = await collect(client.send_message(SendMessageRequest(
             message=user_message(answer, task.id, task.context_id))))  # fmt: skip
         await client.close()
     assert states(rest)[-1] == "TASK_STATE_COMPLETED"
     assert (tmp_path / "work" / "approved.txt").exists() is allowed
     [events] = traces(runs)
+    [answered] = [e for e in events if e["type"] == "input_answer"]
+    assert (answered["answer"]["id"], answered["answer"]["value"]) == (approval["id"], allowed)
     [decision] = [e for e in events if e["type"] == "approval"]
     assert decision["decision"] == ("approved" if allowed else "denied")
 
 
-async def test_an_unanswered_approval_is_denied_and_the_next_message_gets_the_end(
-    tmp_path: Path,
-) -> None:
-    job = load_served(write_job(tmp_path, ASK, ASK_SCRIPT, "asker"))
-    async with served([job], tmp_path / "runs", approval_timeout=0.3) as url:
+async def test_a_wrong_answer_keeps_the_task_waiting_and_says_why(tmp_path: Path) -> None:
+    """The run waits with nothing denied meanwhile (no time limit on an answer); an answer
+    that does not fit is not taken, the task still waits, and a right one goes on."""
+    job = load_served(write_job(tmp_path, PICKER, PICKER_SCRIPT, "picker"))
+    runs = tmp_path / "runs"
+    async with served([job], runs) as url:
         client = await client_for(url)
         first = await collect(
-            client.send_message(SendMessageRequest(message=user_message("Make the file"))),
+            client.send_message(SendMessageRequest(message=user_message("Pick one"))),
             until={TaskState.TASK_STATE_INPUT_REQUIRED},
         )
         task = first[0].task
-        for _ in range(200):  # the run goes on, denied, and ends while nobody listens
-            [events] = traces(tmp_path / "runs")
-            if any(e["type"] == "job_end" for e in events):
-                break
-            await asyncio.sleep(0.05)
-        rest = await collect(client.send_message(SendMessageRequest(
-            message=user_message("still there?", task.id, task.context_id))))  # fmt: skip
+        [request] = MessageToDict(first[-1].status_update.status.message)["parts"][1]["data"][
+            "requests"
+        ]
+        wrong = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Lisbon", task.id, task.context_id))))  # fmt: skip
+        fetched = await client.get_task(GetTaskRequest(id=task.id))
+        answer = Message(
+            role=Role.ROLE_USER,
+            message_id="m-answer",
+            task_id=task.id,
+            context_id=task.context_id,
+        )
+        answer.parts.add().data.struct_value.update({"answers": {request["id"]: 2}})
+        rest = await collect(client.send_message(SendMessageRequest(message=answer)))
         await client.close()
+    assert (request["kind"], request["form"], request["choices"]) == (
+        "question",
+        "choice",
+        ["Paris", "Rome"],
+    )
+    assert states(wrong) == ["TASK_STATE_INPUT_REQUIRED"]
+    said = status_texts(wrong)[-1]
+    assert said.startswith("Not taken: ") and "takes one of: 1. Paris, 2. Rome" in said
+    assert json.dumps(request["question"]) in said  # the question, still shown as data
+    assert fetched.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert states(rest)[-1] == "TASK_STATE_COMPLETED"
-    assert any("not answered in time" in text for text in status_texts(rest))
-    assert not (tmp_path / "work" / "approved.txt").exists()
-    [decision] = [e for e in events if e["type"] == "approval"]
-    assert decision["decision"] == "denied"
+    [events] = traces(runs)
+    [given] = [e["answer"] for e in events if e["type"] == "input_answer"]
+    assert (given["id"], given["value"]) == (request["id"], "Rome")
+    ended = [e["status"] for e in events if e["type"] == "job_end"]
+    assert ended == ["input_required", "completed"]  # one trace, resumed: two attempts
+    asked = [e["message"] for e in events if e["type"] == "message"
+             and e["message"]["role"] == "tool" and e["message"]["name"] == "ask_user"]  # fmt: skip
+    assert asked[-1]["content"] == "Rome"
+    assert json.loads((runs / "a2a-waiting.json").read_text()) == []
 
 
 async def test_tasks_of_one_job_take_its_workspace_in_turn(tmp_path: Path) -> None:
@@ -384,6 +420,62 @@ async def test_tasks_past_the_limit_are_rejected(tmp_path: Path) -> None:
     assert "--max-tasks" in status_texts(second)[-1]
 
 
+GATE = """\
+name: gate
+model: scripted:SCRIPT
+permissions: {workspace: ./work, shell: true}
+goal: Overwritten.
+"""
+GATE_SCRIPT = {
+    "goal": [
+        call("load_skill", name="shell"),
+        call("shell__run", command="while [ ! -e go ]; do sleep 0.05; done", timeout_seconds=60),
+        {"content": "let through"},
+    ]
+}
+
+
+async def test_an_answer_past_the_task_limit_is_not_taken_and_the_task_still_waits(
+    tmp_path: Path,
+) -> None:
+    """An answer starts a run, so `--max-tasks` holds for it as for a new task."""
+    jobs = [
+        load_served(write_job(tmp_path, PICKER, PICKER_SCRIPT, "picker")),
+        load_served(write_job(tmp_path, GATE, GATE_SCRIPT, "gate")),
+    ]
+    async with served(jobs, tmp_path / "runs", max_tasks=1) as url:
+        client = await client_for(url)
+        first = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Pick"))),
+            until={TaskState.TASK_STATE_INPUT_REQUIRED},
+        )
+        waiting = first[0].task
+        busy = user_message("Wait at the gate")
+        busy.metadata.update({"skill": "gate"})
+        started: asyncio.Queue[None] = asyncio.Queue()
+
+        async def through_the_gate() -> list[StreamResponse]:
+            responses = []
+            async for response in client.send_message(SendMessageRequest(message=busy)):
+                responses.append(response)
+                started.put_nowait(None)
+            return responses
+
+        gate = asyncio.create_task(through_the_gate())
+        await started.get()  # its run goes on: the one task the server takes
+        refused = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Rome", waiting.id, waiting.context_id))))  # fmt: skip
+        (tmp_path / "work" / "go").touch()
+        passed = await gate
+        taken = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Rome", waiting.id, waiting.context_id))))  # fmt: skip
+        await client.close()
+    assert states(refused) == ["TASK_STATE_INPUT_REQUIRED"]
+    assert status_texts(refused)[-1].startswith("Not taken: busy: 1 tasks are running")
+    assert states(passed)[-1] == "TASK_STATE_COMPLETED"
+    assert states(taken)[-1] == "TASK_STATE_COMPLETED"
+
+
 async def test_a_token_guards_every_request_but_the_card(tmp_path: Path) -> None:
     job = load_served(write_job(tmp_path, WRITER, WRITER_SCRIPT, "writer"))
     body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "none"}}
@@ -492,30 +584,101 @@ goal: Overwritten.
     assert artifacts["leak.txt"] == "cannot be read: a link; not sent"  # named, not followed
 
 
-async def test_a_fork_to_a_served_job_that_asks_for_input_ends_in_error(tmp_path: Path) -> None:
-    """Our client against our server: the remote task waits for an approval a fork cannot
-    give, so the fork's task ends `error` and the remote task is cancelled, its run too."""
+def caller_spec(url: str, on_input: str = "wait") -> str:
+    return (
+        f"name: caller\nmodel: scripted:SCRIPT\non_input: {on_input}\n"
+        f"agents:\n  picker: {{a2a: '{url}'}}\ngoal: Ask.\n"
+    )
+
+
+CALLER_SCRIPT = {
+    "goal": [
+        call("fork", tasks=[{"id": "far", "agent": "picker", "task": "Pick a city"}]),
+        {"content": "the picker answered"},
+    ]
+}
+
+
+async def test_a_fork_to_a_served_job_that_asks_waits_and_its_answer_goes_to_the_same_task(
+    tmp_path: Path,
+) -> None:
+    """Our client against our server: the remote task asks, so the fork's task (and the
+    run) waits, the remote task left waiting; resumed with the answer, the answer goes to
+    that same remote task, which completes."""
+    from orchestrator import Orchestrator
     from orchestrator.jobs import load_job
     from orchestrator.planner import run_job
 
-    job = load_served(write_job(tmp_path / "server", ASK, ASK_SCRIPT, "asker"))
+    job = load_served(write_job(tmp_path / "server", PICKER, PICKER_SCRIPT, "picker"))
+    runs = tmp_path / "runs"
+    trace = tmp_path / "caller.jsonl"
+    async with served([job], runs) as url:
+        caller = write_job(tmp_path / "client", caller_spec(url), CALLER_SCRIPT)
+        first = await run_job(load_job(caller), trace=trace)
+        client = await client_for(url)
+        [remote_id] = {e["task_id"] for e in trace_lines(trace) if e["type"] == "a2a_task"}
+        remote = await client.get_task(GetTaskRequest(id=remote_id))
+        await client.close()
+        [waiting] = first.waiting
+        second = await Orchestrator.resume(trace, answers={waiting.id: "Rome"})
+    assert first.status == "input_required"
+    assert (waiting.kind, waiting.source, waiting.agent) == (
+        "remote",
+        "remote agent 'picker'",
+        "goal/far",
+    )
+    assert '"question": "Which city?"' in waiting.question  # the remote's status text
+    assert remote.status.state == TaskState.TASK_STATE_INPUT_REQUIRED  # left waiting there
+    assert second.status == "completed", second
+    events = list(trace_lines(trace))
+    assert {e["task_id"] for e in events if e["type"] == "a2a_task"} == {remote_id}
+    [sent] = [e for e in events if e["type"] == "a2a_send" and e.get("answer")]
+    assert (sent["task_id"], sent["answer"]) == (remote_id, waiting.id)
+    assert [e for e in events if e["type"] == "a2a_cancel"] == []
+    [far] = [e for e in events if e["type"] == "task_end" and e["agent"] == "goal/far"][-1:]
+    assert far["status"] == "completed"
+    observation = [str(e["message"]["content"]) for e in events if e["type"] == "message"
+                   and e["message"]["role"] == "tool"][-1]  # fmt: skip
+    assert "### far [completed]" in observation and "going to Rome" in observation
+    # The served side: one task, one trace; the answer reached its question.
+    [served_events] = traces(runs)
+    assert {e["task_id"] for e in served_events if e["type"] == "a2a_task"} == {remote_id}
+    [given] = [e["answer"]["value"] for e in served_events if e["type"] == "input_answer"]
+    assert given == "Rome"
+
+
+@pytest.mark.parametrize(
+    ("on_input", "said"),
+    [
+        ("deny", "was declined by the run's on_input"),
+        ("fail", "this run's on_input is 'fail'"),
+    ],
+)
+async def test_where_the_run_will_not_wait_the_remote_task_is_cancelled(
+    tmp_path: Path, on_input: str, said: str
+) -> None:
+    from orchestrator.jobs import load_job
+    from orchestrator.planner import run_job
+
+    job = load_served(write_job(tmp_path / "server", PICKER, PICKER_SCRIPT, "picker"))
     runs = tmp_path / "runs"
     async with served([job], runs) as url:
-        spec = f"name: caller\nmodel: scripted:SCRIPT\nagents:\n  asker: {{a2a: '{url}'}}\n"
-        spec += "goal: Ask.\n"
-        fork = call("fork", tasks=[{"id": "far", "agent": "asker", "task": "Make the file"}])
-        caller = write_job(tmp_path / "client", spec, {"goal": [fork, {"content": "ok"}]})
+        spec = caller_spec(url, on_input)
+        caller = write_job(tmp_path / "client", spec, CALLER_SCRIPT)
         result = await run_job(load_job(caller), trace=tmp_path / "caller.jsonl")
-    assert result.status == "completed"
-    events = list(trace_lines(tmp_path / "caller.jsonl"))
+        events = list(trace_lines(tmp_path / "caller.jsonl"))
+        [remote_id] = {e["task_id"] for e in events if e["type"] == "a2a_task"}
+        client = await client_for(url)
+        remote = await client.get_task(GetTaskRequest(id=remote_id))
+        await client.close()
+    assert result.status == "completed" and result.waiting == []
     [far] = [e for e in events if e["type"] == "task_end" and e["agent"] == "goal/far"]
     assert far["status"] == "error"
-    assert "asked for input or authentication" in far["reason"]
+    assert "it asked for input" in far["reason"] and said in far["reason"]
+    assert f"the remote task {remote_id} was cancelled" in far["reason"]
     assert [e["ok"] for e in events if e["type"] == "a2a_cancel"] == [True]
-    [served_events] = traces(runs)
-    assert served_events[-1]["type"] == "job_end"
-    assert served_events[-1]["status"] == "cancelled"
-    assert not (tmp_path / "server" / "work" / "approved.txt").exists()
+    assert remote.status.state == TaskState.TASK_STATE_CANCELED
+    assert json.loads((runs / "a2a-waiting.json").read_text()) == []  # waits no more
 
 
 def test_two_jobs_of_one_name_are_refused(tmp_path: Path) -> None:

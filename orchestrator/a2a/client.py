@@ -10,19 +10,31 @@ text, capped as it arrives (what comes past the cap is counted, not kept), marke
 from the remote agent. A remote that reports its usage (metadata
 `usage`) is charged on the run's budget; otherwise the result says the cost is unknown.
 
+A remote task that asks for input (or authentication) waits as any call that needs a person
+does (agent/waiting.py): what it asks is recorded as a request (kind `remote`, its question
+the remote's status text, untrusted), the fork's task ends `input_required` and the run waits
+with it; the remote task is left waiting, not cancelled. On `resume` with the answer, the
+answer goes to the same remote task (a message with its task and context ids) and the task
+is followed on; another question there is the next round (its own request id). The run's
+`on_input` may deny instead (the remote task is cancelled, the reason says so) or fail the
+run; a declined answer cancels the remote task too.
+
 Whatever goes wrong ends the task `error` with the reason, never a hang: a card or a stream
 that fails, a malformed event, a stream that ends before a final state, a task past the
 agent's `time_limit`. Cancelling the task (our run cancelled) cancels the remote task too.
 On `resume`, a task whose remote id the trace holds is looked up by that id first: a remote
-task that ended keeps its result, one still running is followed, and only a task the remote
-does not know (or that our interrupted attempt had cancelled) is sent again.
+task that ended keeps its result, one still running is followed, one still waiting gets its
+answer, and only a task the remote does not know (or that our interrupted attempt had
+cancelled) is sent again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
+import json
 import os
 import re
 import ssl
@@ -51,8 +63,9 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
-from ..agent import RunResult, Status, TaskResult, ToolContext
-from ..events import A2ATask, Retry
+from ..agent import InputRefused, RunResult, Status, TaskResult, ToolContext, WaitingForInput
+from ..agent.waiting import answer_for, new_request, recorded
+from ..events import A2ASend, A2ATask, Answer, InputRequest, Retry
 from ..messages import Usage
 from ..tasks import RemoteAgent, TaskRequest
 from ..trace import read_trace
@@ -79,6 +92,10 @@ WAITING = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIR
 
 class RemoteFailure(Exception):
     """The remote agent could not be used; the message says why (it becomes the reason)."""
+
+
+class Declined(Exception):  # noqa: N818 - an answer, not a failure
+    """What the remote task asked was declined (by a person, or the run's `on_input: deny`)."""
 
 
 @functools.cache
@@ -110,7 +127,16 @@ class RemoteTask:
         self.remote = remote
         self.context = context
         self.task_id: str | None = None
+        self.context_id = ""
         self.state: TaskState | None = None
+        self.asked = ""
+        """The status text of the remote task's last input-required (its question)."""
+        self.asked_status = ""
+        self.answered = ""
+        """Which input-required status (message id, time) was answered last: shown again,
+        it is the task as it stood, not a new question."""
+        self.round = 0
+        """How many answers this remote task was sent (its next question is this round)."""
         self.texts: list[str] = []
         self.artifacts: dict[str, list[str]] = {}
         self.usage_reported: dict[str, Any] | None = None
@@ -158,10 +184,16 @@ class RemoteTask:
                     f"{base}; refused (the task and any token stay here)"
                 )
 
-    async def run(self, client: Client, prompt: str, resumed: str | None) -> None:
-        """Send the task (or follow the remote task `resumed`) until it ends or waits."""
-        if resumed is not None and await self._look_up(client, resumed):
-            return
+    async def run(self, client: Client, prompt: str, resumed: Resumed) -> None:
+        """Send the task (or follow the remote task `resumed`) until it ends; each question
+        it asks on the way gets the run's answer (`_converse`)."""
+        if resumed.task_id is None or not await self._look_up(client, resumed.task_id):
+            await self._send(client, prompt)
+        else:
+            self.round = resumed.answered
+        await self._converse(client)
+
+    async def _send(self, client: Client, prompt: str) -> None:
         message = Message(
             role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=prompt)]
         )
@@ -182,7 +214,7 @@ class RemoteTask:
             # Our earlier attempt cancelled it (interrupted): it never finished, send anew.
             self.emit("a2a_status", state="canceled", text=f"remote task {task_id} was cancelled")
             return False
-        self.task_id = task_id
+        self.task_id, self.context_id = task_id, task.context_id
         self.emit("a2a_task", task_id=task_id, context_id=task.context_id, resumed=True)
         self._take_task(task)
         if self.state in FINAL or self.state in WAITING:
@@ -224,9 +256,59 @@ class RemoteTask:
         else:
             raise RemoteFailure("it sent an event with no payload")
 
+    async def _converse(self, client: Client) -> None:
+        """While the remote task asks: give it the answer the run has (a person's, given on
+        resume), and follow it on. Raises WaitingForInput when there is none yet (the run
+        waits), InputRefused (`on_input: fail`), Declined."""
+        while self.state in WAITING:
+            request = self._request()
+            answer = await answer_for(self._asking(), request)
+            if answer.action != "accept":
+                by = "the run's on_input" if answer.by != "person" else "a person"
+                raise Declined(f"what it asked ({request.id}) was {answer.action}d by {by}")
+            await self._answer(client, request, answer)
+
+    def _request(self) -> InputRequest:
+        """What the waiting remote task asks, as a request to a person (round `round`)."""
+        question = self.asked or "(the remote agent asks for input and says nothing more)"
+        if self.state == TaskState.TASK_STATE_AUTH_REQUIRED:
+            question = f"The remote agent needs authentication: {question}"
+        return new_request(
+            self._asking(),
+            "remote",
+            question,
+            source=f"remote agent {self.request.agent!r}",
+            state={"task_id": self.task_id, "context_id": self.context_id, "round": self.round},
+            round=self.round,
+        )
+
+    def _asking(self) -> ToolContext:
+        """The run's context as the remote task asks in it: the task's path as the agent,
+        the remote task's id as the call (the request's id is made from both)."""
+        return dataclasses.replace(
+            self.context, agent=self.request.path, call_id=self.task_id or ""
+        )
+
+    async def _answer(self, client: Client, request: InputRequest, answer: Answer) -> None:
+        """Send `answer` as a new message on the remote task, and follow it on."""
+        value = answer.value if isinstance(answer.value, str) else json.dumps(answer.value)
+        message = Message(
+            role=Role.ROLE_USER,
+            message_id=str(uuid.uuid4()),
+            task_id=self.task_id or "",
+            context_id=self.context_id,
+            parts=[Part(text=value)],
+        )
+        self.emit("a2a_send", url=self.remote.url, task_id=self.task_id, answer=request.id)
+        self.round += 1
+        self.answered, self.state = self.asked_status, TaskState.TASK_STATE_WORKING
+        self._drop(self.texts)  # the question: what the task says next replaces it
+        await self._follow(client.send_message(SendMessageRequest(message=message)))
+
     def _note_task(self, task_id: str, context_id: str) -> None:
         if task_id and self.task_id is None:
             self.task_id = task_id
+            self.context_id = context_id
             self.emit("a2a_task", task_id=task_id, context_id=context_id, url=self.remote.url)
 
     def _take_task(self, task: Task) -> None:
@@ -266,8 +348,13 @@ class RemoteTask:
         chunks.clear()
 
     def _take_status(self, state: TaskState, source: Any) -> None:
-        self.state = state
         message = source.status.message
+        if state in WAITING:
+            shown = _status_key(source)
+            if shown and shown == self.answered:
+                return  # the question answered, as the task stood (a snapshot sent first)
+            self.asked_status = shown
+        self.state = state
         text = get_message_text(message) if message.parts else ""
         found = [MessageToDict(source.metadata)] if source.HasField("metadata") else []
         found += [MessageToDict(part.data) for part in message.parts if part.HasField("data")]
@@ -275,6 +362,8 @@ class RemoteTask:
             if isinstance(data, dict) and isinstance(data.get("usage"), dict):
                 self.usage_reported = data["usage"]
         ended = self.state in FINAL or self.state in WAITING
+        if self.state in WAITING:
+            self.asked = text
         self._note_status(state, text, ended)
         if ended and text:
             self._drop(self.texts)
@@ -335,6 +424,13 @@ class RemoteTask:
         return f"the remote task {self.task_id} was cancelled"
 
 
+def _status_key(source: Any) -> str:
+    """What tells one status of a task from another: its message's id and its time."""
+    status = source.status
+    when = status.timestamp.ToJsonString() if status.HasField("timestamp") else ""
+    return f"{status.message.message_id}@{when}" if status.message.message_id or when else ""
+
+
 def _part_text(part: Part) -> str:
     if part.HasField("text"):
         return part.text
@@ -347,19 +443,31 @@ def _part_text(part: Part) -> str:
     return ""
 
 
-def resumed_task_id(context: ToolContext, path: str) -> str | None:
-    """The remote task id an earlier attempt of this run recorded for the task at `path`."""
+@dataclasses.dataclass(frozen=True)
+class Resumed:
+    """What an earlier attempt of this run recorded of the remote task at one path: its id,
+    and how many answers it was sent."""
+
+    task_id: str | None = None
+    answered: int = 0
+
+
+def resumed_task(context: ToolContext, path: str) -> Resumed:
+    """The remote task an earlier attempt of this run started for the task at `path`."""
     trace = context.trace
     if trace.checkpoint is None or trace.path is None:
-        return None
-    found: str | None = None
+        return Resumed()
+    found = Resumed()
     for event in read_trace(trace.path):
-        if isinstance(event, A2ATask) and event.agent == path:
-            found = event.task_id
+        if isinstance(event, A2ATask) and event.agent == path and event.task_id != found.task_id:
+            found = Resumed(event.task_id)
+        elif isinstance(event, A2ASend) and event.agent == path and event.answer is not None:
+            if event.task_id == found.task_id:
+                found = Resumed(found.task_id, found.answered + 1)
         elif isinstance(event, Retry):
             # `resume --retry-failed`: a task that runs again here (it failed, or used what
             # failed) is sent anew; a task that kept its result is restored before this.
-            found = None
+            found = Resumed()
     return found
 
 
@@ -378,17 +486,22 @@ async def run_remote_task(
     timeout = httpx.Timeout(remote.time_limit, connect=min(CONNECT_TIMEOUT, remote.time_limit))
     status: Status = "error"
     reason: str | None = None
+    waiting: list[InputRequest] = []
     try:
         headers = exchange._headers()
         async with httpx.AsyncClient(headers=headers, timeout=timeout, verify=_tls()) as http:
             client = await exchange.client(http)
             try:
-                resumed = resumed_task_id(context, request.path)
+                resumed = resumed_task(context, request.path)
                 async with asyncio.timeout(remote.time_limit):
                     await exchange.run(client, request.prompt, resumed)
                 status, reason = _ended(exchange)
-                if exchange.state in WAITING:
-                    reason = f"{reason}; {await exchange.cancel(client)}"
+            except WaitingForInput as asked:  # left waiting there: answered on resume
+                for waits in asked.requests:
+                    context.trace.emit("input_request", request.path, request=recorded(waits))
+                status, waiting = "input_required", asked.requests
+            except (InputRefused, Declined) as exc:
+                reason = f"it asked for input: {exc}; {await exchange.cancel(client)}"
             except TimeoutError:
                 cancelled = await exchange.cancel(client)
                 reason = f"time limit of {remote.time_limit:g} s reached; {cancelled}"
@@ -424,9 +537,15 @@ async def run_remote_task(
         reason = f"remote agent {request.agent!r}: {reason}" if reason else None
     else:
         reason = unknown.removeprefix("; ") or None
-    # A run of its own, so that what the remote reported counts in every total above it.
+    # A run of its own, so that what the remote reported counts in every total above it, and
+    # what it waits for reaches the top of the run.
     run = RunResult(
-        agent=request.path, status=status, text=output, usage=usage or Usage(), error=reason
+        agent=request.path,
+        status=status,
+        text=output,
+        usage=usage or Usage(),
+        error=reason,
+        waiting=waiting,
     )
     return TaskResult(
         **base,
@@ -445,7 +564,7 @@ def _ended(exchange: RemoteTask) -> tuple[Status, str | None]:
         status = FINAL[state]
         name = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
         return status, None if status == "completed" else f"the remote task ended {name}"
-    return "error", "the remote agent asked for input or authentication, which a fork cannot give"
+    return "error", "its task ended in no final state"
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,9 +4,15 @@ A message starts a task; its text goes into the job's one required input (an inp
 value is null in the spec), or, for a `goal` job without one, becomes the goal. The run goes
 on in an asyncio task of its own, with its own trace, and what it does reaches the client as
 status updates (a step or sub-agent starting or ending); when it ends, its output is the final
-message and the files it wrote are artifacts. A call the permissions mark `ask` puts the task
-in `input-required`; the client's next message on the task approves (`yes`, `approve`, a data
-part `{"approved": true}`) or denies that one call.
+message and the files it wrote are artifacts.
+
+A served run has no one live to ask: a call the permissions mark `ask`, an agent's question
+(`questions: true`), a remote agent's input-required wait as in any run (agent/waiting.py),
+and a run that ends `input_required` leaves its task `input-required` with what it waits for
+(pending.py). The client's next message on the task answers; each answer is checked against
+its request, and the run is resumed from its trace with the answers, as `resume --answer`
+does, streaming on to its end or its next question. A waiting task is recorded on disk, so
+it still waits, and takes its answer, after the server is started again.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import mimetypes
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,19 +35,29 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict
+from pydantic import JsonValue
 
-from ..agent import ApprovalRequest
+from ..agent.waiting import AnswerRefused, give_answers
 from ..errors import ConfigError
-from ..events import TaskEnd, TaskStart, TraceEvent
+from ..events import InputRequest, TaskEnd, TaskStart, TraceEvent
 from ..jobs import Job, JobResult
 from ..planner import Orchestrator
 from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER, reads_no_configuration
-from ..trace import Trace, new_run_id
+from ..trace import Trace, load_checkpoint, new_run_id
+from .pending import (
+    PendingTask,
+    PendingTasks,
+    answers_in,
+    open_requests,
+    pending_file,
+    waiting_data,
+    waiting_task,
+    waiting_text,
+)
 
 MAX_ARTIFACT_BYTES = 1_000_000
 """A file the run wrote larger than this is listed by name, not sent."""
-YES = frozenset({"y", "yes", "approve", "approved", "allow", "ok"})
 
 
 class ServeError(ConfigError):
@@ -75,7 +91,8 @@ def job_for_message(job: Job, text: str) -> Job:
 
 @dataclass
 class Update:
-    """What a served run tells its task: a status (working, input-required) or its end."""
+    """What a served run tells its task: a status (working) or its end (an end state, or
+    `input-required` with what it waits for)."""
 
     state: TaskState
     text: str
@@ -84,110 +101,90 @@ class Update:
 
 
 class ServedRun:
-    """One task's run of a job, in an asyncio task of its own; `updates` is what its
-    relays publish on the task."""
+    """One task's run of a job, or its resumption with the client's answers, in an asyncio
+    task of its own; `updates` is what its relays publish on the task."""
 
     def __init__(
         self,
-        task_id: str,
+        task: PendingTask,
         job: Job,
-        trace_dir: Path,
         *,
+        run_id: str,
         user_skills: bool,
-        approval_timeout: float,
         workspace: asyncio.Lock | None = None,
     ) -> None:
-        self.task_id = task_id
+        self.record = task
+        """The task, as it is recorded while it waits for an answer."""
+        self.task_id = task.task_id
+        self.trace_path = Path(task.trace)
+        self.run_id = run_id
+        self.job = job
+        self.user_skills = user_skills
         self.workspace = workspace or asyncio.Lock()
         """Held while the run goes: tasks whose runs share a workspace run one at a time, so
         that one task's files are never another's artifacts."""
         self.updates: asyncio.Queue[Update] = asyncio.Queue()
-        self.unanswered = False
-        """An approval went unanswered: the task still shows `input-required`, and no relay
-        publishes what the run says until the client's next message on the task."""
-        self.approval_timeout = approval_timeout
-        self._answer: asyncio.Future[bool] | None = None
-        self._approving = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
-        self.orchestrator = Orchestrator.from_job(job, user_skills=user_skills, approve=self.ask)
-        run_id = new_run_id()  # the trace's file is named by the run it holds
-        self.trace = Trace(
-            trace_dir / f"{run_id}-a2a-{task_id[:36]}.jsonl",
-            listeners=[self._listen],
-            run_id=run_id,
-            secrets=self.orchestrator.secrets(),  # the environment's and the .env files'
-        )
-        self.job = job
+        self.orchestrator = Orchestrator.from_job(job, user_skills=user_skills)
+        secrets = self.orchestrator.secrets()  # the environment's and the .env files'
+        self.mask = SecretMask(secrets)
         self.task: asyncio.Task[None] | None = None
 
-    def start(self, context_id: str) -> None:
-        self.trace.emit("a2a_task", "job", task_id=self.task_id, context_id=context_id)
-        self.task = asyncio.create_task(self._run(), name=f"a2a-task-{self.task_id}")
+    def start(self) -> None:
+        """Run the job from its start."""
 
-    async def _run(self) -> None:
+        async def first() -> JobResult:
+            trace = Trace(
+                self.trace_path,
+                listeners=[self._listen],
+                run_id=self.run_id,
+                secrets=self.orchestrator.secrets(),
+            )
+            try:
+                trace.emit(
+                    "a2a_task", "job", task_id=self.task_id, context_id=self.record.context_id
+                )
+                return await self.orchestrator.run_job(self.job, trace=trace)
+            finally:
+                trace.close()
+
+        self._go(first)
+
+    def resume(self, answers: Mapping[str, JsonValue]) -> None:
+        """Go on with the run from its trace, its open requests given `answers` (as
+        `Orchestrator.resume` does for `resume --answer`)."""
+        self._go(
+            lambda: Orchestrator.resume(
+                self.trace_path,
+                answers=answers,
+                listeners=[self._listen],
+                user_skills=self.user_skills,
+            )
+        )
+
+    def _go(self, work: Callable[[], Awaitable[JobResult]]) -> None:
+        self.task = asyncio.create_task(self._run(work), name=f"a2a-task-{self.task_id}")
+
+    async def _run(self, work: Callable[[], Awaitable[JobResult]]) -> None:
         try:
             if self.workspace.locked():
                 note = "waiting: another task is running in this job's workspace"
                 self.updates.put_nowait(Update(TaskState.TASK_STATE_WORKING, note))
             async with self.workspace:
-                result = await self.orchestrator.run_job(self.job, trace=self.trace)
+                result = await work()
         except asyncio.CancelledError:
             self.updates.put_nowait(Update(TaskState.TASK_STATE_CANCELED, "cancelled"))
             raise
         except Exception as exc:  # anything the run did not turn into a result ends the task
             self.updates.put_nowait(Update(TaskState.TASK_STATE_FAILED, f"error: {exc}"))
         else:
-            self.updates.put_nowait(Update(_end_state(result), result.output, result=result))
-        finally:
-            self.trace.close()
+            self.updates.put_nowait(_end(result))
 
     def _listen(self, event: TraceEvent) -> None:
         if not isinstance(event, TaskStart | TaskEnd):
             return
         update = Update(TaskState.TASK_STATE_WORKING, _describe(event), _status_data(event))
         self._loop.call_soon_threadsafe(self.updates.put_nowait, update)
-
-    async def ask(self, request: ApprovalRequest) -> bool:
-        """The run's approval callback: the task waits in `input-required` for the answer."""
-        async with self._approving:  # one question at a time, in the order they came
-            self._answer = self._loop.create_future()
-            arguments = json.dumps(request.arguments, ensure_ascii=False)[:2_000]
-            text = (
-                f"Approval needed: agent {request.agent} wants to call {request.tool} "
-                f"({request.rule}); arguments: {arguments}. Reply yes to allow it; anything "
-                "else denies it."
-            )
-            data = {
-                "approval": {
-                    "agent": request.agent,
-                    "tool": request.tool,
-                    "call_id": request.call_id,
-                    "rule": request.rule,
-                    "arguments": request.arguments,
-                }
-            }
-            self.updates.put_nowait(Update(TaskState.TASK_STATE_INPUT_REQUIRED, text, data))
-            try:
-                async with asyncio.timeout(self.approval_timeout):
-                    return await self._answer
-            except TimeoutError:
-                self.unanswered = True  # what the run says next waits for the client's next call
-                note = f"no answer in {self.approval_timeout:g} s: the call was denied"
-                self.updates.put_nowait(Update(TaskState.TASK_STATE_WORKING, note))
-                return False
-            finally:
-                self._answer = None
-
-    @property
-    def waiting(self) -> bool:
-        return self._answer is not None and not self._answer.done()
-
-    def answer(self, message: Message) -> bool:
-        """Settle the waiting approval with the client's message; its verdict."""
-        allowed = _approves(message)
-        if self._answer is not None and not self._answer.done():
-            self._answer.set_result(allowed)
-        return allowed
 
     async def stop(self) -> None:
         """Cancel the run and wait until it has ended (its trace closed and complete)."""
@@ -198,13 +195,17 @@ class ServedRun:
             await self.task
 
 
-def _approves(message: Message) -> bool:
-    for part in message.parts:
-        if part.HasField("data"):
-            value = MessageToDict(part.data)
-            if isinstance(value, dict) and value.get("approved") is True:
-                return True
-    return get_message_text(message).strip().lower().rstrip(".!") in YES
+def _end(result: JobResult) -> Update:
+    """The update a run's result makes: its end, or what it waits for."""
+    if result.status == "input_required":
+        waiting = result.waiting
+        return Update(
+            TaskState.TASK_STATE_INPUT_REQUIRED,
+            waiting_text(waiting),
+            waiting_data(waiting),
+            result=result,
+        )
+    return Update(_end_state(result), result.output, result=result)
 
 
 def _end_state(result: JobResult) -> TaskState:
@@ -235,7 +236,8 @@ class JobAgent(AgentExecutor):
     At most `max_tasks` tasks are taken at once; a task past that is rejected, not queued.
     Tasks whose jobs share a workspace run one after another (a run's files are the task's
     artifacts); tasks of jobs with workspaces of their own run side by side. Each run writes
-    its trace under `trace_dir`.
+    its trace under `trace_dir`, where the tasks waiting for an answer are kept too
+    (`pending`: those of an earlier server on the same folder are taken back).
     """
 
     def __init__(
@@ -245,7 +247,6 @@ class JobAgent(AgentExecutor):
         max_tasks: int = 4,
         trace_dir: Path = TRACE_FOLDER,
         user_skills: bool = False,
-        approval_timeout: float = 600.0,
     ) -> None:
         for job in jobs:
             message_input(job)  # refused now rather than on the first message
@@ -258,9 +259,33 @@ class JobAgent(AgentExecutor):
         self.max_tasks = max_tasks
         self.trace_dir = trace_dir
         self.user_skills = user_skills
-        self.approval_timeout = approval_timeout
         self.runs: dict[str, ServedRun] = {}
+        self.answering: set[str] = set()
+        """Tasks whose client's answers are being checked (a second message waits its turn)."""
         self.workspaces: dict[Path, asyncio.Lock] = {}
+        self.pending = PendingTasks.load(pending_file(trace_dir))
+        self.restored = self._take_back()
+        """The tasks an earlier server left waiting, as the task store gets them back: each
+        with its owner."""
+
+    def _take_back(self) -> list[tuple[str, Task]]:
+        """The recorded waiting tasks that still wait: their job is served, their trace
+        holds open requests. The others are dropped, saying why."""
+        found = []
+        for task in self.pending:
+            if task.job not in self.jobs:
+                self.pending.drop(task.task_id, f"its job {task.job!r} is not served here")
+                continue
+            try:
+                requests = open_requests(Path(task.trace))
+            except ConfigError as exc:
+                self.pending.drop(task.task_id, str(exc))
+                continue
+            if not requests:
+                self.pending.drop(task.task_id, f"its run in {task.trace} waits for nothing")
+                continue
+            found.append((task.owner, waiting_task(task, requests)))
+        return found
 
     def active(self) -> int:
         return sum(1 for run in self.runs.values() if run.task is not None and not run.task.done())
@@ -270,19 +295,16 @@ class JobAgent(AgentExecutor):
         if task_id is None or context_id is None:  # the SDK sets both before it calls here
             raise ServeError("a request without a task id or context id")
         updater = TaskUpdater(event_queue, task_id, context_id)
-        run = self.runs.get(task_id)
-        if run is not None and run.waiting and context.message is not None:
-            verdict = "allowed" if run.answer(context.message) else "denied"
-            await updater.start_work(_agent_message(updater, f"call {verdict}"))
-            await self._relay(run, updater)
+        waiting = self.pending.get(task_id)
+        going = task_id in self.runs or task_id in self.answering
+        if waiting is not None and not going and context.message is not None:
+            self.answering.add(task_id)
+            try:
+                await self._answer(waiting, context.message, updater)
+            finally:
+                self.answering.discard(task_id)
             return
-        if run is not None and run.unanswered:  # the run went on without the client's answer
-            run.unanswered = False
-            note = "the approval was not answered in time; the call was denied"
-            await updater.start_work(_agent_message(updater, note))
-            await self._relay(run, updater)
-            return
-        if run is not None:  # a message on a task whose run goes on: noted, the run unchanged
+        if going:  # a message on a task whose run goes on: noted, the run unchanged
             note = "this task's run is going on; it takes a message only when it asks for one"
             await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(updater, note))
             return
@@ -294,19 +316,57 @@ class JobAgent(AgentExecutor):
             return
         job = self.jobs[self._job_name(context)]
         text = get_message_text(context.message) if context.message is not None else ""
+        run_id = new_run_id()  # the trace's file is named by the run it holds
+        record = PendingTask(
+            task_id=task_id,
+            context_id=context_id,
+            owner=context.call_context.user.user_name,
+            job=job.name,
+            trace=str(self.trace_dir / f"{run_id}-a2a-{task_id[:36]}.jsonl"),
+        )
+        run = self._run_of(record, job_for_message(job, text), run_id)
+        run.start()
+        await updater.start_work(_agent_message(updater, f"job {job.name} started"))
+        await self._relay(run, updater)
+
+    def _run_of(self, record: PendingTask, job: Job, run_id: str) -> ServedRun:
         run = ServedRun(
-            task_id,
-            job_for_message(job, text),
-            self.trace_dir,
+            record,
+            job,
+            run_id=run_id,
             user_skills=self.user_skills,
-            approval_timeout=self.approval_timeout,
             workspace=self.workspaces.setdefault(
                 job.permissions.workspace.expanduser().resolve(), asyncio.Lock()
             ),
         )
-        self.runs[task_id] = run
-        run.start(context_id)
-        await updater.start_work(_agent_message(updater, f"job {job.name} started"))
+        self.runs[record.task_id] = run
+        return run
+
+    async def _answer(self, waiting: PendingTask, message: Message, updater: TaskUpdater) -> None:
+        """The client's message on a task that waits: its answers checked (a wrong one keeps
+        the task waiting, saying why), then the run resumed with them."""
+        trace = Path(waiting.trace)
+        try:
+            if self.active() >= self.max_tasks:  # an answer starts a run: the same cap holds
+                raise AnswerRefused(
+                    f"busy: {self.max_tasks} tasks are running (the server's --max-tasks); "
+                    "send the answer again later"
+                )
+            answers, run_id = await asyncio.to_thread(_checked_answers, trace, message)
+        except AnswerRefused as exc:
+            requests = await asyncio.to_thread(open_requests, trace)
+            text = waiting_text(requests, refused=str(exc))
+            await updater.requires_input(_agent_message(updater, text, waiting_data(requests)))
+            return
+        except ConfigError as exc:  # its trace is gone or unreadable: it cannot go on
+            self.pending.drop(waiting.task_id, str(exc))
+            await updater.failed(_agent_message(updater, f"error: {exc}"))
+            return
+        run = self._run_of(waiting, self.jobs[waiting.job], run_id)
+        self.pending.drop(waiting.task_id)
+        run.resume(answers)
+        given = ", ".join(answers)
+        await updater.start_work(_agent_message(updater, f"answered ({given}): the run goes on"))
         await self._relay(run, updater)
 
     def _refusal(self, context: RequestContext) -> str | None:
@@ -325,28 +385,29 @@ class JobAgent(AgentExecutor):
         return str(named) if named is not None else self.default
 
     async def _relay(self, run: ServedRun, updater: TaskUpdater) -> None:
-        """Publish the run's updates on the task until it ends or waits for input; secrets
-        are masked as in the run's trace."""
+        """Publish the run's updates on the task until it ends or waits for answers (then
+        the task is recorded as waiting); secrets are masked as in the run's trace."""
         while True:
-            update = masked(await run.updates.get(), run.trace.mask)
+            update = masked(await run.updates.get(), run.mask)
             if update.state == TaskState.TASK_STATE_WORKING:
                 message = _agent_message(updater, update.text, update.data)
                 await updater.update_status(update.state, message)
                 continue
+            self.runs.pop(run.task_id, None)  # ended: the SDK's task store keeps the task
             if update.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                self.pending.add(run.record)
                 await updater.requires_input(_agent_message(updater, update.text, update.data))
                 return
             await self._finish(run, updater, update)
-            self.runs.pop(run.task_id, None)  # ended: the SDK's task store keeps the task
             return
 
     async def _finish(self, run: ServedRun, updater: TaskUpdater, update: Update) -> None:
         result = update.result
-        data: dict[str, Any] = {"trace": str(run.trace.path), "run": run.trace.run_id}
+        data: dict[str, Any] = {"trace": str(run.trace_path), "run": run.run_id}
         if result is not None:
             root = run.orchestrator.permissions.workspace_root()
             for path in result.files:
-                await _send_file(updater, Path(path), root, run.trace.mask)
+                await _send_file(updater, Path(path), root, run.mask)
             usage = result.usage
             data["usage"] = {
                 "input_tokens": usage.input_tokens,
@@ -359,22 +420,35 @@ class JobAgent(AgentExecutor):
         await updater.update_status(update.state, message, metadata=data)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        run = self.runs.get(context.task_id or "")
-        if run is not None:
-            await run.stop()
+        await self.stop(context.task_id or "")
         if context.task_id and context.context_id:
             updater = TaskUpdater(event_queue, context.task_id, context.context_id)
             await updater.cancel(_agent_message(updater, "cancelled by the client"))
 
     async def stop(self, task_id: str) -> None:
-        """Stop the run of a task (cancelled while it waited for input: no relay runs)."""
+        """Stop the run of a task, or forget that it waits (cancelled by its client)."""
+        self.pending.drop(task_id)
         run = self.runs.pop(task_id, None)
         if run is not None:
             await run.stop()
 
     async def close(self) -> None:
-        """Stop every run (the server is shutting down)."""
+        """Stop every run (the server is shutting down); the tasks that wait for an answer
+        stay recorded, for the next server on the same trace folder."""
         await asyncio.gather(*(run.stop() for run in self.runs.values()))
+
+
+def _checked_answers(trace: Path, message: Message) -> tuple[dict[str, JsonValue], str]:
+    """The answers `message` gives the run recorded in `trace`, each checked against its
+    request, and the run's id. Raises AnswerRefused, ConfigError (the trace unreadable)."""
+    try:
+        checkpoint = load_checkpoint(trace)
+    except OSError as exc:
+        raise ConfigError(f"its trace {trace} cannot be read: {exc.strerror}") from None
+    requests: list[InputRequest] = checkpoint.open_requests()
+    answers = answers_in(message, requests)
+    give_answers(checkpoint, answers)
+    return answers, checkpoint.run_id or ""
 
 
 def _new_task(task_id: str, context_id: str, message: Message) -> Task:

@@ -10,7 +10,10 @@ with tokens every request but the card's needs `Authorization: Bearer TOKEN`, on
 A task belongs to the bearer token that created it (on a server without tokens, to the one a
 client chose to send, or to no one): other clients are told it is not found, and `ListTasks`
 lists a caller's own tasks, and needs a token. The task store keeps ended tasks for a while
-(`keep_tasks`, `keep_seconds`), and nothing of a rejected task's message.
+(`keep_tasks`, `keep_seconds`), and nothing of a rejected task's message; a task that waits
+for its client's answer is kept until it is answered or cancelled, across restarts of the
+server (the executor records it under the trace folder, and the store takes it back, its
+owner's, as the server starts).
 """
 
 from __future__ import annotations
@@ -163,16 +166,27 @@ def caller_of(authorization: str) -> str:
 class KeptTasks(TaskStore):
     """The SDK's in-memory store, scoped by caller, that forgets an ended task once
     `keep_tasks` newer ones have ended or `keep_seconds` have passed, and keeps a rejected
-    task without the message it refused (a client may send many large ones)."""
+    task without the message it refused (a client may send many large ones). `restored`
+    (owner, task) are put back before the first request reads or writes it: the tasks an
+    earlier server left waiting for an answer."""
 
-    def __init__(self, keep_tasks: int, keep_seconds: float) -> None:
+    def __init__(
+        self, keep_tasks: int, keep_seconds: float, restored: Sequence[tuple[str, Task]] = ()
+    ) -> None:
         self.store = InMemoryTaskStore()
         self.keep_tasks = keep_tasks
         self.keep_seconds = keep_seconds
         self.ended: OrderedDict[tuple[str, str], float] = OrderedDict()
         """(owner, task id) of each ended task, the oldest first, with when it ended."""
+        self.restoring = list(restored)
+
+    async def _restore(self) -> None:
+        while self.restoring:
+            owner, task = self.restoring.pop()
+            await self.store.save(task, ServerCallContext(user=Caller(owner)))
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
+        await self._restore()
         if task.status.state == TaskState.TASK_STATE_REJECTED:
             kept = Task()
             kept.CopyFrom(task)
@@ -197,22 +211,25 @@ class KeptTasks(TaskStore):
             await self.store.delete(task_id, ServerCallContext(user=Caller(owner)))
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        await self._restore()
         task: Task | None = await self.store.get(task_id, context)
         return task
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        await self._restore()
         page: ListTasksResponse = await self.store.list(params, context)
         return page
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await self._restore()
         self.ended.pop((context.user.user_name, task_id), None)
         await self.store.delete(task_id, context)
 
 
 class JobRequestHandler(DefaultRequestHandler):
-    """The SDK's handler, which also stops a task's run when it is cancelled while it waits
-    for input (the SDK calls no executor then), and lists tasks only to a caller with a
-    bearer token (its own tasks)."""
+    """The SDK's handler, which also stops a task's run (or forgets that it waits for an
+    answer) when it is cancelled while it waits for input (the SDK may call no executor
+    then), and lists tasks only to a caller with a bearer token (its own tasks)."""
 
     def __init__(
         self,
@@ -222,7 +239,7 @@ class JobRequestHandler(DefaultRequestHandler):
         keep_tasks: int = KEEP_TASKS,
         keep_seconds: float = KEEP_SECONDS,
     ) -> None:
-        store = KeptTasks(keep_tasks, keep_seconds)
+        store = KeptTasks(keep_tasks, keep_seconds, agent.restored)
         super().__init__(agent_executor=agent, task_store=store, agent_card=card)
         self.agent = agent
 
@@ -354,7 +371,6 @@ def build_app(
     max_request_bytes: int = MAX_REQUEST_BYTES,
     trace_dir: Path = TRACE_FOLDER,
     user_skills: bool = False,
-    approval_timeout: float = 600.0,
     keep_tasks: int = KEEP_TASKS,
     keep_seconds: float = KEEP_SECONDS,
 ) -> tuple[ASGIApp, JobAgent]:
@@ -370,7 +386,6 @@ def build_app(
         max_tasks=max_tasks,
         trace_dir=trace_dir,
         user_skills=user_skills,
-        approval_timeout=approval_timeout,
     )
     card = agent_card(jobs, url, secured=bool(tokens))
     handler = JobRequestHandler(agent, card, keep_tasks=keep_tasks, keep_seconds=keep_seconds)
@@ -427,15 +442,14 @@ async def serve(
     max_request_bytes: int = MAX_REQUEST_BYTES,
     trace_dir: Path = TRACE_FOLDER,
     user_skills: bool = False,
-    approval_timeout: float = 600.0,
     keep_tasks: int = KEEP_TASKS,
     keep_seconds: float = KEEP_SECONDS,
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve `jobs` until cancelled or interrupted (SIGINT, SIGTERM: the runs in flight are
     cancelled first, their traces saying so); `ready` is told the agent's URL once it
-    listens. A call waiting for approval is denied after `approval_timeout` seconds without
-    an answer."""
+    listens. A task that waits for its client's answer is kept (`trace_dir`), to be
+    answered after a restart too."""
     if not tokens and not is_loopback(host):
         raise ConfigError(
             f"serving on {host} (not a loopback address) needs a bearer token: --token-env NAME"
@@ -451,7 +465,6 @@ async def serve(
         max_request_bytes=max_request_bytes,
         trace_dir=trace_dir,
         user_skills=user_skills,
-        approval_timeout=approval_timeout,
         keep_tasks=keep_tasks,
         keep_seconds=keep_seconds,
     )

@@ -129,7 +129,8 @@ class ProgressState:
         if state.status == "waiting":
             state.status, state.started = "running", event.ts
         state.tool = f"remote task {event.state}"
-        state.note = event.text or state.note
+        # One line: a remote's text (a question, say) cannot pass for lines of our own.
+        state.note = " ".join((event.text or "").split()) or state.note
         return state
 
     def _on_task_end(self, event: TaskEnd) -> AgentState | None:

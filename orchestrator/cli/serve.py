@@ -1,7 +1,9 @@
 """`orchestrator serve JOB.yaml [JOB.yaml ...]`: jobs as one A2A agent (docs/a2a.md).
 
 Each job is a skill of the agent; a message runs the job it names (metadata `skill`) or the
-first. Every task is a run of its own, with its own trace under `--trace-dir`. On an address
+first. Every task is a run of its own, with its own trace under `--trace-dir`; a task whose
+run waits for its client's answer is kept there too, so a server started again on the same
+folder takes it back. On an address
 other than loopback a bearer token is required (`--token-env NAME`: the variable holding it,
 or several, one per client, separated by commas or spaces).
 The SDK lives in the `[a2a]` extra; without it the command says so.
@@ -66,7 +68,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--trace-dir",
         type=Path,
         default=TRACE_FOLDER,
-        help=f"where each task's trace is written ({TRACE_FOLDER})",
+        help=f"where each task's trace is written, and the tasks that wait for their "
+        f"client's answer are kept across restarts ({TRACE_FOLDER})",
     )
     serve.add_argument(
         "--user-skills", action="store_true", help="also search the home skill folders"

@@ -45,6 +45,9 @@ PROJECT_SUBAGENT_FOLDERS = ("subagents", ".claude/agents", ".codex/agents")
 USER_SUBAGENT_FOLDERS = (".claude/agents", ".codex/agents")
 RUNS_FOLDER = ".orchestrator"
 TRACE_FOLDER = Path(RUNS_FOLDER) / "runs"
+WAITING_TASKS_FILE = "a2a-waiting.json"
+"""Where `serve` keeps its tasks that wait for an answer (under its trace folder): which
+trace each resumes, and for whom."""
 CONFIG_FOLDER = "orchestrator"
 """The user's own folder under `$XDG_CONFIG_HOME` (else `~/.config`): aliases, the trace key."""
 DEFAULT_WORKSPACE = "work"
@@ -113,7 +116,9 @@ KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "trace",
-        "the run history that `resume`, `trace show` and `report` read",
+        "the run history that `resume`, `trace show` and `report` read (and the served "
+        "tasks that wait to resume)",
+        file_names=(WAITING_TASKS_FILE,),
         folders=(RUNS_FOLDER,),
         named_by_run=True,
     ),

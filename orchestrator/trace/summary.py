@@ -283,7 +283,8 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             agent = summary.agent(event.agent)
             agent.restored = agent.restored or bool(event.restored)
             agent.overlap = event.overlap_s if event.overlap_s is not None else agent.overlap
-            if event.status == "skipped" or agent.status in ("not started", "running"):
+            # A task that waited goes on in a later attempt (a remote agent's has no run_end).
+            if event.status == "skipped" or agent.status in ("not started", "running", WAITED):
                 agent.status, agent.reason = event.status, event.reason
         case SkillLoaded():
             skills = summary.agent(event.agent).skills

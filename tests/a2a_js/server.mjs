@@ -1,6 +1,8 @@
 // An A2A agent built with the JavaScript SDK (@a2a-js/sdk), for tests/test_a2a_js.py: it
-// echoes a task's text with a status update, an artifact and a final message. It listens on
-// 127.0.0.1 at a port the system picks and prints its base URL as its first line.
+// echoes a task's text with a status update, an artifact and a final message. A task whose
+// text starts with "ask" asks for input first (input-required), and completes with the answer
+// the next message on the task gives. It listens on 127.0.0.1 at a port the system picks and
+// prints its base URL as its first line.
 import express from "express";
 import { AGENT_CARD_PATH, Role, TaskState } from "@a2a-js/sdk";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server";
@@ -17,12 +19,36 @@ function agentMessage(taskId, contextId, value) {
   };
 }
 
+function status(taskId, contextId, state, value) {
+  return AgentEvent.statusUpdate({
+    taskId, contextId, metadata: undefined,
+    status: { state, message: agentMessage(taskId, contextId, value), timestamp: undefined },
+  });
+}
+
 class EchoExecutor {
   async execute(context, bus) {
     const { taskId, contextId } = context;
     const said = context.userMessage.parts
       .map((part) => (part.content?.$case === "text" ? part.content.value : ""))
       .join("");
+    if (context.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+      // The answer: the task as it stands first (as the SDK requires), then its end.
+      bus.publish(AgentEvent.task(context.task));
+      bus.publish(status(taskId, contextId, TaskState.TASK_STATE_WORKING, "node got an answer"));
+      bus.publish(status(taskId, contextId, TaskState.TASK_STATE_COMPLETED, `node was told: ${said}`));
+      bus.finished();
+      return;
+    }
+    if (said.startsWith("ask")) {
+      bus.publish(AgentEvent.task({
+        id: taskId, contextId, artifacts: [], history: [context.userMessage], metadata: undefined,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+      }));
+      bus.publish(status(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, "Which colour, node asks?"));
+      bus.finished();
+      return;
+    }
     bus.publish(AgentEvent.task({
       id: taskId, contextId, artifacts: [], history: [context.userMessage], metadata: undefined,
       status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
