@@ -27,7 +27,7 @@ longest prefix any earlier request shares. "Input tokens" is our offline count o
 requests (what the window is compared with), "on the wire" the tokens of the JSON bodies the
 cache rules see; "effective input" prices a cached wire token at 0.1.
 
-    python bench/context_window.py [--steps 200] [--window 16384] [--json FILE]
+    python bench/context_window.py [--steps 200] [--window 16384] [--answer 2048] [--json FILE]
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ def run_agent(
     *,
     summarize: bool = False,
     own_measure: bool = False,
+    answer: int = 2048,
 ) -> dict[str, Any]:
     @tool
     def read_note(name: str) -> str:
@@ -125,7 +126,7 @@ def run_agent(
         [read_note],
         system=SYSTEM,
         max_steps=len(names) + 5,
-        max_output_tokens=2048,
+        max_output_tokens=answer,
         trace=trace,
         compaction="summarize" if summarize else "mask",
     )
@@ -218,15 +219,15 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return low
 
 
-def measure(steps: int = 200, window: int = 16_384) -> list[dict[str, Any]]:
+def measure(steps: int = 200, window: int = 16_384, answer: int = 2048) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="context-bench-") as folder:
         notes = Path(folder) / "notes"
         names = write_notes(notes, steps)
         return [
-            run_agent(notes, names, window),
-            run_agent(notes, names, window, summarize=True),
-            run_agent(notes, names, window, own_measure=True),
-            run_agent(notes, names, None),
+            run_agent(notes, names, window, answer=answer),
+            run_agent(notes, names, window, summarize=True, answer=answer),
+            run_agent(notes, names, window, own_measure=True, answer=answer),
+            run_agent(notes, names, None, answer=answer),
         ]
 
 
@@ -259,9 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--window", type=int, default=16_384)
+    parser.add_argument("--answer", type=int, default=2048, help="the answer allowance asked")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
     args = parser.parse_args(argv)
-    rows = measure(args.steps, args.window)
+    rows = measure(args.steps, args.window, args.answer)
     print(report(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")

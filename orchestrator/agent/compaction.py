@@ -269,10 +269,18 @@ class ContextFit:
         counter: TokenCounter,
     ) -> int:
         """A request's prompt in the provider's measure: `messages`, with tool schemas of
-        `tools` tokens (ours), `counted` tokens in all (ours). By ratio, or from what the
-        provider's replies measured (`PromptMeasure`) when that is more; never below our count
-        (the ratio is at least 1)."""
-        measured = self.measure.estimate(messages, tools, counter, self.compactions)
+        `tools` tokens (ours), `counted` tokens in all (ours). From what the provider's replies
+        measured (`PromptMeasure`) when they did, else by ratio; never below our count (nor
+        what a refusal taught, `scale`)."""
+        return self._larger(counted, self.measured(messages, tools, counter))
+
+    def measured(
+        self, messages: Sequence[Message], tools: int, counter: TokenCounter
+    ) -> float | None:
+        """A request's prompt as the provider's replies measured it (None: none did)."""
+        return self.measure.estimate(messages, tools, counter, self.compactions)
+
+    def _larger(self, counted: int, measured: float | None) -> int:
         if measured is None:
             return self.provider_tokens(counted)
         return max(math.ceil(measured), math.ceil(counted * self.scale))
@@ -292,19 +300,28 @@ class ContextFit:
         full = prompt + MIN_ANSWER_TOKENS + self.margin > self.window
         return prompt > self.compact_at * self.window or full
 
-    def excess(self, prompt: int, per_token: float) -> int:
-        """Counted tokens to cut to bring a prompt of `prompt` tokens (the provider's measure)
-        down to half the threshold, when what is cut costs the provider `per_token` tokens
-        per token of ours."""
+    def excess(self, counted: int, measured: float | None, per_token: float) -> int:
+        """Counted tokens to cut to bring a prompt (`counted` tokens of ours, `measured` in
+        the provider's measure) down to half the threshold, when what is cut costs the
+        provider `per_token` tokens per token of ours."""
         assert self.window is not None
-        return max(0, math.ceil((prompt - self.compact_at * self.window / 2) / per_token))
+        return self._to_cut(self.compact_at * self.window / 2, counted, measured, per_token)
 
-    def needed(self, prompt: int, per_token: float) -> int:
-        """Counted tokens a prompt of `prompt` tokens (the provider's measure) must lose for a
-        minimal answer to fit at all (`per_token` as for `excess`)."""
+    def needed(self, counted: int, measured: float | None, per_token: float) -> int:
+        """Counted tokens a prompt must lose for a minimal answer to fit at all (the
+        arguments as for `excess`)."""
         assert self.window is not None
         limit = self.window - self.margin - MIN_ANSWER_TOKENS
-        return max(0, math.ceil((prompt - limit) / per_token))
+        return self._to_cut(limit, counted, measured, per_token)
+
+    def _to_cut(self, target: float, counted: int, measured: float | None, per_token: float) -> int:
+        """Counted tokens to cut for the prompt (`_larger` of the two counts) to be at most
+        `target`: both counts must come down to it."""
+        if measured is None:
+            return max(0, math.ceil(counted - target / self.ratio))
+        by_count = counted - target / self.scale
+        by_measure = (measured - target) / per_token
+        return max(0, math.ceil(max(by_count, by_measure)))
 
     def learn(self, refusal: ContextWindowExceeded, counted: int, asked: int) -> bool:
         """Take what a provider's refusal of a prompt of `counted` tokens (ours) with `asked`

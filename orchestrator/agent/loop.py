@@ -843,7 +843,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         # Compaction first, at the threshold: the answer allowance is cut below what the
         # threshold leaves only when what is never cut takes more.
         if refused or fit.needs_compaction(prompt):
-            await self._compact(state, counted, prompt)
+            await self._compact(state, counted)
             counted = self.counter.count_request(
                 state.transcript.view(), state.context.toolset.specs
             )
@@ -870,12 +870,12 @@ class AgentLoop(Generic[Deps, OutputT]):
         tools = self.counter.count_tools(state.context.toolset.specs)
         return state.fit.prompt(messages, tools, counted, self.counter)
 
-    async def _compact(self, state: RunState, counted: int, prompt: int) -> None:
+    async def _compact(self, state: RunState, counted: int) -> None:
         """Replace older tool results with stubs (compaction.py): as an extension's compactor
         plans it, else by the agent's strategy (`mask`, or `summarize` with the model's
         summary of what is cut). The newest stub carries the working record and the summary;
         recorded as a `compact` event, and the conversation goes on in a new transcript.
-        `counted` is the request's count (ours), `prompt` the provider's."""
+        `counted` is the request's count (ours)."""
         fit = state.fit
         assert fit.window is not None
         record = state.context.state_of(WorkingRecord).render()
@@ -883,7 +883,10 @@ class AgentLoop(Generic[Deps, OutputT]):
         # that may go (a file's text may cost it less than the turns and stubs that stay).
         candidates = cuttable(state.transcript, needed=1)
         per_token = fit.measure.cost_of(state.transcript, candidates, self.counter) or fit.ratio
-        excess, needed = fit.excess(prompt, per_token), fit.needed(prompt, per_token)
+        tools = self.counter.count_tools(state.context.toolset.specs)
+        measured = fit.measured(state.transcript.view(), tools, self.counter)
+        excess = fit.excess(counted, measured, per_token)
+        needed = fit.needed(counted, measured, per_token)
         plan, strategy = await self._plan(state, excess, needed, record)
         chosen = list(plan.cut) if plan is not None else None
         done = compact(state.transcript, self.counter, excess=excess, needed=needed, chosen=chosen)
