@@ -119,8 +119,16 @@ def forked_requests(catalog: SkillCatalog) -> list[ModelRequest]:
     for agent in SUB_AGENTS:
         script[agent] = [*_calls(search, 4, via=False), {"content": f"{agent} done"}]
     model = ScriptedModel(script)
-    orchestrator = Orchestrator(model, skills=catalog, builtin=False, system=PLANNER_SYSTEM)
-    result = orchestrator.run_sync("Summarise open items.")
+    with tempfile.TemporaryDirectory(prefix="cache-bench-work-") as workspace:
+        # A workspace of its own: skills inside a run's workspace are not imported.
+        orchestrator = Orchestrator(
+            model,
+            skills=catalog,
+            builtin=False,
+            system=PLANNER_SYSTEM,
+            permissions={"workspace": workspace},
+        )
+        result = orchestrator.run_sync("Summarise open items.")
     if result.status != "completed":
         raise RuntimeError(f"the forked job ended {result.status}: {result.error}")
     return model.requests

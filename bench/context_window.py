@@ -8,11 +8,11 @@ same seeded sizes every run), then answers. The same scripted decisions run twic
   (agent/compaction.py);
 - `16k window, with notes`: the same, with `compaction="summarize"`: at each compaction the model
   writes notes on what is cut (about 250 tokens here), one more call each time;
-- `16k window, counted its own way`: the same as the first, with a model whose tokenizer is
-  not ours (about 3 characters a token, and 4 more a message, a chat template's; on these
-  notes it counts about 1.5 times what we do, less on the turns and stubs a compaction
-  leaves), which says its count of each prompt in its replies, as providers do: the agent
-  fits its requests in the model's measure;
+- `16k window, counted its own way`: the same as the first, with a model whose chat template
+  takes 12 tokens a message where we count 3 (so it counts a file's result about as we do,
+  and the turns and stubs a compaction leaves about twice as dearly), which says its count of
+  each prompt in its replies, as providers do: the agent fits its requests in the model's
+  measure;
 - `unlimited`: no window is known: the conversation grows with every result (what a model
   with a window of a million tokens would be sent).
 
@@ -75,14 +75,18 @@ def write_notes(folder: Path, count: int, seed: int = 30) -> list[str]:
     return names
 
 
+TEMPLATE_TOKENS = 12
+
+
 def own_count(request: ModelRequest) -> int:
-    """A prompt as a tokenizer other than ours counts it: about 3 characters a token, and 4
-    more for each message and each tool schema (a chat template's)."""
+    """A prompt as a server with a chat template of its own counts it: the text as ours does,
+    and `TEMPLATE_TOKENS` for each message and each tool schema (where we count 3)."""
+    counter = default_counter()
     texts = [json.dumps(spec.parameters) + spec.name + spec.description for spec in request.tools]
     for message in request.messages:
         calls = "".join(call.name + call.arguments for call in message.tool_calls)
         texts.append(message.role + (message.content or "") + calls)
-    return sum(-(-len(text) // 3) + 4 for text in texts)
+    return sum(counter.count_text(text) + TEMPLATE_TOKENS for text in texts)
 
 
 class OwnCountModel(ScriptedModel):
