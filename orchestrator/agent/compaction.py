@@ -43,25 +43,25 @@ threshold down to half of it) keeps those misses to one in a long stretch of cal
 (bench/context_window.py measures the share).
 
 A provider's own counts may differ from ours (another tokenizer, a chat template), and every
-request is fitted in the provider's measure, counted two ways, the larger taken:
+request is fitted in the provider's measure:
 
-- **by ratio**: each reply that reports its prompt tokens calibrates our count: `calibrated`
-  is the model's ratio of its count to ours at its latest reply (`TokenCounter.prompt_ratio`,
-  shared by the agents of one model, never below 1);
-- **by measure** (`PromptMeasure`): the request the reply answered is known message by
-  message in the provider's count, and the next one is counted as that one, less what it
-  changed of it, plus its changes at the ratio.
+- **by ratio**, until a reply of this agent has said its count: each reply that reports its
+  prompt tokens calibrates our count, `calibrated` being the model's ratio of its count to
+  ours at its latest reply (`TokenCounter.prompt_ratio`, shared by the agents of one model,
+  never below 1);
+- **by measure** after that (`PromptMeasure`): the request the reply answered is known
+  message by message in the provider's count, and the next one is counted as that one, less
+  what it changed of it, plus what it added at what the latest turn's additions cost.
 
-Right after a compaction the two part: the ratio was measured on a conversation of tool
-results, and the request now holds mostly what is never cut (turns, stubs, instructions),
-which a provider may count more dearly than ours; the measure takes the cut results out at
-what they were counted. It errs the other way where it shares a turn's tokens between the
-call and its result in our proportions. Where one is low, the other holds. When a provider
-still refuses a request we thought fitted, and its refusal names its count of the prompt,
-`scale` (its tokens per counted token) makes later fitting use its measure; a refusal that
-names no count raises the ratio by at least 15%. Either way the request is compacted and sent
-again, up to `MAX_REFUSALS` times. The larger of `scale` and `calibrated` is the one used
-(`ratio`).
+A ratio of the whole request goes wrong right after a compaction: measured on a conversation
+of tool results, it is applied to one of mostly what is never cut (turns, stubs,
+instructions), which a provider may count otherwise; the measure takes the cut results out at
+what they were counted. Either way a request is never counted below our own count. When a
+provider still refuses a request we thought fitted, and its refusal names its count of the
+prompt, `scale` (its tokens per counted token) makes later fitting use its measure; a refusal
+that names no count raises the ratio by at least 15%. Either way the request is compacted and
+sent again, up to `MAX_REFUSALS` times. The larger of `scale` and `calibrated` is the one
+used (`ratio`), and `scale` bounds a measured count from below too.
 """
 
 from __future__ import annotations
@@ -119,13 +119,14 @@ class PromptMeasure:
 
     A reply that reports its prompt tokens measures the request it answered (`take`). The
     first request's tokens are shared among its messages (and its tool schemas) by ratio;
-    after that, what a request changed since the one measured before it (messages added,
-    results a compaction rewrote, tools added) shares the difference of the two counts, in
-    proportion to our counts of it. So each message sent carries what the provider counted for
-    it. A request is counted (`estimate`) as the last one measured, less what it changed of it,
-    plus its changes at the model's ratio, or at what the latest turn's additions cost when
-    that is more (a provider may count a file's text more dearly than the rest). One per run
-    (`ContextFit.measure`).
+    after that, when the conversation only grew, what it added (the model's turn and the
+    results of its calls, and tools added) shares the difference of the two counts in
+    proportion to our counts of it, and that cost per token is kept (`appended`). What a
+    compaction rewrote is taken at that cost, and what the cut results' shares missed stays
+    in the whole count, never in a message a later cut would take out again. So each message
+    sent carries about what the provider counted for it. A request is counted (`estimate`) as
+    the last one measured, less what it changed of it, plus its changes at `appended`. One per
+    run (`ContextFit.measure`).
     """
 
     messages: list[Message] = field(default_factory=list)
