@@ -19,6 +19,14 @@ and bench/cache_rules.py prices them: "effective input tokens" = uncached + 0.1 
 + 1.25 x cache writes. Requests count as sent one after another (the sub-agents' first requests
 share a prefix that the first of them warms, agent/model_call.py).
 
+Beside it, the same job really forked (`forked`): the planner's `fork` starts the three
+sub-agents (the built-in general one, the skill preloaded), so they share the planner's tools
+array. Each provider's cached share is set against the ceiling: the most any cache could serve,
+each request's longest prefix shared with an earlier one (`anthropic_ceiling`,
+`openai_ceiling`), with no minimum, no steps and no breakpoints. What Anthropic's cache serves
+of it depends on where the breakpoints are; OpenAI's, on the 128-token steps alone (each
+request loses what its shared prefix runs past a step, about 64 tokens on average).
+
     python bench/cache_cost.py [--sizes 10 100 1000] [--json FILE]
 """
 
@@ -34,9 +42,9 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cache_rules import anthropic_tally, openai_tally
+from bench.cache_rules import anthropic_ceiling, anthropic_tally, openai_ceiling, openai_tally
 from bench.skills_tokens import PLANNER_SYSTEM, write_catalog
-from orchestrator import Agent
+from orchestrator import Agent, Orchestrator
 from orchestrator.models import AnthropicOptions, ScriptedModel
 from orchestrator.models.anthropic import build_body as anthropic_body
 from orchestrator.models.base import ModelRequest
@@ -58,19 +66,24 @@ def _calls(tool: str, count: int, via: bool) -> list[dict[str, Any]]:
     return [{"tool_calls": [call(i)]} for i in range(count)]
 
 
-def _requests(catalog: SkillCatalog, way: str) -> list[ModelRequest]:
-    """Run the planner's and sub-agents' decisions; the requests their models received."""
-    skill, search = next(
-        (name, t)
+def _search_tool(catalog: SkillCatalog) -> tuple[str, str]:
+    """The first skill with a search tool, and that tool's name."""
+    return next(
+        (name, t.name)
         for name in catalog.names
         for t in catalog.load(name).tools
         if t.name.split("__")[1].startswith("search")
     )
+
+
+def _requests(catalog: SkillCatalog, way: str) -> list[ModelRequest]:
+    """Run the planner's and sub-agents' decisions; the requests their models received."""
+    skill, search = _search_tool(catalog)
     every_tool = [t for name in catalog.names for t in catalog.load(name).tools]
     requests: list[ModelRequest] = []
     for agent in ("planner", *SUB_AGENTS):
         planner = agent == "planner"
-        steps = _calls(search.name, 2 if planner else 4, via=planner and way == "ours")
+        steps = _calls(search, 2 if planner else 4, via=planner and way == "ours")
         if planner and way != "eager":
             steps = [{"tool_calls": [{"name": "load_skill", "arguments": {"name": skill}}]}, *steps]
         model = ScriptedModel({agent: [*steps, {"content": f"{agent} done"}]})
@@ -85,6 +98,63 @@ def _requests(catalog: SkillCatalog, way: str) -> list[ModelRequest]:
         runner.run_sync(task)
         requests += model.requests
     return requests
+
+
+def forked_requests(catalog: SkillCatalog) -> list[ModelRequest]:
+    """The job forked: the planner loads the skill, calls its tool twice through the
+    dispatcher, forks the three sub-agents (each with the skill preloaded, four calls of its
+    tool), then answers; the requests the model received, in order."""
+    skill, search = _search_tool(catalog)
+    tasks = [
+        {"id": agent, "task": f"[{agent}] Summarise this region's items.", "skills": [skill]}
+        for agent in SUB_AGENTS
+    ]
+    planner = [
+        {"tool_calls": [{"name": "load_skill", "arguments": {"name": skill}}]},
+        *_calls(search, 2, via=True),
+        {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+        {"content": "planner done"},
+    ]
+    script = {"planner": planner}
+    for agent in SUB_AGENTS:
+        script[agent] = [*_calls(search, 4, via=False), {"content": f"{agent} done"}]
+    model = ScriptedModel(script)
+    with tempfile.TemporaryDirectory(prefix="cache-bench-work-") as workspace:
+        # A workspace of its own: skills inside a run's workspace are not imported.
+        orchestrator = Orchestrator(
+            model,
+            skills=catalog,
+            builtin=False,
+            system=PLANNER_SYSTEM,
+            permissions={"workspace": workspace},
+        )
+        result = orchestrator.run_sync("Summarise open items.")
+    if result.status != "completed":
+        raise RuntimeError(f"the forked job ended {result.status}: {result.error}")
+    return model.requests
+
+
+def against_ceiling(catalog: SkillCatalog) -> dict[str, Any]:
+    """The forked job's requests on each provider's wire: cached, and the ceiling."""
+    requests = forked_requests(catalog)
+    marked = AnthropicOptions(prompt_cache=True)
+    bodies = {
+        "anthropic": [anthropic_body("m", r, marked) for r in requests],
+        "openai": [openai_body("m", r, OpenAIOptions()) for r in requests],
+    }
+    rules = {
+        "anthropic": (anthropic_tally, anthropic_ceiling),
+        "openai": (openai_tally, openai_ceiling),
+    }
+    row: dict[str, Any] = {"skills": len(catalog), "requests": len(requests)}
+    for provider, (tally, ceiling) in rules.items():
+        served, most = tally(bodies[provider]), ceiling(bodies[provider])
+        row[provider] = {
+            **served.as_dict(),
+            "ceiling_share": round(most.read_share, 4),
+            "of_ceiling": round(served.read_tokens / most.read_tokens, 4),
+        }
+    return row
 
 
 def measure(size: int) -> list[dict[str, Any]]:
@@ -108,6 +178,7 @@ def measure(size: int) -> list[dict[str, Any]]:
                     "openai": openai.as_dict(),
                 }
             )
+        rows.append({"way": "forked", **against_ceiling(catalog)})
     return rows
 
 
@@ -118,11 +189,28 @@ def report(rows: list[dict[str, Any]]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
+        if row["way"] == "forked":
+            continue
         a, o = row["anthropic"], row["openai"]
         lines.append(
             f"| {row['skills']:,} | {row['way']} | {row['requests']} | {row['input_tokens']:,} | "
             f"{a['read_share']:.0%} | {a['effective_input_tokens']:,} | {o['read_share']:.0%} | "
             f"{o['effective_input_tokens']:,} |"
+        )
+    lines += [
+        "",
+        "| skills | forked job: requests | input tokens | ceiling | Anthropic: cached | of the "
+        "ceiling | OpenAI: cached | of the ceiling |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        if row["way"] != "forked":
+            continue
+        a, o = row["anthropic"], row["openai"]
+        lines.append(
+            f"| {row['skills']:,} | {row['requests']} | {a['input_tokens']:,} | "
+            f"{a['ceiling_share']:.1%} | {a['read_share']:.1%} | {a['of_ceiling']:.1%} | "
+            f"{o['read_share']:.1%} | {o['of_ceiling']:.1%} |"
         )
     return "\n".join(lines)
 

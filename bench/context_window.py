@@ -8,12 +8,18 @@ same seeded sizes every run), then answers. The same scripted decisions run twic
   (agent/compaction.py);
 - `16k window, with notes`: the same, with `compaction="summarize"`: at each compaction the model
   writes notes on what is cut (about 250 tokens here), one more call each time;
+- `16k window, counted its own way`: the same as the first, with a model whose chat template
+  takes 12 tokens a message where we count 3 (so it counts a file's result about as we do,
+  and the turns and stubs a compaction leaves about twice as dearly), which says its count of
+  each prompt in its replies, as providers do: the agent fits its requests in the model's
+  measure;
 - `unlimited`: no window is known: the conversation grows with every result (what a model
   with a window of a million tokens would be sent).
 
 For each: the model calls, the input tokens sent (our offline count of every request), the
-largest request with the output it asked for, the compactions, and the share of input a
-provider's prompt cache serves.
+largest request with the answer allowance it asked for and its share of the window (in the
+model's own count: a request over 100% is one a provider refuses), the least answer
+allowance asked, the compactions, and the share of input a provider's prompt cache serves.
 The cache follows OpenAI's published rules (bench/cache_rules.py: an exact prefix of at
 least 1,024 tokens, counted in steps of 128, over the wire body our adapter writes); each
 request is compared with the one before it, which for one agent's conversation is the
@@ -21,7 +27,7 @@ longest prefix any earlier request shares. "Input tokens" is our offline count o
 requests (what the window is compared with), "on the wire" the tokens of the JSON bodies the
 cache rules see; "effective input" prices a cached wire token at 0.1.
 
-    python bench/context_window.py [--steps 200] [--window 16384] [--json FILE]
+    python bench/context_window.py [--steps 200] [--window 16384] [--answer 2048] [--json FILE]
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import random
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +47,9 @@ if __package__ in (None, ""):
 
 from bench.cache_rules import OPENAI_MIN_PREFIX, OPENAI_STEP, READ_PRICE
 from orchestrator import Agent, read_trace, tool
+from orchestrator.messages import Usage
 from orchestrator.models import ScriptedModel
-from orchestrator.models.base import ModelRequest
+from orchestrator.models.base import ModelRequest, ModelResponse
 from orchestrator.models.openai import OpenAIOptions, build_body
 from orchestrator.tokens import default_counter
 
@@ -67,8 +75,37 @@ def write_notes(folder: Path, count: int, seed: int = 30) -> list[str]:
     return names
 
 
+TEMPLATE_TOKENS = 12
+
+
+def own_count(request: ModelRequest) -> int:
+    """A prompt as a server with a chat template of its own counts it: the text as ours does,
+    and `TEMPLATE_TOKENS` for each message and each tool schema (where we count 3)."""
+    counter = default_counter()
+    texts = [json.dumps(spec.parameters) + spec.name + spec.description for spec in request.tools]
+    for message in request.messages:
+        calls = "".join(call.name + call.arguments for call in message.tool_calls)
+        texts.append(message.role + (message.content or "") + calls)
+    return sum(counter.count_text(text) + TEMPLATE_TOKENS for text in texts)
+
+
+class OwnCountModel(ScriptedModel):
+    """The scripted model, reporting each prompt in its own count (`own_count`)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        response = await super().complete(request)
+        output = response.usage.output_tokens if response.usage is not None else 0
+        return replace(response, usage=Usage.of(own_count(request), output))
+
+
 def run_agent(
-    folder: Path, names: Sequence[str], window: int | None, *, summarize: bool = False
+    folder: Path,
+    names: Sequence[str],
+    window: int | None,
+    *,
+    summarize: bool = False,
+    own_measure: bool = False,
+    answer: int = 2048,
 ) -> dict[str, Any]:
     @tool
     def read_note(name: str) -> str:
@@ -85,34 +122,39 @@ def run_agent(
     turns.append({"content": "The open questions, and who raised each: ..."})
     # The notes' writers (`agent/summary-N`) answer with about 250 tokens each.
     notes = {"content": " ".join(f"{WORDS[i % len(WORDS)]}{i}" for i in range(125))}
-    model = ScriptedModel({"agent": turns, "*": [notes] * len(names)}, context_window=window)
-    trace = folder.parent / f"trace-{window or 'unlimited'}-{summarize}.jsonl"
+    kind = OwnCountModel if own_measure else ScriptedModel
+    model = kind({"agent": turns, "*": [notes] * len(names)}, context_window=window)
+    trace = folder.parent / f"trace-{window or 'unlimited'}-{summarize}-{own_measure}.jsonl"
     agent = Agent(
         model,
         [read_note],
         system=SYSTEM,
         max_steps=len(names) + 5,
-        max_output_tokens=2048,
+        max_output_tokens=answer,
         trace=trace,
         compaction="summarize" if summarize else "mask",
     )
     result = agent.run_sync("Read every note in the folder and list the open questions.")
     events = [event.as_line() for event in read_trace(trace)]
-    own = [r for r in model.requests if r.agent == "agent"]
-    cache = openai_cache(own)
+    cache = openai_cache(own_requests(model))
     counter = default_counter()
     sizes = [counter.count_request(r.messages, r.tools) for r in model.requests]
-    asked = [s + r.max_output_tokens for s, r in zip(sizes, model.requests, strict=True)]
+    # Each request against the window as the model counts it (ours, for the scripted model).
+    counted = [own_count(r) for r in model.requests] if own_measure else sizes
+    asked = [s + r.max_output_tokens for s, r in zip(counted, model.requests, strict=True)]
     writers = [r for r in model.requests if r.agent != "agent"]
     written = openai_cache(writers)
     return {
         "window": window,
         "notes": summarize,
+        "own_count": own_measure,
         "status": result.status,
         "calls": len(model.requests),
         "input_tokens": sum(sizes),
         "largest_request": max(sizes),
         "largest_asked": max(asked),
+        "over_window": sum(1 for a in asked if window is not None and a > window),
+        "least_allowance": min(r.max_output_tokens for r in own_requests(model)),
         "compactions": sum(1 for e in events if e["type"] == "compact"),
         "results_compacted": len(
             {r["index"] for e in events if e["type"] == "compact" for r in e["replaced"]}
@@ -123,6 +165,11 @@ def run_agent(
         "effective_input_tokens": cache["effective"] + written["effective"],
         "wire_input_tokens": cache["input"] + written["input"],
     }
+
+
+def own_requests(model: ScriptedModel) -> list[ModelRequest]:
+    """The requests of the agent itself (not of the writers of its notes)."""
+    return [r for r in model.requests if r.agent == "agent"]
 
 
 class _Encoder:
@@ -176,29 +223,37 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return low
 
 
-def measure(steps: int = 200, window: int = 16_384) -> list[dict[str, Any]]:
+def measure(steps: int = 200, window: int = 16_384, answer: int = 2048) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="context-bench-") as folder:
         notes = Path(folder) / "notes"
         names = write_notes(notes, steps)
         return [
-            run_agent(notes, names, window),
-            run_agent(notes, names, window, summarize=True),
-            run_agent(notes, names, None),
+            run_agent(notes, names, window, answer=answer),
+            run_agent(notes, names, window, summarize=True, answer=answer),
+            run_agent(notes, names, window, own_measure=True, answer=answer),
+            run_agent(notes, names, None, answer=answer),
         ]
 
 
 def report(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| window | status | calls | compactions (results cut) | largest request + output "
-        "asked | input tokens | on the wire | cached share | effective input |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| window | status | calls | compactions (results cut) | largest request + answer "
+        "allowance (of the window) | least answer allowance | input tokens | on the wire | "
+        "cached share | effective input |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         window = f"{row['window']:,}" if row["window"] else "unlimited"
         window += ", with notes" if row["notes"] else ""
+        window += ", counted its own way" if row["own_count"] else ""
+        largest = f"{row['largest_asked']:,}"
+        if row["window"]:
+            largest += f" ({row['largest_asked'] / row['window']:.1%})"
+            over = row["over_window"]
+            largest += f", {over} over it" if over else ""
         lines.append(
             f"| {window} | {row['status']} | {row['calls']} | {row['compactions']} "
-            f"({row['results_compacted']}) | {row['largest_asked']:,} | "
+            f"({row['results_compacted']}) | {largest} | {row['least_allowance']:,} | "
             f"{row['input_tokens']:,} | {row['wire_input_tokens']:,} | "
             f"{row['cache_read_share']:.1%} | {row['effective_input_tokens']:,} |"
         )
@@ -209,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--window", type=int, default=16_384)
+    parser.add_argument("--answer", type=int, default=2048, help="the answer allowance asked")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
     args = parser.parse_args(argv)
-    rows = measure(args.steps, args.window)
+    rows = measure(args.steps, args.window, args.answer)
     print(report(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")

@@ -98,6 +98,16 @@ class TokenCounter:
             return self._count_prefix(messages)
         return sum(self.count_message(m) for m in messages)
 
+    def message_tokens(self, messages: Sequence[Message], index: int) -> int:
+        """The tokens of `messages[index]`: from a transcript's running totals when
+        `messages` is a view of one (no message is encoded twice)."""
+        if isinstance(messages, TranscriptView) and index < messages.length:
+            sums = messages.transcript.prefix_sums(self.encoding_name)
+            if len(sums) <= index + 1:
+                self._count_prefix(TranscriptView(messages.transcript, index + 1))
+            return sums[index + 1] - sums[index]
+        return self.count_message(messages[index])
+
     def _count_prefix(self, view: TranscriptView) -> int:
         sums = view.transcript.prefix_sums(self.encoding_name)
         transcript = view.transcript

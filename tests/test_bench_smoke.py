@@ -146,9 +146,15 @@ def test_background_fork_measures_both_forks_once() -> None:
 def test_the_context_window_workload_runs_at_a_tiny_size() -> None:
     from bench import context_window
 
-    windowed, noted, unlimited = context_window.measure(steps=12, window=4096)
-    assert windowed["status"] == noted["status"] == unlimited["status"] == "completed"
+    rows = context_window.measure(steps=12, window=4096)
+    windowed, noted, own, unlimited = rows
+    assert {row["status"] for row in rows} == {"completed"}
     assert noted["calls"] == windowed["calls"] + noted["compactions"]
     assert windowed["compactions"] >= 1 and unlimited["compactions"] == 0
     assert windowed["largest_asked"] <= 4096 < unlimited["largest_request"]
+    # In the model's own count too, no request passes the window.
+    assert own["own_count"] and own["compactions"] >= 1
+    assert own["largest_asked"] <= 4096 and own["over_window"] == 0
     assert 0 < windowed["cache_read_share"] < unlimited["cache_read_share"] <= 1
+    table = context_window.report(rows)
+    assert f"| {windowed['largest_asked']:,} ({windowed['largest_asked'] / 4096:.1%}) |" in table

@@ -9,7 +9,7 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -801,15 +801,12 @@ SERVER_COUNTS = {
 }
 
 
-@pytest.mark.parametrize("measure", list(SERVER_COUNTS))
-async def test_a_declared_window_is_never_overshot_when_the_server_counts_more(
-    tmp_path: Path, measure: str
-) -> None:
-    # The server counts every message, every tool schema and the completion asked for, in
-    # tokens of its own that outnumber ours, and refuses what does not fit 8,000. The agent
-    # fits each request to the window in the server's measure, learned from the prompt
-    # tokens each reply reports: none is refused.
-    window, count = 8000, SERVER_COUNTS[measure]
+def counting_server(
+    window: int, count: Callable[[str], int]
+) -> tuple[Callable[[Mapping[str, Any]], int], Callable[[Mapping[str, Any]], Any]]:
+    """A server's count of a request's prompt (`count` over each message and tool schema as
+    sent), and its refusal of a request that does not fit `window` with the completion it
+    asks for."""
 
     def prompt_tokens(body: Mapping[str, Any]) -> int:
         return sum(count(text) for text in wire_text(body))
@@ -825,6 +822,20 @@ async def test_a_declared_window_is_never_overshot_when_the_server_counts_more(
                 "code": "context_length_exceeded",
             }
         }
+
+    return prompt_tokens, refuse
+
+
+@pytest.mark.parametrize("measure", list(SERVER_COUNTS))
+async def test_a_declared_window_is_never_overshot_when_the_server_counts_more(
+    tmp_path: Path, measure: str
+) -> None:
+    # The server counts every message, every tool schema and the completion asked for, in
+    # tokens of its own that outnumber ours, and refuses what does not fit 8,000. The agent
+    # fits each request to the window in the server's measure, learned from the prompt
+    # tokens each reply reports: none is refused.
+    window = 8000
+    prompt_tokens, refuse = counting_server(window, SERVER_COUNTS[measure])
 
     write_prose(tmp_path / "notes", 40, words=250)
     script = {"*": [*reads(40), {"content": "read them all"}]}
@@ -891,3 +902,63 @@ def test_the_window_settings_can_be_tried_with_the_scripted_model(tmp_path: Path
     window = context_window(model)
     assert window is not None and (window.tokens, window.source) == (3000, "setting")
     assert Agent(model).compact_at == 0.5
+
+
+@pytest.mark.parametrize("measure", list(SERVER_COUNTS))
+async def test_a_job_reading_25_files_in_8000_tokens_never_overshoots_nor_starves_its_answer(
+    tmp_path: Path, measure: str
+) -> None:
+    # A planner loads the files skill and reads 25 files of about 700 tokens, one a turn, in a
+    # declared 8,000-token window, from a server that counts in tokens of its own (and says
+    # so in every reply) and refuses a request that does not fit. What compaction leaves is
+    # mostly what it never cuts (the skill's instructions, the model's turns, stubs), whose
+    # tokens compare to ours otherwise than a file's do: the request right after a compaction
+    # must be counted in the server's measure all the same.
+    from orchestrator import Orchestrator
+    from orchestrator.security import Permissions
+
+    window, wanted = 8000, 4096  # the window, and the agents' own answer allowance
+    prompt_tokens, refuse = counting_server(window, SERVER_COUNTS[measure])
+
+    files = tmp_path / "work"
+    write_notes(files, 25, words=175)
+    assert 650 <= COUNTER.count_text((files / "note0.txt").read_text()) <= 750
+    reads_ = [
+        {"tool_calls": [{"name": "files__read_file", "arguments": {"path": f"note{i}.txt"}}]}
+        for i in range(25)
+    ]
+    load = {"tool_calls": [{"name": "load_skill", "arguments": {"name": "files"}}]}
+    script = {"*": [load, *reads_, {"content": "read them all"}]}
+    usage = lambda body: (prompt_tokens(body), 20)  # noqa: E731
+    with ProviderServer(script, refuse=refuse, usage=usage) as server:
+        model = resolve_model(
+            "openai-compatible:small",
+            base_url=server.openai_url,
+            context_window=window,
+            max_output_tokens=wanted,
+            max_retries=0,
+        )
+        path = tmp_path / "t.jsonl"
+        orchestrator = Orchestrator(
+            model, permissions=Permissions(workspace=files), trace=path, max_steps=40
+        )
+        result = await orchestrator.run("Read every file in the workspace, one by one.")
+        bodies = server.bodies()
+
+    assert result.status == "completed", result.error
+    events = trace_lines(path)
+    # What each request really sent, in the server's measure, fits the window with the
+    # answer allowance it asked for: none was refused, none sent twice.
+    sizes = [prompt_tokens(b) + int(b["max_tokens"]) for b in bodies]
+    assert max(sizes) <= window, [(i, s) for i, s in enumerate(sizes, 1) if s > window]
+    calls = [e for e in events if e["type"] == "model_call"]
+    assert len(bodies) == len(calls) == 27
+    # Compaction comes at the threshold (80% of the window), before the answer allowance is
+    # cut below what the threshold leaves: no request asks for less than that.
+    done = compactions(events, "planner")
+    assert len(done) >= 3, {e["agent"] for e in calls}
+    floor = window - ContextFit(window).margin - int(0.8 * window)
+    allowances = [int(b["max_tokens"]) for b in bodies]
+    assert min(allowances) >= min(wanted, floor), allowances
+    assert all(prompt_tokens(b) <= 0.8 * window for b in bodies)
+    check_pairing(result.messages)

@@ -280,8 +280,11 @@ def first_tools(trace: str) -> list[str]:
 
 
 def fork_tool_text(trace: str) -> str:
-    """What the planner is told of its sub-agents (the fork extension's prompt section)."""
-    return system_prompt(trace)
+    """What the planner is told of its sub-agents (`fork`'s description, as the first
+    request's tool schemas were recorded)."""
+    calls = [e for e in trace_events(trace) if e["type"] == "model_call"]
+    specs = calls[0]["tool_specs"]
+    return str(next(spec["description"] for spec in specs if spec["name"] == "fork"))
 
 
 def test_a_matrix_crosses_the_variants(tmp_path: Path) -> None:

@@ -144,6 +144,11 @@ def test_examples_validate(name: str) -> None:
 
 EVALS = {
     # eval file: (variant, passed/runs as the table prints it), in the table's order
+    "compaction": [
+        ("reference", "3/3 100%"),
+        ("window-5k-mask", "3/3 100%"),
+        ("window-5k-summarize", "3/3 100%"),
+    ],
     "skill-ab": [("with-skill", "4/4 100%"), ("without-skill", "2/4 50%")],
     "disclosure": [
         ("disclosure=progressive", "2/2 100%"),
@@ -174,3 +179,38 @@ def test_every_example_eval_runs_offline(tmp_path: Path, name: str) -> None:
     assert sorted(p.name for p in (EXAMPLES / "evals" / "word-count" / "work").iterdir()) == [
         ".gitkeep"
     ]
+
+
+def test_the_compaction_example_asks_its_probes_of_what_each_run_really_held(
+    tmp_path: Path,
+) -> None:
+    # The eval's Python entry, offline: the scripted model answers the probes (key `probe`).
+    from orchestrator.eval import EvalOptions, load_eval, run_eval_sync
+    from orchestrator.eval.probes import point, recorded_agents
+
+    path = EXAMPLES / "evals" / "compaction.eval.yaml"
+    result = run_eval_sync(load_eval(path), EvalOptions(out=tmp_path / "out"))
+    lines = {line["variant"]: line for line in result.lines}
+    assert list(lines) == ["reference", "window-5k-mask", "window-5k-summarize"]
+    probes = yaml.safe_load(path.read_text())["probes"]
+    expected = {"first-word-early": "KESTREL", "last-word": "SWIFT", "changed-file": "summary.md"}
+    for variant, line in lines.items():
+        assert line["passed"] and line["status"] == "completed", (variant, line["scores"])
+        # Only the small window cut, and each of its runs more than once.
+        assert (line["compactions"] >= 2) == (variant != "reference"), variant
+        results = {r["id"]: r for r in line["probes"]["results"]}
+        assert [r["passed"] for r in results.values()] == [True] * 3, (variant, results)
+        # The scripted answers are ones a model could give: the conversation each probe is
+        # asked of, rebuilt from the run's trace, stubs and all, still holds what it asks.
+        agents = recorded_agents(Path(line["trace"]))
+        for probe in probes:
+            at = point(agents, "goal", probe.get("after", "end"))
+            held = "\n".join(
+                [m.content or "" for m in at.messages]
+                + [c.arguments for m in at.messages for c in m.tool_calls]
+            )
+            assert expected[probe["id"]] in held, (variant, probe["id"], at.at)
+    # In the small window, note 1 was cut before the end: the probe after call 2 is the one
+    # that still finds it.
+    end = point(recorded_agents(Path(lines["window-5k-mask"]["trace"])), "goal", "end")
+    assert "KESTREL" not in "\n".join(m.content or "" for m in end.messages)

@@ -6,10 +6,13 @@ provider's refusal), every request is fitted to it before it is sent (`ContextFi
 - **The output is cut to the room left.** A request asks for `max_output_tokens`, or for what
   remains of the window once the prompt (messages and tool schemas) is in and a margin
   (`WINDOW_MARGIN` of the window) is kept free, whichever is less; the budget reserves what is
-  asked. When not even `MIN_ANSWER_TOKENS` fit, the run ends as `context_full`, naming the
-  window, instead of sending a request the provider would refuse.
+  asked. So the prompt and the answer allowance together never pass the window. When not even
+  `MIN_ANSWER_TOKENS` fit, the run ends as `context_full`, naming the window, instead of
+  sending a request the provider would refuse.
 - **Compaction.** Past `compact_at` of the window (0.8 by default), or when a minimal answer no
-  longer fits, the conversation is compacted: tool results become short stubs that say what
+  longer fits, the conversation is compacted, before the answer allowance is cut any further:
+  so a request asks for at least what the threshold leaves (`window - margin - threshold`)
+  unless what is never cut takes more. Tool results become short stubs that say what
   they were, oldest first, until the prompt is at most half the threshold. Only a result's
   text changes: every tool call keeps exactly one result, in the model's order, and nothing is
   removed. Never cut: the system prompt, user messages (a job's pins ride in the task), the
@@ -39,14 +42,26 @@ it reads only the tools and system prompt. Compacting rarely and in large steps 
 threshold down to half of it) keeps those misses to one in a long stretch of calls
 (bench/context_window.py measures the share).
 
-A provider's own counts may differ from ours (another tokenizer, a chat template). Each reply
-that reports its prompt tokens calibrates our count: `calibrated` is the model's ratio of its
-count to ours at its latest reply (`TokenCounter.prompt_ratio`, shared by the agents of one
-model, never below 1), and every request is fitted in that measure. When a provider still
-refuses a request we thought fitted, and its refusal names its count of the prompt, `scale`
-(its tokens per counted token) makes later fitting use its measure; a refusal that names no
-count raises the ratio by at least 15%. Either way the request is compacted and sent again,
-up to `MAX_REFUSALS` times. The larger of `scale` and `calibrated` is the one used (`ratio`).
+A provider's own counts may differ from ours (another tokenizer, a chat template), and every
+request is fitted in the provider's measure:
+
+- **by ratio**, until a reply of this agent has said its count: each reply that reports its
+  prompt tokens calibrates our count, `calibrated` being the model's ratio of its count to
+  ours at its latest reply (`TokenCounter.prompt_ratio`, shared by the agents of one model,
+  never below 1);
+- **by measure** after that (`PromptMeasure`): the request the reply answered is known
+  message by message in the provider's count, and the next one is counted as that one, less
+  what it changed of it, plus what it added at what the latest turn's additions cost.
+
+A ratio of the whole request goes wrong right after a compaction: measured on a conversation
+of tool results, it is applied to one of mostly what is never cut (turns, stubs,
+instructions), which a provider may count otherwise; the measure takes the cut results out at
+what they were counted. Either way a request is never counted below our own count. When a
+provider still refuses a request we thought fitted, and its refusal names its count of the
+prompt, `scale` (its tokens per counted token) makes later fitting use its measure; a refusal
+that names no count raises the ratio by at least 15%. Either way the request is compacted and
+sent again, up to `MAX_REFUSALS` times. The larger of `scale` and `calibrated` is the one
+used (`ratio`), and `scale` bounds a measured count from below too.
 """
 
 from __future__ import annotations
@@ -99,6 +114,119 @@ COMPACTION_STRATEGIES: tuple[str, ...] = get_args(CompactionStrategy)
 
 
 @dataclass
+class PromptMeasure:
+    """The provider's own count of one agent's prompts, message by message.
+
+    A reply that reports its prompt tokens measures the request it answered (`take`). The
+    first request's tokens are shared among its messages (and its tool schemas) by ratio;
+    after that, when the conversation only grew, what it added (the model's turn and the
+    results of its calls, and tools added) shares the difference of the two counts in
+    proportion to our counts of it, and that cost per token is kept (`appended`). What a
+    compaction rewrote is taken at that cost, and what the cut results' shares missed stays
+    in the whole count, never in a message a later cut would take out again. So each message
+    sent carries about what the provider counted for it. A request is counted (`estimate`) as
+    the last one measured, less what it changed of it, plus its changes at `appended`. One per
+    run (`ContextFit.measure`).
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    """The request measured last, as it was sent."""
+    shares: list[float] = field(default_factory=list)
+    """The provider's tokens of each of its messages."""
+    tokens: int = 0
+    """The provider's count of that request."""
+    tools: int = 0
+    """Our count of its tool schemas."""
+    compactions: int | None = None
+    """How many compactions the run had made when it was sent (None: nothing measured)."""
+    appended: float = 1.0
+    """The provider's tokens per token of ours of what the latest turn added (a call and its
+    results): what the next turn's will likely cost."""
+
+    def _changed(self, messages: Sequence[Message], compactions: int) -> list[int]:
+        """The messages of a request that the measured one did not send as they are."""
+        kept = len(self.messages)
+        if (
+            compactions == self.compactions
+            and len(messages) >= kept
+            and (kept == 0 or messages[kept - 1] is self.messages[-1])
+        ):
+            return list(range(kept, len(messages)))  # the conversation only grew
+        return [i for i, m in enumerate(messages) if i >= kept or m is not self.messages[i]]
+
+    def _removed(self, messages: Sequence[Message], changed: Sequence[int]) -> float:
+        """The provider's tokens of the measured messages that a request no longer sends."""
+        kept = len(self.shares)
+        gone = sum(self.shares[i] for i in changed if i < kept)
+        return gone + sum(self.shares[len(messages) :])
+
+    def estimate(
+        self,
+        messages: Sequence[Message],
+        tools: int,
+        counter: TokenCounter,
+        compactions: int,
+    ) -> float | None:
+        """A request's prompt in the provider's measure (None: nothing measured yet)."""
+        if self.compactions is None:
+            return None
+        changed = self._changed(messages, compactions)
+        added = sum(counter.message_tokens(messages, i) for i in changed) + tools - self.tools
+        return self.tokens - self._removed(messages, changed) + self.appended * added
+
+    def take(
+        self,
+        messages: Sequence[Message],
+        tools: int,
+        counted: int,
+        reported: int,
+        counter: TokenCounter,
+        compactions: int,
+    ) -> None:
+        """Take the provider's count (`reported`) of a request of `counted` tokens (ours)."""
+        overall = reported / counted if counted > 0 else 1.0
+        kept = len(self.messages)
+        if self.compactions is None:
+            changed, per_token = list(range(len(messages))), overall
+            self.appended = overall
+        else:
+            changed = self._changed(messages, compactions)
+            grown = changed == list(range(kept, len(messages)))
+            weight = sum(counter.message_tokens(messages, i) for i in changed)
+            weight += max(0, tools - self.tools)
+            delta = reported - self.tokens + self._removed(messages, changed)
+            if grown and weight > 0 and delta > 0:
+                # What the turn added costs the difference of the two counts.
+                per_token = self.appended = delta / weight
+            else:
+                # A compaction's changes (or a provider that counts less for more) take what
+                # an added turn costs; what the cut results' shares missed stays in the whole
+                # (`tokens`), never in a message that a later cut would take out again.
+                per_token = self.appended
+        if changed == list(range(kept, len(messages))):
+            self.messages.extend(messages[kept:])
+        else:
+            self.messages = list(messages)
+            del self.shares[len(messages) :]
+        self.shares.extend([0.0] * (len(messages) - len(self.shares)))
+        for i in changed:
+            self.shares[i] = per_token * counter.message_tokens(messages, i)
+        self.tokens, self.tools, self.compactions = reported, tools, compactions
+
+    def cost_of(
+        self, messages: Sequence[Message], indices: Sequence[int], counter: TokenCounter
+    ) -> float | None:
+        """The provider's tokens per token of ours of the messages at `indices`, as measured
+        (None: none of them was)."""
+        ours = theirs = 0.0
+        for i in indices:
+            if i < len(self.messages) and messages[i] is self.messages[i]:
+                ours += counter.message_tokens(messages, i)
+                theirs += self.shares[i]
+        return theirs / ours if ours > 0 and theirs > 0 else None
+
+
+@dataclass
 class ContextFit:
     """What one run knows of its model's context window, and how it fits each request in it.
 
@@ -113,6 +241,7 @@ class ContextFit:
     scale: float = 1.0
     calibrated: float = 1.0
     compactions: int = 0
+    measure: PromptMeasure = field(default_factory=PromptMeasure)
 
     def __post_init__(self) -> None:
         if not 0 < self.compact_at <= 1:
@@ -130,34 +259,70 @@ class ContextFit:
         return 0 if self.window is None else math.ceil(self.window * WINDOW_MARGIN)
 
     def provider_tokens(self, counted: int) -> int:
-        """Our count of a prompt in the provider's measure."""
+        """Our count of a prompt in the provider's measure, by ratio alone."""
         return math.ceil(counted * self.ratio)
 
-    def room(self, counted: int) -> int | None:
-        """Tokens left for the reply after a prompt of `counted` tokens, the margin kept;
-        None: no known window."""
+    def prompt(
+        self,
+        messages: Sequence[Message],
+        tools: int,
+        counted: int,
+        counter: TokenCounter,
+    ) -> int:
+        """A request's prompt in the provider's measure: `messages`, with tool schemas of
+        `tools` tokens (ours), `counted` tokens in all (ours). From what the provider's replies
+        measured (`PromptMeasure`) when they did, else by ratio; never below our count (nor
+        what a refusal taught, `scale`)."""
+        return self._larger(counted, self.measured(messages, tools, counter))
+
+    def measured(
+        self, messages: Sequence[Message], tools: int, counter: TokenCounter
+    ) -> float | None:
+        """A request's prompt as the provider's replies measured it (None: none did)."""
+        return self.measure.estimate(messages, tools, counter, self.compactions)
+
+    def _larger(self, counted: int, measured: float | None) -> int:
+        if measured is None:
+            return self.provider_tokens(counted)
+        return max(math.ceil(measured), math.ceil(counted * self.scale))
+
+    def room(self, prompt: int) -> int | None:
+        """Tokens left for the reply after a prompt of `prompt` tokens (the provider's
+        measure), the margin kept; None: no known window."""
         if self.window is None:
             return None
-        return self.window - self.margin - self.provider_tokens(counted)
+        return self.window - self.margin - prompt
 
-    def needs_compaction(self, counted: int) -> bool:
+    def needs_compaction(self, prompt: int) -> bool:
+        """Whether a prompt of `prompt` tokens (the provider's measure) is past the threshold,
+        or leaves no room for a minimal answer."""
         if self.window is None:
             return False
-        prompt = self.provider_tokens(counted)
         full = prompt + MIN_ANSWER_TOKENS + self.margin > self.window
         return prompt > self.compact_at * self.window or full
 
-    def excess(self, counted: int) -> int:
-        """Counted tokens to cut to bring a prompt down to half the threshold."""
+    def excess(self, counted: int, measured: float | None, per_token: float) -> int:
+        """Counted tokens to cut to bring a prompt (`counted` tokens of ours, `measured` in
+        the provider's measure) down to half the threshold, when what is cut costs the
+        provider `per_token` tokens per token of ours."""
         assert self.window is not None
-        target = self.compact_at * self.window / 2 / self.ratio
-        return max(0, math.ceil(counted - target))
+        return self._to_cut(self.compact_at * self.window / 2, counted, measured, per_token)
 
-    def needed(self, counted: int) -> int:
-        """Counted tokens a prompt must lose for a minimal answer to fit at all."""
+    def needed(self, counted: int, measured: float | None, per_token: float) -> int:
+        """Counted tokens a prompt must lose for a minimal answer to fit at all (the
+        arguments as for `excess`)."""
         assert self.window is not None
-        limit = (self.window - self.margin - MIN_ANSWER_TOKENS) / self.ratio
-        return max(0, math.ceil(counted - limit))
+        limit = self.window - self.margin - MIN_ANSWER_TOKENS
+        return self._to_cut(limit, counted, measured, per_token)
+
+    def _to_cut(self, target: float, counted: int, measured: float | None, per_token: float) -> int:
+        """Counted tokens to cut for the prompt (`_larger` of the two counts) to be at most
+        `target`: both counts must come down to it."""
+        if measured is None:
+            return max(0, math.ceil(counted - target / self.ratio))
+        by_count = counted - target / self.scale
+        by_measure = (measured - target) / per_token
+        return max(0, math.ceil(max(by_count, by_measure)))
 
     def learn(self, refusal: ContextWindowExceeded, counted: int, asked: int) -> bool:
         """Take what a provider's refusal of a prompt of `counted` tokens (ours) with `asked`

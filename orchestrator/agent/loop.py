@@ -74,6 +74,7 @@ from .compaction import (
     carried_block,
     compact,
     compaction_request,
+    cuttable,
     never_cut,
     restore_record,
     summary_task,
@@ -797,14 +798,15 @@ class AgentLoop(Generic[Deps, OutputT]):
         wanted = max_output_tokens or self.max_output_tokens
         for tries in range(MAX_REFUSALS + 1):
             output, counted = await self._fit(state, wanted, refused=tries > 0)
+            sent, specs = state.transcript.view(), state.context.toolset.specs
             try:
                 # Tools stay in the request even when disabled: the prompt prefix stays the
                 # same (and provider caches warm), and Anthropic rejects tool blocks in a
                 # request without tools.
                 call = await call_model(
                     self.model,
-                    state.transcript.view(),
-                    state.context.toolset.specs,
+                    sent,
+                    specs,
                     counter=self.counter,
                     budget=state.budget,
                     tool_choice=tool_choice,
@@ -822,6 +824,10 @@ class AgentLoop(Generic[Deps, OutputT]):
                     raise
         if call is None:
             return None
+        fit = state.fit
+        if call.prompt_tokens is not None and fit.window is not None:
+            tools, reported = self.counter.count_tools(specs), call.prompt_tokens
+            fit.measure.take(sent, tools, counted, reported, self.counter, fit.compactions)
         state.steps += 1
         state.usage = state.usage + call.usage
         if call.cost is not None:
@@ -857,44 +863,61 @@ class AgentLoop(Generic[Deps, OutputT]):
         fits."""
         counted = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         fit = state.fit
-        if fit.window is not None:
-            fit.calibrated = self.counter.prompt_ratio(unwrap(self.model))
-            # What one part read back may hold: what a compaction leaves (half the threshold).
-            state.context.state_of(CompactedResults).part_tokens = int(
-                fit.compact_at * fit.window / 2 / fit.ratio
-            )
-        if refused or fit.needs_compaction(counted):
+        if fit.window is None:
+            return wanted, counted
+        fit.calibrated = self.counter.prompt_ratio(unwrap(self.model))
+        # What one part read back may hold: what a compaction leaves (half the threshold).
+        state.context.state_of(CompactedResults).part_tokens = int(
+            fit.compact_at * fit.window / 2 / fit.ratio
+        )
+        prompt = self._prompt(state, state.transcript.view(), counted)
+        # Compaction first, at the threshold: the answer allowance is cut below what the
+        # threshold leaves only when what is never cut takes more.
+        if refused or fit.needs_compaction(prompt):
             await self._compact(state, counted)
             counted = self.counter.count_request(
                 state.transcript.view(), state.context.toolset.specs
             )
-        room = fit.room(counted)
-        if room is None:
-            return wanted, counted
+            prompt = self._prompt(state, state.transcript.view(), counted)
+        room = fit.window - fit.margin - prompt
         if room < MIN_ANSWER_TOKENS:
             kept = never_cut(state.transcript, self.counter)
             what = ", ".join(f"{kind} {fit.provider_tokens(n):,}" for kind, n in kept.items())
             raise ContextWindowExceeded(
-                f"the conversation needs about {fit.provider_tokens(counted):,} tokens of "
+                f"the conversation needs about {prompt:,} tokens of "
                 f"{fit.describe()} of {self.model.name}, which leaves no room for an answer "
                 f"(at least {MIN_ANSWER_TOKENS} tokens), even with every tool result compacted; "
                 f"what is never cut takes about {fit.provider_tokens(sum(kept.values())):,} "
                 f"tokens of it ({what})",
                 provider=self.model.name,
                 window=fit.window,
-                prompt_tokens=fit.provider_tokens(counted),
+                prompt_tokens=prompt,
             )
         return min(wanted, room), counted
+
+    def _prompt(self, state: RunState, messages: Sequence[Message], counted: int) -> int:
+        """A request of `messages` (`counted` tokens of ours, the agent's tools included) in
+        the provider's measure."""
+        tools = self.counter.count_tools(state.context.toolset.specs)
+        return state.fit.prompt(messages, tools, counted, self.counter)
 
     async def _compact(self, state: RunState, counted: int) -> None:
         """Replace older tool results with stubs (compaction.py): as an extension's compactor
         plans it, else by the agent's strategy (`mask`, or `summarize` with the model's
         summary of what is cut). The newest stub carries the working record and the summary;
-        recorded as a `compact` event, and the conversation goes on in a new transcript."""
+        recorded as a `compact` event, and the conversation goes on in a new transcript.
+        `counted` is the request's count (ours)."""
         fit = state.fit
         assert fit.window is not None
         record = state.context.state_of(WorkingRecord).render()
-        excess, needed = fit.excess(counted), fit.needed(counted)
+        # What the cut frees, in the provider's tokens: as its replies measured the results
+        # that may go (a file's text may cost it less than the turns and stubs that stay).
+        candidates = cuttable(state.transcript, needed=1)
+        per_token = fit.measure.cost_of(state.transcript, candidates, self.counter) or fit.ratio
+        tools = self.counter.count_tools(state.context.toolset.specs)
+        measured = fit.measured(state.transcript.view(), tools, self.counter)
+        excess = fit.excess(counted, measured, per_token)
+        needed = fit.needed(counted, measured, per_token)
         plan, strategy = await self._plan(state, excess, needed, record)
         chosen = list(plan.cut) if plan is not None else None
         done = compact(state.transcript, self.counter, excess=excess, needed=needed, chosen=chosen)
@@ -941,7 +964,7 @@ class AgentLoop(Generic[Deps, OutputT]):
     def _answer_fits(self, state: RunState, messages: Sequence[Message]) -> bool:
         """Whether a request of `messages` leaves room in the window for a minimal answer."""
         counted = self.counter.count_request(messages, state.context.toolset.specs)
-        room = state.fit.room(counted)
+        room = state.fit.room(self._prompt(state, messages, counted))
         return room is None or room >= MIN_ANSWER_TOKENS
 
     async def _plan(
@@ -1231,7 +1254,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             fit = ContextFit(
                 self.window.tokens, calibrated=self.counter.prompt_ratio(unwrap(self.model))
             )
-            output = max(0, min(output, fit.room(counted) or 0))
+            output = max(0, min(output, fit.room(fit.provider_tokens(counted)) or 0))
         return counted + output
 
     def _start(

@@ -30,7 +30,9 @@ The loop calls `call_model` once a step. In order:
    never a made-up one; a budget that caps money cannot run an unpriced model, and says so.
    The call is recorded as a `model_call` trace event, with any doubt and the raw usage.
    Believable prompt tokens also calibrate the counter for this model
-   (`TokenCounter.calibrate`): the context window is fitted in the model's own measure.
+   (`TokenCounter.calibrate`), and come back with the call (`ModelCall.prompt_tokens`) for
+   the agent to measure its requests by: the context window is fitted in the model's own
+   measure (agent/compaction.py).
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class ModelCall:
     """US dollars, when the model has a price."""
     untrusted: str | None = None
     """Why the provider's usage is a lie: the run must end (see the module's docstring)."""
+    prompt_tokens: int | None = None
+    """The provider's count of the request's prompt, when it reported a believable one."""
 
 
 async def call_model(
@@ -143,7 +147,8 @@ async def call_model(
         reservation.tokens,
     )
     usage = charged.usage
-    if response.usage is not None and charged.doubt is None:
+    reported = response.usage is not None and charged.doubt is None
+    if reported:
         counter.calibrate(unwrap(model), input_tokens, usage.input_tokens)
     price = price_of(model)
     cost = price.cost(usage) if price is not None else None
@@ -168,7 +173,7 @@ async def call_model(
             **sent,
             input_estimate=input_tokens,
             usage=usage.record(),
-            reported=response.usage is not None and charged.doubt is None,
+            reported=reported,
             finish_reason=response.finish_reason,
             duration_ms=round((time.perf_counter() - began) * 1000, 3),
             budget_remaining=budget.remaining,
@@ -179,7 +184,7 @@ async def call_model(
             **(doubt if charged.doubt else {}),
         )
     untrusted = f"{charged.doubt}; the run was stopped" if charged.absurd else None
-    return ModelCall(response, usage, cost, untrusted)
+    return ModelCall(response, usage, cost, untrusted, usage.input_tokens if reported else None)
 
 
 ANSWER_FLOOR = 256

@@ -83,15 +83,20 @@ if TYPE_CHECKING:
     from ..trace import AgentHistory, Checkpoint
     from .background import Background
 
-FORK_PROMPT = """\
-## Sub-agents
-When the work splits into parts, delegate them with `fork(tasks=[...])`. Each task runs as its
-own agent with a fresh conversation: write each `task` as a complete brief. Tasks run
-concurrently unless one lists another in `depends_on`; a dependent task receives the results of
-its dependencies. The fork returns every task's status and output (long outputs are cut; call
-`read_task_output(id)` for the whole text). With `wait: false` they run in the background while
-you go on, and each result comes to you after its task ends. Agents you can assign (`agent`):
+FORK_DESCRIPTION = """\
+Run tasks as sub-agents, concurrently where their dependencies allow. When the work splits into
+parts, delegate them here. Each task runs as its own agent with a fresh conversation: write
+each `task` as a complete brief. Tasks run concurrently unless one lists another in
+`depends_on`; a dependent task receives the results of its dependencies. The fork returns every
+task's status and output (long outputs are cut; call `read_task_output(id)` for the whole
+text). With `wait: false` they run in the background while you go on, and each result comes to
+you after its task ends. Agents you can assign (`agent`):
 {agents}"""
+"""`fork`'s description: how to fork, and the sub-agents a task may name. It is in the tools
+array, not the system prompt, so that it is part of the prefix every agent of the run that can
+fork shares: a sub-agent's first request reads its parent's whole tools array from the
+provider's cache, which Anthropic serves only when it reaches 1,024 tokens (the meta-tools and
+fork tools come to about 1,015 without the list, 1,230 with it, on its wire)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,8 @@ class ForkSettings:
 
 
 class ForkExtension(ForksSkills):
-    """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use.
+    """Gives an agent `fork` and `read_task_output`, and the list of sub-agents it can use (in
+    `fork`'s description).
 
     `skills` is the catalog sub-agents choose from (each within what its definition allows);
     `tools` are given to every sub-agent as they are. `resolve` turns a definition's model
@@ -200,7 +206,13 @@ class ForkExtension(ForksSkills):
         fork, read_task_output, wait_tasks, task_status, cancel_tasks = self._methods()
         return [
             # Exclusive: two forks in one turn would run side by side with nothing to order them.
-            Tool(fork, name="fork", exclusive=True, resumable=True),
+            Tool(
+                fork,
+                name="fork",
+                description=FORK_DESCRIPTION.format(agents=self.subagents.index()),
+                exclusive=True,
+                resumable=True,
+            ),
             Tool(read_task_output, name="read_task_output", resumable=True),
             Tool(wait_tasks, name="wait_tasks", resumable=True),
             Tool(task_status, name="task_status", resumable=True),
@@ -237,9 +249,6 @@ class ForkExtension(ForksSkills):
         # and a fan-out builds one view per sub-agent.
         view._tools = [t.rebound(fn) for t, fn in zip(self._tools, view._methods(), strict=True)]
         return view
-
-    def system_prompt(self) -> str:
-        return FORK_PROMPT.format(agents=self.subagents.index())
 
     def run_permissions(self, permissions: Permissions) -> Permissions:
         """Permissions given to one run: the sub-agent definitions' folders stay read-only
