@@ -31,7 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from orchestrator.agent import ToolContext
 from orchestrator.mcp.connection import Connection
+from orchestrator.mcp.elicitation import CallQuestions
 from orchestrator.mcp.schema import normalise
 from orchestrator.messages import ToolSpec
 from orchestrator.skills.servers import ServerPool
@@ -63,7 +65,9 @@ def _one_run(config: ServerConfig, tool: str, arguments: dict[str, Any]) -> dict
     began = time.perf_counter()
     pool.run_sync(connection.ensure())
     started = time.perf_counter()
-    pool.run_sync(connection.call(tool, arguments))
+    # A bench's call asks no one: a server's question would be declined.
+    questions = CallQuestions(ToolContext(agent="bench", on_input="deny"), "bench", 600.0)
+    pool.run_sync(connection.call(tool, arguments, questions))
     called = time.perf_counter()
     pool.close()
     stopped = time.perf_counter()
