@@ -779,7 +779,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             self._finish(state, "loop_detected", message.content or "")
         else:
             await self.run_tools(state, message.tool_calls)
-            if await self._waits(state):
+            if (state.waiting or state.input_refused) and await self._waits(state):
                 return
             if state.repeats.count == REPEAT_WARN_AT:
                 self._append(state, Message.user(state.repeats.note()))

@@ -187,13 +187,15 @@ class ToolBatch:
             self._set(index, Message.tool_result(call, str(exc), error_type=exc.kind))
             return
         try:
-            admitted = await admit(call, self.context.for_call(call.id))
+            admitted = await admit(call, self.context)
         except (WaitingForInput, InputRefused) as exc:
             self._set(index, self._unanswered(call, exc))
             return
         if isinstance(admitted, Refusal):
             self._set(index, Message.tool_result(call, admitted.text, error_type=admitted.kind))
             return
+        if found.context_param is not None:  # a tool that reads its context knows its call
+            admitted = admitted.for_call(call.id)
         async with self._slots:
             self.started[index] = True
             dispatched = call is not outer
@@ -351,7 +353,7 @@ async def admit(call: ToolCall, ctx: ToolContext) -> Refusal | ToolContext:
     else:
         request = ApprovalRequest(ctx.agent, call.name, _arguments(call), call.id, rule)
         if ctx.approve is None:  # no one live: the answer comes later, or the policy denies
-            approved, by, why = await _answered(request, ctx)
+            approved, by, why = await _answered(request, ctx.for_call(call.id))
         else:
             approved, by, why = await _ask(request, ctx)
         _record(ctx, call, "approved" if approved else "denied", by, rule, why)
