@@ -126,6 +126,16 @@ def test_a_fenced_answer_is_read_and_text_that_is_not_json_says_so() -> None:
         spec.parse("The point is (1, 2).")
 
 
+def test_a_raw_newline_inside_a_string_is_read_as_the_escape_it_stands_for() -> None:
+    """A small model under a server's grammar answered `{"city": "},<newline>{", ...}`:
+    JSON's strict reading refuses the raw control character; the answer is read."""
+    spec = OutputSpec.of(dict[str, str])
+    raw = '{"city": "Par' + chr(10) + "is" + chr(9) + 'FR"}'  # a real newline and tab
+    assert spec.parse(raw) == {"city": "Par\nis\tFR"}
+    with pytest.raises(ValueError, match="not valid JSON"):
+        spec.parse('{"city": Paris}')
+
+
 def test_dataclasses_and_typed_dicts_are_objects_scalars_and_unions_are_wrapped() -> None:
     assert not OutputSpec.of(Point).wrapped
     assert OutputSpec.of(Move).parse('{"piece": "knight", "to": "f3"}') == {

@@ -228,7 +228,9 @@ class OutputSpec(Generic[T]):
         if not body.startswith(("{", "[", '"')) and (fenced := _FENCED.search(text)):
             body = fenced.group(1).strip()
         try:
-            data = json.loads(body)
+            # A raw newline or tab inside a string is a common slip of a small model (even
+            # under a grammar): read as the escape it stands for, not refused.
+            data = json.loads(body, strict=False)
         except (ValueError, RecursionError) as exc:
             detail = (
                 f" ({exc.msg} at position {exc.pos})"
@@ -654,7 +656,7 @@ def _wrapped(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _arguments(raw: str) -> Any:
     try:
-        return json.loads(raw) if raw.strip() else {}
+        return json.loads(raw, strict=False) if raw.strip() else {}
     except (ValueError, RecursionError):
         raise OutputInvalid(
             "The arguments are not valid JSON. Send the answer as one JSON object."
