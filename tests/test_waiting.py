@@ -571,3 +571,21 @@ def test_a_background_task_that_waits_keeps_its_parent_from_completing(tmp_path:
         )
     assert second.status == "completed", second.error
     assert [(c.id, c.status, c.output) for c in second.children] == [("asks", "completed", "blue")]
+
+
+def test_decline_on_the_command_line_answers_a_question_as_declined(tmp_path: Path) -> None:
+    spec = {"name": "asks", "questions": True, "goal": "Pick a city."}
+    script = {"goal": [ask("Which city?", ["Paris", "Rome"]), {"content": "went without"}]}
+    folder = job_folder(tmp_path, spec, script)
+    orchestrator("run", "job.yaml", "--trace", "run.jsonl", cwd=folder, stdin="")
+    [asked] = waiting_ids(folder)
+    done = orchestrator("resume", "run.jsonl", "--decline", asked, cwd=folder, stdin="")
+    assert done.returncode == 0, done.stderr
+    [observation] = [
+        e["message"]["content"]
+        for e in trace_lines(folder / "run.jsonl")
+        if e["type"] == "message" and e["message"].get("name") == "ask_user" and e["attempt"] == 2
+    ]
+    assert "not answered (declined by the user)" in observation
+    shown = orchestrator("trace", "show", "run.jsonl", cwd=folder)
+    assert '"Which city?": declined' in shown.stdout

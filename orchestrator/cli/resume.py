@@ -19,6 +19,7 @@ from pathlib import Path
 from ..agent import AnswerRefused, request_lines
 from ..agent.waiting import give_answers
 from ..errors import ConfigError
+from ..events import Answer
 from ..jobs import JobResult, Resumption, parse_model_options, prepare_resume
 from ..planner import Orchestrator
 from ..trace import Checkpoint, load_checkpoint
@@ -66,6 +67,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "asked",
     )
     resume.add_argument(
+        "--decline",
+        dest="declined",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="decline what the run waits for: the request's id (an approval is denied, a "
+        "question or a server's form is answered as declined). Repeatable",
+    )
+    resume.add_argument(
         "--dir", type=Path, default=DEFAULT_TRACE_DIR, help="where `last` looks for runs"
     )
     resume.add_argument(
@@ -91,7 +101,7 @@ def resume_command(args: argparse.Namespace) -> int:
             force=args.force,
             user_skills=args.user_skills,
             retry_failed=args.retry_failed,
-            answers=_answers(args.answers, path),
+            answers={**_answers(args.answers, path), **_declined(args.declined)},
         )
         if sys.stdin.isatty():
             _ask_open(resumption)
@@ -129,6 +139,12 @@ def _answers(given: list[str], path: Path) -> dict[str, str]:
             )
         answers[waiting[0].id] = item
     return answers
+
+
+def _declined(ids: list[str]) -> dict[str, Answer]:
+    """`--decline ID`: the person declines the request (an MCP server hears `decline`, an
+    approval is denied, a question is answered as declined)."""
+    return {key.strip(): Answer(id=key.strip(), action="decline") for key in ids}
 
 
 def _ask_open(resumption: Resumption) -> None:
