@@ -600,12 +600,19 @@ class Orchestrator:
         *,
         approve: Approver | None = None,
         answer: Answerer | None = None,
+        **overrides: Any,
     ) -> tuple[Orchestrator, Job]:
-        """The orchestrator of a run to resume, set up as its job spec says, and the job."""
+        """The orchestrator of a run to resume, set up as its job spec says (keyword
+        arguments override it, as for `from_job`: a door that ran it with more protected
+        paths gives them again), and the job."""
         if resumption.job is None:
             raise ValueError("the run had finished: there is nothing to resume")
         orchestrator = cls.from_job(
-            resumption.job, user_skills=resumption.user_skills, approve=approve, answer=answer
+            resumption.job,
+            user_skills=resumption.user_skills,
+            approve=approve,
+            answer=answer,
+            **overrides,
         )
         from .jobs.resume import fast_forward  # resuming is loaded by a run that resumes
 

@@ -19,7 +19,15 @@ from typing import Any
 
 from ..agent import TokenBudget
 from ..errors import ConfigError
-from ..jobs import Job, JobResult, load_job, parse_model_options, parse_set_options
+from ..jobs import (
+    Job,
+    JobResult,
+    load_job,
+    parse_model_options,
+    parse_set_options,
+    prepare_resume,
+    recorded_result,
+)
 from ..jobs.batch import Batch, Row, read_rows
 from ..messages import plural
 from ..planner import Orchestrator, executor_for
@@ -175,8 +183,20 @@ class BatchRun:
 
     async def resume(self, trace: Path) -> JobResult:
         """A row that waited for a person goes on from its trace: its answers were given with
-        `orchestrator resume` (then it has its result), or it waits again."""
-        return await Orchestrator.resume(trace, user_skills=self.args.user_skills)
+        `orchestrator resume` (then it has its result), or it waits again; the batch's own
+        files stay read-only to it, as to every row."""
+        resumption = prepare_resume(trace, user_skills=self.args.user_skills)
+        if resumption.job is None:  # it finished (answered since): its recorded result
+            return resumption.finished or recorded_result(resumption.checkpoint, trace)
+        protected = [self.args.inputs, self.batch.results]
+        permissions = resumption.job.permissions.protecting(protected)
+        orchestrator, job = Orchestrator.for_resume(
+            resumption, permissions=permissions, executor=self.executor
+        )
+        secrets = orchestrator.secrets()
+        self.batch.mask_also(secrets)
+        with Trace(trace, resume=resumption.checkpoint, secrets=secrets) as opened:
+            return await orchestrator.run_job(job, trace=opened)
 
 
 def _show(line: dict[str, Any]) -> None:
