@@ -65,8 +65,10 @@ def make_traces(root: Path) -> dict[str, Path]:
     # Killed (SIGKILL) while `second` runs a long shell command, then resumed.
     runs["resumed"] = _start(resumed, _job(resumed, "resumed", KILLED, TWO_STEPS), "t.jsonl")
     runs["cancelled"] = _start(cancelled, _job(cancelled, "interrupted", *SLOW), "t.jsonl")
-    _interrupt(runs.pop("cancelled"), cancelled / "t.jsonl")
+    # The kill first: its window is the killed step's command, the shorter one; waiting for
+    # the interrupted run's exit first could outlast it on a busy machine.
     _kill(runs.pop("resumed"), resumed / "t.jsonl")
+    _interrupt(runs.pop("cancelled"), cancelled / "t.jsonl")
     runs["resumed"] = subprocess.Popen(
         [sys.executable, "-m", "orchestrator", "resume", "t.jsonl", "--quiet", "--json"],
         cwd=resumed,
