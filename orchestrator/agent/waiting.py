@@ -160,12 +160,12 @@ def give_answers(checkpoint: Checkpoint, answers: Mapping[str, JsonValue | Answe
     form (`yes`/`no`, a choice or its number, text, JSON for a form), or is an `Answer` of
     its own (`action="decline"`). Raises AnswerRefused, naming the open requests, for an id
     that is not one, and for a value that does not fit. An answer given after its request's
-    `expires_at` is recorded as late (`Checkpoint.late`)."""
+    `expires_at` is recorded as late (`Checkpoint.asked.late`)."""
     waiting = {r.id: r for r in checkpoint.open_requests()}
     for key, value in answers.items():
         request = waiting.get(key)
         if request is None:
-            if key in checkpoint.answers:
+            if key in checkpoint.asked.answers:
                 raise AnswerRefused(f"request {key} was answered already")
             listed = ", ".join(waiting) or "none"
             raise AnswerRefused(f"the run waits for no request {key!r} (open: {listed})")

@@ -168,8 +168,8 @@ def _ask_open(resumption: Resumption) -> None:
 def _say_late(checkpoint: Checkpoint) -> None:
     """An answer given after its request expired is recorded, and its asker told so."""
     for answer in checkpoint.answering:
-        request = checkpoint.requests.get(answer.id)
-        if answer.id in checkpoint.late and request is not None:
+        request = checkpoint.asked.requests.get(answer.id)
+        if answer.id in checkpoint.asked.late and request is not None:
             expired = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(request.expires_at))
             print(
                 f"warning: the answer to {answer.id} comes too late: the request of "

@@ -77,10 +77,8 @@ class Collector:
                 _compact(self, event)
             case Note():
                 _note(self, event)
-            case InputRequested():
-                self.report.requests[event.request.id] = event.request
-            case InputAnswered():
-                self.report.answers[event.answer.id] = event.answer
+            case InputRequested() | InputAnswered():
+                self.report.asked.take(event)
 
     def _next_attempt(self, attempt: int) -> None:
         """A resumed run's next attempt begins: what the last one left open ended with it."""

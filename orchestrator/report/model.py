@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..events import Answer, InputRequest
+from ..trace.asked import Asked
 
 
 @dataclass
@@ -105,10 +105,8 @@ class RunReport:
     agents: dict[str, AgentRun] = field(default_factory=dict)
     tasks: dict[str, Task] = field(default_factory=dict)
     errors: list[ErrorItem] = field(default_factory=list)
-    requests: dict[str, InputRequest] = field(default_factory=dict)
-    """What the run asked a person (docs/waiting.md), by request id, in the order asked."""
-    answers: dict[str, Answer] = field(default_factory=dict)
-    """The answers given, by request id."""
+    asked: Asked = field(default_factory=Asked)
+    """What the run asked a person and what was answered (docs/waiting.md)."""
     sandboxes: list[str] = field(default_factory=list)
     """Where the run's commands ran, as its agents' `run_start` recorded it (each distinct
     one, in order); empty when it allowed none."""

@@ -57,7 +57,7 @@ def render_page(report: RunReport) -> str:
         _section("errors", f"Errors ({len(report.errors):,})", "", render_errors(report, anchors)),
         *(
             [_section("requests", "Asked a person", "", render_requests(report, anchors))]
-            if report.requests
+            if report.asked.requests
             else []
         ),
         _section("conversations", "Conversations", _conv_note(), _conversations(agents, anchors)),

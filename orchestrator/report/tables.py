@@ -164,11 +164,11 @@ def render_skills(report: RunReport, anchors: dict[str, str]) -> str:
 def render_requests(report: RunReport, anchors: dict[str, str]) -> str:
     """What the run asked a person, each with its answer or `waiting`; a question is a
     model's or a remote's text, shown as text."""
-    if not report.requests:
+    if not report.asked.requests:
         return '<p class="empty">Nothing was asked.</p>'
     rows = []
-    for request in report.requests.values():
-        answer = report.answers.get(request.id)
+    for request in report.asked.requests.values():
+        answer = report.asked.answers.get(request.id)
         if answer is None:
             given = '<span class="pill warn">waiting</span>'
         elif answer.action != "accept":

@@ -38,6 +38,7 @@ from ..events import (
     TraceEvent,
 )
 from ..messages import Message, Usage
+from .asked import Asked
 from .reader import TraceReader, apply_compaction
 
 ENDED_TASK = (
@@ -173,14 +174,10 @@ class Checkpoint:
     retrying: list[str] = field(default_factory=list)
     """The failed tasks the coming attempt runs again: its trace records them first (a
     `retry` event), so that the checkpoint of a later resume is this one."""
-    requests: dict[str, InputRequest] = field(default_factory=dict)
-    """What the run asked a person, by request id (`input_request` events)."""
-    answers: dict[str, Answer] = field(default_factory=dict)
-    """The answers recorded, by request id (`input_answer` events)."""
+    asked: Asked = field(default_factory=Asked)
+    """What the run asked a person and what was answered (`input_request`, `input_answer`)."""
     answering: list[Answer] = field(default_factory=list)
     """Answers the coming attempt records first (`resume --answer`), as `retrying` is."""
-    late: set[str] = field(default_factory=set)
-    """The requests whose answer came after they expired (`input_answer` with `late`)."""
     _claimed: set[str] = field(default_factory=set)
 
     @property
@@ -194,16 +191,14 @@ class Checkpoint:
 
     def open_requests(self) -> list[InputRequest]:
         """What the run still waits for a person to answer, in the order it was asked."""
-        return [r for r in self.requests.values() if r.id not in self.answers]
+        return self.asked.open()
 
     def answer(self, answer: Answer, *, late: bool = False) -> None:
         """Give an open request its answer: the coming attempt records it first, and the
         waiting call gets it when the run resumes (`late`: after the request expired, the
         asker is told so instead)."""
-        self.answers[answer.id] = answer
+        self.asked.answer(answer, late=late)
         self.answering.append(answer)
-        if late:
-            self.late.add(answer.id)
 
     def agent(self, path: str) -> AgentRecord:
         if path not in self.agents:
@@ -408,12 +403,8 @@ def _fold_one(c: Checkpoint, event: TraceEvent) -> None:  # noqa: C901 - one cas
             for index, text in apply_compaction(record.messages, event).items():
                 record.compacted.setdefault(index, text)  # a stub replaced again keeps its original
             record.compactions += 1
-        case InputRequested():
-            c.requests[event.request.id] = event.request
-        case InputAnswered():
-            c.answers[event.answer.id] = event.answer
-            if event.late:
-                c.late.add(event.answer.id)
+        case InputRequested() | InputAnswered():
+            c.asked.take(event)
         case ContextWindow():
             record = c.agent(event.agent)
             record.asked_server = True

@@ -20,6 +20,7 @@ from ..events import (
     RunEnd,
     TraceEvent,
 )
+from .asked import Asked
 from .reader import TraceReader
 from .writer import is_locked
 
@@ -40,13 +41,13 @@ class RunInfo:
     attempts: int = 0
     skipped: list[str] = field(default_factory=list)
     """Lines of the trace that were not events of the right shape, named by line number."""
-    asked: dict[str, InputRequest] = field(default_factory=dict)
-    """What the run asked a person and no answer was recorded for, by request id."""
+    asked: Asked = field(default_factory=Asked)
+    """What the run asked a person and what was answered."""
 
     @property
     def waiting(self) -> list[InputRequest]:
         """What a run that ended `input_required` waits for a person to answer."""
-        return list(self.asked.values()) if self.status == "input_required" else []
+        return self.asked.open() if self.status == "input_required" else []
 
     @property
     def name(self) -> str | None:
@@ -89,10 +90,8 @@ def _fold(info: RunInfo, event: TraceEvent) -> None:
     elif isinstance(event, MessageEvent) and info.goal is None and "/" not in event.agent:
         if event.message.role == "user":
             info.goal = event.message.content or ""
-    elif isinstance(event, InputRequested):
-        info.asked[event.request.id] = event.request
-    elif isinstance(event, InputAnswered):
-        info.asked.pop(event.answer.id, None)
+    elif isinstance(event, InputRequested | InputAnswered):
+        info.asked.take(event)
     elif isinstance(event, ModelCall):
         info.tokens += event.usage.total_tokens
         if event.cost is not None:

@@ -17,12 +17,10 @@ from typing import Any, Protocol
 from ..events import (
     FILES_LISTED,
     A2AEnd,
-    Answer,
     BackgroundSettle,
     Compact,
     Fork,
     InputAnswered,
-    InputRequest,
     InputRequested,
     JobEnd,
     JobStart,
@@ -38,6 +36,7 @@ from ..events import (
 )
 from ..messages import plural
 from ..security.permissions import sandbox_line
+from .asked import Asked
 
 WAITED = "input_required"
 """A call's result, and a run's end, while it waits for a person: not an error."""
@@ -128,12 +127,8 @@ class RunSummary:
     skipped_lines: int = 0
     skipped: list[str] = field(default_factory=list)
     """Why lines were skipped, by line number (the first few; see `reader.MAX_PROBLEMS`)."""
-    requests: dict[str, InputRequest] = field(default_factory=dict)
-    """What the run asked a person, by request id, in the order asked."""
-    answers: dict[str, Answer] = field(default_factory=dict)
-    """The answers given, by request id."""
-    late: set[str] = field(default_factory=set)
-    """The requests whose answer came after they had expired (the asker was told so)."""
+    asked: Asked = field(default_factory=Asked)
+    """What the run asked a person and what was answered."""
     sandboxes: list[str] = field(default_factory=list)
     """Where the run's commands ran, as its agents' `run_start` recorded it (each distinct
     one); empty when it allowed none."""
@@ -198,10 +193,12 @@ class RunSummary:
             "requests": [
                 {
                     **r.shown(),
-                    "answer": a.model_dump(mode="json") if (a := self.answers.get(r.id)) else None,
-                    **({"late": True} if r.id in self.late else {}),
+                    "answer": a.model_dump(mode="json")
+                    if (a := self.asked.answers.get(r.id))
+                    else None,
+                    **({"late": True} if r.id in self.asked.late else {}),
                 }
-                for r in self.requests.values()
+                for r in self.asked.requests.values()
             ],
         }
 
@@ -306,12 +303,8 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
             agent.reason = event.error or None  # an earlier attempt's reason is not this one's
             if event.error and event.status != WAITED:
                 summary.error(event, f"{agent.path}: run ended {event.status}: {event.error}")
-        case InputRequested():
-            summary.requests[event.request.id] = event.request
-        case InputAnswered():
-            summary.answers[event.answer.id] = event.answer
-            if event.late:
-                summary.late.add(event.answer.id)
+        case InputRequested() | InputAnswered():
+            summary.asked.take(event)
         case Compact():
             summary.agent(event.agent).compactions += 1
         case Note():
@@ -357,7 +350,7 @@ def render(summary: RunSummary) -> str:
     for agent in summary.tree():
         lines.append(_line(agent, ambiguous=names.count(agent.path.rsplit("/", 1)[-1]) > 1))
     lines.append("")
-    if summary.requests:
+    if summary.asked.requests:
         lines.extend(_request_lines(summary))
         lines.append("")
     if summary.errors:
@@ -373,17 +366,18 @@ def render(summary: RunSummary) -> str:
 def _request_lines(summary: RunSummary) -> list[str]:
     """What the run asked a person, each with its answer or `waiting`. A question's text is
     a model's or a remote's: it is quoted, as data."""
-    waiting = sum(1 for r in summary.requests if r not in summary.answers)
-    lines = [f"{plural(len(summary.requests), 'request')} to a person ({waiting} waiting):"]
-    for request in summary.requests.values():
-        answer = summary.answers.get(request.id)
+    asked = summary.asked
+    waiting = len(asked.open())
+    lines = [f"{plural(len(asked.requests), 'request')} to a person ({waiting} waiting):"]
+    for request in asked.requests.values():
+        answer = asked.answers.get(request.id)
         if answer is None:
             given = "waiting"
         elif answer.action != "accept":
             given = {"decline": "declined", "cancel": "cancelled"}[answer.action]
         else:
             given = f"answered {json.dumps(answer.value)[:80]}"
-        if request.id in summary.late:
+        if request.id in asked.late:
             given += " too late (the request had expired; the asker was not given it)"
         question = json.dumps(request.question)[:200]
         lines.append(f"  {request.id}  {request.agent} ({request.kind}) {question}: {given}")

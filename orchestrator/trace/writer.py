@@ -215,12 +215,12 @@ class Trace:
             resume.retrying = []
         if resume is not None:
             for answer in resume.answering:  # what a person answered, before it is used
-                request = resume.requests.get(answer.id)
+                request = resume.asked.requests.get(answer.id)
                 self.emit(
                     "input_answer",
                     request.agent if request is not None else "job",
                     answer=answer.model_dump(mode="json", exclude_defaults=True),
-                    **({"late": True} if answer.id in resume.late else {}),
+                    **({"late": True} if answer.id in resume.asked.late else {}),
                 )
             resume.answering = []
 
@@ -360,11 +360,13 @@ class Trace:
     def answer(self, request_id: str) -> Answer | None:
         """The answer a person gave to the request `request_id` of the run this trace
         resumes (agent/waiting.py); None when none was given."""
-        return self.checkpoint.answers.get(request_id) if self.checkpoint is not None else None
+        if self.checkpoint is None:
+            return None
+        return self.checkpoint.asked.answers.get(request_id)
 
     def answered_late(self, request_id: str) -> bool:
         """Whether the answer to `request_id` came after the request had expired."""
-        return self.checkpoint is not None and request_id in self.checkpoint.late
+        return self.checkpoint is not None and request_id in self.checkpoint.asked.late
 
     def first_time(self, key: str) -> bool:
         """True the first time this trace is asked about `key`: for what an attempt records
