@@ -30,6 +30,6 @@ class Asked:
         if late:
             self.late.add(answer.id)
 
-    def open(self) -> list[InputRequest]:
+    def unanswered(self) -> list[InputRequest]:
         """The requests no answer was recorded for, in the order asked."""
         return [r for r in self.requests.values() if r.id not in self.answers]

@@ -191,7 +191,7 @@ class Checkpoint:
 
     def open_requests(self) -> list[InputRequest]:
         """What the run still waits for a person to answer, in the order it was asked."""
-        return self.asked.open()
+        return self.asked.unanswered()
 
     def answer(self, answer: Answer, *, late: bool = False) -> None:
         """Give an open request its answer: the coming attempt records it first, and the

@@ -47,7 +47,7 @@ class RunInfo:
     @property
     def waiting(self) -> list[InputRequest]:
         """What a run that ended `input_required` waits for a person to answer."""
-        return self.asked.open() if self.status == "input_required" else []
+        return self.asked.unanswered() if self.status == "input_required" else []
 
     @property
     def name(self) -> str | None:

@@ -367,7 +367,7 @@ def _request_lines(summary: RunSummary) -> list[str]:
     """What the run asked a person, each with its answer or `waiting`. A question's text is
     a model's or a remote's: it is quoted, as data."""
     asked = summary.asked
-    waiting = len(asked.open())
+    waiting = len(asked.unanswered())
     lines = [f"{plural(len(asked.requests), 'request')} to a person ({waiting} waiting):"]
     for request in asked.requests.values():
         answer = asked.answers.get(request.id)
