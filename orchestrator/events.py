@@ -18,11 +18,11 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal, TypeGuard, get_args
+from typing import Annotated, Any, Literal, Self, TypedDict, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-from .messages import Message, ToolSpec
+from .messages import Message, ToolSpec, Usage
 
 EVENT_SCHEMA_VERSION = 1
 """The version of the trace format; the first event each attempt writes carries it (`schema`)."""
@@ -71,6 +71,11 @@ class TokenCounts(_Part):
     """Input tokens the provider's prompt cache served."""
     cache_write_tokens: int = 0
     """Input tokens the provider wrote to its prompt cache."""
+
+    @classmethod
+    def of(cls, usage: Usage) -> Self:
+        """The counts of `usage`, as a line holds them: the cache counts only when some."""
+        return cls.model_validate(usage.record())
 
 
 class CallUsage(TokenCounts):
@@ -165,8 +170,10 @@ class EventBase(BaseModel):
 
     model_config = _CONFIG
 
-    seq: int
-    """1, 2, 3, ... in the order events were recorded, across all agents and attempts."""
+    seq: int = 0
+    """1, 2, 3, ... in the order events were recorded, across all agents and attempts. The
+    trace sets it, with `ts`, `run` and `attempt`, when it records the event: whoever makes
+    an event gives its `agent` and its kind's own fields."""
     ts: float | None = None
     """Unix time in seconds."""
     run: str | None = None
@@ -191,8 +198,8 @@ class EventBase(BaseModel):
 class RunStart(EventBase):
     """An agent's run begins."""
 
-    type: Literal["run_start"]
-    ts: float
+    type: Literal["run_start"] = "run_start"
+    ts: float = 0.0
     model: str | None = None
     """The agent's model string."""
     tools: list[str] | None = None
@@ -215,13 +222,26 @@ class RunStart(EventBase):
     sandbox: str | None = None
     """Where the run's commands run, when it allows any: `bubblewrap (...)`, `container`,
     or `none` (unconfined)."""
+    output: dict[str, str] | None = None
+    """The typed answer it is asked for: its `mode` and `name`."""
+
+
+class RunStartFields(TypedDict, total=False):
+    """What an agent's extensions and a resumed run add to its `run_start`."""
+
+    preloaded: list[str]
+    output: dict[str, str]
+    resumed: bool
+    kept: int
+    steps: int
+    usage: TokenCounts
 
 
 class RunEnd(EventBase):
     """An agent's run ended."""
 
-    type: Literal["run_end"]
-    ts: float
+    type: Literal["run_end"] = "run_end"
+    ts: float = 0.0
     status: str
     """`completed`, `max_steps`, `budget_exhausted`, `loop_detected`, `cancelled`, `error`..."""
     output: str | None = None
@@ -239,13 +259,15 @@ class RunEnd(EventBase):
     validated: bool | None = None
     """For an agent given an output type, whether its answer validated (`data`); absent
     for one without."""
+    waiting: list[str] | None = None
+    """For a run that ended `input_required`: the requests it waits on (their ids)."""
 
 
 class MessageEvent(EventBase):
     """A message joins the agent's conversation (system, user, assistant, tool)."""
 
-    type: Literal["message"]
-    ts: float
+    type: Literal["message"] = "message"
+    ts: float = 0.0
     message: Message
     """The whole message (its fields at their defaults left out of the line)."""
 
@@ -253,14 +275,14 @@ class MessageEvent(EventBase):
 class ModelCall(EventBase):
     """A model call returned."""
 
-    type: Literal["model_call"]
-    ts: float
+    type: Literal["model_call"] = "model_call"
+    ts: float = 0.0
     step: int
     model: str | None = None
     """The agent's model string."""
-    response_model: JsonValue = None
+    response_model: str | None = None
     """The model the provider said answered, or null."""
-    response_id: JsonValue = None
+    response_id: str | None = None
     """The provider's id of the response, or null."""
     tool_choice: str | None = None
     tools: list[str] | None = None
@@ -296,8 +318,8 @@ class ModelCall(EventBase):
 class ModelError(EventBase):
     """A model call failed (after its retries) or was cancelled."""
 
-    type: Literal["model_error"]
-    ts: float
+    type: Literal["model_error"] = "model_error"
+    ts: float = 0.0
     step: int | None = None
     model: str | None = None
     error: str | None = None
@@ -309,7 +331,7 @@ class ModelError(EventBase):
 class ModelRetry(EventBase):
     """A model adapter retries a request (docs/models.md)."""
 
-    type: Literal["model_retry"]
+    type: Literal["model_retry"] = "model_retry"
     provider: str | None = None
     request_attempt: int | None = None
     """Which try of the request failed, from 1 (`attempt` is the run's, as on every event)."""
@@ -323,7 +345,7 @@ class ModelRetry(EventBase):
 class ModelWait(EventBase):
     """A model call waited for one of its endpoint's concurrency slots."""
 
-    type: Literal["model_wait"]
+    type: Literal["model_wait"] = "model_wait"
     provider: str | None = None
     endpoint: str | None = None
     waited_ms: Number | None = None
@@ -333,7 +355,7 @@ class ModelWait(EventBase):
 class ModelStreamFallback(EventBase):
     """A streamed request the server could not serve is asked for again whole."""
 
-    type: Literal["model_stream_fallback"]
+    type: Literal["model_stream_fallback"] = "model_stream_fallback"
     provider: str | None = None
     endpoint: str | None = None
     request: str | None = None
@@ -344,8 +366,8 @@ class ModelStreamFallback(EventBase):
 class ToolStart(EventBase):
     """A tool call starts running."""
 
-    type: Literal["tool_start"]
-    ts: float
+    type: Literal["tool_start"] = "tool_start"
+    ts: float = 0.0
     call_id: str | None = None
     name: str | None = None
     via: str | None = None
@@ -356,8 +378,8 @@ class ToolStart(EventBase):
 class ToolEnd(EventBase):
     """A tool call finished (or failed)."""
 
-    type: Literal["tool_end"]
-    ts: float
+    type: Literal["tool_end"] = "tool_end"
+    ts: float = 0.0
     call_id: str | None = None
     name: str | None = None
     error_type: str | None = None
@@ -368,7 +390,7 @@ class ToolEnd(EventBase):
 class Approval(EventBase):
     """A tool call was admitted or refused by the permissions or a person."""
 
-    type: Literal["approval"]
+    type: Literal["approval"] = "approval"
     call_id: str | None = None
     name: str | None = None
     decision: str | None = None
@@ -380,14 +402,14 @@ class Approval(EventBase):
 class InputRequested(EventBase):
     """A call of the run waits for a person's answer (agent/waiting.py)."""
 
-    type: Literal["input_request"]
+    type: Literal["input_request"] = "input_request"
     request: InputRequest
 
 
 class InputAnswered(EventBase):
     """An answer given to a waiting request, recorded first in the attempt that uses it."""
 
-    type: Literal["input_answer"]
+    type: Literal["input_answer"] = "input_answer"
     answer: Answer
     late: bool | None = None
     """It came after the request's expiry: the asker is told so, not given the value."""
@@ -396,7 +418,7 @@ class InputAnswered(EventBase):
 class Compact(EventBase):
     """The conversation was compacted to fit the model's context window."""
 
-    type: Literal["compact"]
+    type: Literal["compact"] = "compact"
     step: int | None = None
     """The model call it was made for."""
     window: int | None = None
@@ -432,7 +454,7 @@ class Note(EventBase):
     """The agent kept its working record with the `note` tool (`text`), or its run changed a
     file (`changed`)."""
 
-    type: Literal["note"]
+    type: Literal["note"] = "note"
     text: str | None = None
     """The whole note, as it now stands; absent on a file change's event."""
     files: list[str] = Field(default_factory=list)
@@ -447,7 +469,7 @@ class Note(EventBase):
 class ContextWindow(EventBase):
     """The model's server was asked for its context window."""
 
-    type: Literal["context_window"]
+    type: Literal["context_window"] = "context_window"
     tokens: int | None = None
     """What it said; null when it did not say."""
     source: str | None = None
@@ -456,7 +478,7 @@ class ContextWindow(EventBase):
 class SkillLoaded(EventBase):
     """`load_skill` added a skill to the agent (not on a repeat load)."""
 
-    type: Literal["skill_loaded"]
+    type: Literal["skill_loaded"] = "skill_loaded"
     skill: str
     tools: list[str] | None = None
     """The tool names it added."""
@@ -467,7 +489,7 @@ class SkillFailed(EventBase):
     import, or one of its MCP servers did not start. The run goes on without those tools,
     unless it was asked to fail on that (`fail_on_skill_error`)."""
 
-    type: Literal["skill_failed"]
+    type: Literal["skill_failed"] = "skill_failed"
     skill: str
     error: str
     """What failed, and why."""
@@ -479,7 +501,7 @@ class SkillFailed(EventBase):
 class Fork(EventBase):
     """A task graph is about to run: a `fork` call (agent: the caller) or a job's steps."""
 
-    type: Literal["fork"]
+    type: Literal["fork"] = "fork"
     tasks: list[ForkTask]
     """Its tasks in the order given."""
     background: bool | None = None
@@ -489,7 +511,7 @@ class Fork(EventBase):
 class TaskStart(EventBase):
     """A task starts, its dependencies done (agent: the task's path)."""
 
-    type: Literal["task_start"]
+    type: Literal["task_start"] = "task_start"
     id: str | None = None
     depends_on: list[str] | None = None
     executor: str | None = None
@@ -500,7 +522,7 @@ class TaskStart(EventBase):
 class TaskRetry(EventBase):
     """A task's Ray worker died while it ran; it starts again on another worker."""
 
-    type: Literal["task_retry"]
+    type: Literal["task_retry"] = "task_retry"
     id: str | None = None
     reason: str | None = None
     worker: str | None = None
@@ -510,7 +532,7 @@ class TaskRetry(EventBase):
 class TaskEnd(EventBase):
     """A task ended, or was skipped without starting (agent: the task's path)."""
 
-    type: Literal["task_end"]
+    type: Literal["task_end"] = "task_end"
     id: str | None = None
     status: str
     reason: str | None = None
@@ -527,7 +549,7 @@ class TaskEnd(EventBase):
 class BackgroundDelivered(EventBase):
     """Results of background tasks reached the agent that started them."""
 
-    type: Literal["background_delivered"]
+    type: Literal["background_delivered"] = "background_delivered"
     ids: list[str]
     via: str | None = None
     """`turn`, `wait_tasks`, `cancel_tasks` or `answer`."""
@@ -536,14 +558,14 @@ class BackgroundDelivered(EventBase):
 class BackgroundCancel(EventBase):
     """`cancel_tasks` ends background tasks."""
 
-    type: Literal["background_cancel"]
+    type: Literal["background_cancel"] = "background_cancel"
     ids: list[str] | None = None
 
 
 class BackgroundSettle(EventBase):
     """An agent's run is about to end with background tasks still running."""
 
-    type: Literal["background_settle"]
+    type: Literal["background_settle"] = "background_settle"
     choice: str
     """`wait` or `cancel`."""
     ids: list[str]
@@ -556,7 +578,7 @@ class BackgroundSettle(EventBase):
 class JobStart(EventBase):
     """A job run (or attempt) begins (agent: `job`)."""
 
-    type: Literal["job_start"]
+    type: Literal["job_start"] = "job_start"
     name: str | None = None
     steps: int | None = None
     spec: str | None = None
@@ -577,7 +599,7 @@ class JobStart(EventBase):
 class JobEnd(EventBase):
     """A job run (or attempt) ends, also when cancelled (agent: `job`)."""
 
-    type: Literal["job_end"]
+    type: Literal["job_end"] = "job_end"
     status: str | None = None
     usage: TokenCounts | None = None
     cost: Number | None = None
@@ -591,59 +613,46 @@ class JobEnd(EventBase):
 class Retry(EventBase):
     """`resume --retry-failed`: the failed tasks this attempt runs again (agent: `job`)."""
 
-    type: Literal["retry"]
+    type: Literal["retry"] = "retry"
     paths: list[str]
 
 
-# --- A2A (remote agents) ---------------------------------------------------------------------
+# --- Events of optional parts ---------------------------------------------------------------
 
 
-class A2ASend(EventBase):
-    """A task is sent to a remote agent, or an answer to what its task asked."""
+class PartEvent(EventBase):
+    """An event of an optional part of the package (A2A, say): the part declares its kinds as
+    subclasses, each with its own `type` and `part`, and registers them (`declare_part_kinds`)
+    where they are made. A reader of the core carries such an event through without knowing
+    its kind: read from a file where the part is not loaded, it is a `PartEvent` that keeps
+    every field of its line. What any part's event may say to the core's readers is declared
+    here: the tokens spent elsewhere for its agent, and what its agent is doing."""
 
-    type: Literal["a2a_send"]
-    url: str | None = None
-    task_id: str | None = None
-    """For an answer: the remote task it goes to."""
-    answer: str | None = None
-    """For an answer: the id of the request it answers (the remote's input-required)."""
-
-
-class A2AStatus(EventBase):
-    """A remote task's status changed."""
-
-    type: Literal["a2a_status"]
-    state: str | None = None
-    text: str | None = None
-
-
-class A2ATask(EventBase):
-    """A remote task's ids became known (or, served, a task arrived)."""
-
-    type: Literal["a2a_task"]
-    task_id: str | None = None
-    context_id: str | None = None
-    url: str | None = None
-    resumed: bool | None = None
-
-
-class A2ACancel(EventBase):
-    """A remote task was asked to cancel."""
-
-    type: Literal["a2a_cancel"]
-    task_id: str | None = None
-    ok: bool | None = None
-    error: str | None = None
-
-
-class A2AEnd(EventBase):
-    """A remote task ended."""
-
-    type: Literal["a2a_end"]
-    status: str | None = None
-    usage_reported: bool | None = None
+    type: str
+    part: str
+    """The part that declared the kind: `a2a`."""
     usage: TokenCounts | None = None
-    """What the remote reported, when it did."""
+    """Tokens spent elsewhere on the agent's behalf (what a remote agent reported): counted
+    into the agent's own."""
+    activity: str | None = None
+    """What the agent is doing now, in words, for a live view; `""`: it stopped."""
+    note: str | None = None
+    """One line about it (a remote task's last message), for a live view."""
+
+
+_PART_KINDS: dict[str, type[PartEvent]] = {}
+
+
+def declare_part_kinds(*kinds: type[PartEvent]) -> None:
+    """Make `kinds` known to every reader of this process: a line of one of them is read as
+    its own model. A kind the core has, or another part declared, is refused."""
+    for kind in kinds:
+        name = kind.model_fields["type"].default
+        if not isinstance(name, str) or name in EVENT_KINDS:
+            raise ValueError(f"{kind.__name__}: a part's event kind needs a type of its own")
+        known = _PART_KINDS.setdefault(name, kind)
+        if known is not kind:
+            raise ValueError(f"event kind {name!r} is declared by {known.__name__} already")
 
 
 # --- The trace itself ------------------------------------------------------------------------
@@ -652,13 +661,13 @@ class A2AEnd(EventBase):
 class ListenerError(EventBase):
     """A listener of the trace raised; the run went on without it for that event."""
 
-    type: Literal["listener_error"]
+    type: Literal["listener_error"] = "listener_error"
     listener: str
     """What the listener is (its repr)."""
     error: str
 
 
-TraceEvent = Annotated[
+CoreEvent = Annotated[
     RunStart
     | RunEnd
     | MessageEvent
@@ -687,27 +696,25 @@ TraceEvent = Annotated[
     | JobStart
     | JobEnd
     | Retry
-    | A2ASend
-    | A2AStatus
-    | A2ATask
-    | A2ACancel
-    | A2AEnd
     | ListenerError,
     Field(discriminator="type"),
 ]
-"""Every event a run writes, told apart by `type`."""
+"""Every event of the core, told apart by `type`."""
+
+TraceEvent = CoreEvent | PartEvent
+"""Every event a run writes: the core's kinds, and those of the optional parts (A2A...)."""
 
 Listener = Callable[[TraceEvent], None]
-"""What hears a Trace's events as they happen: each one typed, as a reader would parse it."""
+"""What hears a Trace's events as they happen: the very object recorded, typed."""
 
-_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+_ADAPTER: TypeAdapter[CoreEvent] = TypeAdapter(CoreEvent)
 
 EVENT_KINDS: frozenset[str] = frozenset(
     kind
-    for model in get_args(get_args(TraceEvent)[0])
+    for model in get_args(get_args(CoreEvent)[0])
     for kind in get_args(model.model_fields["type"].annotation)
 )
-"""The `type` of every kind of event."""
+"""The `type` of every kind of the core's events."""
 
 
 def parse_event(data: Mapping[str, Any]) -> TraceEvent | None:
@@ -716,13 +723,24 @@ def parse_event(data: Mapping[str, Any]) -> TraceEvent | None:
 
 
 def event_or_problem(data: Mapping[str, Any]) -> tuple[TraceEvent | None, str | None]:
-    """The typed event `data` is, or None and what is wrong with it (for a reader to say)."""
+    """The typed event `data` is, or None and what is wrong with it (for a reader to say).
+    A part's event is read as its declared kind, or, where that part is not loaded, as a
+    `PartEvent` keeping its fields."""
     if not is_event(data):
         return None, "not an event"
+    kind = data["type"]
+    if kind in EVENT_KINDS:
+        try:
+            return _ADAPTER.validate_python(data), None
+        except ValidationError as error:  # its location begins with the kind's tag
+            return None, problem_in(kind, error, first=1)
+    model = _PART_KINDS.get(kind, PartEvent if isinstance(data.get("part"), str) else None)
+    if model is None:
+        return None, f"an event of an unknown kind {kind!r}"
     try:
-        return _ADAPTER.validate_python(data), None
+        return model.model_validate(data), None
     except ValidationError as error:
-        return None, _problem(str(data["type"]), error)
+        return None, problem_in(kind, error, first=0)
 
 
 _WANTED = {
@@ -737,16 +755,16 @@ _WANTED = {
 }
 
 
-def _problem(kind: str, error: ValidationError) -> str:
-    first = error.errors(include_url=False)[0]
-    if first["type"] == "union_tag_invalid":
-        return f"an event of an unknown kind {kind!r}"
-    where = [str(part) for part in first["loc"][1:]]
+def problem_in(kind: str, error: ValidationError, first: int = 0) -> str:
+    """What is wrong with an event of `kind`, in words; `first` is where the field's name
+    begins in the error's location (after a union's tag: 1)."""
+    wrong = error.errors(include_url=False)[0]
+    where = [str(part) for part in wrong["loc"][first:]]
     name = where[0] if len(where) == 1 else ".".join(where)
-    if first["type"] == "missing":
+    if wrong["type"] == "missing":
         return f"a {kind} event without {name!r}"
-    given = first["input"]
-    wanted = _WANTED.get(first["type"])
+    given = wrong["input"]
+    wanted = _WANTED.get(wrong["type"])
     if wanted is not None:
         return f"a {kind} event whose {name!r} is {type(given).__name__}, not {wanted}"
-    return f"a {kind} event whose {name!r} is wrong: {first['msg']}"
+    return f"a {kind} event whose {name!r} is wrong: {wrong['msg']}"

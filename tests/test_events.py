@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 import orchestrator
-from orchestrator import Agent, Trace, read_trace
+from orchestrator import Agent, Trace, events, read_trace
 from orchestrator.events import (
     EVENT_KINDS,
     EVENT_SCHEMA_VERSION,
+    EventBase,
+    JobEnd,
     ListenerError,
     MessageEvent,
     ModelCall,
+    PartEvent,
     TaskEnd,
     TraceEvent,
     parse_event,
@@ -31,27 +34,44 @@ PACKAGE = Path(orchestrator.__file__).parent
 
 
 def emitted_kinds() -> dict[str, str]:
-    """Every event kind a call of `emit` or `_emit` in the package names, and where."""
+    """Every event kind a call of `emit` in the package names, and where: the class given
+    (`trace.emit(ToolStart, ...)`) or made (`request.emit(ModelRetry(...))`). A kind named as
+    text is reported as such, to fail."""
     kinds: dict[str, str] = {}
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue
-            if node.func.attr not in ("emit", "_emit"):
+            if node.func.attr != "emit" or not node.args:
                 continue
-            # The kind is the first text given: `emit(kind, agent, ...)`, `_emit(ctx, kind, ...)`.
-            named = [a.value for a in node.args[:2] if isinstance(a, ast.Constant)]
-            kind = next((k for k in named if isinstance(k, str)), None)
-            if kind is not None:
-                kinds[kind] = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+            given = node.args[0]
+            if isinstance(given, ast.Call):
+                given = given.func
+            where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+            if isinstance(given, ast.Name):
+                kinds[given.id] = where
+            elif isinstance(given, ast.Constant):
+                kinds[f"text {given.value!r}"] = where
     return kinds
 
 
-def test_every_kind_the_package_emits_is_a_kind_of_the_union() -> None:
+def test_every_kind_the_package_emits_is_a_typed_kind_of_the_core_or_of_a_part() -> None:
+    from orchestrator.a2a import events as a2a_events
+
     kinds = emitted_kinds()
-    assert len(kinds) >= 29, sorted(kinds)
-    unknown = {kind: where for kind, where in kinds.items() if kind not in EVENT_KINDS}
+    assert len(kinds) >= 30, sorted(kinds)
+    aliases = {"ModelCalled": "ModelCall", "ModelFailed": "ModelError"}
+    known: dict[str, type[EventBase]] = {}
+    for module in (events, a2a_events):
+        for name, value in vars(module).items():
+            if isinstance(value, type) and issubclass(value, EventBase):
+                known[name] = value
+    unknown = {k: where for k, where in kinds.items() if aliases.get(k, k) not in known}
     assert not unknown
+    for name in kinds:
+        kind = known[aliases.get(name, name)]
+        tag = kind.model_fields["type"].default
+        assert tag in EVENT_KINDS or issubclass(kind, PartEvent), name
 
 
 def test_a_real_run_parses_with_no_event_skipped(tmp_path: Path) -> None:
@@ -79,7 +99,7 @@ def test_a_real_run_parses_with_no_event_skipped(tmp_path: Path) -> None:
     )
     assert agent.run_sync("go").status == "completed"
     with Trace(path, resume=_retrying(path)) as trace:  # what `resume --retry-failed` writes
-        trace.emit("job_end", "job", status="completed")
+        trace.emit(JobEnd, agent="job", status="completed")
 
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     parsed = [parse_event(line) for line in lines]

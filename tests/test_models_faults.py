@@ -15,7 +15,7 @@ from trace_lines import into, trace_lines
 
 from orchestrator import Agent, Trace
 from orchestrator.errors import ModelError, RetryableModelError
-from orchestrator.events import ModelRetry
+from orchestrator.events import ModelRetry, ModelWait, RunStart
 from orchestrator.messages import Message
 from orchestrator.models import ChatModel, ModelRequest, resolve_model
 from orchestrator.trace import Event, load_checkpoint
@@ -61,7 +61,7 @@ async def test_a_retry_in_a_resumed_run_keeps_the_runs_attempt_and_its_own(
 ) -> None:
     path = tmp_path / "t.jsonl"
     with Trace(path) as first:
-        first.emit("run_start", "agent", task="Say hello.")  # cut off here
+        first.emit(RunStart, agent="agent", task="Say hello.")  # cut off here
     with ProviderServer(HELLO) as server:
         server.fail(Fault("status", 500, message="The server had an error"))
         with Trace(path, resume=load_checkpoint(path)) as second:
@@ -249,23 +249,19 @@ async def test_nothing_listening_is_a_connection_error() -> None:
 
 async def test_concurrent_calls_wait_for_a_place_under_the_limit() -> None:
     script = {"*": [{"content": f"answer {i}"} for i in range(6)]}
-    events: list[tuple[str, dict[str, Any]]] = []
+    events: list[object] = []
     with ProviderServer(script, latency=0.1) as server:
         model = model_for("openai", server, max_concurrency=2)
         requests = [
-            ModelRequest(
-                messages=[Message.user(f"q{i}")],
-                on_event=lambda type, **fields: events.append((type, fields)),
-            )
-            for i in range(6)
+            ModelRequest(messages=[Message.user(f"q{i}")], on_event=events.append) for i in range(6)
         ]
         responses = await asyncio.gather(*(model.complete(r) for r in requests))
     assert sorted(r.message.content or "" for r in responses) == [f"answer {i}" for i in range(6)]
     assert server.max_in_flight == 2
-    waits = [fields for kind, fields in events if kind == "model_wait"]
+    waits = [event for event in events if isinstance(event, ModelWait)]
     assert len(waits) == 4
-    assert all(w["limit"] == 2 and w["waited_ms"] >= 50 for w in waits)
-    assert {w["endpoint"] for w in waits} == {server.openai_url}
+    assert all(w.limit == 2 and (w.waited_ms or 0) >= 50 for w in waits)
+    assert {w.endpoint for w in waits} == {server.openai_url}
 
 
 async def test_the_limit_holds_across_agents_and_shows_in_their_trace() -> None:

@@ -173,18 +173,18 @@ def test_the_run_records_its_model_by_name_and_settings_and_resume_reloads_them(
     spec.write_text(SPEC)
     job = load_job(spec, model_options={"timeout": 30, "stream": False})
     record = job_record(job, user_skills=True)
-    assert record["model"] == "openai-compatible:local"
-    assert record["model_options"] == {
+    assert record.model == "openai-compatible:local"
+    assert record.model_options == {
         "base_url": "http://127.0.0.1:9/v1",
         "temperature": 0.0,
         "timeout": 30.0,
         "stream": False,
     }
-    assert record["user_skills"] is True and "user_skills" not in job_record(job)
+    assert record.user_skills is True and job_record(job).user_skills is None
 
     trace = tmp_path / "t.jsonl"
     with Trace(trace) as writer:
-        writer.emit("job_start", "job", name="settings", steps=1, **record)
+        writer.record(record)
     # The trace never decides the model: the flags the run had must be given again.
     with pytest.raises(ResumeError, match="--model-option stream=false --model-option timeout=30"):
         prepare_resume(trace)

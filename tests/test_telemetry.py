@@ -23,6 +23,7 @@ from opentelemetry.trace import StatusCode
 
 import orchestrator.telemetry
 from orchestrator import Agent, ConfigError, Orchestrator, TokenBudget, Trace, load_job, tool
+from orchestrator.events import ModelRetry, ModelWait, RunStart, ToolStart
 from orchestrator.models import ScriptedModel
 from orchestrator.tasks import ForkExtension, SubagentRegistry
 from orchestrator.telemetry import instrument
@@ -264,8 +265,8 @@ def test_a_trace_closed_mid_run_ends_what_is_open(
     provider, exported = exporter
     with instrument(provider):
         trace = Trace()
-    trace.emit("run_start", "agent", model="openai:gpt-4o-mini", depth=0)
-    trace.emit("tool_start", "agent", call_id="c1", name="files__read_file")
+    trace.emit(RunStart, agent="agent", model="openai:gpt-4o-mini", depth=0)
+    trace.emit(ToolStart, agent="agent", call_id="c1", name="files__read_file")
     trace.close()
 
     spans = exported.get_finished_spans()
@@ -402,8 +403,14 @@ class LeakyModel(ScriptedModel):
     with credentials in it."""
 
     async def complete(self, request: Any) -> Any:
-        request.emit("model_retry", request_attempt=1, error="401 for key sk-leaky-secret-value-1")
-        request.emit("model_wait", endpoint="https://bob:hunter2pass@models.example/v1")
+        request.emit(
+            ModelRetry(
+                agent=request.agent, request_attempt=1, error="401 for key sk-leaky-secret-value-1"
+            )
+        )
+        request.emit(
+            ModelWait(agent=request.agent, endpoint="https://bob:hunter2pass@models.example/v1")
+        )
         raise orchestrator.errors.ModelError(
             "rejected sk-leaky-secret-value-1 at https://bob:hunter2pass@models.example/v1"
         )

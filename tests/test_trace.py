@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from trace_lines import trace_lines
 
 from orchestrator import Agent, Message, Trace, read_trace, rebuild_conversations
-from orchestrator.events import MessageEvent, TraceEvent
+from orchestrator.events import (
+    ContextWindow,
+    MessageEvent,
+    Note,
+    PartEvent,
+    SkillLoaded,
+    TaskEnd,
+    ToolStart,
+    TraceEvent,
+)
 from orchestrator.models import ScriptedModel
 from orchestrator.security import secrets_from_environment
 from orchestrator.trace import TraceExists, iter_trace
@@ -19,10 +29,10 @@ from orchestrator.trace.summary import summarize
 def test_events_are_flushed_as_they_happen(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     trace = Trace(path, secrets=[])
-    trace.emit("custom", "planner", detail=1)
+    trace.emit(Note, agent="planner", text="kept")
     # Read before close: a crashed run still leaves every event written so far.
     (event,) = [json.loads(line) for line in path.read_text().splitlines()]
-    assert event["type"] == "custom" and event["agent"] == "planner" and event["seq"] == 1
+    assert event["type"] == "note" and event["agent"] == "planner" and event["seq"] == 1
     trace.close()
 
 
@@ -33,29 +43,61 @@ def test_listeners_see_every_event_and_no_file_is_needed() -> None:
     assert isinstance(seen[0], MessageEvent) and seen[0].message == Message.user("hello")
 
 
-def test_an_event_listeners_cannot_read_is_skipped_counted_and_said(
+def test_listeners_hear_the_very_event_recorded_and_the_writer_sets_its_envelope() -> None:
+    seen: list[TraceEvent] = []
+    trace = Trace(listeners=[seen.append], secrets=[])
+    recorded = trace.emit(ToolStart, agent="a", call_id="c1", name="read")
+    assert recorded is not None and seen == [recorded] and seen[0] is recorded
+    assert (recorded.seq, recorded.run, recorded.attempt) == (1, trace.run_id, 1)
+    assert recorded.ts > 0 and recorded.schema_version == 1  # the attempt's first event
+
+
+def test_an_event_that_does_not_validate_is_written_skipped_counted_and_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seen: list[TraceEvent] = []
     path = tmp_path / "t.jsonl"
     with Trace(path, listeners=[seen.append], secrets=[]) as trace:
-        trace.emit("custom", "planner", detail=1)  # a kind this version does not know
-        trace.emit("task_end", "planner", status=5)  # a known kind of the wrong shape
-        trace.emit("skill_loaded", "planner", skill="notes")
+        trace.emit(TaskEnd, agent="planner", status=5)  # type: ignore[arg-type]  # a slip
+        trace.record_unread("custom", {"agent": "planner"}, "an event of an unknown kind")
+        trace.emit(SkillLoaded, agent="planner", skill="notes")
     assert [event.type for event in seen] == ["skill_loaded"]
     assert trace.skipped == 2
     assert trace.problems == [
-        "event 1: an event of an unknown kind 'custom'",
-        "event 2: a task_end event whose 'status' is int, not text",
+        "event 1: a task_end event whose 'status' is int, not text",
+        "event 2: an event of an unknown kind",
     ]
     assert capsys.readouterr().err.count("orchestrator:") == 1  # said once, counted every time
-    assert len(path.read_text().splitlines()) == 3  # the file still has every line
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(e["seq"], e["type"]) for e in lines] == [
+        (1, "task_end"),
+        (2, "custom"),
+        (3, "skill_loaded"),
+    ]
+    assert lines[0]["status"] == 5  # the file still has every line, as it was given
+
+
+def test_a_part_s_event_no_one_declared_here_is_carried_through_with_its_fields(
+    tmp_path: Path,
+) -> None:
+    class Pinged(PartEvent):  # an optional part's kind, not declared to this process
+        type: Literal["pinged"] = "pinged"
+        part: Literal["sonar"] = "sonar"
+        depth_m: int
+
+    path = tmp_path / "t.jsonl"
+    with Trace(path, secrets=[]) as trace:
+        trace.emit(Pinged, agent="a", depth_m=40, activity="pinging")
+    (event,) = read_trace(path)
+    assert isinstance(event, PartEvent) and not isinstance(event, Pinged)
+    assert (event.type, event.part, event.activity) == ("pinged", "sonar", "pinging")
+    assert event.model_extra == {"depth_m": 40}
 
 
 def test_secrets_are_masked(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     with Trace(path, secrets=["hunter2-secret-value"]) as trace:
-        trace.emit("note", "a", text="the password is hunter2-secret-value")
+        trace.emit(Note, agent="a", text="the password is hunter2-secret-value")
     assert "hunter2-secret-value" not in path.read_text()
     assert "[REDACTED]" in path.read_text()
 
@@ -73,7 +115,7 @@ def test_secret_names_are_recognised() -> None:
 def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     with Trace(path, secrets=[]) as trace:
-        trace.emit("context_window", "x")  # a known kind: unknown kinds are skipped
+        trace.emit(ContextWindow, agent="x")
     with path.open("a") as handle:
         handle.write('{"seq": 2, "ty')
     assert [e["seq"] for e in trace_lines(path)] == [1]
@@ -95,7 +137,7 @@ def test_secrets_with_json_escapes_are_masked(tmp_path: Path) -> None:
     secret = 'pa"ss\\word-123'
     path = tmp_path / "t.jsonl"
     with Trace(path, secrets=[secret]) as trace:
-        trace.emit("note", "a", text=f"the password is {secret}")
+        trace.emit(Note, agent="a", text=f"the password is {secret}")
     text = path.read_text()
     assert "ss\\\\word" not in text and "[REDACTED]" in text
     assert json.loads(text)["text"] == "the password is [REDACTED]"

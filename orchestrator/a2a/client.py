@@ -64,11 +64,12 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
 from ..agent import InputRefused, RunResult, Status, TaskResult, ToolContext, WaitingForInput
-from ..agent.waiting import answer_for, new_request, recorded
-from ..events import A2ASend, A2ATask, Answer, InputRequest, Retry
+from ..agent.waiting import answer_for, new_request
+from ..events import Answer, InputRequest, InputRequested, Retry, TokenCounts
 from ..messages import Usage
 from ..tasks import RemoteAgent, TaskRequest
 from ..trace import read_trace
+from .events import A2ACancel, A2AEnd, A2ASend, A2AStatus, A2ATask
 
 MAX_OUTPUT_CHARS = 200_000
 """The most text a remote task brings back (its message and artifacts together)."""
@@ -151,8 +152,16 @@ class RemoteTask:
         self.coalesced_total = 0
         self._status_written_at = 0.0
 
-    def emit(self, type: str, **fields: Any) -> None:
-        self.context.trace.emit(type, self.request.path, **fields)
+    def status(self, state: str, text: str, coalesced: int | None = None) -> None:
+        """Record the remote task's state, and its last message's text."""
+        self.context.trace.emit(
+            A2AStatus,
+            agent=self.request.path,
+            state=state,
+            activity=f"remote task {state}",
+            note=text,
+            coalesced=coalesced,
+        )
 
     def _headers(self) -> dict[str, str]:
         if self.remote.token_env is None:
@@ -199,7 +208,7 @@ class RemoteTask:
         )
         if self.remote.skill is not None:
             message.metadata.update({"skill": self.remote.skill})
-        self.emit("a2a_send", url=self.remote.url)
+        self.context.trace.emit(A2ASend, agent=self.request.path, url=self.remote.url)
         await self._follow(client.send_message(SendMessageRequest(message=message)))
 
     async def _look_up(self, client: Client, task_id: str) -> bool:
@@ -208,14 +217,20 @@ class RemoteTask:
         try:
             task = await client.get_task(GetTaskRequest(id=task_id))
         except A2AClientError:
-            self.emit("a2a_status", state="unknown", text=f"remote task {task_id} not found")
+            self.status("unknown", f"remote task {task_id} not found")
             return False
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             # Our earlier attempt cancelled it (interrupted): it never finished, send anew.
-            self.emit("a2a_status", state="canceled", text=f"remote task {task_id} was cancelled")
+            self.status("canceled", f"remote task {task_id} was cancelled")
             return False
         self.task_id, self.context_id = task_id, task.context_id
-        self.emit("a2a_task", task_id=task_id, context_id=task.context_id, resumed=True)
+        self.context.trace.emit(
+            A2ATask,
+            agent=self.request.path,
+            task_id=task_id,
+            context_id=task.context_id,
+            resumed=True,
+        )
         self._take_task(task)
         if self.state in FINAL or self.state in WAITING:
             return True
@@ -299,7 +314,13 @@ class RemoteTask:
             context_id=self.context_id,
             parts=[Part(text=value)],
         )
-        self.emit("a2a_send", url=self.remote.url, task_id=self.task_id, answer=request.id)
+        self.context.trace.emit(
+            A2ASend,
+            agent=self.request.path,
+            url=self.remote.url,
+            task_id=self.task_id,
+            answer=request.id,
+        )
         self.round += 1
         self.answered, self.state = self.asked_status, TaskState.TASK_STATE_WORKING
         self._drop(self.texts)  # the question: what the task says next replaces it
@@ -309,7 +330,13 @@ class RemoteTask:
         if task_id and self.task_id is None:
             self.task_id = task_id
             self.context_id = context_id
-            self.emit("a2a_task", task_id=task_id, context_id=context_id, url=self.remote.url)
+            self.context.trace.emit(
+                A2ATask,
+                agent=self.request.path,
+                task_id=task_id,
+                context_id=context_id,
+                url=self.remote.url,
+            )
 
     def _take_task(self, task: Task) -> None:
         self._note_task(task.id, task.context_id)
@@ -383,8 +410,7 @@ class RemoteTask:
             self.coalesced_total += 1
             return
         name = TaskState.Name(state).removeprefix("TASK_STATE_").lower()
-        extra = {"coalesced": self.coalesced} if self.coalesced else {}
-        self.emit("a2a_status", state=name, text=text[:500], **extra)
+        self.status(name, text[:500], self.coalesced or None)
         self.status_written += 1
         self.coalesced = 0
         self._status_written_at = now
@@ -418,9 +444,15 @@ class RemoteTask:
             async with asyncio.timeout(CANCEL_WAIT):
                 await client.cancel_task(CancelTaskRequest(id=self.task_id))
         except (A2AClientError, httpx.HTTPError, TimeoutError) as exc:
-            self.emit("a2a_cancel", task_id=self.task_id, ok=False, error=str(exc)[:300])
+            self.context.trace.emit(
+                A2ACancel,
+                agent=self.request.path,
+                task_id=self.task_id,
+                ok=False,
+                error=str(exc)[:300],
+            )
             return f"the remote task {self.task_id} could not be cancelled ({exc})"
-        self.emit("a2a_cancel", task_id=self.task_id, ok=True)
+        self.context.trace.emit(A2ACancel, agent=self.request.path, task_id=self.task_id, ok=True)
         return f"the remote task {self.task_id} was cancelled"
 
 
@@ -498,7 +530,7 @@ async def run_remote_task(
                 status, reason = _ended(exchange)
             except WaitingForInput as asked:  # left waiting there: answered on resume
                 for waits in asked.requests:
-                    context.trace.emit("input_request", request.path, request=recorded(waits))
+                    context.trace.emit(InputRequested, agent=request.path, request=waits)
                 status, waiting = "input_required", asked.requests
             except (InputRefused, Declined) as exc:
                 reason = f"it asked for input: {exc}; {await exchange.cancel(client)}"
@@ -522,15 +554,16 @@ async def run_remote_task(
     if usage is not None:
         _charge(context, usage)
     unknown = "" if usage is not None else "; its cost is unknown (the remote reported none)"
-    reported = usage.record() if usage is not None else None
-    exchange.emit(
-        "a2a_end",
+    context.trace.emit(
+        A2AEnd,
+        agent=request.path,
         status=status,
         usage_reported=usage is not None,
-        usage=reported,
+        usage=TokenCounts.of(usage) if usage is not None else None,
+        activity="",
         status_updates=exchange.status_updates,
-        **({"status_coalesced": exchange.coalesced_total} if exchange.coalesced_total else {}),
-        **({"truncated_chars": exchange.dropped_chars} if exchange.dropped_chars else {}),
+        status_coalesced=exchange.coalesced_total or None,
+        truncated_chars=exchange.dropped_chars or None,
     )
     output = exchange.output()
     if status != "completed":

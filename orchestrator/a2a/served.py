@@ -45,6 +45,7 @@ from ..planner import Orchestrator
 from ..security import SecretMask
 from ..security.inventory import TRACE_FOLDER, reads_no_configuration
 from ..trace import Trace, load_checkpoint, new_run_id
+from .events import A2ATask
 from .pending import (
     PendingTask,
     PendingTasks,
@@ -142,7 +143,7 @@ class ServedRun:
             )
             try:
                 trace.emit(
-                    "a2a_task", "job", task_id=self.task_id, context_id=self.record.context_id
+                    A2ATask, agent="job", task_id=self.task_id, context_id=self.record.context_id
                 )
                 return await self.orchestrator.run_job(self.job, trace=trace)
             finally:

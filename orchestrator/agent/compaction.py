@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ..errors import ContextWindowExceeded, ToolError
-from ..events import FILES_LISTED
+from ..events import FILES_LISTED, CompactedResult, Note
 from ..messages import Message, ToolCall
 from ..tokens import TokenCounter
 from .tools import Tool, ToolContext, Toolset, unwrap
@@ -363,14 +363,14 @@ class Replaced:
     tokens: int
     stub: str
 
-    def record(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "tokens": self.tokens,
-            "stub": self.stub,
-        }
+    def record(self) -> CompactedResult:
+        return CompactedResult(
+            index=self.index,
+            call_id=self.call_id,
+            tool=self.tool,
+            tokens=self.tokens,
+            stub=self.stub,
+        )
 
 
 @dataclass
@@ -653,7 +653,11 @@ def note(text: str, ctx: ToolContext) -> str:
         )
     record.note = text
     ctx.trace.emit(
-        "note", ctx.agent, text=text, files=list(record.files), files_changed=record.files_changed
+        Note,
+        agent=ctx.agent,
+        text=text,
+        files=list(record.files),
+        files_changed=record.files_changed,
     )
     return f"Kept.\n{record.render()}"
 

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..events import InputRequest
+from ..events import InputRequest, RunStartFields
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from .compaction import CompactionPlan, CompactionRequest
@@ -76,7 +76,7 @@ class Extension:
         is (`load_skill:NAME`), with the reason."""
         return {}
 
-    def start_record(self) -> dict[str, object]:
+    def start_record(self) -> RunStartFields:
         """Fields for the run's `run_start` event (the skills an agent starts with loaded)."""
         return {}
 

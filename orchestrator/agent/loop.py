@@ -46,7 +46,16 @@ from ..errors import (
     SafetyWarning,
     UntrustedUsage,
 )
-from ..events import InputRequest
+from ..events import (
+    Compact,
+    ContextWindow,
+    InputRequest,
+    RunEnd,
+    RunStart,
+    RunStartFields,
+    TokenCounts,
+    TraceEvent,
+)
 from ..messages import Message, ToolCall, Transcript, Usage
 from ..models.base import ChatModel, Model, ModelResponse, OutputMode, ToolChoice, unwrap
 from ..models.resolve import resolve_model
@@ -299,6 +308,16 @@ def _arguments_value(arguments: str) -> object:
         return arguments
 
 
+class SummaryRecord(TypedDict, total=False):
+    """What a `compact` event says of the summary it carried, or did not."""
+
+    summary_agent: str
+    summary_tokens: int
+    summary_cut_to: int
+    summary_error: str
+    summary_dropped: str
+
+
 @dataclass
 class RunState:
     """Everything one run of an agent keeps while it goes: what the agent was built with
@@ -314,7 +333,7 @@ class RunState:
     repeats: RepeatDetector = field(default_factory=RepeatDetector)
     batch: ToolBatch | None = None
     result: RunResult[Any] | None = None
-    on_event: Callable[..., None] | None = None  # model adapters' events, into the trace
+    on_event: Callable[[TraceEvent], object] | None = None  # model adapters' events
     resume: CutTurn | None = None  # a resumed run's unfinished last turn
     fit: ContextFit = field(default_factory=lambda: ContextFit(None))
     asked_server: bool = False  # the server was asked for its window (in this attempt or before)
@@ -847,7 +866,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         answer = await model.server_window()
         window = answer if isinstance(answer, int) and answer > 0 else None
         state.asked_server = True
-        state.context.trace.emit("context_window", self.name, tokens=window, source="server")
+        state.context.trace.emit(ContextWindow, agent=self.name, tokens=window, source="server")
         self._use_server_window(state, window)
 
     @staticmethod
@@ -924,7 +943,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         # The summary is kept only while there is room for it: what is never cut comes first,
         # and a run that could go on without the summary must not end for its sake.
         no_room = "no room for an answer with it in the request"
-        event: dict[str, object] = {}
+        event: SummaryRecord = {}
         if not done.replaced:
             messages = state.transcript.view()
             fits = self._answer_fits(state, messages)
@@ -947,8 +966,8 @@ class AgentLoop(Generic[Deps, OutputT]):
         fit.compactions += 1
         after = self.counter.count_request(state.transcript.view(), state.context.toolset.specs)
         state.context.trace.emit(
-            "compact",
-            self.name,
+            Compact,
+            agent=self.name,
             step=state.steps + 1,
             strategy=strategy,
             window=fit.window,
@@ -956,7 +975,7 @@ class AgentLoop(Generic[Deps, OutputT]):
             compact_at=fit.compact_at,
             tokens_before=counted,
             tokens_after=after,
-            **({"scale": round(fit.ratio, 4)} if fit.ratio != 1.0 else {}),
+            scale=round(fit.ratio, 4) if fit.ratio != 1.0 else None,
             replaced=[r.record() for r in done.replaced],
             **event,
         )
@@ -987,7 +1006,7 @@ class AgentLoop(Generic[Deps, OutputT]):
                 return plan, type(extension).__name__
         return None, self.compaction
 
-    async def _summarize(self, state: RunState, done: Compaction) -> tuple[str, dict[str, object]]:
+    async def _summarize(self, state: RunState, done: Compaction) -> tuple[str, SummaryRecord]:
         """The model's summary of what `done` cuts, written by a one-step agent of its own on
         the run's budget and trace (its own line among the run's children); its text ("" when
         it wrote none) and what the event says."""
@@ -1023,11 +1042,12 @@ class AgentLoop(Generic[Deps, OutputT]):
         # Bounded whatever the model wrote (a provider may ignore the output cap): the summary
         # rides in every request from now on, and must not grow from one cut to the next.
         summary, cut = self.counter.truncate(summary, SUMMARY_TOKENS)
-        event: dict[str, object] = {
+        event: SummaryRecord = {
             "summary_agent": writer.name,
             "summary_tokens": result.total_usage.total_tokens,
-            **({"summary_cut_to": SUMMARY_TOKENS} if cut else {}),
         }
+        if cut:
+            event["summary_cut_to"] = SUMMARY_TOKENS
         if not summary:
             event["summary_error"] = result.error or f"no summary ({result.status})"
         return summary, event
@@ -1336,19 +1356,24 @@ class AgentLoop(Generic[Deps, OutputT]):
                 f"(run(..., history=trace.history({self.name!r})), docs/resume.md)",
                 stacklevel=3,
             )
-        state.on_event = _events(trace, self.name)
+        # A model adapter's own events (retries, fallbacks) go into the run's trace.
+        state.on_event = trace.record if trace.recording else None
+        added: RunStartFields = {}
+        for extension in self.extensions:
+            added.update(extension.start_record())
+        if restart is not None:
+            added.update(restart.started())
         trace.emit(
-            "run_start",
-            self.name,
+            RunStart,
+            agent=self.name,
             model=self.model.name,
             tools=context.toolset.names,
             max_steps=self.max_steps,
             max_tokens=max_tokens,
             budget_remaining=budget.remaining,
             depth=self.depth,
-            **({"sandbox": sandbox} if sandbox is not None else {}),
-            **{k: v for e in self.extensions for k, v in e.start_record().items()},
-            **(restart.started() if restart is not None else {}),
+            sandbox=sandbox,
+            **added,
         )
         if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
@@ -1419,20 +1444,20 @@ class AgentLoop(Generic[Deps, OutputT]):
         )
         state.result = result.with_output(answer.value) if answer is not None else result
         state.context.trace.emit(
-            "run_end",
-            self.name,
+            RunEnd,
+            agent=self.name,
             status=status,
             output=output,
-            **({"validated": answer is not None} if self.output is not None else {}),
+            validated=result.validated,
             # The validated answer's JSON values: what a result read back gives as output.
-            **({"data": result.data} if answer is not None else {}),
+            data=result.data,
             steps=state.steps,
-            usage=state.usage.record(),
-            **({"cost": round(state.cost, 8)} if state.cost is not None else {}),
+            usage=TokenCounts.of(state.usage),
+            cost=round(state.cost, 8) if state.cost is not None else None,
             error=error,
-            **({"refused": state.result.refused} if state.result.refused else {}),
-            **({"empty_answer": True} if state.result.empty_answer else {}),
-            **({"waiting": [r.id for r in state.waiting]} if state.waiting else {}),
+            refused=state.result.refused or None,
+            empty_answer=True if state.result.empty_answer else None,
+            waiting=[r.id for r in state.waiting] or None,
         )
 
     def __repr__(self) -> str:
@@ -1450,15 +1475,6 @@ def _free_trace(path: Path) -> Trace:
             return Trace(name)
         except (TraceExists, TraceBusy):
             number += 1
-
-
-def _events(trace: Trace, agent: str) -> Callable[..., None]:
-    """Where a model adapter's own events (retries, fallbacks) go: into the run's trace."""
-
-    def emit(type: str, **fields: object) -> None:
-        trace.emit(type, agent, **fields)
-
-    return emit
 
 
 def _last_answer(transcript: Transcript) -> str:

@@ -46,6 +46,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ..errors import ModelError
+from ..events import CallUsage, TraceEvent
+from ..events import ModelCall as ModelCalled
+from ..events import ModelError as ModelFailed
 from ..messages import Message, ToolSpec, Usage, tools_digest, tools_fingerprint
 from ..models.base import (
     ChatModel,
@@ -96,7 +99,7 @@ async def call_model(
     agent: str,
     step: int,
     trace: Trace,
-    on_event: Callable[..., None] | None = None,
+    on_event: Callable[[TraceEvent], object] | None = None,
     input_tokens: int | None = None,
     output_schema: OutputSchema | None = None,
 ) -> ModelCall | None:
@@ -131,8 +134,8 @@ async def call_model(
     except BaseException as exc:
         # A failed or cancelled call still took its time: say how long.
         trace.emit(
-            "model_error",
-            agent,
+            ModelFailed,
+            agent=agent,
             step=step,
             model=model.name,
             error=str(exc) or type(exc).__name__,
@@ -154,34 +157,32 @@ async def call_model(
     cost = price.cost(usage) if price is not None else None
     budget.settle(reservation, usage.total_tokens, cost or 0.0)
     if trace.recording:  # the tools' digest and schemas are costly: built for a record only
-        doubt = {"usage_doubt": charged.doubt, "usage_raw": response.raw_usage}
         digest = tools_digest(request.tools)
         # The schemas once per distinct tools array: what the model saw can be read back.
-        sent: dict[str, object] = {}
-        if request.tools and trace.first_time(f"tools:{digest}"):
-            sent["tool_specs"] = [spec.model_dump(mode="json") for spec in request.tools]
+        sent = request.tools and trace.first_time(f"tools:{digest}")
         trace.emit(
-            "model_call",
-            agent,
+            ModelCalled,
+            agent=agent,
             step=step,
             model=model.name,
-            response_model=response.extra.get("model"),
-            response_id=response.extra.get("id"),
+            response_model=_text(response.extra.get("model")),
+            response_id=_text(response.extra.get("id")),
             tool_choice=choice_name(request),
             tools=[spec.name for spec in request.tools],
             tools_digest=digest,
-            **sent,
+            tool_specs=list(request.tools) if sent else None,
             input_estimate=input_tokens,
-            usage=usage.record(),
+            usage=CallUsage.of(usage),
             reported=reported,
             finish_reason=response.finish_reason,
             duration_ms=round((time.perf_counter() - began) * 1000, 3),
             budget_remaining=budget.remaining,
             max_output_tokens=max_output_tokens,
-            **({"allowance_cut_from": wanted} if max_output_tokens < wanted else {}),
-            **({"cost": round(cost, 8)} if cost is not None else {}),
-            **({"budget_remaining_usd": budget.remaining_cost} if budget.caps_cost else {}),
-            **(doubt if charged.doubt else {}),
+            allowance_cut_from=wanted if max_output_tokens < wanted else None,
+            cost=round(cost, 8) if cost is not None else None,
+            budget_remaining_usd=budget.remaining_cost if budget.caps_cost else None,
+            usage_doubt=charged.doubt,
+            usage_raw=response.raw_usage if charged.doubt else None,
         )
     untrusted = f"{charged.doubt}; the run was stopped" if charged.absurd else None
     return ModelCall(response, usage, cost, untrusted, usage.input_tokens if reported else None)
@@ -323,6 +324,11 @@ class _Prefixes:
 
 
 _RUN_PREFIXES: ContextVar[_Prefixes | None] = ContextVar("run_prefixes", default=None)
+
+
+def _text(value: object) -> str | None:
+    """A provider's id or model name as text (None when it gave none)."""
+    return None if value is None else str(value)
 
 
 @contextmanager

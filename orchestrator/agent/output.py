@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_args, overload
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import ConfigError
+from ..events import RunStartFields
 from ..messages import Message, ToolCall
 from ..models.base import (
     ChatModel,
@@ -400,7 +401,7 @@ class StructuredOutput(Extension, Generic[T]):
     def tools(self) -> Sequence[Tool]:
         return [self.tool] if self.tool is not None else []
 
-    def start_record(self) -> dict[str, object]:
+    def start_record(self) -> RunStartFields:
         return {"output": {"mode": self.mode, "name": self.spec.name}}
 
     def restore(

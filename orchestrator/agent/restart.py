@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
+from ..events import RunStartFields, TokenCounts
 from ..messages import Message, ToolCall, Usage
 from ..trace import AgentHistory, AgentRecord
 from .extension import Extension
@@ -79,10 +80,15 @@ class Restart:
     asked and did not say); None when it was not asked. Asked again, it could answer
     otherwise, and the tools array would change mid-run."""
 
-    def started(self) -> dict[str, object]:
+    def started(self) -> RunStartFields:
         """What the run's `run_start` event adds."""
         kept = len(self.messages)
-        return {"resumed": True, "kept": kept, "steps": self.steps, "usage": self.usage.record()}
+        return {
+            "resumed": True,
+            "kept": kept,
+            "steps": self.steps,
+            "usage": TokenCounts.of(self.usage),
+        }
 
 
 def restart_from(

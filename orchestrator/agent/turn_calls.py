@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
-from ..events import InputRequest
+from ..events import Approval, InputRequest, InputRequested, Note, ToolEnd, ToolStart
 from ..messages import Message, ToolCall
 from .compaction import NOTE, WorkingRecord
 from .tools import (
@@ -210,8 +210,8 @@ class ToolBatch:
         dispatched: bool = False,
     ) -> Message:
         trace, agent = context.trace, context.agent
-        via = {"via": DISPATCH_TOOL} if dispatched else {}
-        trace.emit("tool_start", agent, call_id=call.id, name=call.name, **via)
+        via = DISPATCH_TOOL if dispatched else None
+        trace.emit(ToolStart, agent=agent, call_id=call.id, name=call.name, via=via)
         began = time.perf_counter()
         try:
             text, kind = await self._outcome(found, kwargs, context)
@@ -282,12 +282,10 @@ class ToolBatch:
         if isinstance(exc, InputRefused):
             self.input_refused = str(exc)
             return Message.tool_result(call, f"Refused: {exc}.", error_type="input_refused")
-        from .waiting import recorded  # loaded by a run where a call waits for a person
-
         trace = self.context.trace
         for request in exc.requests:
             if not exc.relayed:
-                trace.emit("input_request", request.agent, request=recorded(request))
+                trace.emit(InputRequested, agent=request.agent, request=request)
             self.waiting.append(request)
         ids = ", ".join(r.id for r in exc.requests)
         text = f"Waiting for a person's answer ({ids}): the run goes on once it is given."
@@ -303,8 +301,8 @@ class ToolBatch:
 
 def _tool_end(context: ToolContext, call: ToolCall, kind: str | None, began: float) -> None:
     context.trace.emit(
-        "tool_end",
-        context.agent,
+        ToolEnd,
+        agent=context.agent,
         call_id=call.id,
         name=call.name,
         error_type=kind,
@@ -420,8 +418,8 @@ def _record(
     ctx: ToolContext, call: ToolCall, decision: str, by: str, rule: str, why: str | None = None
 ) -> None:
     ctx.trace.emit(
-        "approval",
-        ctx.agent,
+        Approval,
+        agent=ctx.agent,
         call_id=call.id,
         name=call.name,
         decision=decision,
@@ -437,4 +435,6 @@ def _record_change(context: ToolContext, path: str) -> None:
     in the changes)."""
     record = context.state_of(WorkingRecord)
     if record.changed(path) and NOTE.name in context.toolset:
-        context.trace.emit("note", context.agent, changed=path, files_changed=record.files_changed)
+        context.trace.emit(
+            Note, agent=context.agent, changed=path, files_changed=record.files_changed
+        )

@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from ..errors import ConfigError
-from ..events import Answer, AnswerAction, InputForm, InputKind, InputRequest
+from ..events import (
+    Answer,
+    AnswerAction,
+    InputAnswered,
+    InputForm,
+    InputKind,
+    InputRequest,
+    InputRequested,
+)
 from .tools import InputRefused, Tool, ToolContext, WaitingForInput
 
 if TYPE_CHECKING:
@@ -113,13 +121,13 @@ async def answer_for(ctx: ToolContext, request: InputRequest) -> Answer:
     if ctx.answer is not None:  # a person is there (a terminal): asked now
         live = await ctx.answer(request)
         if live is not None:
-            ctx.trace.emit("input_request", request.agent, request=recorded(request))
-            ctx.trace.emit("input_answer", request.agent, answer=live.model_dump(mode="json"))
+            ctx.trace.emit(InputRequested, agent=request.agent, request=request)
+            ctx.trace.emit(InputAnswered, agent=request.agent, answer=live)
             return live
     if ctx.on_input == "deny":  # on the record: what was asked, and that no one answered
         denied = Answer(id=request.id, action="decline", by=DENIED_BY_POLICY)
-        ctx.trace.emit("input_request", request.agent, request=recorded(request))
-        ctx.trace.emit("input_answer", request.agent, answer=denied.model_dump(mode="json"))
+        ctx.trace.emit(InputRequested, agent=request.agent, request=request)
+        ctx.trace.emit(InputAnswered, agent=request.agent, answer=denied)
         return denied
     if ctx.on_input == "fail":
         raise InputRefused(
@@ -127,11 +135,6 @@ async def answer_for(ctx: ToolContext, request: InputRequest) -> Answer:
             "run's on_input is 'fail'"
         )
     raise WaitingForInput([request])
-
-
-def recorded(request: InputRequest) -> dict[str, object]:
-    """`request` as its `input_request` event holds it."""
-    return request.model_dump(mode="json", exclude_none=True)
 
 
 def check_answer(

@@ -26,11 +26,10 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..events import (
-    A2AEnd,
-    A2AStatus,
     Compact,
     Fork,
     ModelCall,
+    PartEvent,
     RunEnd,
     RunStart,
     TaskEnd,
@@ -80,14 +79,8 @@ class ProgressState:
                 changed = self.agent(event.agent)
                 changed.status, changed.ended, changed.tool = event.status, event.ts, None
                 changed.note = event.error
-            case A2AStatus():
-                changed = self._on_a2a_status(event)
-            case A2AEnd():
-                # A remote task's end: the tokens the remote reported, if it did.
-                changed = self.agent(event.agent)
-                changed.tool = None
-                if event.usage is not None:
-                    changed.tokens += event.usage.total_tokens
+            case PartEvent():
+                changed = self._on_part(event)
             case TaskEnd():
                 changed = self._on_task_end(event)
         heard = self.agents.get(event.agent)
@@ -123,14 +116,22 @@ class ProgressState:
             self.budget_remaining = event.budget_remaining
         return state
 
-    def _on_a2a_status(self, event: A2AStatus) -> AgentState:
-        """A remote (A2A) agent's task: its state as it streams (it has no run here)."""
+    def _on_part(self, event: PartEvent) -> AgentState | None:
+        """An optional part's event (a remote agent's task, say, which has no run here): what
+        its agent is doing, and the tokens it spent elsewhere."""
+        if event.activity is None and event.usage is None:
+            return None
         state = self.agent(event.agent)
-        if state.status == "waiting":
-            state.status, state.started = "running", event.ts
-        state.tool = f"remote task {event.state}"
-        # One line: a remote's text (a question, say) cannot pass for lines of our own.
-        state.note = " ".join((event.text or "").split()) or state.note
+        if event.usage is not None:
+            state.tokens += event.usage.total_tokens
+        if event.activity == "":
+            state.tool = None
+        elif event.activity is not None:
+            if state.status == "waiting":
+                state.status, state.started = "running", event.ts
+            state.tool = event.activity
+            # One line: a remote's text (a question, say) cannot pass for lines of our own.
+            state.note = " ".join((event.note or "").split()) or state.note
         return state
 
     def _on_task_end(self, event: TaskEnd) -> AgentState | None:
@@ -174,7 +175,7 @@ class PlainProgress:
 
     def __call__(self, event: TraceEvent) -> None:
         changed = self.state.update(event)
-        shown = (RunStart, RunEnd, TaskEnd, A2AStatus, Compact)
+        shown = (RunStart, RunEnd, TaskEnd, PartEvent, Compact)
         if changed is None or not isinstance(event, shown):
             return
         ts = event.ts if event.ts is not None else time.time()
@@ -188,7 +189,9 @@ class PlainProgress:
             line += f" (background, overlapped its parent's work {row.overlap:.1f}s)"
             print(line, file=self.stream, flush=True)
             return
-        if isinstance(event, A2AStatus):
+        if isinstance(event, PartEvent):
+            if not event.activity:
+                return
             line = f"[{ts - self.began:7.2f}s] {changed.path}: {changed.tool}"
         elif isinstance(event, RunStart):
             line += f" ({row.definition})" if row.definition else ""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 from ..errors import ConfigError
 from ..events import JobEnd, JobStart
@@ -27,6 +27,17 @@ from .spec import Job
 TRACE_SUFFIXES = (".jsonl", ".html")
 """Files of a folder of traces: traces and the reports written beside them."""
 MAX_TRACES_READ = 50
+
+
+class Finished(NamedTuple):
+    """What a job's run left in its workspace, for its `job_end` and its result."""
+
+    outputs: list[str]
+    """What this run and earlier runs of the job created (outermost paths)."""
+    written: list[str]
+    """What this run created or changed."""
+    files: list[str]
+    """`written` as absolute paths."""
 
 
 @dataclass
@@ -56,21 +67,17 @@ class WorkspaceRecord:
             return permissions
         return permissions.unlisting([*(self.root / p for p in self.earlier), *self.artefacts])
 
-    def finish(self) -> dict[str, Any]:
-        """`outputs` and `written` for `job_end` (paths relative to the workspace), and
-        `files`: the written files' absolute paths."""
+    def finish(self) -> Finished:
+        """What the run left in the workspace (paths relative to it), and the written files'
+        absolute paths."""
         after = snapshot(self.root) if self.root is not None and self.before is not None else None
         if self.root is None or self.before is None or after is None:
-            return {"outputs": [], "written": [], "files": []}
+            return Finished([], [], [])
         changes = compare(self.before, after)
         kept = [p for p in self.earlier if p in after]
         outputs = [p for p in outermost([*changes.created, *kept]) if not self._artefact(p)]
         written = [p for p in changes.written if not self._artefact(p)]
-        return {
-            "outputs": outputs,
-            "written": written,
-            "files": [str(self.root / p) for p in written],
-        }
+        return Finished(outputs, written, [str(self.root / p) for p in written])
 
     def _artefact(self, relative: str) -> bool:
         path = self.root / relative if self.root is not None else Path(relative)

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 
 from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
 from ..agent.model_call import run_prefixes
-from ..events import InputRequest
+from ..events import InputRequest, JobEnd, JobStart, TokenCounts
 from ..messages import Usage
 from ..security.inventory import reads
 from ..tasks import (
@@ -215,11 +215,8 @@ class JobRunner:
             for s in self.job.plan
         ]
         if self.trace.recording:  # the job's record hashes its spec file: for a record only
-            resumed = {"resumed": True} if self.restoring is not None else {}
-            record = job_record(self.job, user_skills=self.user_skills)
-            self.trace.emit(
-                "job_start", "job", name=self.job.name, steps=len(specs), **record, **resumed
-            )
+            resumed = self.restoring is not None
+            self.trace.record(job_record(self.job, user_skills=self.user_skills, resumed=resumed))
         graph = GraphRun(
             specs,
             self.executor,
@@ -265,10 +262,16 @@ class JobRunner:
         )
 
     def _end(self, result: JobResult) -> JobResult:
-        left = self.workspace.finish() if self.workspace is not None else {}
-        result.files = left.pop("files", [])
-        usage = result.usage.record()
-        self.trace.emit("job_end", "job", status=result.status, usage=usage, **left)
+        left = self.workspace.finish() if self.workspace is not None else None
+        result.files = left.files if left is not None else []
+        self.trace.emit(
+            JobEnd,
+            agent="job",
+            status=result.status,
+            usage=TokenCounts.of(result.usage),
+            outputs=left.outputs if left is not None else None,
+            written=left.written if left is not None else None,
+        )
         return result
 
     def _step_ended(self, result: TaskResult) -> None:
@@ -291,28 +294,32 @@ def spec_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def job_record(job: Job, *, user_skills: bool = False) -> dict[str, Any]:
-    """The fields `job_start` adds for `resume`: spec, spec_sha256, inputs, model,
-    model_options, permissions, disclosure, user_skills and fail_on_skill_error (when set) and
-    output_step. No key is
-    among them: settings name the variable that holds one (`api_key_env`), never its value."""
+def job_record(job: Job, *, user_skills: bool = False, resumed: bool = False) -> JobStart:
+    """The job's `job_start`: what `resume` takes from it (spec, spec_sha256, inputs, model,
+    model_options, permissions, disclosure, user_skills and fail_on_skill_error when set,
+    output_step). No key is among them: settings name the variable that holds one
+    (`api_key_env`), never its value."""
     source = job.source
     spec = str(Path(source).resolve()) if source is not None else None
     digest = job.spec_sha256
     if digest is None and source is not None and Path(source).is_file():
         digest = spec_digest(source)  # a job validated from data its caller read
-    return {
-        "spec": spec,
-        "spec_sha256": digest,
-        "inputs": {name: value for name, value in job.inputs.items() if value is not None},
-        "model": job.model.name,
-        "model_options": job.model.options(),
-        "permissions": permissions_record(job),
-        "disclosure": job.disclosure,
-        **({"user_skills": True} if user_skills else {}),
-        **({"fail_on_skill_error": True} if job.fail_on_skill_error else {}),
-        "output_step": job.output_step,
-    }
+    return JobStart(
+        agent="job",
+        name=job.name,
+        steps=len(job.plan),
+        spec=spec,
+        spec_sha256=digest,
+        inputs={name: value for name, value in job.inputs.items() if value is not None},
+        model=job.model.name,
+        model_options=job.model.options(),
+        permissions=permissions_record(job),
+        disclosure=job.disclosure,
+        user_skills=True if user_skills else None,
+        fail_on_skill_error=True if job.fail_on_skill_error else None,
+        output_step=job.output_step,
+        resumed=True if resumed else None,
+    )
 
 
 def permissions_record(job: Job) -> dict[str, Any]:

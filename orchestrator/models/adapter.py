@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import httpx
 
 from ..errors import ModelError
+from ..events import ModelStreamFallback
 from .base import Model, ModelRequest, ModelResponse
 from .http import Connection, ServerSentEvent, aiter_events, is_event_stream, read_json
 from .settings import WireOptions
@@ -98,11 +99,13 @@ class HTTPChatModel(Model, Generic[Options]):
                 raise
             refused.add(shape)
             request.emit(
-                "model_stream_fallback",
-                provider=self.provider,
-                endpoint=self.connection.base_url,
-                request=shape,
-                error=str(exc),
+                ModelStreamFallback(
+                    agent=request.agent,
+                    provider=self.provider,
+                    endpoint=self.connection.base_url,
+                    request=shape,
+                    error=str(exc),
+                )
             )
             return await self._send(request, options.model_copy(update={"stream": False}))
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..events import TraceEvent
 from ..messages import Message, ToolSpec, Usage
 from .prices import STANDARD_PRICES, Price, PriceTable, unpriced
 from .settings import AnthropicOptions, WireOptions
@@ -74,13 +75,14 @@ class ModelRequest:
     agent: str = "agent"
     run: str = ""
     input_tokens: int | None = None
-    on_event: Callable[..., None] | None = None
+    on_event: Callable[[TraceEvent], object] | None = None
     on_text: Callable[[str], None] | None = None
     output_schema: OutputSchema | None = None
 
-    def emit(self, type: str, **fields: Any) -> None:
+    def emit(self, event: TraceEvent) -> None:
+        """Record `event` (made with this request's `agent`) in the calling agent's trace."""
         if self.on_event is not None:
-            self.on_event(type, **fields)
+            self.on_event(event)
 
     def text(self, fragment: str | None) -> None:
         if self.on_text is not None and fragment:

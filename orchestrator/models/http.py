@@ -42,6 +42,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from ..errors import ContextWindowExceeded, ModelError, RetryableModelError
+from ..events import ModelRetry, ModelWait
 from ..security.secrets import MASK, mask_url_credentials
 from .base import ModelRequest
 from .settings import ConnectionSettings
@@ -160,13 +161,15 @@ class Connection:
                     raise
                 delay = self._delay_or_give_up(exc, attempt)
                 request.emit(
-                    "model_retry",
-                    provider=self.provider,
-                    # Not `attempt`: every event's own field, the run's attempt, keeps that name.
-                    request_attempt=attempt,
-                    status=exc.status,
-                    delay=round(delay, 3),
-                    error=str(exc),
+                    ModelRetry(
+                        agent=request.agent,
+                        provider=self.provider,
+                        # Not `attempt`: every event's own field, the run's attempt, keeps it.
+                        request_attempt=attempt,
+                        status=exc.status,
+                        delay=round(delay, 3),
+                        error=str(exc),
+                    )
                 )
                 await asyncio.sleep(delay)
 
@@ -208,11 +211,13 @@ class Connection:
         began = time.perf_counter()
         if await gate.enter(self.settings.max_concurrency):
             request.emit(
-                "model_wait",
-                provider=self.provider,
-                endpoint=self.base_url,
-                waited_ms=round((time.perf_counter() - began) * 1000, 3),
-                limit=self.settings.max_concurrency,
+                ModelWait(
+                    agent=request.agent,
+                    provider=self.provider,
+                    endpoint=self.base_url,
+                    waited_ms=round((time.perf_counter() - began) * 1000, 3),
+                    limit=self.settings.max_concurrency,
+                )
             )
         try:
             yield

@@ -27,12 +27,13 @@ from typing import Any
 
 from ..agent import AgentLoop, RunResult, RunSettings, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
+from ..events import TaskRetry
 from ..jobs import Job
 from ..messages import Usage
 from ..models import ChatModel
 from ..planner import Orchestrator
 from ..skills import SkillInfo
-from ..tasks.executor import TaskExecutor, TaskOrigin, TaskRequest, counting_calls
+from ..tasks.executor import Placement, TaskExecutor, TaskOrigin, TaskRequest, counting_calls
 from ..tasks.scheduler import LocalExecutor
 from ..trace import AgentHistory, Trace
 from ._ray import ray
@@ -196,11 +197,11 @@ class RaySession:
         the budget check before a task starts (the task itself is built on its worker)."""
         return RayTaskExecutor(self, origin, LocalExecutor(build, self.budget))
 
-    def placement(self, request: TaskRequest) -> dict[str, object]:
+    def placement(self, request: TaskRequest) -> Placement:
         worker = min(self._alive(), key=lambda w: w.busy)
         worker.busy += 1  # counted from now, so the next placement sees it
         self._placed[request.path] = worker
-        return {"executor": "ray", "worker": worker.name}
+        return Placement("ray", worker.name)
 
     async def run_task(self, request: TaskRequest, origin: TaskOrigin) -> TaskResult:
         worker = self._placed.pop(request.path, None)
@@ -239,7 +240,7 @@ class RaySession:
         await worker.ready()
         worker.busy += 1
         self.trace.emit(
-            "task_retry", request.path, id=request.spec.id, reason=reason, worker=worker.name
+            TaskRetry, agent=request.path, id=request.spec.id, reason=reason, worker=worker.name
         )
         return worker
 
@@ -358,7 +359,7 @@ class RayTaskExecutor(TaskExecutor):
         finally:
             self.local.forget(request)  # the agent runs on its worker: this one is not kept
 
-    def placement(self, request: TaskRequest) -> dict[str, object]:
+    def placement(self, request: TaskRequest) -> Placement:
         return self.session.placement(request)
 
     async def run_task(self, request: TaskRequest) -> TaskResult:

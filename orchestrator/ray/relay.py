@@ -19,18 +19,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
-from typing import Any
+from typing import Any, TypeVar
 
+from ..events import ModelCall, TraceEvent, event_or_problem
 from ..messages import Usage
-from ..trace import Checkpoint, Event, Trace
+from ..trace import Checkpoint, Trace, event_line
 from ._ray import ray
 from .budget import Amount
 
 FLUSH_SECONDS = 0.05
 PUMP_SECONDS = 0.05
-_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
-Encoded = tuple[str, str, str]  # type, agent, fields as JSON
-Batch = tuple[int, list[Encoded]]  # its number (from 0, per worker), its events
+Batch = tuple[int, list[str]]  # its number (from 0, per worker), its events' lines
+E = TypeVar("E", bound=TraceEvent)
+_WORKERS_OWN = ("seq", "run", "attempt", "schema", "mac")
+"""What a worker's trace gave a line that the driver's trace gives again."""
 
 
 class TraceRelay:
@@ -59,15 +61,15 @@ class RelayTrace(Trace):
         super().__init__(None, run_id=run_id, resume=checkpoint)
         self.relay = relay
         self.worker = worker
-        self._events: list[Encoded] = []
+        self._events: list[str] = []
         self._number = 0
 
-    def emit(self, type: str, agent: str, **fields: Any) -> Event:
-        event = super().emit(type, agent, **fields)
-        # JSON now, as the file would have it: a field Ray could not pickle cannot stop a batch.
-        # The time is the worker's: when it happened, not when it reached the driver.
-        self._events.append((type, agent, _ENCODER.encode({**fields, "ts": event["ts"]})))
-        return event
+    def record(self, event: E) -> E:
+        recorded = super().record(event)
+        # Its line now, as the file would have it: nothing Ray could not pickle goes in a
+        # batch. The time is the worker's: when it happened, not when it reached the driver.
+        self._events.append(event_line(recorded))
+        return recorded
 
     def take(self) -> Batch:
         """The events since the last batch, as the next batch."""
@@ -94,7 +96,7 @@ class RelayPump:
         self.spent_by_worker: dict[str, Amount] = defaultdict(Amount)
         self.usage_by_agent: dict[str, Usage] = {}
         self._next: dict[str, int] = defaultdict(int)
-        self._waiting: dict[str, dict[int, list[Encoded]]] = defaultdict(dict)
+        self._waiting: dict[str, dict[int, list[str]]] = defaultdict(dict)
         self._wake = asyncio.Event()
         self._written = asyncio.Condition()
 
@@ -146,14 +148,20 @@ class RelayPump:
             async with self._written:
                 self._written.notify_all()
 
-    def _write(self, worker: str, events: list[Encoded]) -> None:
-        for type, agent, encoded in events:
-            fields = json.loads(encoded)
-            if type == "model_call" and isinstance(fields.get("usage"), dict):
-                cost = fields.get("cost")
-                cost = float(cost) if isinstance(cost, int | float) else 0.0
-                self._count(worker, agent, Usage.model_validate(fields["usage"]), cost)
-            self.trace.emit(type, agent, **{**fields, "worker": worker})
+    def _write(self, worker: str, lines: list[str]) -> None:
+        for line in lines:
+            fields = json.loads(line)
+            for own in _WORKERS_OWN:
+                fields.pop(own, None)
+            fields["worker"] = worker
+            event, problem = event_or_problem({**fields, "seq": 0})
+            if event is None:  # a kind this process does not know: written as it came
+                self.trace.record_unread(str(fields.get("type")), fields, str(problem))
+                continue
+            if isinstance(event, ModelCall):
+                usage = Usage.model_validate(event.usage.model_dump())
+                self._count(worker, event.agent, usage, float(event.cost or 0.0))
+            self.trace.record(event)
 
     def _count(self, worker: str, agent: str, usage: Usage, cost: float) -> None:
         known_spend = self.spent_by_worker[worker]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ..agent import Extension, Preapproval, Refusal, Tool, ToolContext
 from ..agent.tools import dispatcher, run_in_thread
 from ..errors import ConfigError, PermissionDenied, ToolError
+from ..events import RunStartFields, SkillFailed, SkillLoaded
 from ..messages import Message, ToolCall
 from ..security import Permissions
 from ..tokens import TokenCounter
@@ -254,7 +255,7 @@ class SkillsExtension(Extension):
             if item.refused
         }
 
-    def start_record(self) -> dict[str, object]:
+    def start_record(self) -> RunStartFields:
         """`preloaded`: the skills this agent starts with loaded, for its `run_start`."""
         names = [item.info.name for item in self.preloaded if item.info.name != self.running]
         return {"preloaded": names} if names else {}
@@ -379,7 +380,7 @@ class SkillsExtension(Extension):
         loaded.add(info.name)
         if rule is not None:
             rules.append(rule)
-        ctx.trace.emit("skill_loaded", ctx.agent, skill=info.name, tools=added)
+        ctx.trace.emit(SkillLoaded, agent=ctx.agent, skill=info.name, tools=added)
         shown = [*added, *already]
         # An eager agent holds this skill's tools in its tools array: their names suffice.
         schemas = self.stable_tools and info.name not in self.plan.names
@@ -508,7 +509,7 @@ def skill_failed(ctx: ToolContext, skill: str, error: str) -> None:
     """Record that a skill's code failed to load: in the run's state, the trace
     (`skill_failed`) and the `orchestrator.skills` log."""
     ctx.state_of(SkillsState).failed.append((skill, error))
-    ctx.trace.emit("skill_failed", ctx.agent, skill=skill, error=error)
+    ctx.trace.emit(SkillFailed, agent=ctx.agent, skill=skill, error=error)
     logger.warning("%s: skill %r failed: %s", ctx.agent, skill, error)
 
 

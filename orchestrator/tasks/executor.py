@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -104,7 +104,15 @@ class TaskOrigin(BaseModel):
 # --- What runs a task ---------------------------------------------------------------------
 
 
-HERE = {"executor": "local", "worker": f"{socket.gethostname()}:{os.getpid()}"}
+class Placement(NamedTuple):
+    """Where a task runs, as its `task_start` says: `local`, `ray` or `a2a`, and on what."""
+
+    executor: str
+    worker: str
+    """This host and process (`host:pid`), a Ray worker's name, or a remote agent's URL."""
+
+
+HERE = Placement("local", f"{socket.gethostname()}:{os.getpid()}")
 
 
 class TaskExecutor(ABC):
@@ -137,9 +145,9 @@ class TaskExecutor(ABC):
         ended there (it does not run again); None for a task to run."""
         return None
 
-    def placement(self, request: TaskRequest) -> dict[str, object]:
+    def placement(self, request: TaskRequest) -> Placement:
         """Where `request` runs: this process, unless the executor says otherwise."""
-        return dict(HERE)
+        return HERE
 
     def budget_refusal(self, request: TaskRequest) -> str | None:
         """Why the budget cannot cover `request`, before it starts; None when it can."""
@@ -253,11 +261,11 @@ class RemoteAgentsExecutor(TaskExecutor):
             return _capped(agent, sent)
         return None
 
-    def placement(self, request: TaskRequest) -> dict[str, object]:
+    def placement(self, request: TaskRequest) -> Placement:
         remote = self.remote_of(request)
         if remote is None:
             return self.inner.placement(request)
-        return {"executor": "a2a", "worker": remote.url}
+        return Placement("a2a", remote.url)
 
     async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
         if self.remote_of(request) is not None:

@@ -58,7 +58,7 @@ from ..agent import (
     WaitingForInput,
 )
 from ..errors import ConfigError, ToolError
-from ..events import InputRequest
+from ..events import BackgroundCancel, BackgroundDelivered, BackgroundSettle, InputRequest
 from ..messages import Message, plural, suggest
 from ..models import (
     ChatModel,
@@ -395,17 +395,13 @@ class ForkExtension(ForksSkills):
             state.outputs[result.id] = result.output
             background.ended(result)
 
-        def end_fields(result: TaskResult) -> dict[str, object]:
-            overlap = background.overlap(result)
-            return {"background": True, "overlap_s": None if overlap is None else round(overlap, 3)}
-
         graph = self._graph(
             tasks,
             ctx,
             build,
             on_result=ended,
             background=True,
-            end_fields=end_fields,
+            overlap=background.overlap,
             on_start=started,
         )
         for spec in tasks:
@@ -434,7 +430,9 @@ class ForkExtension(ForksSkills):
         running = background.unfinished()
         if answered and self.settings.on_answer == "wait":
             if running:
-                self._emit(context, "background_settle", choice="wait", ids=running)
+                context.trace.emit(
+                    BackgroundSettle, agent=context.agent, choice="wait", ids=running
+                )
                 async with lend():
                     await background.wait(running, None)
             await background.close()
@@ -445,7 +443,9 @@ class ForkExtension(ForksSkills):
                 if answered
                 else "cancelled: the run of the agent that started it ended first"
             )
-            self._emit(context, "background_settle", choice="cancel", ids=running, reason=reason)
+            context.trace.emit(
+                BackgroundSettle, agent=context.agent, choice="cancel", ids=running, reason=reason
+            )
             await background.cancel(running, reason)
         await background.close()
         return []
@@ -466,7 +466,9 @@ class ForkExtension(ForksSkills):
         if not results:
             return []
         background.mark_delivered(results)
-        self._emit(context, "background_delivered", ids=[r.id for r in results], via=via)
+        context.trace.emit(
+            BackgroundDelivered, agent=context.agent, ids=[r.id for r in results], via=via
+        )
         text = self._report("Background tasks ended", results, context)
         return [Message.user(f"[orchestrator] {text}{self._still_running(background)}")]
 
@@ -489,7 +491,9 @@ class ForkExtension(ForksSkills):
         fresh = [r for r in results if not background.tasks[r.id].delivered]
         background.mark_delivered(fresh)
         if fresh:
-            self._emit(ctx, "background_delivered", ids=[r.id for r in fresh], via="wait_tasks")
+            ctx.trace.emit(
+                BackgroundDelivered, agent=ctx.agent, ids=[r.id for r in fresh], via="wait_tasks"
+            )
         lines = []
         if fresh:
             lines.append(self._report("Background tasks ended", fresh, ctx))
@@ -535,11 +539,13 @@ class ForkExtension(ForksSkills):
         if not running:
             return f"Nothing to cancel: {', '.join(chosen)} had ended already."
         reason = "cancelled by cancel_tasks"
-        self._emit(ctx, "background_cancel", ids=running)
+        ctx.trace.emit(BackgroundCancel, agent=ctx.agent, ids=running)
         results = await background.cancel(running, reason)
         stopped = [r for r in results if r.id in running and not background.tasks[r.id].delivered]
         background.mark_delivered(stopped)
-        self._emit(ctx, "background_delivered", ids=[r.id for r in stopped], via="cancel_tasks")
+        ctx.trace.emit(
+            BackgroundDelivered, agent=ctx.agent, ids=[r.id for r in stopped], via="cancel_tasks"
+        )
         return self._report("Cancelled", stopped, ctx)
 
     def _background_tasks(
@@ -559,9 +565,6 @@ class ForkExtension(ForksSkills):
                 f"Background tasks: {known}."
             )
         return background, list(dict.fromkeys(ids))
-
-    def _emit(self, ctx: ToolContext, type: str, **fields: object) -> None:
-        ctx.trace.emit(type, ctx.agent, **fields)
 
     def restore(
         self, context: ToolContext, history: AgentHistory, messages: Sequence[Message]

@@ -26,7 +26,7 @@ from ..agent import RunResult, TaskResult, ToolContext
 from ..agent.run_results import is_status, is_task_status
 from ..messages import Message
 from ..trace import ENDED_TASK, AgentHistory, AgentRecord, Checkpoint, ForkRecord
-from .executor import TaskExecutor, TaskRequest, TaskSpec
+from .executor import Placement, TaskExecutor, TaskRequest, TaskSpec
 
 
 class Restoring(TaskExecutor):
@@ -49,7 +49,7 @@ class Restoring(TaskExecutor):
     async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
         return await self.inner.resume_task(request, history)
 
-    def placement(self, request: TaskRequest) -> dict[str, object]:
+    def placement(self, request: TaskRequest) -> Placement:
         return self.inner.placement(request)
 
     def budget_refusal(self, request: TaskRequest) -> str | None:

@@ -15,10 +15,11 @@ Every task gets a `task_end`, also when the graph is cancelled (Ctrl-C, a time l
 that was running ends `cancelled` with what it had done, one that had not started is skipped.
 Each result is handed to `on_result` as soon as its task ends. `cancel(ids, reason)` ends some
 tasks of a running graph (a running one `cancelled`, a waiting one skipped) and lets the rest
-go on; a `background` graph says so in its `fork` event, and `on_start` and `end_fields` let
-its owner follow each task (when it starts; what its `task_end` adds). In a resumed run, a task
-its executor says ran to an end in an earlier attempt (`ended_before`, the restoring layer of
-restore.py) is not run again: its recorded result stands, and its `task_end` says `restored`.
+go on; a `background` graph says so in its `fork` event and its `task_end`s, `on_start` lets
+its owner follow each task, and `overlap` says how long one ran beside its caller's work. In a
+resumed run, a task its executor says ran to an end in an earlier attempt (`ended_before`, the
+restoring layer of restore.py) is not run again: its recorded result stands, and its
+`task_end` says `restored`.
 
 A task cancelled while it runs (the scheduler cancels its graph) returns its result with
 status `cancelled`, its partial run and usage attached, rather than raising: the scheduler
@@ -39,6 +40,7 @@ import networkx as nx
 
 from ..agent import AgentLoop, RunCancelled, TaskResult, TaskStatus, TokenBudget
 from ..errors import ConfigError
+from ..events import Fork, ForkTask, TaskEnd, TaskStart, TokenCounts
 from ..messages import suggest
 from ..trace import Trace
 from .executor import TaskExecutor, TaskRequest, TaskSpec
@@ -174,7 +176,7 @@ class GraphRun:
         output_users: Mapping[str, Sequence[str]] | None = None,
         slots: Slots | None = None,
         background: bool = False,
-        end_fields: Callable[[TaskResult], dict[str, object]] | None = None,
+        overlap: Callable[[TaskResult], float | None] | None = None,
         on_start: Callable[[TaskSpec], None] | None = None,
     ) -> None:
         self.specs = list(specs)
@@ -189,7 +191,7 @@ class GraphRun:
         self.trace = trace
         self.on_result = on_result
         self.background = background
-        self.end_fields = end_fields
+        self.overlap = overlap
         self.on_start = on_start
         self._slots = slots or Slots.for_graph(max_parallel)
         self._tasks: dict[str, asyncio.Task[TaskResult]] = {}
@@ -202,16 +204,13 @@ class GraphRun:
             return
         self._announced = True
         self.trace.emit(
-            "fork",
-            self.parent or "job",
-            **({"background": True} if self.background else {}),
+            Fork,
+            agent=self.parent or "job",
+            background=True if self.background else None,
             tasks=[
-                {
-                    "id": s.id,
-                    "path": self.path_of(s),
-                    "agent": self.agent_of(s),
-                    "depends_on": s.depends_on,
-                }
+                ForkTask(
+                    id=s.id, path=self.path_of(s), agent=self.agent_of(s), depends_on=s.depends_on
+                )
                 for s in self.specs
             ],
         )
@@ -264,7 +263,14 @@ class GraphRun:
             if refusal is not None:
                 return self._skipped(spec, refusal)
             where = self.executor.placement(request)
-            self._emit("task_start", request.path, id=spec.id, depends_on=spec.depends_on, **where)
+            self.trace.emit(
+                TaskStart,
+                agent=request.path,
+                id=spec.id,
+                depends_on=spec.depends_on,
+                executor=where.executor,
+                worker=where.worker,
+            )
             if self.on_start is not None:
                 self.on_start(spec)
             result = self._unless_empty(await self.executor.run_task(request))
@@ -280,21 +286,27 @@ class GraphRun:
 
     def _ended(self, result: TaskResult, *, restored: bool = False) -> TaskResult:
         """Record a task's end and hand its result on."""
-        fields: dict[str, object] = {"restored": True, "steps": result.steps} if restored else {}
-        if self.end_fields is not None and not restored:
-            fields.update(self.end_fields(result))
-        self._emit(
-            "task_end",
-            result.path,
+        overlap = None if restored else self._overlap(result)
+        self.trace.emit(
+            TaskEnd,
+            agent=result.path,
             id=result.id,
             status=result.status,
             reason=result.reason,
-            usage=result.usage.record(),
-            **fields,
+            usage=TokenCounts.of(result.usage),
+            restored=True if restored else None,
+            steps=result.steps if restored else None,
+            background=True if self.background and not restored else None,
+            overlap_s=overlap,
         )
         if self.on_result is not None:
             self.on_result(result)
         return result
+
+    def _overlap(self, result: TaskResult) -> float | None:
+        """Seconds a background task ran beside its caller's own work, for its `task_end`."""
+        overlap = self.overlap(result) if self.overlap is not None else None
+        return None if overlap is None else round(overlap, 3)
 
     def _unless_empty(self, result: TaskResult) -> TaskResult:
         """A task that completed with an empty answer fails when a later task uses it."""
@@ -330,14 +342,18 @@ class GraphRun:
             depends_on=spec.depends_on,
             ended_at=time.time(),
         )
-        fields = self.end_fields(result) if self.end_fields is not None else {}
-        self._emit("task_end", path, id=spec.id, status="skipped", reason=reason, **fields)
+        self.trace.emit(
+            TaskEnd,
+            agent=path,
+            id=spec.id,
+            status="skipped",
+            reason=reason,
+            background=True if self.background else None,
+            overlap_s=self._overlap(result),
+        )
         if self.on_result is not None:
             self.on_result(result)
         return result
-
-    def _emit(self, type: str, agent: str, **fields: object) -> None:
-        self.trace.emit(type, agent, **fields)
 
 
 def _dependents(specs: Sequence[TaskSpec]) -> dict[str, list[str]]:

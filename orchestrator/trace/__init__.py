@@ -17,6 +17,7 @@ from .writer import (
     TraceBusy,
     TraceExists,
     add_sink,
+    event_line,
     open_trace,
     remove_sink,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "TraceExists",
     "TraceReader",
     "add_sink",
+    "event_line",
     "is_event",
     "iter_trace",
     "load_checkpoint",

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 from ..events import (
     FILES_LISTED,
-    A2AEnd,
     BackgroundSettle,
     Compact,
     Fork,
@@ -27,11 +26,13 @@ from ..events import (
     MessageEvent,
     ModelCall,
     Note,
+    PartEvent,
     RunEnd,
     RunStart,
     SkillFailed,
     SkillLoaded,
     TaskEnd,
+    TokenCounts,
     TraceEvent,
 )
 from ..messages import plural
@@ -272,10 +273,9 @@ def _fold(summary: RunSummary, event: TraceEvent) -> None:  # noqa: C901 - one c
                 summary.sandboxes.append(event.sandbox)
         case ModelCall():
             _model_call(summary, event)
-        case A2AEnd():
-            # A remote (A2A) task's end: the tokens its agent reported, when it did.
-            if event.usage is not None:
-                summary.agent(event.agent).tokens += event.usage.total_tokens
+        case PartEvent(usage=TokenCounts() as usage):
+            # Tokens spent elsewhere for the agent (a remote agent's report of its task).
+            summary.agent(event.agent).tokens += usage.total_tokens
         case TaskEnd():
             agent = summary.agent(event.agent)
             agent.restored = agent.restored or bool(event.restored)

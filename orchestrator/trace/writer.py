@@ -29,10 +29,12 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
+
+from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..events import (
@@ -40,10 +42,16 @@ from ..events import (
     MAX_PROBLEMS,
     Answer,
     Event,
+    EventBase,
+    InputAnswered,
     Listener,
+    ListenerError,
+    MessageEvent,
+    PartEvent,
+    Retry,
     TraceEvent,
-    event_or_problem,
     new_run_id,
+    problem_in,
 )
 from ..messages import Message
 from ..security.inventory import reads
@@ -61,6 +69,10 @@ if TYPE_CHECKING:
     from .checkpoint import AgentHistory, Checkpoint
 
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
+_ENVELOPE = ("seq", "ts", "run", "attempt", "type")
+"""What every line holds: the fields the writer sets, and the kind's tag."""
+P = ParamSpec("P")
+E = TypeVar("E", bound=TraceEvent)
 
 
 class Sink(Protocol):
@@ -112,6 +124,12 @@ def open_trace(
 
 _UNRECORDED_RUNS = itertools.count(1)
 """Numbers the runs that record nothing: their models still tell one run from another."""
+
+
+def event_line(event: EventBase) -> str:
+    """`event` as its line holds it: the fields it was given that are not null (a value JSON
+    has no form for is written as its text)."""
+    return event.model_dump_json(by_alias=True, exclude_unset=True, exclude_none=True, fallback=str)
 
 
 class TraceExists(ConfigError):
@@ -211,16 +229,17 @@ class Trace:
         self.listeners: list[Listener] = [*listeners, *self.sinks]
         if resume is not None and resume.retrying:
             # First in the attempt: a later resume folds the same reopened checkpoint.
-            self.emit("retry", "job", paths=list(resume.retrying))
+            self.emit(Retry, agent="job", paths=list(resume.retrying))
             resume.retrying = []
         if resume is not None:
             for answer in resume.answering:  # what a person answered, before it is used
                 request = resume.asked.requests.get(answer.id)
+                late = answer.id in resume.asked.late
                 self.emit(
-                    "input_answer",
-                    request.agent if request is not None else "job",
-                    answer=answer.model_dump(mode="json", exclude_defaults=True),
-                    **({"late": True} if answer.id in resume.asked.late else {}),
+                    InputAnswered,
+                    agent=request.agent if request is not None else "job",
+                    answer=answer,
+                    late=True if late else None,
                 )
             resume.answering = []
 
@@ -254,45 +273,71 @@ class Trace:
             file.flush()
         return file
 
-    def emit(self, type: str, agent: str, **fields: Any) -> Event:
-        """Record one event; returns it as written. Listeners hear it typed, parsed from its
-        line as a reader of the file would parse it (unmasked: a sink masks what it sends);
-        an event they could not read is skipped, counted (`skipped`) and said on stderr."""
+    def emit(self, kind: Callable[P, E], /, *args: P.args, **fields: P.kwargs) -> E | None:
+        """Record an event of `kind` (`trace.emit(ToolStart, agent=path, call_id=...)`),
+        made from `fields` only when this trace records (a `NullTrace` makes none); returns
+        it as recorded. A producer's event that does not validate is written as given, not
+        heard by listeners, and counted (`skipped`, said on stderr)."""
+        try:
+            event = kind(*args, **fields)
+        except ValidationError as error:  # a producer's slip: its line is kept all the same
+            name = str(cast("type[EventBase]", kind).model_fields["type"].default)
+            self.record_unread(name, fields, problem_in(name, error))
+            return None
+        return self.record(event)
+
+    def record(self, event: E) -> E:
+        """Record `event`: it gets its `seq`, time (unless it has one: a worker's relayed
+        event keeps when it happened), run id and attempt, is written as one line, and the
+        listeners hear that same object."""
+        fields = event.__dict__
+        written = event.model_fields_set
         with self._lock:
             self._seq += 1
-            event: Event = {
-                "seq": self._seq,
-                "ts": time.time(),
-                "run": self.run_id,
-                "attempt": self.attempt,
-                "agent": agent,
-                "type": type,
-            }
+            fields["seq"], fields["run"], fields["attempt"] = self._seq, self.run_id, self.attempt
+            if "ts" not in written:
+                fields["ts"] = time.time()
+            # What the writer sets, and the kind's own tags, belong to the line.
+            written.update(_ENVELOPE)
+            if isinstance(event, PartEvent):
+                written.add("part")
             if self._seq == self._first_seq:
-                event["schema"] = EVENT_SCHEMA_VERSION  # the format the attempt writes in
-            event.update(fields)
+                fields["schema_version"] = EVENT_SCHEMA_VERSION  # the format the attempt writes
+                written.add("schema_version")
             listeners = self.listeners
-            encoded = _ENCODER.encode(event) if self._file is not None or listeners else ""
             if self._file is not None:
-                line = self.mask(encoded)
-                if self._signer is not None:
-                    line = self._signer.sign(line)
-                self._file.write(line + "\n")
-                self._file.flush()
+                self._write(event_line(event))
         if listeners:
-            self._tell(listeners, encoded, event["seq"])
+            self._tell(listeners, event)
         return event
 
-    def _tell(self, listeners: list[Listener], encoded: str, seq: int) -> None:
-        typed, problem = event_or_problem(json.loads(encoded))
-        if typed is None:
-            self._unheard(seq, str(problem))
-            return
+    def _write(self, encoded: str) -> None:
+        """Write one event's line (under the lock): masked, then signed."""
+        assert self._file is not None
+        line = self.mask(encoded)
+        if self._signer is not None:
+            line = self._signer.sign(line)
+        self._file.write(line + "\n")
+        self._file.flush()
+
+    def record_unread(self, kind: str, fields: Mapping[str, Any], problem: str) -> None:
+        """Write an event that is not of a known kind and shape as it was given (nothing is
+        lost); the listeners do not hear it, and it is counted (`skipped`) with `problem`."""
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+            line: Event = {"ts": time.time(), **fields, "seq": seq, "run": self.run_id}
+            line.update(attempt=self.attempt, type=kind)
+            if self._file is not None:
+                self._write(_ENCODER.encode(line))
+        self._unheard(seq, problem)
+
+    def _tell(self, listeners: list[Listener], event: TraceEvent) -> None:
         failed: list[tuple[Listener, Exception]] = []
         interrupts: list[tuple[Listener, KeyboardInterrupt | SystemExit]] = []
         for listener in listeners:
             try:
-                listener(typed)
+                listener(event)
             except Exception as exc:  # a listener's failure never ends the run it listens to
                 failed.append((listener, exc))
             except (KeyboardInterrupt, SystemExit) as exc:
@@ -313,7 +358,7 @@ class Trace:
             self.interrupted = exc
             stops = list(self._on_interrupt)
         error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        self.emit("listener_error", "trace", listener=repr(listener), error=error)
+        self.emit(ListenerError, agent="trace", listener=repr(listener), error=error)
         for stop in stops:
             stop()
 
@@ -390,7 +435,7 @@ class Trace:
             "(its later errors are not reported)",
             file=sys.stderr,
         )
-        self.emit("listener_error", "trace", listener=repr(listener), error=error)
+        self.emit(ListenerError, agent="trace", listener=repr(listener), error=error)
 
     @contextmanager
     def listening(self, listener: Listener) -> Iterator[None]:
@@ -402,7 +447,7 @@ class Trace:
             self.listeners = [known for known in self.listeners if known is not listener]
 
     def message(self, agent: str, message: Message) -> None:
-        self.emit("message", agent, message=message.to_dict())
+        self.emit(MessageEvent, agent=agent, message=message)
 
     def close(self) -> None:
         with self._lock:
@@ -440,8 +485,11 @@ class NullTrace(Trace):
         self.listeners = []
         self.interrupted = None
 
-    def emit(self, type: str, agent: str, **fields: Any) -> Event:
-        return {}
+    def emit(self, kind: Callable[P, E], /, *args: P.args, **fields: P.kwargs) -> E | None:
+        return None
+
+    def record(self, event: E) -> E:
+        return event
 
     @contextmanager
     def on_interrupt(self, stop: Callable[[], None]) -> Iterator[None]:
