@@ -320,11 +320,11 @@ class ModelError(EventBase):
 
     type: Literal["model_error"] = "model_error"
     ts: float = 0.0
-    step: int | None = None
-    model: str | None = None
-    error: str | None = None
+    step: int
+    model: str
+    error: str
     cancelled: bool | None = None
-    duration_ms: Number | None = None
+    duration_ms: Number
     """How long it waited."""
 
 
@@ -368,8 +368,8 @@ class ToolStart(EventBase):
 
     type: Literal["tool_start"] = "tool_start"
     ts: float = 0.0
-    call_id: str | None = None
-    name: str | None = None
+    call_id: str
+    name: str
     via: str | None = None
     """`call_skill_tool` when the model called it through the dispatcher."""
     args: dict[str, JsonValue] | None = None
@@ -380,21 +380,21 @@ class ToolEnd(EventBase):
 
     type: Literal["tool_end"] = "tool_end"
     ts: float = 0.0
-    call_id: str | None = None
-    name: str | None = None
+    call_id: str
+    name: str
     error_type: str | None = None
     """The kind of failure; null on success."""
-    duration_ms: Number | None = None
+    duration_ms: Number
 
 
 class Approval(EventBase):
     """A tool call was admitted or refused by the permissions or a person."""
 
     type: Literal["approval"] = "approval"
-    call_id: str | None = None
-    name: str | None = None
-    decision: str | None = None
-    by: str | None = None
+    call_id: str
+    name: str
+    decision: str
+    by: str
     rule: str | None = None
     reason: str | None = None
 
@@ -472,7 +472,7 @@ class ContextWindow(EventBase):
     type: Literal["context_window"] = "context_window"
     tokens: int | None = None
     """What it said; null when it did not say."""
-    source: str | None = None
+    source: str
 
 
 class SkillLoaded(EventBase):
@@ -512,28 +512,18 @@ class TaskStart(EventBase):
     """A task starts, its dependencies done (agent: the task's path)."""
 
     type: Literal["task_start"] = "task_start"
-    id: str | None = None
-    depends_on: list[str] | None = None
-    executor: str | None = None
+    id: str
+    depends_on: list[str]
+    executor: str
     """`local`, `ray` or `a2a`."""
-    worker: str | None = None
-
-
-class TaskRetry(EventBase):
-    """A task's Ray worker died while it ran; it starts again on another worker."""
-
-    type: Literal["task_retry"] = "task_retry"
-    id: str | None = None
-    reason: str | None = None
-    worker: str | None = None
-    """The new worker."""
+    worker: str
 
 
 class TaskEnd(EventBase):
     """A task ended, or was skipped without starting (agent: the task's path)."""
 
     type: Literal["task_end"] = "task_end"
-    id: str | None = None
+    id: str
     status: str
     reason: str | None = None
     usage: TokenCounts | None = None
@@ -559,7 +549,7 @@ class BackgroundCancel(EventBase):
     """`cancel_tasks` ends background tasks."""
 
     type: Literal["background_cancel"] = "background_cancel"
-    ids: list[str] | None = None
+    ids: list[str]
 
 
 class BackgroundSettle(EventBase):
@@ -579,8 +569,8 @@ class JobStart(EventBase):
     """A job run (or attempt) begins (agent: `job`)."""
 
     type: Literal["job_start"] = "job_start"
-    name: str | None = None
-    steps: int | None = None
+    name: str
+    steps: int
     spec: str | None = None
     """The spec file."""
     spec_sha256: str | None = None
@@ -600,7 +590,7 @@ class JobEnd(EventBase):
     """A job run (or attempt) ends, also when cancelled (agent: `job`)."""
 
     type: Literal["job_end"] = "job_end"
-    status: str | None = None
+    status: str
     usage: TokenCounts | None = None
     cost: Number | None = None
     error: str | None = None
@@ -688,7 +678,6 @@ CoreEvent = Annotated[
     | SkillFailed
     | Fork
     | TaskStart
-    | TaskRetry
     | TaskEnd
     | BackgroundDelivered
     | BackgroundCancel

@@ -110,9 +110,10 @@ def test_no_hint_while_a_tool_runs_or_before_the_threshold() -> None:
     goal = state.agents["goal"]
     assert row_of(goal, 19.0, silence_after=10).silent is None
     assert row_of(goal, 25.0, silence_after=10).silent == 15.0
-    state.update(typed({"type": "tool_start", "agent": "goal", "ts": 26.0, "name": "shell__run"}))
+    call = {"agent": "goal", "call_id": "c1", "name": "shell__run"}
+    state.update(typed({"type": "tool_start", "ts": 26.0, **call}))
     assert row_of(goal, 90.0, silence_after=10).silent is None
-    state.update(typed({"type": "tool_end", "agent": "goal", "ts": 91.0, "name": "shell__run"}))
+    state.update(typed({"type": "tool_end", "ts": 91.0, "duration_ms": 65_000, **call}))
     row = row_of(goal, 95.0, silence_after=10)
     assert row.silent is None and row.definition == "planner" and row.seconds == 85.0
 

@@ -236,7 +236,7 @@ def test_the_recorded_example_replays_in_the_test_suite(tmp_path: Path) -> None:
         key = "builtin_skills" if skill == "files" else "job"
         assert f"Folder: {paths[key]}/" in recorded
     # Every model call was answered from the committed recording.
-    assert '"model": "replay:' in Path(lines[0]["trace"]).read_text()
+    assert '"model":"replay:' in Path(lines[0]["trace"]).read_text()
 
 
 def test_a_recording_made_on_another_machine_replays_here(tmp_path: Path) -> None:

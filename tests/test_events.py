@@ -5,6 +5,7 @@ are None, and extra fields are kept."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,13 @@ def emitted_kinds() -> dict[str, str]:
 
 
 def test_every_kind_the_package_emits_is_a_typed_kind_of_the_core_or_of_a_part() -> None:
-    from orchestrator.a2a import events as a2a_events
-
     kinds = emitted_kinds()
     assert len(kinds) >= 30, sorted(kinds)
     aliases = {"ModelCalled": "ModelCall", "ModelFailed": "ModelError"}
+    parts = [f"orchestrator.{p.parent.name}.events" for p in PACKAGE.glob("*/events.py")]
+    assert {"orchestrator.a2a.events", "orchestrator.ray.events"} <= set(parts)
     known: dict[str, type[EventBase]] = {}
-    for module in (events, a2a_events):
+    for module in (events, *map(importlib.import_module, parts)):
         for name, value in vars(module).items():
             if isinstance(value, type) and issubclass(value, EventBase):
                 known[name] = value
@@ -140,8 +141,10 @@ def test_unknown_kinds_and_wrong_shapes_are_none_and_extra_fields_are_kept() -> 
     base = {"seq": 3, "ts": 1.5, "run": "r", "attempt": 1, "agent": "planner"}
     assert parse_event({**base, "type": "from_a_newer_version"}) is None
     assert parse_event({**base, "type": "model_call", "step": 1, "usage": "x"}) is None
-    assert parse_event({**base, "type": "task_end", "status": 5}) is None
-    assert parse_event({**base, "type": "task_end", "status": "error", "overlap_s": True}) is None
+    assert parse_event({**base, "type": "task_end", "id": "a", "status": 5}) is None
+    assert parse_event({**base, "type": "task_end", "status": "completed"}) is None  # no id
+    wrong = {"id": "a", "status": "error", "overlap_s": True}
+    assert parse_event({**base, "type": "task_end", **wrong}) is None
     assert parse_event({"type": "run_end"}) is None
 
     usage = {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
@@ -152,10 +155,11 @@ def test_unknown_kinds_and_wrong_shapes_are_none_and_extra_fields_are_kept() -> 
         {**base, "type": "message", "message": {"role": "tool", "content": "x", "is_error": True}}
     )
     assert isinstance(message, MessageEvent) and message.message.is_error
-    ended = parse_event({**base, "type": "task_end", "status": "completed", "worker": "w1"})
+    line = {**base, "type": "task_end", "id": "a", "status": "completed", "worker": "w1"}
+    ended = parse_event(line)
     assert isinstance(ended, TaskEnd) and ended.model_extra == {"worker": "w1"}
     # Its fields are attributes; the line it was is `as_line()`, never the event itself.
-    assert ended.as_line() == {**base, "type": "task_end", "status": "completed", "worker": "w1"}
+    assert ended.as_line() == line
     with pytest.raises(TypeError):
         ended["status"]  # type: ignore[index]
     assert not hasattr(ended, "get") and not hasattr(ended, "keys")

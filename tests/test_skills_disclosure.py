@@ -234,7 +234,7 @@ def test_a_resumed_run_keeps_the_mode_it_ran_with(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     # Cut the run before its end, as a crash would: the job must resume as it ran, eager.
     lines = trace.read_text().splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if '"type": "tool_end"' in line)
+    cut = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "tool_end")
     trace.write_text("".join(lines[:cut]))
     resumption = prepare_resume(trace)
     assert resumption.job is not None and resumption.job.disclosure == "eager"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +19,7 @@ from orchestrator.events import (
     PartEvent,
     SkillLoaded,
     TaskEnd,
+    TokenCounts,
     ToolStart,
     TraceEvent,
 )
@@ -58,7 +61,7 @@ def test_an_event_that_does_not_validate_is_written_skipped_counted_and_said(
     seen: list[TraceEvent] = []
     path = tmp_path / "t.jsonl"
     with Trace(path, listeners=[seen.append], secrets=[]) as trace:
-        trace.emit(TaskEnd, agent="planner", status=5)  # type: ignore[arg-type]  # a slip
+        trace.emit(TaskEnd, agent="planner", id="a", status=5)  # type: ignore[arg-type]  # a slip
         trace.record_unread("custom", {"agent": "planner"}, "an event of an unknown kind")
         trace.emit(SkillLoaded, agent="planner", skill="notes")
     assert [event.type for event in seen] == ["skill_loaded"]
@@ -115,7 +118,7 @@ def test_secret_names_are_recognised() -> None:
 def test_torn_last_line_is_skipped(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     with Trace(path, secrets=[]) as trace:
-        trace.emit(ContextWindow, agent="x")
+        trace.emit(ContextWindow, agent="x", source="server")
     with path.open("a") as handle:
         handle.write('{"seq": 2, "ty')
     assert [e["seq"] for e in trace_lines(path)] == [1]
@@ -201,3 +204,29 @@ def test_a_summary_says_what_its_reader_skipped_once_it_has_read(tmp_path: Path)
     assert summary.skipped_lines == 4 and len(summary.skipped) == 4
     assert summary.agents["agent"].status == "completed"
     assert summarize(list(read_trace(path))).skipped_lines == 0  # no reader, nothing said
+
+
+def test_a_remote_agent_s_tokens_count_where_its_part_is_not_loaded(tmp_path: Path) -> None:
+    from orchestrator.a2a.events import A2AEnd, A2AStatus
+
+    path = tmp_path / "t.jsonl"
+    usage = TokenCounts(input_tokens=30, output_tokens=12, total_tokens=42)
+    with Trace(path, secrets=[]) as trace:
+        trace.emit(A2AStatus, agent="goal/brief", state="working", activity="remote task working")
+        trace.emit(A2AEnd, agent="goal/brief", status="completed", usage_reported=True, usage=usage)
+    # A process that never loads A2A: the core reads its events as what any part's may say.
+    script = (
+        "import sys\n"
+        "from orchestrator import read_trace\n"
+        "from orchestrator.events import EVENT_KINDS, PartEvent\n"
+        "from orchestrator.trace.summary import summarize\n"
+        f"events = read_trace({str(path)!r})\n"
+        "assert 'orchestrator.a2a' not in sys.modules and 'a2a_end' not in EVENT_KINDS\n"
+        "assert [type(e).__name__ for e in events] == ['PartEvent', 'PartEvent']\n"
+        "print(summarize(events).agents['goal/brief'].tokens, events.skipped)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["42", "0"]

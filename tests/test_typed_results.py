@@ -153,7 +153,7 @@ async def test_a_resumed_typed_run_gives_its_type_again(tmp_path: Path) -> None:
         whole = await Agent(ScriptedModel(script), output_type=City, trace=trace).run("Which?")
     assert isinstance(whole.output, City)
     lines = path.read_bytes().splitlines(keepends=True)
-    cut = next(i for i, line in enumerate(lines) if b'"content": "Paris"' in line)
+    cut = next(i for i, line in enumerate(lines) if b'"content":"Paris"' in line)
     path.write_bytes(b"".join(lines[: cut + 1]))  # killed right after the first answer
     resign(path)
     checkpoint = load_checkpoint(path)

@@ -27,7 +27,6 @@ from typing import Any
 
 from ..agent import AgentLoop, RunResult, RunSettings, TaskResult, TokenBudget, ToolContext
 from ..errors import ConfigError
-from ..events import TaskRetry
 from ..jobs import Job
 from ..messages import Usage
 from ..models import ChatModel
@@ -39,6 +38,7 @@ from ..trace import AgentHistory, Trace
 from ._ray import ray
 from .budget import LEASE_TOKENS, Amount, LeasedBudget, start_host
 from .calls import ClusterCalls, start_calls_host
+from .events import TaskRetry
 from .recipe import WorkerRecipe
 from .relay import RelayPump, start_relay
 from .worker import TaskWorker
