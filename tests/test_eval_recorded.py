@@ -76,7 +76,7 @@ def test_a_recorded_eval_replays_offline_call_for_call(tmp_path: Path) -> None:
     assert [r.pass_rate for r in replayed.summary.rows] == [1.0, 0.0]  # guess writes no file
     # Every model call was answered from the recording: the replayed traces name it.
     trace = Path(replayed.lines[0]["trace"]).read_text()
-    assert '"model": "replay:' in trace
+    assert '"model":"replay:' in trace
 
 
 def test_a_changed_skill_is_reported_where_the_replay_diverges(tmp_path: Path) -> None:

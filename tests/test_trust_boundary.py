@@ -296,7 +296,7 @@ def test_a_trace_the_model_rewrote_cannot_direct_a_resume(tmp_path: Path) -> Non
     assert prepare_resume(trace).job is not None  # the run's own trace resumes
     text = trace.read_text()
     # The model points the resumed run at a server of its own: the key would go there.
-    forged = text.replace('"model_options": {}', '"model_options": {"base_url": "http://evil"}')
+    forged = text.replace('"model_options":{}', '"model_options":{"base_url":"http://evil"}')
     assert forged != text
     trace.write_text(forged)
     with pytest.raises(ResumeError, match="signature does not match"):

@@ -203,6 +203,8 @@ class GraphRun:
         if self._announced:
             return
         self._announced = True
+        if not self.trace.recording:  # its tasks' records are made for a record only
+            return
         self.trace.emit(
             Fork,
             agent=self.parent or "job",
@@ -286,7 +288,13 @@ class GraphRun:
 
     def _ended(self, result: TaskResult, *, restored: bool = False) -> TaskResult:
         """Record a task's end and hand its result on."""
-        overlap = None if restored else self._overlap(result)
+        if self.trace.recording:  # its record is made for a record only
+            self._record_end(result, restored)
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
+    def _record_end(self, result: TaskResult, restored: bool) -> None:
         self.trace.emit(
             TaskEnd,
             agent=result.path,
@@ -297,11 +305,8 @@ class GraphRun:
             restored=True if restored else None,
             steps=result.steps if restored else None,
             background=True if self.background and not restored else None,
-            overlap_s=overlap,
+            overlap_s=None if restored else self._overlap(result),
         )
-        if self.on_result is not None:
-            self.on_result(result)
-        return result
 
     def _overlap(self, result: TaskResult) -> float | None:
         """Seconds a background task ran beside its caller's own work, for its `task_end`."""
