@@ -188,8 +188,9 @@ class EventBase(BaseModel):
     """`EVENT_SCHEMA_VERSION` of the writer, on the first event each attempt writes."""
 
     def as_line(self) -> Event:
-        """The event as its line had it: the fields it was given, as JSON values."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The event as its line has it: the fields it was given that are not null, as JSON
+        values."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
 
 
 # --- An agent's run ------------------------------------------------------------------------
