@@ -105,3 +105,34 @@ def test_a_tool_keeps_its_functions_signature_for_mypy(tmp_path: Path) -> None:
     assert [line.split(":")[1] for line in lines] == ["17", "17", "18"], done.stdout
     assert 'incompatible type "str"; expected "int"' in lines[0]
     assert 'expression has type "int", variable has type "str"' in lines[2]
+
+
+@pytest.mark.slow
+def test_mypy_checks_an_event_s_fields_where_it_is_emitted(tmp_path: Path) -> None:
+    """`trace.emit(Kind, ...)` is checked as the kind's constructor: a required field left
+    out, a wrong type or a misspelt field is an error before anything runs."""
+    (tmp_path / "events.py").write_text(
+        "from orchestrator import Trace\n"
+        "from orchestrator.events import ToolEnd, ToolStart\n\n"
+        "trace = Trace()\n"
+        'started = trace.emit(ToolStart, agent="a", call_id="c1", name="read")\n'
+        'trace.emit(ToolStart, agent="a", name="read")\n'
+        'trace.emit(ToolEnd, agent="a", call_id="c1", name="read", duration_ms="fast")\n'
+        'trace.emit(ToolStart, agent="a", call_id="c1", name="read", arguments={})\n'
+        "call_id: str = started.call_id if started is not None else ''\n"
+    )
+    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
+    command += ["--strict", "--no-incremental", "events.py"]
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "MYPYPATH": str(ROOT)},
+    )
+    lines = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in lines] == ["6", "7", "8"], done.stdout
+    assert 'Missing named argument "call_id"' in lines[0]
+    assert 'incompatible type "str"' in lines[1]
+    assert 'Unexpected keyword argument "arguments"' in lines[2]
