@@ -426,28 +426,30 @@ async def run_agent_task(
     A task that cannot even start (its agent's model cannot be resolved, say) ends `error`;
     one cancelled while it runs ends `cancelled`, with what its agent had done.
     """
-    base = TaskResult(
-        id=request.spec.id,
-        agent=request.agent,
-        path=request.path,
-        depends_on=request.spec.depends_on,
-        status="error",
-        started_at=time.time(),
-    )
+    started_at = time.time()  # the result is made once the task ends: nothing held meanwhile
     try:
         agent = build()
         run = await agent.run(request.prompt, deps=deps, history=history)
     except (ConfigError, OSError) as exc:
-        return base.model_copy(update={"reason": str(exc), "ended_at": time.time()})
+        return TaskResult(
+            id=request.spec.id,
+            agent=request.agent,
+            path=request.path,
+            depends_on=request.spec.depends_on,
+            status="error",
+            reason=str(exc),
+            started_at=started_at,
+            ended_at=time.time(),
+        )
     except RunCancelled as cancelled:
         run = cancelled.result
     reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
     return TaskResult(
-        id=base.id,
-        agent=base.agent,
-        path=base.path,
-        depends_on=base.depends_on,
-        started_at=base.started_at,
+        id=request.spec.id,
+        agent=request.agent,
+        path=request.path,
+        depends_on=request.spec.depends_on,
+        started_at=started_at,
         status=run.status,
         output=run.text,
         reason=reason,
