@@ -867,9 +867,9 @@ class AgentLoop(Generic[Deps, OutputT]):
             return wanted, counted
         fit.calibrated = self.counter.prompt_ratio(unwrap(self.model))
         # What one part read back may hold: what a compaction leaves (half the threshold).
-        state.context.state_of(CompactedResults).part_tokens = int(
-            fit.compact_at * fit.window / 2 / fit.ratio
-        )
+        compacted = state.context.state_of(CompactedResults)
+        compacted.part_tokens = int(fit.compact_at * fit.window / 2 / fit.ratio)
+        compacted.counter = self.counter
         prompt = self._prompt(state, state.transcript.view(), counted)
         # Compaction first, at the threshold: the answer allowance is cut below what the
         # threshold leaves only when what is never cut takes more.
@@ -1301,8 +1301,8 @@ class AgentLoop(Generic[Deps, OutputT]):
         # window is known (the array never changes), else callable by name once one happens.
         if window is not None:
             context.toolset.add(READ_COMPACTED)
-        context.state_of(WorkingRecord).limit = self.note_chars
-        context.state_of(CompactedResults).counter = self.counter
+        if self.note_chars != NOTE_CHARS:  # else the record, made on its first use, has it
+            context.state_of(WorkingRecord).limit = self.note_chars
         restart = None
         if history is not None:
             # Resuming is loaded only by a run that resumes (agent/restart.py).

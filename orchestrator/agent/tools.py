@@ -328,6 +328,11 @@ class ToolContext(Generic[Deps]):
             found = self._states[kind] = kind()
         return cast(S, found)
 
+    def existing_state(self, kind: type[S]) -> S | None:
+        """The run's state of one kind when something made it already, else None (nothing is
+        made: a hook called on every run asks this, so a run that never used it keeps none)."""
+        return cast(S | None, self._states.get(kind))
+
     def for_call(self, call_id: str) -> ToolContext[Deps]:
         """This context for running the call `call_id` (its state still the run's)."""
         scoped = self._copy()

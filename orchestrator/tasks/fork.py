@@ -428,7 +428,7 @@ class ForkExtension(ForksSkills):
     async def settle(self, context: ToolContext, *, answered: bool) -> list[Message]:
         """The run is ending: wait for its background tasks (after an answer, by default) and
         hand the agent their results, or cancel them."""
-        background = context.state_of(ForkState).background
+        background = self._background(context)
         if background is None or not background.tasks:
             return []
         running = background.unfinished()
@@ -452,14 +452,20 @@ class ForkExtension(ForksSkills):
 
     def waiting(self, context: ToolContext) -> list[InputRequest]:
         """What the run's background tasks that ended `input_required` wait for."""
-        background = context.state_of(ForkState).background
+        background = self._background(context)
         if background is None:
             return []
         results = [t.result for t in background.tasks.values() if t.result is not None]
         return [w for r in results if r.run is not None for w in r.run.waiting]
 
+    def _background(self, context: ToolContext) -> Background | None:
+        """The run's background graphs, None before it starts one (asked at every step and
+        as each run ends: a run that never forks is given no `ForkState`)."""
+        state = context.existing_state(ForkState)
+        return state.background if state is not None else None
+
     def _deliver(self, context: ToolContext, via: str) -> list[Message]:
-        background = context.state_of(ForkState).background
+        background = self._background(context)
         if background is None:
             return []
         results = background.undelivered()
