@@ -179,7 +179,9 @@ class Toolset:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
-        self._advertised: set[str] = set()
+        # Most tools are advertised: the few that are not are kept (the empty frozenset is
+        # shared, where a set of every advertised name would cost each run up to 728 bytes).
+        self._unadvertised: frozenset[str] = frozenset()
         for item in tools:
             self.add(item)
 
@@ -190,7 +192,8 @@ class Toolset:
         self._tools[item.name] = item
         if advertise:
             self._specs = (*self._specs, item.spec)
-            self._advertised.add(item.name)
+        else:
+            self._unadvertised = self._unadvertised | {item.name}
         return True
 
     def get(self, name: str) -> Tool | None:
@@ -198,7 +201,7 @@ class Toolset:
 
     def advertised(self, name: str) -> bool:
         """Whether the tool is in the tools array the model is sent."""
-        return name in self._advertised
+        return name in self._tools and name not in self._unadvertised
 
     @property
     def names(self) -> list[str]:
