@@ -41,7 +41,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -352,8 +352,10 @@ def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
     return hashlib.sha256(f"{model.name}\n{tools}\n{system}".encode()).hexdigest()
 
 
-@asynccontextmanager
-async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[None]:
+_NO_HOLD: AbstractAsyncContextManager[None] = nullcontext()
+
+
+def warm_prefix(model: ChatModel, request: ModelRequest) -> AbstractAsyncContextManager[None]:
     """Hold a request back while the first request with its prefix is still unanswered.
 
     Only that first request releases the ones waiting for it, when it ends however it ends;
@@ -362,8 +364,12 @@ async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[
     prefixes = _RUN_PREFIXES.get()
     key = prefix_key(model, request) if prefixes is not None else None
     if prefixes is None or key is None:
-        yield
-        return
+        return _NO_HOLD  # no generator made for a hold that holds nothing (most calls)
+    return _holding(prefixes, key)
+
+
+@asynccontextmanager
+async def _holding(prefixes: _Prefixes, key: str) -> AsyncIterator[None]:
     answered = prefixes.answered.get(key)
     first: asyncio.Event | None = None
     if answered is None or time.monotonic() - answered > WARM_FOR:
