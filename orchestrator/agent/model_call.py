@@ -41,7 +41,13 @@ import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, nullcontext
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -323,18 +329,22 @@ class _Prefixes:
 
 
 _RUN_PREFIXES: ContextVar[_Prefixes | None] = ContextVar("run_prefixes", default=None)
+_NO_HOLD = nullcontext()
 
 
-@contextmanager
-def run_prefixes() -> Iterator[None]:
+def run_prefixes() -> AbstractContextManager[None]:
     """The scope of one run's prefix hold, entered by a run (and a job) before its first call.
 
     Agents started inside it (sub-agents, a job's steps: asyncio tasks copy the context they
     are made in) share it; a run started where one is open joins it. Calls made outside any
     run are never held."""
     if _RUN_PREFIXES.get() is not None:
-        yield
-        return
+        return _NO_HOLD  # joined: nothing to set or reset (every sub-agent's run)
+    return _new_prefixes()
+
+
+@contextmanager
+def _new_prefixes() -> Iterator[None]:
     token = _RUN_PREFIXES.set(_Prefixes())
     try:
         yield
@@ -350,9 +360,6 @@ def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
     if size + len(system) < MIN_PREFIX_CHARS:
         return None
     return hashlib.sha256(f"{model.name}\n{tools}\n{system}".encode()).hexdigest()
-
-
-_NO_HOLD: AbstractAsyncContextManager[None] = nullcontext()
 
 
 def warm_prefix(model: ChatModel, request: ModelRequest) -> AbstractAsyncContextManager[None]:
