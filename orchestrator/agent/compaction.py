@@ -113,7 +113,7 @@ one's own is an extension (`Extension.compact`)."""
 COMPACTION_STRATEGIES: tuple[str, ...] = get_args(CompactionStrategy)
 
 
-@dataclass
+@dataclass(slots=True)
 class PromptMeasure:
     """The provider's own count of one agent's prompts, message by message.
 
@@ -226,7 +226,7 @@ class PromptMeasure:
         return theirs / ours if ours > 0 and theirs > 0 else None
 
 
-@dataclass
+@dataclass(slots=True)
 class ContextFit:
     """What one run knows of its model's context window, and how it fits each request in it.
 

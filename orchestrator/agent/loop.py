@@ -271,7 +271,7 @@ class RunStop:
         return self.reason is not None and self._task.uncancel() <= self._cancelling
 
 
-@dataclass
+@dataclass(slots=True)
 class RepeatDetector:
     """Counts turns in a row that repeat the previous turn's calls exactly."""
 
@@ -299,7 +299,7 @@ def _arguments_value(arguments: str) -> object:
         return arguments
 
 
-@dataclass
+@dataclass(slots=True)
 class RunState:
     """Everything one run of an agent keeps while it goes: what the agent was built with
     stays on the agent; what one run was given (`run`'s deps, trace, permissions, limits) is

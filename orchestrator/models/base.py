@@ -51,7 +51,7 @@ class OutputSchema:
     description: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelRequest:
     """Everything one model call needs.
 
@@ -87,7 +87,7 @@ class ModelRequest:
             self.on_text(fragment)
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelResponse:
     """The assistant message and what the call cost; `usage` is None when the provider sent none
     (or nothing usable). `raw_usage` is the provider's usage object as it came, for the record."""

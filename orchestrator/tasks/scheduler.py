@@ -389,7 +389,7 @@ class Slots:
         self._free.release()
 
 
-@dataclass
+@dataclass(slots=True)
 class _Holding:
     slots: Slots
     held: bool = True
