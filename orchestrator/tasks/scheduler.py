@@ -31,7 +31,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -366,18 +366,10 @@ class Slots:
         holding = _HOLDING.get()
         return holding.slots if holding is not None else cls(limit)
 
-    @asynccontextmanager
-    async def hold(self) -> AsyncIterator[None]:
-        """Take a slot for the block; what runs inside knows it holds one."""
-        await self._take()
-        holding = _Holding(self)
-        token = _HOLDING.set(holding)
-        try:
-            yield
-        finally:
-            _HOLDING.reset(token)
-            if holding.held:  # not when cancelled while taking a lent slot back
-                self._give()
+    def hold(self) -> _Holding:
+        """Take a slot for the block (`async with slots.hold()`); what runs inside knows it
+        holds one."""
+        return _Holding(self)
 
     async def _take(self) -> None:
         await self._free.acquire()
@@ -389,10 +381,26 @@ class Slots:
         self._free.release()
 
 
-@dataclass(slots=True)
 class _Holding:
-    slots: Slots
-    held: bool = True
+    """A slot held for a block (`Slots.hold`), known to what runs inside it (`_HOLDING`).
+    A context manager of its own, not a generator: each running agent of a fan-out has one."""
+
+    __slots__ = ("held", "slots", "_token")
+
+    def __init__(self, slots: Slots) -> None:
+        self.slots = slots
+        self.held = True
+        self._token: Token[_Holding | None] | None = None
+
+    async def __aenter__(self) -> None:
+        await self.slots._take()
+        self._token = _HOLDING.set(self)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _HOLDING.reset(self._token)
+        if self.held:  # not when cancelled while taking a lent slot back
+            self.slots._give()
 
 
 _HOLDING: ContextVar[_Holding | None] = ContextVar("orchestrator_slot", default=None)
