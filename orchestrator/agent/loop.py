@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -1352,7 +1352,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         )
         if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
-                self._append(state, Message.system(self.system))
+                self._append(state, _system_message(self.system))
             self._append(state, Message.user(task))
         return state
 
@@ -1459,6 +1459,13 @@ def _events(trace: Trace, agent: str) -> Callable[..., None]:
         trace.emit(type, agent, **fields)
 
     return emit
+
+
+@lru_cache(maxsize=16)  # a fan-out's siblings need one entry; few prompts run at once
+def _system_message(text: str) -> Message:
+    """The system message of `text`: one (frozen) object for every run that starts with it,
+    as the sibling sub-agents of a fork do, not one each."""
+    return Message.system(text)
 
 
 def _last_answer(transcript: Transcript) -> str:
