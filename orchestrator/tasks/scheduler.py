@@ -128,6 +128,8 @@ def _cycles(
     graph: nx.DiGraph[str], pairs: list[tuple[str, list[str]]], noun: str
 ) -> list[GraphProblem]:
     """One named cycle per strongly connected group, read in `depends on` direction."""
+    if not graph.number_of_edges():  # no task depends on another (a plain fan-out)
+        return []
     problems = []
     index_of = nx.get_node_attributes(graph, "index")
     depends_on = graph.reverse(copy=False)
