@@ -670,8 +670,11 @@ class AgentLoop(Generic[Deps, OutputT]):
                     self._record_cancelled(state, next(w for h, w in handles if h.cancelled))
                     assert state.result is not None
                     return state.result
-                async with asyncio.timeout(limit) as state.deadline:
+                if limit is None:  # no timer to hold (a sub-agent without a limit of its own)
                     result = await self._loop(state)
+                else:
+                    async with asyncio.timeout(limit) as state.deadline:
+                        result = await self._loop(state)
             except TimeoutError:
                 if state.result is None:
                     raise
