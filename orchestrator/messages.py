@@ -319,7 +319,7 @@ def tools_fingerprint(tools: Sequence[ToolSpec]) -> tuple[int, str]:
     by others while it lives."""
     key = tuple(map(id, tools))
     found = _DIGESTS.get(key)
-    if found is not None and all(a is b for a, b in zip(found[0], tools, strict=True)):
+    if found is not None:  # the very schemas of the entry: it holds them, ids and all
         return found[1], found[2]
     text = json.dumps(
         [spec.model_dump(mode="json") for spec in tools], sort_keys=True, ensure_ascii=False

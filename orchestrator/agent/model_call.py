@@ -355,7 +355,9 @@ def _new_prefixes() -> Iterator[None]:
 def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
     """The model, the tools array and the system prompt (what a provider caches first) as a
     key; None when they are too short to be cached at all."""
-    system = next((m.content or "" for m in request.messages[:1] if m.role == "system"), "")
+    messages = request.messages  # a transcript's view: its first message read alone
+    first = messages[0] if messages else None
+    system = (first.content or "") if first is not None and first.role == "system" else ""
     size, tools = tools_fingerprint(request.tools)
     if size + len(system) < MIN_PREFIX_CHARS:
         return None
