@@ -166,6 +166,9 @@ def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
+_NONE: frozenset[str] = frozenset()
+
+
 class Toolset:
     """The tools of one agent run, in the order they were added.
 
@@ -179,9 +182,9 @@ class Toolset:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._specs: tuple[ToolSpec, ...] = ()
-        # Most tools are advertised: the few that are not are kept (the empty frozenset is
-        # shared, where a set of every advertised name would cost each run up to 728 bytes).
-        self._unadvertised: frozenset[str] = frozenset()
+        # Most tools are advertised: the few that are not are kept (one empty frozenset for
+        # every toolset, where a set of every advertised name cost each run up to 728 bytes).
+        self._unadvertised: frozenset[str] = _NONE
         for item in tools:
             self.add(item)
 
