@@ -1278,7 +1278,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         keywords are `run`'s, None for the agent's own."""
         max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         budget = self._run_budget(max_tokens, max_cost)
-        context = ToolContext[Any](
+        context: ToolContext[Any] = ToolContext(  # not ToolContext[Any](): no __orig_class__
             agent=self.name,
             toolset=Toolset(self.tools),
             permissions=permissions,
@@ -1293,13 +1293,13 @@ class AgentLoop(Generic[Deps, OutputT]):
             on_input=on_input or self.on_input,
             deps=deps,
         )
-        state = RunState(transcript=Transcript(), context=context, budget=budget)
         window = self.window
-        state.fit = ContextFit(
+        fit = ContextFit(
             window.tokens if window else None,
             window.source if window else None,
             compact_at=self.compact_at,
         )
+        state = RunState(transcript=Transcript(), context=context, budget=budget, fit=fit)
         # Read back what a compaction cut: in the tools array from the first request when the
         # window is known (the array never changes), else callable by name once one happens.
         if window is not None:

@@ -181,12 +181,15 @@ class Toolset:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._specs: tuple[ToolSpec, ...] = ()
         # Most tools are advertised: the few that are not are kept (one empty frozenset for
         # every toolset, where a set of every advertised name cost each run up to 728 bytes).
         self._unadvertised: frozenset[str] = _NONE
-        for item in tools:
-            self.add(item)
+        specs: list[ToolSpec] = []
+        for item in tools:  # `add` each, the tools array made once (a toolset per run)
+            if item.name not in self._tools:
+                self._tools[item.name] = item
+                specs.append(item.spec)
+        self._specs: tuple[ToolSpec, ...] = tuple(specs)
 
     def add(self, item: Tool, *, advertise: bool = True) -> bool:
         """Add a tool; False if one of that name is already there (the first one stays)."""
