@@ -72,6 +72,7 @@ from .compaction import (
     ContextFit,
     WorkingRecord,
     carried_block,
+    check_compact_at,
     compact,
     compaction_request,
     cuttable,
@@ -532,19 +533,20 @@ class AgentLoop(Generic[Deps, OutputT]):
         self.answer = answer
         self.on_input: OnInput = on_input
         self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
-        ContextFit(None, compact_at=self.compact_at)  # checks it
+        check_compact_at(self.compact_at)
         self.window = context_window(self.model)
         self.compaction: CompactionStrategy = compaction
         self.note_chars = note_chars
         self.deps_type = deps_type
-        # Who asks for deps of which class: checked against each run's deps (`_refuse`).
+        # Who asks for deps of which class: checked against each run's deps (`_refuse`). Only
+        # those that ask are named (the names are for an error message).
         self._deps_wanted = [
-            (who, wanted)
-            for who, wanted in [
-                (f"the agent {name!r} declares", deps_type),
-                *((f"its tool {t.name!r} asks for", t.deps_type) for t in self.tools),
-            ]
-            if wanted is not None
+            *([(f"the agent {name!r} declares", deps_type)] if deps_type is not None else []),
+            *(
+                (f"its tool {t.name!r} asks for", t.deps_type)
+                for t in self.tools
+                if t.deps_type is not None
+            ),
         ]
 
     def run_sync(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> RunResult[OutputT]:
