@@ -113,7 +113,7 @@ one's own is an extension (`Extension.compact`)."""
 COMPACTION_STRATEGIES: tuple[str, ...] = get_args(CompactionStrategy)
 
 
-@dataclass
+@dataclass(slots=True)
 class PromptMeasure:
     """The provider's own count of one agent's prompts, message by message.
 
@@ -226,7 +226,13 @@ class PromptMeasure:
         return theirs / ours if ours > 0 and theirs > 0 else None
 
 
-@dataclass
+def check_compact_at(compact_at: float) -> None:
+    """Refuse a compaction threshold that is not a share of a window, in (0, 1]."""
+    if not 0 < compact_at <= 1:
+        raise ValueError(f"compact_at must be in (0, 1], got {compact_at}")
+
+
+@dataclass(slots=True)
 class ContextFit:
     """What one run knows of its model's context window, and how it fits each request in it.
 
@@ -244,8 +250,7 @@ class ContextFit:
     measure: PromptMeasure = field(default_factory=PromptMeasure)
 
     def __post_init__(self) -> None:
-        if not 0 < self.compact_at <= 1:
-            raise ValueError(f"compact_at must be in (0, 1], got {self.compact_at}")
+        check_compact_at(self.compact_at)
 
     @property
     def ratio(self) -> float:

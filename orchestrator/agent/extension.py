@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ..trace import AgentHistory
 
 
+_NO_SCOPE = nullcontext()  # one for every run of every extension that holds nothing
+
+
 class Extension:
     """Something that adds to an agent. Every hook has a default that adds nothing."""
 
@@ -68,7 +71,7 @@ class Extension:
         """Entered before a run's first step and left after its last, errors and cancellation
         included: what the extension holds for the run (the skills' MCP servers) lives that
         long."""
-        return nullcontext()
+        return _NO_SCOPE
 
     def refused(self) -> dict[str, str]:
         """What the extension refused before the agent's first step, under the run's safety

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -81,6 +81,7 @@ from .compaction import (
     ContextFit,
     WorkingRecord,
     carried_block,
+    check_compact_at,
     compact,
     compaction_request,
     cuttable,
@@ -280,7 +281,7 @@ class RunStop:
         return self.reason is not None and self._task.uncancel() <= self._cancelling
 
 
-@dataclass
+@dataclass(slots=True)
 class RepeatDetector:
     """Counts turns in a row that repeat the previous turn's calls exactly."""
 
@@ -318,7 +319,7 @@ class SummaryRecord(TypedDict, total=False):
     summary_dropped: str
 
 
-@dataclass
+@dataclass(slots=True)
 class RunState:
     """Everything one run of an agent keeps while it goes: what the agent was built with
     stays on the agent; what one run was given (`run`'s deps, trace, permissions, limits) is
@@ -551,19 +552,20 @@ class AgentLoop(Generic[Deps, OutputT]):
         self.answer = answer
         self.on_input: OnInput = on_input
         self.compact_at = compact_at or compaction_threshold(self.model) or DEFAULT_COMPACT_AT
-        ContextFit(None, compact_at=self.compact_at)  # checks it
+        check_compact_at(self.compact_at)
         self.window = context_window(self.model)
         self.compaction: CompactionStrategy = compaction
         self.note_chars = note_chars
         self.deps_type = deps_type
-        # Who asks for deps of which class: checked against each run's deps (`_refuse`).
+        # Who asks for deps of which class: checked against each run's deps (`_refuse`). Only
+        # those that ask are named (the names are for an error message).
         self._deps_wanted = [
-            (who, wanted)
-            for who, wanted in [
-                (f"the agent {name!r} declares", deps_type),
-                *((f"its tool {t.name!r} asks for", t.deps_type) for t in self.tools),
-            ]
-            if wanted is not None
+            *([(f"the agent {name!r} declares", deps_type)] if deps_type is not None else []),
+            *(
+                (f"its tool {t.name!r} asks for", t.deps_type)
+                for t in self.tools
+                if t.deps_type is not None
+            ),
         ]
 
     def run_sync(self, task: str, **settings: Unpack[RunSettings[Deps]]) -> RunResult[OutputT]:
@@ -689,8 +691,11 @@ class AgentLoop(Generic[Deps, OutputT]):
                     self._record_cancelled(state, next(w for h, w in handles if h.cancelled))
                     assert state.result is not None
                     return state.result
-                async with asyncio.timeout(limit) as state.deadline:
+                if limit is None:  # no timer to hold (a sub-agent without a limit of its own)
                     result = await self._loop(state)
+                else:
+                    async with asyncio.timeout(limit) as state.deadline:
+                        result = await self._loop(state)
             except TimeoutError:
                 if state.result is None:
                     raise
@@ -886,9 +891,9 @@ class AgentLoop(Generic[Deps, OutputT]):
             return wanted, counted
         fit.calibrated = self.counter.prompt_ratio(unwrap(self.model))
         # What one part read back may hold: what a compaction leaves (half the threshold).
-        state.context.state_of(CompactedResults).part_tokens = int(
-            fit.compact_at * fit.window / 2 / fit.ratio
-        )
+        compacted = state.context.state_of(CompactedResults)
+        compacted.part_tokens = int(fit.compact_at * fit.window / 2 / fit.ratio)
+        compacted.counter = self.counter
         prompt = self._prompt(state, state.transcript.view(), counted)
         # Compaction first, at the threshold: the answer allowance is cut below what the
         # threshold leaves only when what is never cut takes more.
@@ -1295,7 +1300,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         keywords are `run`'s, None for the agent's own."""
         max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         budget = self._run_budget(max_tokens, max_cost)
-        context = ToolContext[Any](
+        context: ToolContext[Any] = ToolContext(  # not ToolContext[Any](): no __orig_class__
             agent=self.name,
             toolset=Toolset(self.tools),
             permissions=permissions,
@@ -1310,19 +1315,19 @@ class AgentLoop(Generic[Deps, OutputT]):
             on_input=on_input or self.on_input,
             deps=deps,
         )
-        state = RunState(transcript=Transcript(), context=context, budget=budget)
         window = self.window
-        state.fit = ContextFit(
+        fit = ContextFit(
             window.tokens if window else None,
             window.source if window else None,
             compact_at=self.compact_at,
         )
+        state = RunState(transcript=Transcript(), context=context, budget=budget, fit=fit)
         # Read back what a compaction cut: in the tools array from the first request when the
         # window is known (the array never changes), else callable by name once one happens.
         if window is not None:
             context.toolset.add(READ_COMPACTED)
-        context.state_of(WorkingRecord).limit = self.note_chars
-        context.state_of(CompactedResults).counter = self.counter
+        if self.note_chars != NOTE_CHARS:  # else the record, made on its first use, has it
+            context.state_of(WorkingRecord).limit = self.note_chars
         restart = None
         if history is not None:
             # Resuming is loaded only by a run that resumes (agent/restart.py).
@@ -1377,7 +1382,7 @@ class AgentLoop(Generic[Deps, OutputT]):
         )
         if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
-                self._append(state, Message.system(self.system))
+                self._append(state, _system_message(self.system))
             self._append(state, Message.user(task))
         return state
 
@@ -1475,6 +1480,13 @@ def _free_trace(path: Path) -> Trace:
             return Trace(name)
         except (TraceExists, TraceBusy):
             number += 1
+
+
+@lru_cache(maxsize=16)  # a fan-out's siblings need one entry; few prompts run at once
+def _system_message(text: str) -> Message:
+    """The system message of `text`: one (frozen) object for every run that starts with it,
+    as the sibling sub-agents of a fork do, not one each."""
+    return Message.system(text)
 
 
 def _last_answer(transcript: Transcript) -> str:

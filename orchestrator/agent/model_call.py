@@ -41,7 +41,13 @@ import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -324,6 +330,7 @@ class _Prefixes:
 
 
 _RUN_PREFIXES: ContextVar[_Prefixes | None] = ContextVar("run_prefixes", default=None)
+_NO_HOLD = nullcontext()
 
 
 def _text(value: object) -> str | None:
@@ -331,16 +338,19 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-@contextmanager
-def run_prefixes() -> Iterator[None]:
+def run_prefixes() -> AbstractContextManager[None]:
     """The scope of one run's prefix hold, entered by a run (and a job) before its first call.
 
     Agents started inside it (sub-agents, a job's steps: asyncio tasks copy the context they
     are made in) share it; a run started where one is open joins it. Calls made outside any
     run are never held."""
     if _RUN_PREFIXES.get() is not None:
-        yield
-        return
+        return _NO_HOLD  # joined: nothing to set or reset (every sub-agent's run)
+    return _new_prefixes()
+
+
+@contextmanager
+def _new_prefixes() -> Iterator[None]:
     token = _RUN_PREFIXES.set(_Prefixes())
     try:
         yield
@@ -351,15 +361,16 @@ def run_prefixes() -> Iterator[None]:
 def prefix_key(model: ChatModel, request: ModelRequest) -> str | None:
     """The model, the tools array and the system prompt (what a provider caches first) as a
     key; None when they are too short to be cached at all."""
-    system = next((m.content or "" for m in request.messages[:1] if m.role == "system"), "")
+    messages = request.messages  # a transcript's view: its first message read alone
+    first = messages[0] if messages else None
+    system = (first.content or "") if first is not None and first.role == "system" else ""
     size, tools = tools_fingerprint(request.tools)
     if size + len(system) < MIN_PREFIX_CHARS:
         return None
     return hashlib.sha256(f"{model.name}\n{tools}\n{system}".encode()).hexdigest()
 
 
-@asynccontextmanager
-async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[None]:
+def warm_prefix(model: ChatModel, request: ModelRequest) -> AbstractAsyncContextManager[None]:
     """Hold a request back while the first request with its prefix is still unanswered.
 
     Only that first request releases the ones waiting for it, when it ends however it ends;
@@ -368,8 +379,12 @@ async def warm_prefix(model: ChatModel, request: ModelRequest) -> AsyncIterator[
     prefixes = _RUN_PREFIXES.get()
     key = prefix_key(model, request) if prefixes is not None else None
     if prefixes is None or key is None:
-        yield
-        return
+        return _NO_HOLD  # no generator made for a hold that holds nothing (most calls)
+    return _holding(prefixes, key)
+
+
+@asynccontextmanager
+async def _holding(prefixes: _Prefixes, key: str) -> AsyncIterator[None]:
     answered = prefixes.answered.get(key)
     first: asyncio.Event | None = None
     if answered is None or time.monotonic() - answered > WARM_FOR:

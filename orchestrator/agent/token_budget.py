@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 
 
-@dataclass
+@dataclass(slots=True)
 class Reservation:
     """Tokens set aside for one model call until it settles."""
 

@@ -166,6 +166,9 @@ def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
+_NONE: frozenset[str] = frozenset()
+
+
 class Toolset:
     """The tools of one agent run, in the order they were added.
 
@@ -178,10 +181,15 @@ class Toolset:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._specs: tuple[ToolSpec, ...] = ()
-        self._advertised: set[str] = set()
-        for item in tools:
-            self.add(item)
+        # Most tools are advertised: the few that are not are kept (one empty frozenset for
+        # every toolset, where a set of every advertised name cost each run up to 728 bytes).
+        self._unadvertised: frozenset[str] = _NONE
+        specs: list[ToolSpec] = []
+        for item in tools:  # `add` each, the tools array made once (a toolset per run)
+            if item.name not in self._tools:
+                self._tools[item.name] = item
+                specs.append(item.spec)
+        self._specs: tuple[ToolSpec, ...] = tuple(specs)
 
     def add(self, item: Tool, *, advertise: bool = True) -> bool:
         """Add a tool; False if one of that name is already there (the first one stays)."""
@@ -190,7 +198,8 @@ class Toolset:
         self._tools[item.name] = item
         if advertise:
             self._specs = (*self._specs, item.spec)
-            self._advertised.add(item.name)
+        else:
+            self._unadvertised = self._unadvertised | {item.name}
         return True
 
     def get(self, name: str) -> Tool | None:
@@ -198,7 +207,7 @@ class Toolset:
 
     def advertised(self, name: str) -> bool:
         """Whether the tool is in the tools array the model is sent."""
-        return name in self._advertised
+        return name in self._tools and name not in self._unadvertised
 
     @property
     def names(self) -> list[str]:
@@ -327,6 +336,11 @@ class ToolContext(Generic[Deps]):
         if found is None:
             found = self._states[kind] = kind()
         return cast(S, found)
+
+    def existing_state(self, kind: type[S]) -> S | None:
+        """The run's state of one kind when something made it already, else None (nothing is
+        made: a hook called on every run asks this, so a run that never used it keeps none)."""
+        return cast(S | None, self._states.get(kind))
 
     def for_call(self, call_id: str) -> ToolContext[Deps]:
         """This context for running the call `call_id` (its state still the run's)."""

@@ -236,16 +236,16 @@ class ToolBatch:
         self, found: Tool, kwargs: dict[str, object], context: ToolContext
     ) -> tuple[str, str | None]:
         timeout = found.timeout if found.timeout is not None else self.default_timeout
-        deadline = asyncio.timeout(timeout)
+        deadline = asyncio.timeout(timeout) if timeout is not None else None  # most calls: none
         try:
-            if timeout is None:
+            if deadline is None:
                 value = await found.invoke(kwargs, context)
             else:
                 async with deadline:
                     value = await found.invoke(kwargs, context)
             return render_result(value), None
         except TimeoutError as exc:
-            if deadline.expired():
+            if deadline is not None and deadline.expired():
                 return f"Tool {found.name} timed out after {timeout:g} s.", "timeout"
             _log_failure(found, context, exc)
             return f"Tool {found.name} raised TimeoutError.", "tool_error"

@@ -52,7 +52,7 @@ class OutputSchema:
     description: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelRequest:
     """Everything one model call needs.
 
@@ -89,7 +89,7 @@ class ModelRequest:
             self.on_text(fragment)
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelResponse:
     """The assistant message and what the call cost; `usage` is None when the provider sent none
     (or nothing usable). `raw_usage` is the provider's usage object as it came, for the record."""

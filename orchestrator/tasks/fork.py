@@ -201,6 +201,7 @@ class ForkExtension(ForksSkills):
         # makes their executor.
         self.remote: RemoteForks | None = None
         self._tools = self._make_tools()
+        self._skill_less: ForkExtension | None = None  # `within(None)`, made once
 
     def _make_tools(self) -> list[Tool]:
         fork, read_task_output, wait_tasks, task_status, cancel_tasks = self._methods()
@@ -231,9 +232,15 @@ class ForkExtension(ForksSkills):
 
     def within(self, skills: SkillCatalog | None) -> ForkExtension:
         """This extension for a sub-agent that may use only `skills` (None: none at all):
-        the tasks it forks choose from those, never from the whole catalog."""
+        the tasks it forks choose from those, never from the whole catalog. Every sub-agent
+        given no skills gets the same view (it keeps nothing of a run: a run's forks are in
+        its context), not one of its own with its own tools."""
+        if skills is None and self._skill_less is not None:
+            return self._skill_less
         view = self._view(remote=None)  # a sub-agent's own forks run where it runs
         view.skills = skills
+        if skills is None:
+            self._skill_less = view
         return view
 
     def sending(self, remote: RemoteForks) -> ForkExtension:
@@ -245,6 +252,7 @@ class ForkExtension(ForksSkills):
     def _view(self, *, remote: RemoteForks | None) -> ForkExtension:
         view = copy.copy(self)
         view.remote = remote
+        view._skill_less = None
         # The same schemas, bound to the view: building a tool's schema costs milliseconds,
         # and a fan-out builds one view per sub-agent.
         view._tools = [t.rebound(fn) for t, fn in zip(self._tools, view._methods(), strict=True)]
@@ -424,7 +432,7 @@ class ForkExtension(ForksSkills):
     async def settle(self, context: ToolContext, *, answered: bool) -> list[Message]:
         """The run is ending: wait for its background tasks (after an answer, by default) and
         hand the agent their results, or cancel them."""
-        background = context.state_of(ForkState).background
+        background = self._background(context)
         if background is None or not background.tasks:
             return []
         running = background.unfinished()
@@ -452,14 +460,20 @@ class ForkExtension(ForksSkills):
 
     def waiting(self, context: ToolContext) -> list[InputRequest]:
         """What the run's background tasks that ended `input_required` wait for."""
-        background = context.state_of(ForkState).background
+        background = self._background(context)
         if background is None:
             return []
         results = [t.result for t in background.tasks.values() if t.result is not None]
         return [w for r in results if r.run is not None for w in r.run.waiting]
 
+    def _background(self, context: ToolContext) -> Background | None:
+        """The run's background graphs, None before it starts one (asked at every step and
+        as each run ends: a run that never forks is given no `ForkState`)."""
+        state = context.existing_state(ForkState)
+        return state.background if state is not None else None
+
     def _deliver(self, context: ToolContext, via: str) -> list[Message]:
-        background = context.state_of(ForkState).background
+        background = self._background(context)
         if background is None:
             return []
         results = background.undelivered()

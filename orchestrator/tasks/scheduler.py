@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,8 @@ def _cycles(
     graph: nx.DiGraph[str], pairs: list[tuple[str, list[str]]], noun: str
 ) -> list[GraphProblem]:
     """One named cycle per strongly connected group, read in `depends on` direction."""
+    if not graph.number_of_edges():  # no task depends on another (a plain fan-out)
+        return []
     problems = []
     index_of = nx.get_node_attributes(graph, "index")
     depends_on = graph.reverse(copy=False)
@@ -387,18 +389,10 @@ class Slots:
         holding = _HOLDING.get()
         return holding.slots if holding is not None else cls(limit)
 
-    @asynccontextmanager
-    async def hold(self) -> AsyncIterator[None]:
-        """Take a slot for the block; what runs inside knows it holds one."""
-        await self._take()
-        holding = _Holding(self)
-        token = _HOLDING.set(holding)
-        try:
-            yield
-        finally:
-            _HOLDING.reset(token)
-            if holding.held:  # not when cancelled while taking a lent slot back
-                self._give()
+    def hold(self) -> _Holding:
+        """Take a slot for the block (`async with slots.hold()`); what runs inside knows it
+        holds one."""
+        return _Holding(self)
 
     async def _take(self) -> None:
         await self._free.acquire()
@@ -410,10 +404,26 @@ class Slots:
         self._free.release()
 
 
-@dataclass
 class _Holding:
-    slots: Slots
-    held: bool = True
+    """A slot held for a block (`Slots.hold`), known to what runs inside it (`_HOLDING`).
+    A context manager of its own, not a generator: each running agent of a fan-out has one."""
+
+    __slots__ = ("held", "slots", "_token")
+
+    def __init__(self, slots: Slots) -> None:
+        self.slots = slots
+        self.held = True
+        self._token: Token[_Holding | None] | None = None
+
+    async def __aenter__(self) -> None:
+        await self.slots._take()
+        self._token = _HOLDING.set(self)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _HOLDING.reset(self._token)
+        if self.held:  # not when cancelled while taking a lent slot back
+            self.slots._give()
 
 
 _HOLDING: ContextVar[_Holding | None] = ContextVar("orchestrator_slot", default=None)
@@ -447,28 +457,30 @@ async def run_agent_task(
     A task that cannot even start (its agent's model cannot be resolved, say) ends `error`;
     one cancelled while it runs ends `cancelled`, with what its agent had done.
     """
-    base = TaskResult(
-        id=request.spec.id,
-        agent=request.agent,
-        path=request.path,
-        depends_on=request.spec.depends_on,
-        status="error",
-        started_at=time.time(),
-    )
+    started_at = time.time()  # the result is made once the task ends: nothing held meanwhile
     try:
         agent = build()
         run = await agent.run(request.prompt, deps=deps, history=history)
     except (ConfigError, OSError) as exc:
-        return base.model_copy(update={"reason": str(exc), "ended_at": time.time()})
+        return TaskResult(
+            id=request.spec.id,
+            agent=request.agent,
+            path=request.path,
+            depends_on=request.spec.depends_on,
+            status="error",
+            reason=str(exc),
+            started_at=started_at,
+            ended_at=time.time(),
+        )
     except RunCancelled as cancelled:
         run = cancelled.result
     reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
     return TaskResult(
-        id=base.id,
-        agent=base.agent,
-        path=base.path,
-        depends_on=base.depends_on,
-        started_at=base.started_at,
+        id=request.spec.id,
+        agent=request.agent,
+        path=request.path,
+        depends_on=request.spec.depends_on,
+        started_at=started_at,
         status=run.status,
         output=run.text,
         reason=reason,
@@ -523,8 +535,9 @@ class LocalExecutor(TaskExecutor):
         """Drop the agent built for `request` (it will not run here)."""
         self._agents.pop(request.path, None)
 
-    async def run_task(self, request: TaskRequest) -> TaskResult:
-        return await run_agent_task(request, lambda: self.agent_for(request), self.deps)
+    def run_task(self, request: TaskRequest) -> Coroutine[Any, Any, TaskResult]:
+        # The task's own coroutine, not one that awaits it: one frame less per sub-agent.
+        return run_agent_task(request, lambda: self.agent_for(request), self.deps)
 
     async def resume_task(self, request: TaskRequest, history: AgentHistory) -> TaskResult:
         return await run_agent_task(request, lambda: self.agent_for(request), self.deps, history)
