@@ -5,6 +5,7 @@ an edited trace, a question written to fool the person reading it, sizes past th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -19,10 +20,11 @@ import yaml
 from cli_process import orchestrator
 from trace_lines import trace_lines
 
-from orchestrator import Agent, Orchestrator
+from orchestrator import Agent, Orchestrator, tool
 from orchestrator.agent import AnswerRefused, check_answer, give_answers, request_lines
+from orchestrator.agent.tools import ApprovalRequest
 from orchestrator.agent.waiting import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
-from orchestrator.events import InputRequest
+from orchestrator.events import Answer, InputRequest
 from orchestrator.jobs.resume import fast_forward
 from orchestrator.models import ScriptedModel
 from orchestrator.trace import Trace, load_checkpoint
@@ -370,6 +372,87 @@ def test_a_fork_keeps_its_other_branches_going_and_waits_with_the_one_that_asks(
     asked = {r.agent for r in again.requests}
     assert "planner/works" not in asked  # its result was kept
     assert {"planner/asks", "planner/after", "planner"} <= asked
+
+
+# --- A person's time is not the run's -------------------------------------------------------
+
+
+def slow_person(seconds: float, value: str) -> Any:
+    """A person at a terminal who takes `seconds` to answer every question."""
+
+    async def answer(request: InputRequest) -> Answer:
+        await asyncio.sleep(seconds)
+        return Answer(id=request.id, value=value)
+
+    return answer
+
+
+def test_time_spent_waiting_for_a_person_does_not_count_against_the_time_limit() -> None:
+    model = ScriptedModel({"agent": [ask("Which city?"), {"content": "going there"}]})
+    agent = Agent(model, questions=True, answer=slow_person(1.5, "Lisbon"), time_limit=0.8)
+    began = time.monotonic()
+    result = agent.run_sync("plan")
+    assert result.status == "completed", result.error
+    assert time.monotonic() - began >= 1.5
+    [observation] = [m for m in result.messages if m.role == "tool"]
+    assert "Lisbon" in (observation.content or "")
+
+
+def test_an_approval_that_takes_longer_than_the_time_limit_still_runs_its_call() -> None:
+    ran: list[str] = []
+
+    @tool
+    def deploy(target: str) -> str:
+        """Deploy."""
+        ran.append(target)
+        return f"deployed {target}"
+
+    async def approve(request: ApprovalRequest) -> bool:
+        await asyncio.sleep(1.2)
+        return True
+
+    model = ScriptedModel({"agent": [call("deploy", target="prod"), {"content": "done"}]})
+    permissions = {"tools": {"deploy": "ask"}}
+    agent = Agent(model, [deploy], permissions=permissions, approve=approve, time_limit=0.6)
+    result = agent.run_sync("ship it")
+    assert (result.status, ran) == ("completed", ["prod"]), result.error
+
+
+def test_the_clock_runs_again_once_the_person_answered() -> None:
+    @tool
+    async def slow(seconds: float) -> str:
+        """Work for a while."""
+        await asyncio.sleep(seconds)
+        return "worked"
+
+    script = [ask("Go on?"), call("slow", seconds=3.0), {"content": "never"}]
+    model = ScriptedModel({"agent": script})
+    agent = Agent(model, [slow], questions=True, answer=slow_person(1.0, "yes"), time_limit=1.0)
+    began = time.monotonic()
+    result = agent.run_sync("plan")
+    assert result.status == "cancelled" and "time limit of 1 s" in (result.error or "")
+    # The person's second did not count; the work after it did.
+    assert 2.0 <= time.monotonic() - began < 3.5
+
+
+def test_sibling_sub_agents_asking_at_once_hold_their_parent_s_clock_until_both_answered() -> None:
+    script = {
+        "planner": [
+            call("fork", tasks=[{"id": "a", "task": "Ask."}, {"id": "b", "task": "Ask too."}]),
+            {"content": "both answered"},
+        ],
+        "planner/a": [ask("Colour?"), {"content": "a answered"}],
+        "planner/b": [ask("Shape?"), {"content": "b answered"}],
+    }
+    orchestrator_ = Orchestrator(
+        ScriptedModel(script), builtin=False, questions=True, answer=slow_person(1.0, "round")
+    )
+    result = orchestrator_.run_sync("go", time_limit=0.7)
+    assert result.status == "completed", result.error
+    assert sorted(c.output for c in result.children) == ["a answered", "b answered"]
+    runs = [c.run for c in result.children if c.run is not None]
+    answers = [m.content or "" for r in runs for m in r.messages if m.role == "tool"]
+    assert len(answers) == 2 and all("round" in a for a in answers)
 
 
 def test_a_killed_run_resumes_with_the_answer_from_a_new_process(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import MessageToDict
 
 from ..agent import InputRefused, RunResult, Status, TaskResult, ToolContext, WaitingForInput
+from ..agent.tools import limit_time
 from ..agent.waiting import answer_for, new_request
 from ..events import Answer, InputRequest, InputRequested, Retry, TokenCounts
 from ..messages import Usage
@@ -525,7 +526,7 @@ async def run_remote_task(
             client = await exchange.client(http)
             try:
                 resumed = resumed_task(context, request.path)
-                async with asyncio.timeout(remote.time_limit):
+                async with limit_time(remote.time_limit):
                     await exchange.run(client, request.prompt, resumed)
                 status, reason = _ended(exchange)
             except WaitingForInput as asked:  # left waiting there: answered on resume

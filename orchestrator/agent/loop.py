@@ -95,7 +95,17 @@ from .extension import Extension, assemble
 from .model_call import call_model, run_prefixes
 from .run_results import ErrorDetail, OutputT, RunResult, Status, TaskResult, refusals
 from .token_budget import TokenBudget
-from .tools import ON_INPUT, Answerer, Approver, Deps, OnInput, Tool, ToolContext, Toolset
+from .tools import (
+    ON_INPUT,
+    Answerer,
+    Approver,
+    Deps,
+    OnInput,
+    Tool,
+    ToolContext,
+    Toolset,
+    limit_time,
+)
 from .turn_calls import ToolBatch
 
 if TYPE_CHECKING:
@@ -694,7 +704,7 @@ class AgentLoop(Generic[Deps, OutputT]):
                 if limit is None:  # no timer to hold (a sub-agent without a limit of its own)
                     result = await self._loop(state)
                 else:
-                    async with asyncio.timeout(limit) as state.deadline:
+                    async with limit_time(limit) as state.deadline:
                         result = await self._loop(state)
             except TimeoutError:
                 if state.result is None:

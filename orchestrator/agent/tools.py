@@ -37,7 +37,8 @@ import inspect
 import json
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -274,6 +275,49 @@ class WaitingForInput(Exception):  # noqa: N818 - a state the run enters, not a 
 
 class InputRefused(OrchestratorError):
     """A call needs a person's answer and the run's `on_input` is `fail`: the run ends."""
+
+
+_TIME_LIMITS: contextvars.ContextVar[tuple[asyncio.Timeout, ...]] = contextvars.ContextVar(
+    "time_limits", default=()
+)
+"""The time limits around the running code: a run's, and its callers' (a sub-agent's task
+copies its parent's context, so it holds theirs too)."""
+_PAUSED: dict[asyncio.Timeout, tuple[float | None, float, int]] = {}
+"""Time limits standing still while a person is asked: when each was due, since when it
+stands still, and how many waits hold it (sibling sub-agents may ask at once)."""
+
+
+@asynccontextmanager
+async def limit_time(seconds: float) -> AsyncIterator[asyncio.Timeout]:
+    """`asyncio.timeout(seconds)` whose clock stands still while a person is asked inside it
+    (`asking_a_person`): time spent waiting for a person never counts against a limit."""
+    async with asyncio.timeout(seconds) as deadline:
+        token = _TIME_LIMITS.set((*_TIME_LIMITS.get(), deadline))
+        try:
+            yield deadline
+        finally:
+            _TIME_LIMITS.reset(token)
+
+
+@asynccontextmanager
+async def asking_a_person() -> AsyncIterator[None]:
+    """While a person is asked (an approval, a question), every time limit around the call
+    stands still; once answered, each is due as much later as the person took."""
+    loop = asyncio.get_running_loop()
+    held = [limit for limit in _TIME_LIMITS.get() if not limit.expired()]
+    for limit in held:
+        due, since, holds = _PAUSED.get(limit, (limit.when(), loop.time(), 0))
+        _PAUSED[limit] = (due, since, holds + 1)
+        limit.reschedule(None)
+    try:
+        yield
+    finally:
+        for limit in held:
+            due, since, holds = _PAUSED.pop(limit)
+            if holds > 1:
+                _PAUSED[limit] = (due, since, holds - 1)
+            elif due is not None:
+                limit.reschedule(due + loop.time() - since)
 
 
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]

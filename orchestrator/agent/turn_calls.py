@@ -59,6 +59,7 @@ from .tools import (
     Tool,
     ToolContext,
     WaitingForInput,
+    asking_a_person,
     render_result,
     run_in_thread,
     unwrap,
@@ -394,14 +395,15 @@ async def _ask(request: ApprovalRequest, ctx: ToolContext) -> tuple[bool, str, s
     if approve is None:
         return False, "nobody", NOBODY
     try:
-        if inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
-            type(approve).__call__
-        ):
-            answer = await approve(request)  # type: ignore[misc]  # checked: a coroutine
-        else:
-            answer = await run_in_thread(approve, request)
-            if inspect.isawaitable(answer):
-                answer = await answer
+        async with asking_a_person():
+            if inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
+                type(approve).__call__
+            ):
+                answer = await approve(request)  # type: ignore[misc]  # checked: a coroutine
+            else:
+                answer = await run_in_thread(approve, request)
+                if inspect.isawaitable(answer):
+                    answer = await answer
     except Exception as exc:
         return False, "person", f"the approval callback failed ({type(exc).__name__}: {exc})"
     if answer is True:

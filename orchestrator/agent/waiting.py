@@ -44,7 +44,7 @@ from ..events import (
     InputRequest,
     InputRequested,
 )
-from .tools import InputRefused, Tool, ToolContext, WaitingForInput
+from .tools import InputRefused, Tool, ToolContext, WaitingForInput, asking_a_person
 
 if TYPE_CHECKING:
     from ..trace import Checkpoint
@@ -119,7 +119,8 @@ async def answer_for(ctx: ToolContext, request: InputRequest) -> Answer:
             return Answer(id=request.id, action="cancel", by=ANSWERED_LATE)
         return given
     if ctx.answer is not None:  # a person is there (a terminal): asked now
-        live = await ctx.answer(request)
+        async with asking_a_person():
+            live = await ctx.answer(request)
         if live is not None:
             ctx.trace.emit(InputRequested, agent=request.agent, request=request)
             ctx.trace.emit(InputAnswered, agent=request.agent, answer=live)
