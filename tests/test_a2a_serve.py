@@ -420,6 +420,34 @@ async def test_tasks_past_the_limit_are_rejected(tmp_path: Path) -> None:
     assert "--max-tasks" in status_texts(second)[-1]
 
 
+async def test_a_new_task_is_rejected_while_max_waiting_tasks_wait_for_answers(
+    tmp_path: Path,
+) -> None:
+    """Each waiting task keeps a trace and a record: a client cannot pile them up without end."""
+    job = load_served(write_job(tmp_path, PICKER, PICKER_SCRIPT, "picker"))
+    async with served([job], tmp_path / "runs", max_waiting=1) as url:
+        client = await client_for(url)
+        first = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Pick"))),
+            until={TaskState.TASK_STATE_INPUT_REQUIRED},
+        )
+        waiting = first[0].task
+        refused = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Pick again"))))  # fmt: skip
+        answered = await collect(client.send_message(SendMessageRequest(
+            message=user_message("Rome", waiting.id, waiting.context_id))))  # fmt: skip
+        taken = await collect(
+            client.send_message(SendMessageRequest(message=user_message("Pick once more"))),
+            until={TaskState.TASK_STATE_INPUT_REQUIRED},
+        )
+        await client.close()
+    assert states(refused)[-1] == "TASK_STATE_REJECTED"
+    assert "1 tasks wait for their client's answer" in status_texts(refused)[-1]
+    assert "--max-waiting" in status_texts(refused)[-1]
+    assert states(answered)[-1] == "TASK_STATE_COMPLETED"
+    assert states(taken)[-1] == "TASK_STATE_INPUT_REQUIRED"  # answered, it made room
+
+
 GATE = """\
 name: gate
 model: scripted:SCRIPT

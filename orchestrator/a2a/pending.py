@@ -84,6 +84,9 @@ class PendingTasks:
     def __iter__(self) -> Iterator[PendingTask]:
         return iter(list(self.tasks.values()))
 
+    def __len__(self) -> int:
+        return len(self.tasks)
+
     def get(self, task_id: str) -> PendingTask | None:
         return self.tasks.get(task_id)
 

@@ -58,6 +58,8 @@ from .pending import (
 )
 
 MAX_ARTIFACT_BYTES = 1_000_000
+MAX_WAITING = 100
+"""Tasks that may wait for their client's answer at once (each keeps a trace and a record)."""
 """A file the run wrote larger than this is listed by name, not sent."""
 
 
@@ -235,6 +237,8 @@ class JobAgent(AgentExecutor):
     metadata field `skill`, a job's name) or the first one.
 
     At most `max_tasks` tasks are taken at once; a task past that is rejected, not queued.
+    While `max_waiting` tasks wait for their client's answer (each kept with its trace), a new
+    task is rejected too: answered or cancelled, they make room.
     Tasks whose jobs share a workspace run one after another (a run's files are the task's
     artifacts); tasks of jobs with workspaces of their own run side by side. Each run writes
     its trace under `trace_dir`, where the tasks waiting for an answer are kept too
@@ -246,6 +250,7 @@ class JobAgent(AgentExecutor):
         jobs: Sequence[Job],
         *,
         max_tasks: int = 4,
+        max_waiting: int = MAX_WAITING,
         trace_dir: Path = TRACE_FOLDER,
         user_skills: bool = False,
     ) -> None:
@@ -258,6 +263,7 @@ class JobAgent(AgentExecutor):
         self.jobs = {job.name: job for job in jobs}
         self.default = jobs[0].name
         self.max_tasks = max_tasks
+        self.max_waiting = max_waiting
         self.trace_dir = trace_dir
         self.user_skills = user_skills
         self.runs: dict[str, ServedRun] = {}
@@ -377,6 +383,11 @@ class JobAgent(AgentExecutor):
             return f"no job named {self._job_name(context)!r}; jobs: {', '.join(self.jobs)}"
         if self.active() >= self.max_tasks:
             return f"busy: {self.max_tasks} tasks are running (the server's --max-tasks)"
+        if len(self.pending) >= self.max_waiting:
+            return (
+                f"busy: {len(self.pending)} tasks wait for their client's answer (the server's "
+                "--max-waiting); answer or cancel them first"
+            )
         return None
 
     def _job_name(self, context: RequestContext) -> str:

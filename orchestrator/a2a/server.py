@@ -59,7 +59,7 @@ from ..errors import ConfigError
 from ..jobs import Job
 from ..planner import Orchestrator
 from ..security.inventory import TRACE_FOLDER
-from .served import JobAgent, message_input
+from .served import MAX_WAITING, JobAgent, message_input
 
 MAX_REQUEST_BYTES = 1_000_000
 KEEP_TASKS = 100
@@ -368,6 +368,7 @@ def build_app(
     *,
     tokens: Sequence[str] = (),
     max_tasks: int = 4,
+    max_waiting: int = MAX_WAITING,
     max_request_bytes: int = MAX_REQUEST_BYTES,
     trace_dir: Path = TRACE_FOLDER,
     user_skills: bool = False,
@@ -384,6 +385,7 @@ def build_app(
     agent = JobAgent(
         jobs,
         max_tasks=max_tasks,
+        max_waiting=max_waiting,
         trace_dir=trace_dir,
         user_skills=user_skills,
     )
@@ -439,6 +441,7 @@ async def serve(
     port: int = 8000,
     tokens: Sequence[str] = (),
     max_tasks: int = 4,
+    max_waiting: int = MAX_WAITING,
     max_request_bytes: int = MAX_REQUEST_BYTES,
     trace_dir: Path = TRACE_FOLDER,
     user_skills: bool = False,
@@ -462,6 +465,7 @@ async def serve(
         url,
         tokens=tokens,
         max_tasks=max_tasks,
+        max_waiting=max_waiting,
         max_request_bytes=max_request_bytes,
         trace_dir=trace_dir,
         user_skills=user_skills,

@@ -40,6 +40,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--max-tasks", type=int, default=4, help="runs at once; a task past that is rejected (4)"
     )
     serve.add_argument(
+        "--max-waiting",
+        type=int,
+        default=100,
+        help="tasks waiting for their client's answer; past that a new task is rejected (100)",
+    )
+    serve.add_argument(
         "--token-env",
         metavar="NAME",
         help="environment variable holding the bearer token every request must carry, or "
@@ -81,8 +87,8 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         jobs = [_load(path, args.user_skills) for path in args.jobs]
         tokens = _tokens(args.token_env)
-        if args.max_tasks < 1:
-            raise ConfigError("--max-tasks must be at least 1")
+        if args.max_tasks < 1 or args.max_waiting < 1:
+            raise ConfigError("--max-tasks and --max-waiting must be at least 1")
         if args.keep_tasks < 0 or args.keep_seconds < 0:
             raise ConfigError("--keep-tasks and --keep-seconds cannot be negative")
     except ConfigError as exc:
@@ -107,6 +113,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 port=args.port,
                 tokens=tokens,
                 max_tasks=args.max_tasks,
+                max_waiting=args.max_waiting,
                 keep_tasks=args.keep_tasks,
                 keep_seconds=args.keep_seconds,
                 max_request_bytes=args.max_request_bytes,
