@@ -20,18 +20,26 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, Self, TypedDict, TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    field_serializer,
+)
 
 from .messages import Message, ToolSpec, Usage
 
-EVENT_SCHEMA_VERSION = 1
+EVENT_SCHEMA_VERSION = 2
 """The version of the trace format; the first event each attempt writes carries it (`schema`)."""
 
 MAX_PROBLEMS = 20
 """How many skipped lines (or events) a reader names in its `problems`; the rest are counted."""
 
 Event = dict[str, Any]
-"""An event as its line holds it: what `Trace.emit` writes (and returns)."""
+"""An event as its line holds it, raw: what `as_line()` gives, and a reader of the file sees."""
 
 Number = int | float
 
@@ -164,6 +172,9 @@ class Answer(_Part):
     """Who answered: `person`, or the policy (`policy: deny`)."""
 
 
+_LINE: dict[str, Any] = {"by_alias": True, "exclude_unset": True, "exclude_none": True}
+
+
 class EventBase(BaseModel):
     """What every event has. Its fields are read as attributes; `as_line()` gives the line
     it was (a dict of JSON values)."""
@@ -189,8 +200,12 @@ class EventBase(BaseModel):
 
     def as_line(self) -> Event:
         """The event as its line has it: the fields it was given that are not null, as JSON
-        values."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_none=True)
+        values (a value JSON has no form for, as its text)."""
+        return self.model_dump(mode="json", fallback=str, **_LINE)
+
+    def as_json(self) -> str:
+        """The event's line: `as_line()` as JSON text."""
+        return self.model_dump_json(fallback=str, **_LINE)
 
 
 # --- An agent's run ------------------------------------------------------------------------
@@ -272,6 +287,10 @@ class MessageEvent(EventBase):
     message: Message
     """The whole message (its fields at their defaults left out of the line)."""
 
+    @field_serializer("message")
+    def _message_line(self, message: Message) -> dict[str, Any]:
+        return message.model_dump(mode="json", exclude_defaults=True)
+
 
 class ModelCall(EventBase):
     """A model call returned."""
@@ -282,9 +301,9 @@ class ModelCall(EventBase):
     model: str | None = None
     """The agent's model string."""
     response_model: str | None = None
-    """The model the provider said answered, or null."""
+    """The model the provider said answered, when it did."""
     response_id: str | None = None
-    """The provider's id of the response, or null."""
+    """The provider's id of the response, when it gave one."""
     tool_choice: str | None = None
     tools: list[str] | None = None
     """The names in the request's tools array, in order."""
@@ -337,7 +356,7 @@ class ModelRetry(EventBase):
     request_attempt: int | None = None
     """Which try of the request failed, from 1 (`attempt` is the run's, as on every event)."""
     status: int | None = None
-    """The HTTP status that asked for the retry (null: the connection failed)."""
+    """The HTTP status that asked for the retry (absent: the connection failed)."""
     delay: Number | None = None
     """Seconds before the retry."""
     error: str | None = None
@@ -384,7 +403,7 @@ class ToolEnd(EventBase):
     call_id: str
     name: str
     error_type: str | None = None
-    """The kind of failure; null on success."""
+    """The kind of failure; absent on success."""
     duration_ms: Number
 
 
@@ -472,7 +491,7 @@ class ContextWindow(EventBase):
 
     type: Literal["context_window"] = "context_window"
     tokens: int | None = None
-    """What it said; null when it did not say."""
+    """What it said; absent when it did not say."""
     source: str
 
 

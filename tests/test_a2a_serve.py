@@ -442,7 +442,7 @@ async def test_a_new_task_is_rejected_while_max_waiting_tasks_wait_for_answers(
         )
         await client.close()
     assert states(refused)[-1] == "TASK_STATE_REJECTED"
-    assert "1 tasks wait for their client's answer" in status_texts(refused)[-1]
+    assert "1 of your tasks wait for your answer" in status_texts(refused)[-1]
     assert "--max-waiting" in status_texts(refused)[-1]
     assert states(answered)[-1] == "TASK_STATE_COMPLETED"
     assert states(taken)[-1] == "TASK_STATE_INPUT_REQUIRED"  # answered, it made room

@@ -13,6 +13,7 @@ from trace_lines import trace_lines
 
 from orchestrator import Agent, Message, Trace, read_trace, rebuild_conversations
 from orchestrator.events import (
+    EVENT_SCHEMA_VERSION,
     ContextWindow,
     MessageEvent,
     Note,
@@ -52,7 +53,7 @@ def test_listeners_hear_the_very_event_recorded_and_the_writer_sets_its_envelope
     recorded = trace.emit(ToolStart, agent="a", call_id="c1", name="read")
     assert recorded is not None and seen == [recorded] and seen[0] is recorded
     assert (recorded.seq, recorded.run, recorded.attempt) == (1, trace.run_id, 1)
-    assert recorded.ts > 0 and recorded.schema_version == 1  # the attempt's first event
+    assert recorded.ts > 0 and recorded.schema_version == EVENT_SCHEMA_VERSION  # its first
 
 
 def test_an_event_that_does_not_validate_is_written_skipped_counted_and_said(

@@ -22,7 +22,7 @@ from trace_lines import trace_lines
 
 from orchestrator import Agent, Orchestrator, tool
 from orchestrator.agent import AnswerRefused, check_answer, give_answers, request_lines
-from orchestrator.agent.tools import ApprovalRequest
+from orchestrator.agent.tools import ApprovalRequest, asking_a_person, limit_time, run_in_thread
 from orchestrator.agent.waiting import MAX_ANSWER_CHARS, MAX_QUESTION_CHARS
 from orchestrator.events import Answer, InputRequest
 from orchestrator.jobs.resume import fast_forward
@@ -431,8 +431,10 @@ def test_the_clock_runs_again_once_the_person_answered() -> None:
     began = time.monotonic()
     result = agent.run_sync("plan")
     assert result.status == "cancelled" and "time limit of 1 s" in (result.error or "")
-    # The person's second did not count; the work after it did.
-    assert 2.0 <= time.monotonic() - began < 3.5
+    # The person's second did not count (the limit came a second after it), the work did.
+    assert time.monotonic() - began >= 2.0
+    [cut] = [m for m in result.messages if m.role == "tool" and m.name == "slow"]
+    assert cut.error_type == "aborted"
 
 
 def test_sibling_sub_agents_asking_at_once_hold_their_parent_s_clock_until_both_answered() -> None:
@@ -672,3 +674,17 @@ def test_decline_on_the_command_line_answers_a_question_as_declined(tmp_path: Pa
     assert "not answered (declined by the user)" in observation
     shown = orchestrator("trace", "show", "run.jsonl", cwd=folder)
     assert '"Which city?": declined' in shown.stdout
+
+
+async def test_a_run_in_a_tool_s_thread_leaves_its_caller_s_time_limit_running() -> None:
+    """A sync tool's thread copies its caller's context, limits included: a person asked by a
+    run there stops only that run's loop's clocks, never moves the caller's timer."""
+
+    async def asks_in_its_own_loop() -> None:
+        async with asking_a_person():
+            await asyncio.sleep(0.1)
+
+    with pytest.raises(TimeoutError):  # the caller's limit still comes
+        async with limit_time(0.5):
+            await run_in_thread(asyncio.run, asks_in_its_own_loop())
+            await asyncio.sleep(3)

@@ -58,9 +58,9 @@ from .pending import (
 )
 
 MAX_ARTIFACT_BYTES = 1_000_000
-MAX_WAITING = 100
-"""Tasks that may wait for their client's answer at once (each keeps a trace and a record)."""
 """A file the run wrote larger than this is listed by name, not sent."""
+MAX_WAITING = 100
+"""A client's tasks that may wait for its answer at once (each keeps a trace and a record)."""
 
 
 class ServeError(ConfigError):
@@ -237,8 +237,9 @@ class JobAgent(AgentExecutor):
     metadata field `skill`, a job's name) or the first one.
 
     At most `max_tasks` tasks are taken at once; a task past that is rejected, not queued.
-    While `max_waiting` tasks wait for their client's answer (each kept with its trace), a new
-    task is rejected too: answered or cancelled, they make room.
+    While `max_waiting` of a client's tasks wait for its answer (each kept with its trace), a
+    new task of that client is rejected too: answered or cancelled, they make room (a task
+    already running that comes to wait is kept all the same).
     Tasks whose jobs share a workspace run one after another (a run's files are the task's
     artifacts); tasks of jobs with workspaces of their own run side by side. Each run writes
     its trace under `trace_dir`, where the tasks waiting for an answer are kept too
@@ -383,10 +384,12 @@ class JobAgent(AgentExecutor):
             return f"no job named {self._job_name(context)!r}; jobs: {', '.join(self.jobs)}"
         if self.active() >= self.max_tasks:
             return f"busy: {self.max_tasks} tasks are running (the server's --max-tasks)"
-        if len(self.pending) >= self.max_waiting:
+        owner = context.call_context.user.user_name
+        waiting = sum(1 for task in self.pending if task.owner == owner)
+        if waiting >= self.max_waiting:
             return (
-                f"busy: {len(self.pending)} tasks wait for their client's answer (the server's "
-                "--max-waiting); answer or cancel them first"
+                f"busy: {waiting} of your tasks wait for your answer (the server's "
+                "--max-waiting, per client); answer or cancel them first"
             )
         return None
 

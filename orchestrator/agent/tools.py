@@ -32,6 +32,7 @@ Also here, because every tool call goes through them:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import json
@@ -277,14 +278,15 @@ class InputRefused(OrchestratorError):
     """A call needs a person's answer and the run's `on_input` is `fail`: the run ends."""
 
 
-_TIME_LIMITS: contextvars.ContextVar[tuple[asyncio.Timeout, ...]] = contextvars.ContextVar(
-    "time_limits", default=()
-)
-"""The time limits around the running code: a run's, and its callers' (a sub-agent's task
-copies its parent's context, so it holds theirs too)."""
+_Limits = tuple[tuple[asyncio.AbstractEventLoop, asyncio.Timeout], ...]
+_TIME_LIMITS: contextvars.ContextVar[_Limits] = contextvars.ContextVar("time_limits", default=())
+"""The time limits around the running code, each with its event loop: a run's, and its
+callers' (a sub-agent's task copies its parent's context, so it holds theirs too; so does a
+thread a sync tool runs in, whose own runs have a loop of their own)."""
 _PAUSED: dict[asyncio.Timeout, tuple[float | None, float, int]] = {}
 """Time limits standing still while a person is asked: when each was due, since when it
-stands still, and how many waits hold it (sibling sub-agents may ask at once)."""
+stands still, and how many waits hold it (sibling sub-agents may ask at once). Only a
+limit's own loop touches its entry."""
 
 
 @asynccontextmanager
@@ -292,7 +294,8 @@ async def limit_time(seconds: float) -> AsyncIterator[asyncio.Timeout]:
     """`asyncio.timeout(seconds)` whose clock stands still while a person is asked inside it
     (`asking_a_person`): time spent waiting for a person never counts against a limit."""
     async with asyncio.timeout(seconds) as deadline:
-        token = _TIME_LIMITS.set((*_TIME_LIMITS.get(), deadline))
+        loop = asyncio.get_running_loop()
+        token = _TIME_LIMITS.set((*_TIME_LIMITS.get(), (loop, deadline)))
         try:
             yield deadline
         finally:
@@ -301,14 +304,16 @@ async def limit_time(seconds: float) -> AsyncIterator[asyncio.Timeout]:
 
 @asynccontextmanager
 async def asking_a_person() -> AsyncIterator[None]:
-    """While a person is asked (an approval, a question), every time limit around the call
-    stands still; once answered, each is due as much later as the person took."""
+    """While a person is asked (an approval callback, a question), every time limit around
+    the call on this event loop stands still; once answered, each is due as much later as
+    the person took. The limits of another loop (a run in a thread under a sync tool) are
+    left to that loop: its timers are not this loop's to move."""
     loop = asyncio.get_running_loop()
-    held = [limit for limit in _TIME_LIMITS.get() if not limit.expired()]
+    held = [t for owner, t in _TIME_LIMITS.get() if owner is loop and not t.expired()]
     for limit in held:
-        due, since, holds = _PAUSED.get(limit, (limit.when(), loop.time(), 0))
+        due, since, holds = _PAUSED.get(limit) or (limit.when(), loop.time(), 0)
         _PAUSED[limit] = (due, since, holds + 1)
-        limit.reschedule(None)
+        _reschedule(limit, None)
     try:
         yield
     finally:
@@ -317,7 +322,12 @@ async def asking_a_person() -> AsyncIterator[None]:
             if holds > 1:
                 _PAUSED[limit] = (due, since, holds - 1)
             elif due is not None:
-                limit.reschedule(due + loop.time() - since)
+                _reschedule(limit, due + loop.time() - since)
+
+
+def _reschedule(limit: asyncio.Timeout, when: float | None) -> None:
+    with contextlib.suppress(RuntimeError):  # its scope ended while the person was asked
+        limit.reschedule(when)
 
 
 Approver = Callable[[ApprovalRequest], bool | Awaitable[bool]]

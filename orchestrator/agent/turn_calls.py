@@ -60,6 +60,7 @@ from .tools import (
     ToolContext,
     WaitingForInput,
     asking_a_person,
+    limit_time,
     render_result,
     run_in_thread,
     unwrap,
@@ -237,12 +238,12 @@ class ToolBatch:
         self, found: Tool, kwargs: dict[str, object], context: ToolContext
     ) -> tuple[str, str | None]:
         timeout = found.timeout if found.timeout is not None else self.default_timeout
-        deadline = asyncio.timeout(timeout) if timeout is not None else None  # most calls: none
+        deadline: asyncio.Timeout | None = None
         try:
-            if deadline is None:
+            if timeout is None:  # most calls: no timer at all
                 value = await found.invoke(kwargs, context)
-            else:
-                async with deadline:
+            else:  # a person asked inside the call (a sub-agent's approval) stops its clock
+                async with limit_time(timeout) as deadline:
                     value = await found.invoke(kwargs, context)
             return render_result(value), None
         except TimeoutError as exc:

@@ -98,15 +98,16 @@ class HTTPChatModel(Model, Generic[Options]):
             if not (options.stream and options.stream_fallback):
                 raise
             refused.add(shape)
-            request.emit(
-                ModelStreamFallback(
-                    agent=request.agent,
-                    provider=self.provider,
-                    endpoint=self.connection.base_url,
-                    request=shape,
-                    error=str(exc),
+            if request.recording:
+                request.emit(
+                    ModelStreamFallback(
+                        agent=request.agent,
+                        provider=self.provider,
+                        endpoint=self.connection.base_url,
+                        request=shape,
+                        error=str(exc),
+                    )
                 )
-            )
             return await self._send(request, options.model_copy(update={"stream": False}))
 
     async def _send(self, request: ModelRequest, options: Options) -> ModelResponse:

@@ -79,6 +79,11 @@ class ModelRequest:
     on_text: Callable[[str], None] | None = None
     output_schema: OutputSchema | None = None
 
+    @property
+    def recording(self) -> bool:
+        """Whether an event emitted here is recorded: test it before making one."""
+        return self.on_event is not None
+
     def emit(self, event: TraceEvent) -> None:
         """Record `event` (made with this request's `agent`) in the calling agent's trace."""
         if self.on_event is not None:

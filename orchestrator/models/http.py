@@ -160,17 +160,18 @@ class Connection:
                 if not isinstance(exc, RetryableModelError):
                     raise
                 delay = self._delay_or_give_up(exc, attempt)
-                request.emit(
-                    ModelRetry(
-                        agent=request.agent,
-                        provider=self.provider,
-                        # Not `attempt`: every event's own field, the run's attempt, keeps it.
-                        request_attempt=attempt,
-                        status=exc.status,
-                        delay=round(delay, 3),
-                        error=str(exc),
+                if request.recording:
+                    request.emit(
+                        ModelRetry(
+                            agent=request.agent,
+                            provider=self.provider,
+                            # Not `attempt`: every event's own field, the run's attempt, keeps it.
+                            request_attempt=attempt,
+                            status=exc.status,
+                            delay=round(delay, 3),
+                            error=str(exc),
+                        )
                     )
-                )
                 await asyncio.sleep(delay)
 
     async def _attempt(
@@ -209,7 +210,7 @@ class Connection:
     async def _slot(self, request: ModelRequest) -> AsyncIterator[None]:
         gate = self.endpoint.gate()
         began = time.perf_counter()
-        if await gate.enter(self.settings.max_concurrency):
+        if await gate.enter(self.settings.max_concurrency) and request.recording:
             request.emit(
                 ModelWait(
                     agent=request.agent,

@@ -19,11 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from ..events import ModelCall, TraceEvent, event_or_problem
+from pydantic import ValidationError
+
+from ..events import TraceEvent, event_or_problem
 from ..messages import Usage
-from ..trace import Checkpoint, Trace, event_line
+from ..trace import Checkpoint, Trace
 from ._ray import ray
 from .budget import Amount
 
@@ -68,8 +71,13 @@ class RelayTrace(Trace):
         recorded = super().record(event)
         # Its line now, as the file would have it: nothing Ray could not pickle goes in a
         # batch. The time is the worker's: when it happened, not when it reached the driver.
-        self._events.append(event_line(recorded))
+        self._events.append(recorded.as_json())
         return recorded
+
+    def record_unread(self, kind: str, fields: Mapping[str, Any], problem: str) -> str:
+        line = super().record_unread(kind, fields, problem)
+        self._events.append(line)  # the driver writes it too, and counts it
+        return line
 
     def take(self) -> Batch:
         """The events since the last batch, as the next batch."""
@@ -154,14 +162,23 @@ class RelayPump:
             for own in _WORKERS_OWN:
                 fields.pop(own, None)
             fields["worker"] = worker
+            if fields.get("type") == "model_call":  # spent, whether the driver reads it or not
+                self._count_call(worker, fields)
             event, problem = event_or_problem({**fields, "seq": 0})
-            if event is None:  # a kind this process does not know: written as it came
+            if event is None:  # a kind or shape this process does not know: written as it came
                 self.trace.record_unread(str(fields.get("type")), fields, str(problem))
                 continue
-            if isinstance(event, ModelCall):
-                usage = Usage.model_validate(event.usage.model_dump())
-                self._count(worker, event.agent, usage, float(event.cost or 0.0))
             self.trace.record(event)
+
+    def _count_call(self, worker: str, fields: dict[str, Any]) -> None:
+        usage, cost, agent = fields.get("usage"), fields.get("cost"), fields.get("agent")
+        if not isinstance(usage, dict) or not isinstance(agent, str):
+            return
+        try:
+            spent = Usage.model_validate(usage)
+        except ValidationError:
+            return
+        self._count(worker, agent, spent, float(cost) if isinstance(cost, int | float) else 0.0)
 
     def _count(self, worker: str, agent: str, usage: Usage, cost: float) -> None:
         known_spend = self.spent_by_worker[worker]

@@ -17,7 +17,6 @@ from .writer import (
     TraceBusy,
     TraceExists,
     add_sink,
-    event_line,
     open_trace,
     remove_sink,
 )
@@ -70,7 +69,6 @@ __all__ = [
     "TraceExists",
     "TraceReader",
     "add_sink",
-    "event_line",
     "is_event",
     "iter_trace",
     "load_checkpoint",

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigError
 from ..events import (
@@ -68,7 +68,13 @@ if TYPE_CHECKING:
     from ..security.signing import LineSigner
     from .checkpoint import AgentHistory, Checkpoint
 
-_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)  # json.dumps builds one per call
+
+def _json_value(value: object) -> object:
+    """A value the JSON encoder has no form for: a model as its JSON values, else its text."""
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else str(value)
+
+
+_ENCODER = json.JSONEncoder(default=_json_value, ensure_ascii=False)  # json.dumps makes one a call
 _ENVELOPE = ("seq", "ts", "run", "attempt", "type")
 """What every line holds: the fields the writer sets, and the kind's tag."""
 P = ParamSpec("P")
@@ -124,12 +130,6 @@ def open_trace(
 
 _UNRECORDED_RUNS = itertools.count(1)
 """Numbers the runs that record nothing: their models still tell one run from another."""
-
-
-def event_line(event: EventBase) -> str:
-    """`event` as its line holds it: the fields it was given that are not null (a value JSON
-    has no form for is written as its text)."""
-    return event.model_dump_json(by_alias=True, exclude_unset=True, exclude_none=True, fallback=str)
 
 
 class TraceExists(ConfigError):
@@ -306,7 +306,7 @@ class Trace:
                 written.add("schema_version")
             listeners = self.listeners
             if self._file is not None:
-                self._write(event_line(event))
+                self._write(event.as_json())
         if listeners:
             self._tell(listeners, event)
         return event
@@ -320,17 +320,22 @@ class Trace:
         self._file.write(line + "\n")
         self._file.flush()
 
-    def record_unread(self, kind: str, fields: Mapping[str, Any], problem: str) -> None:
+    def record_unread(self, kind: str, fields: Mapping[str, Any], problem: str) -> str:
         """Write an event that is not of a known kind and shape as it was given (nothing is
-        lost); the listeners do not hear it, and it is counted (`skipped`) with `problem`."""
+        lost); the listeners do not hear it, and it is counted (`skipped`) with `problem`.
+        Returns its line's text (unmasked)."""
         with self._lock:
             self._seq += 1
             seq = self._seq
             line: Event = {"ts": time.time(), **fields, "seq": seq, "run": self.run_id}
             line.update(attempt=self.attempt, type=kind)
+            if seq == self._first_seq:
+                line["schema"] = EVENT_SCHEMA_VERSION
+            encoded = _ENCODER.encode(line)
             if self._file is not None:
-                self._write(_ENCODER.encode(line))
+                self._write(encoded)
         self._unheard(seq, problem)
+        return encoded
 
     def _tell(self, listeners: list[Listener], event: TraceEvent) -> None:
         failed: list[tuple[Listener, Exception]] = []
