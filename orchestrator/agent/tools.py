@@ -183,8 +183,8 @@ class Toolset:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        # Most tools are advertised: the few that are not are kept (one empty frozenset for
-        # every toolset, where a set of every advertised name cost each run up to 728 bytes).
+        # Most tools are advertised: the few that are not are named here (until then, one
+        # empty frozenset shared by every toolset, not a set of names made for each run).
         self._unadvertised: frozenset[str] = _NONE
         specs: list[ToolSpec] = []
         for item in tools:  # `add` each, the tools array made once (a toolset per run)
