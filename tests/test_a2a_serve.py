@@ -82,7 +82,10 @@ def user_message(text: str, task_id: str = "", context_id: str = "") -> Message:
 
 
 async def client_for(url: str, streaming: bool = True) -> Client:
-    return await create_client(url, ClientConfig(streaming=streaming))
+    # A cancel waits for its run to end (a sandboxed command killed, the record completed):
+    # on a loaded machine that can pass httpx's 5 s default.
+    http = httpx.AsyncClient(timeout=60)
+    return await create_client(url, ClientConfig(streaming=streaming, httpx_client=http))
 
 
 def states(responses: list[StreamResponse]) -> list[str]:
