@@ -27,7 +27,7 @@ def check_trace(path: Path) -> list[dict[str, Any]]:
     assert ends, "no agent ran"
     for end in ends:
         assert end["status"] in STATUSES, end
-        assert end["error"] is None, f"{end['agent']} failed: {end['error']}"
+        assert "error" not in end, f"{end['agent']} failed: {end['error']}"
     conversations = rebuild_conversations(path)
     calls = Counter(e["agent"] for e in events if e["type"] == "model_call")
     for agent, messages in conversations.items():
