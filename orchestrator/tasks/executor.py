@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Protocol,
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from ..agent import AgentLoop, TaskResult, TokenBudget, ToolContext
+from ..agent import AgentLoop, TaskResult, TaskStatus, TokenBudget, ToolContext
 from ..models.base import OutputMode
 from ..parts import MissingPart, Slot
 from ..skills import SkillInfo
@@ -85,6 +86,21 @@ class TaskRequest(BaseModel):
     path: str
     prompt: str
     depth: int
+
+    def ended(
+        self, status: TaskStatus, reason: str, *, started_at: float | None = None
+    ) -> TaskResult:
+        """This task's result when it ended (or never started) without a run to report."""
+        return TaskResult(
+            id=self.spec.id,
+            agent=self.agent,
+            path=self.path,
+            depends_on=self.spec.depends_on,
+            status=status,
+            reason=reason,
+            started_at=started_at,
+            ended_at=time.time(),
+        )
 
 
 class TaskOrigin(BaseModel):
@@ -280,24 +296,14 @@ class RemoteAgentsExecutor(TaskExecutor):
                 return await self.inner.run_task(request)
         # Taken as the task starts: siblings that passed the gate together count here.
         if not await self.calls.take(request.agent, remote.max_calls):
-            return self._refused(request, _capped(request.agent, self.calls.count(request.agent)))
+            return request.ended("error", _capped(request.agent, self.calls.count(request.agent)))
         try:
             send = REMOTE_AGENTS.get("a2a")
         except MissingPart as exc:
-            return self._refused(
-                request, f"remote agent {request.agent!r} cannot be reached: {exc}"
+            return request.ended(
+                "error", f"remote agent {request.agent!r} cannot be reached: {exc}"
             )
         return await send(request, remote, self.context)
-
-    def _refused(self, request: TaskRequest, reason: str) -> TaskResult:
-        return TaskResult(
-            id=request.spec.id,
-            agent=request.agent,
-            path=request.path,
-            depends_on=request.spec.depends_on,
-            status="error",
-            reason=reason,
-        )
 
 
 def _capped(agent: str, sent: int) -> str:

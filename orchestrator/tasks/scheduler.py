@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from ..agent import AgentLoop, RunCancelled, TaskResult, TaskStatus, TokenBudget
+from ..agent import AgentLoop, RunCancelled, TaskResult, TokenBudget
 from ..errors import ConfigError
 from ..events import Fork, ForkTask, TaskEnd, TaskStart, TokenCounts
 from ..messages import suggest
@@ -282,10 +282,10 @@ class GraphRun:
                 result = result.model_copy(update={"reason": self._cancelled[spec.id]})
         except asyncio.CancelledError:
             reason = self._cancelled.get(spec.id, "the run was cancelled")
-            result = self._failed(request, "cancelled", reason)
+            result = request.ended("cancelled", reason)
         except Exception as exc:
             # One task's failure must not cancel its siblings: it becomes its result.
-            result = self._failed(request, "error", f"{type(exc).__name__}: {exc}")
+            result = request.ended("error", f"{type(exc).__name__}: {exc}")
         return self._ended(result)
 
     def _ended(self, result: TaskResult, *, restored: bool = False) -> TaskResult:
@@ -326,17 +326,6 @@ class GraphRun:
 
     def path_of(self, spec: TaskSpec) -> str:
         return f"{self.parent}/{spec.id}" if self.parent else spec.id
-
-    def _failed(self, request: TaskRequest, status: TaskStatus, reason: str) -> TaskResult:
-        return TaskResult(
-            id=request.spec.id,
-            agent=request.agent,
-            path=request.path,
-            status=status,
-            reason=reason,
-            depends_on=request.spec.depends_on,
-            ended_at=time.time(),
-        )
 
     def _skipped(self, spec: TaskSpec, reason: str) -> TaskResult:
         path = self.path_of(spec)
@@ -462,16 +451,7 @@ async def run_agent_task(
         agent = build()
         run = await agent.run(request.prompt, deps=deps, history=history)
     except (ConfigError, OSError) as exc:
-        return TaskResult(
-            id=request.spec.id,
-            agent=request.agent,
-            path=request.path,
-            depends_on=request.spec.depends_on,
-            status="error",
-            reason=str(exc),
-            started_at=started_at,
-            ended_at=time.time(),
-        )
+        return request.ended("error", str(exc), started_at=started_at)
     except RunCancelled as cancelled:
         run = cancelled.result
     reason = run.error or (None if run.status == "completed" else f"ended {run.status}")
