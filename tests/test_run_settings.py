@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +14,7 @@ from typing import Any
 
 import pytest
 from skill_factory import write_skill
+from user_mypy import error_lines, mypy_on
 
 from orchestrator import (
     Agent,
@@ -36,8 +34,6 @@ from orchestrator.events import ListenerError, RunEnd, RunStart, ToolEnd, ToolSt
 from orchestrator.models import ModelRequest, ModelResponse, ScriptedModel
 from orchestrator.skills import SkillCatalog, SkillsExtension
 from orchestrator.tasks import ForkExtension, SubagentRegistry
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -209,22 +205,13 @@ plain.run_sync("x", deps=Shop("north"))
 """,
         encoding="utf-8",
     )
-    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
-    command += ["--strict", "--no-incremental", "deps_use.py"]
-    done = subprocess.run(
-        command,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "MYPYPATH": str(ROOT)},
-    )
+    done = mypy_on(tmp_path, "deps_use.py")
     lines = done.stdout.splitlines()
     assert any(
         "deps_use.py:25: note: Revealed type is" in line and "Agent[deps_use.Shop, deps_use.City]"
         in line for line in lines
     ), done.stdout  # fmt: skip
-    errors = [line for line in lines if ": error:" in line]
+    errors = error_lines(done)
     assert [line.split(":")[1] for line in errors] == ["27", "31"], done.stdout
     assert 'Argument "deps" to "run_sync" of "AgentLoop" has incompatible type "int"; ' in errors[0]
     assert 'expected "Shop"' in errors[0]

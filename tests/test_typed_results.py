@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +17,13 @@ import pytest
 from pydantic import BaseModel
 from trace_signing import resign
 from typing_extensions import TypedDict
+from user_mypy import mypy_on
 
 from orchestrator import Agent, Orchestrator, RunResult, Trace
 from orchestrator.errors import NoOutput, OrchestratorError
 from orchestrator.jobs import fast_forward, load_job
 from orchestrator.models import ModelRequest, ModelResponse, ModelWrapper, ScriptedModel
 from orchestrator.trace import load_checkpoint
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class City(BaseModel):
@@ -278,23 +274,9 @@ def test_mypy_strict_types_the_output_of_an_agent_given_an_output_type(tmp_path:
             """
         )
     )
-    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
-    command += ["--strict", "--no-incremental"]
-    environment = {**os.environ, "MYPYPATH": str(ROOT)}
-
-    def mypy(name: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*command, name],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            env=environment,
-        )
-
-    typed = mypy("typed_use.py")
+    typed = mypy_on(tmp_path, "typed_use.py")
     assert typed.returncode == 0, typed.stdout + typed.stderr
-    wrong = mypy("wrong_use.py")
+    wrong = mypy_on(tmp_path, "wrong_use.py")
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert '"City" has no attribute "mayor"' in wrong.stdout
     assert '"str" has no attribute "name"' in wrong.stdout

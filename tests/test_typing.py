@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from user_mypy import error_lines, mypy_on
 
 pytest.importorskip("mypy")
 
@@ -91,17 +92,8 @@ def test_a_tool_keeps_its_functions_signature_for_mypy(tmp_path: Path) -> None:
         'wrong = add("a", "b")\n'
         "text: str = double(1)\n"
     )
-    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
-    command += ["--strict", "--no-incremental", "calls.py"]
-    done = subprocess.run(
-        command,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "MYPYPATH": str(ROOT)},
-    )
-    lines = [line for line in done.stdout.splitlines() if ": error:" in line]
+    done = mypy_on(tmp_path, "calls.py")
+    lines = error_lines(done)
     assert [line.split(":")[1] for line in lines] == ["17", "17", "18"], done.stdout
     assert 'incompatible type "str"; expected "int"' in lines[0]
     assert 'expression has type "int", variable has type "str"' in lines[2]
@@ -121,17 +113,8 @@ def test_mypy_checks_an_event_s_fields_where_it_is_emitted(tmp_path: Path) -> No
         'trace.emit(ToolStart, agent="a", call_id="c1", name="read", arguments={})\n'
         "call_id: str = started.call_id if started is not None else ''\n"
     )
-    command = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
-    command += ["--strict", "--no-incremental", "events.py"]
-    done = subprocess.run(
-        command,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "MYPYPATH": str(ROOT)},
-    )
-    lines = [line for line in done.stdout.splitlines() if ": error:" in line]
+    done = mypy_on(tmp_path, "events.py")
+    lines = error_lines(done)
     assert [line.split(":")[1] for line in lines] == ["6", "7", "8"], done.stdout
     assert 'Missing named argument "call_id"' in lines[0]
     assert 'incompatible type "str"' in lines[1]
