@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .jobs import JobCancelled, JobResult, load_job
     from .messages import Message, ToolCall, ToolSpec, Usage
     from .models import AgentInfo, FunctionModel
-    from .planner import Orchestrator, run_job, run_job_sync
+    from .planner import Orchestrator, RunRecipe, run_job, run_job_sync
     from .security import Permissions
     from .skills import Agent, SkillCatalog
     from .tokens import TokenCounter
@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "ModelError": "errors",
     "NoOutput": "errors",
     "Orchestrator": "planner",
+    "RunRecipe": "planner",
     "run_job": "planner",
     "run_job_sync": "planner",
     "OrchestratorError": "errors",
@@ -95,6 +96,7 @@ __all__ = [
     "Permissions",
     "PermissionDenied",
     "RunCancelled",
+    "RunRecipe",
     "RunResult",
     "RunSettings",
     "SkillCatalog",

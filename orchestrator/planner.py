@@ -7,6 +7,20 @@
 Every agent of the tree (the planner, each sub-agent, nested forks) draws from one
 `TokenBudget` and writes to one trace. `approve=` is the approval callback for calls the
 permissions mark `ask` (orchestrator.agent.approval); every agent of the tree uses it.
+
+An orchestrator, whether made from its arguments or from a job spec (`from_job`, which every
+door uses), resolves what it was given once into a `RunRecipe`: the skill folders scanned
+into a catalog, the sub-agent definitions read, the permissions made with the folders that
+define the run kept read-only, the model aliases read, the limits and choices set. The
+recipe is frozen, and the orchestrator takes every setting from it. It holds nothing that
+lives only in one process, so it is also what crosses to another: a Ray worker makes the
+run's orchestrator from the recipe alone (`Orchestrator.made_from`), without scanning
+folders, reading the spec or checking the job again. A catalog crosses as what its scan
+found, never as imported code (skills/catalog.py); a model given as a string or
+`ModelSettings` is resolved again where it is used (a model object must pickle); the
+process's variables are read where the orchestrator is made. What a person answers through
+(`approve`, `answer`), where tasks run (the executor) and the open trace stay with the
+orchestrator that was given them.
 """
 
 from __future__ import annotations
@@ -15,6 +29,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, Unpack
 
@@ -101,6 +116,56 @@ delegate parts that are independent or large to sub-agents with `fork`. Check wh
 then give the final answer: complete, and in the form the goal asks for."""
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecipe:
+    """Everything a run of an orchestrator is made from, resolved and frozen (see the module's
+    text): `Orchestrator.recipe`; `Orchestrator`'s arguments of the same names say what each
+    is. `Orchestrator.made_from(recipe)` makes the orchestrator it describes."""
+
+    model: ChatModel | ModelRef
+    """The planner's model as given: a model object, a string or `ModelSettings`."""
+    tools: tuple[Tool, ...]
+    catalog: SkillCatalog
+    subagents: SubagentRegistry
+    permissions: Permissions
+    """The run's, with the folders that define it (skills, sub-agents, a job's spec and the
+    files it names) kept read-only."""
+    aliases: ModelAliases
+    environ: Mapping[str, str] | None
+    """Where models' keys and base URLs come from, when given (`environ=`); None: the
+    variables of the process that makes the orchestrator, over a job's `.env` values
+    (`environment()`). A process's variables are read in that process, never sent."""
+    prices: Mapping[str, Price]
+    """The caller's prices, over the standard table."""
+    max_tokens: int | None
+    max_cost: float | None
+    max_steps: int
+    max_parallel: int
+    max_depth: int
+    output_cap_tokens: int
+    system: str
+    disclosure: Disclosure
+    eager_tokens: int
+    on_background_answer: Literal["wait", "cancel"]
+    fail_on_skill_error: bool
+    compaction: CompactionStrategy
+    note: bool
+    questions: bool
+    on_input: OnInput
+    job: Job | None = None
+    """The job it was resolved for (`Orchestrator.from_job`), checked before it was made."""
+    user_skills: bool = False
+    """The home folders were searched for skills and sub-agents too (`from_job`)."""
+
+    def environment(self) -> dict[str, str]:
+        """The variables this process's models read for this run (`environ`)."""
+        if self.environ is not None:
+            return dict(self.environ)
+        if self.job is not None:
+            return self.job.environment()
+        return dict(os.environ)
+
+
 class Orchestrator:
     """Runs goals with a planner over skills and sub-agents, under one token budget.
 
@@ -163,101 +228,129 @@ class Orchestrator:
         on_input: OnInput = "wait",
         answer: Answerer | None = None,
     ) -> None:
-        given = {
-            "tools": tools,
-            "skills": skills,
-            "subagents": subagents,
-            "max_tokens": max_tokens,
-            "max_cost": max_cost,
-            "prices": prices,
-            "max_steps": max_steps,
-            "max_parallel": max_parallel,
-            "max_depth": max_depth,
-            "output_cap_tokens": output_cap_tokens,
-            "permissions": permissions,
-            "trace": trace,
-            "system": system,
-            "builtin": builtin,
-            "aliases": aliases,
-            "environ": environ,
-            "approve": approve,
-            "executor": executor,
-            "disclosure": disclosure,
-            "eager_tokens": eager_tokens,
-            "on_background_answer": on_background_answer,
-            "fail_on_skill_error": fail_on_skill_error,
-            "compaction": compaction,
-            "note": note,
-            "questions": questions,
-            "on_input": on_input,
-            "answer": answer,
-        }
         if compaction not in COMPACTION_STRATEGIES:
             raise ValueError(
                 f"compaction must be one of {', '.join(COMPACTION_STRATEGIES)}, got {compaction!r}"
             )
-        self.remake: Remake = (Orchestrator, (model,), given)
-        """What this orchestrator was made from, for an executor that makes it again in
-        another process (a Ray worker: orchestrator/ray/recipe.py)."""
-        self.executor = executor
-        self.tools = [as_tool(t) for t in tools]
-        self.job: Job | None = None
-        """The job this orchestrator was made for (`from_job`): what `run()` runs."""
-        self.checked: Preflight | None = None
-        """What `from_job` found checking that job: its warnings are among `warnings`."""
-        self.environ = dict(os.environ if environ is None else environ)
-        self.prices = STANDARD_PRICES.over(prices or {})
-        self.max_cost = max_cost
-        self.aliases = aliases or ModelAliases.standard(environ=self.environ)
-        self._models = ResolvedModels(
-            aliases=self.aliases,
-            environ=self.environ,
-            prepare=priced_by(self.prices, required=max_cost is not None),
-        )
-        self.model: ChatModel = (
-            self._price_given(model) if isinstance(model, ChatModel) else self._models.get(model)
-        )
-        self.approve = approve
-        self.on_input: OnInput = on_input
-        self.answer = answer
-        self.user_skills = False  # the home folders were searched too (from_job)
-        self.catalog = _catalog(skills, builtin)
-        self.subagents = (
+        environment = dict(os.environ if environ is None else environ)  # as recipe.environment()
+        catalog = _catalog(skills, builtin)
+        registry = (
             subagents
             if isinstance(subagents, SubagentRegistry)
             else SubagentRegistry(folders=[*subagents, *builtin_subagent_folders(builtin)])
         )
-        self.max_tokens = max_tokens
-        self.max_steps = max_steps
         # The model must not rewrite what defines its own run: skills and sub-agents.
-        defining = [*self.catalog.paths, *self.subagents.folders]
-        self.permissions = Permissions.coerce(permissions).protecting(defining)
+        defining = [*catalog.paths, *registry.folders]
+        recipe = RunRecipe(
+            model=model,
+            tools=tuple(as_tool(t) for t in tools),
+            catalog=catalog,
+            subagents=registry,
+            permissions=Permissions.coerce(permissions).protecting(defining),
+            aliases=aliases or ModelAliases.standard(environ=environment),
+            environ=None if environ is None else dict(environ),
+            prices=dict(prices or {}),
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            max_steps=max_steps,
+            max_parallel=max_parallel,
+            max_depth=max_depth,
+            output_cap_tokens=output_cap_tokens,
+            system=system or PLANNER_PROMPT,
+            disclosure=disclosure,
+            eager_tokens=eager_tokens,
+            on_background_answer=on_background_answer,
+            fail_on_skill_error=fail_on_skill_error,
+            compaction=compaction,
+            note=note,
+            questions=questions,
+            on_input=on_input,
+        )
+        self._set_up(recipe, approve=approve, answer=answer, executor=executor, trace=trace)
+
+    def _set_up(
+        self,
+        recipe: RunRecipe,
+        *,
+        approve: Approver | None,
+        answer: Answerer | None,
+        executor: RemoteExecutor | None,
+        trace: Trace | str | Path | None,
+    ) -> None:
+        """Every setting from `recipe`; what stays in this process beside it."""
+        self.recipe = recipe
+        """What this orchestrator was made from, resolved (orchestrator/recipe.py): what a
+        Ray worker makes it again from."""
+        self.executor = executor
+        self.tools = list(recipe.tools)
+        self.job: Job | None = recipe.job
+        """The job this orchestrator was made for (`from_job`): what `run()` runs."""
+        self.checked: Preflight | None = None
+        """What `from_job` found checking that job: its warnings are among `warnings`."""
+        self.environ = recipe.environment()
+        self.prices = STANDARD_PRICES.over(recipe.prices)
+        self.max_cost = recipe.max_cost
+        self.aliases = recipe.aliases
+        self._models = ResolvedModels(
+            aliases=self.aliases,
+            environ=self.environ,
+            prepare=priced_by(self.prices, required=recipe.max_cost is not None),
+        )
+        model = recipe.model
+        self.model: ChatModel = (
+            self._price_given(model) if isinstance(model, ChatModel) else self._models.get(model)
+        )
+        self.approve = approve
+        self.on_input: OnInput = recipe.on_input
+        self.answer = answer
+        self.user_skills = recipe.user_skills  # the home folders were searched too (from_job)
+        self.catalog = recipe.catalog
+        self.subagents = recipe.subagents
+        self.max_tokens = recipe.max_tokens
+        self.max_steps = recipe.max_steps
+        self.permissions = recipe.permissions
         warn_refused_code(self.catalog, self.permissions)
         self.trace = trace
-        self.system = system or PLANNER_PROMPT
-        self.disclosure: Disclosure = disclosure
-        self.eager_tokens = eager_tokens
-        self.fail_on_skill_error = fail_on_skill_error
+        self.system = recipe.system
+        self.disclosure: Disclosure = recipe.disclosure
+        self.eager_tokens = recipe.eager_tokens
+        self.fail_on_skill_error = recipe.fail_on_skill_error
         self.fork = ForkExtension(
             self.subagents,
             skills=self.catalog,
             tools=self.tools,  # the planner's own reach its sub-agents, as its skills do
             settings=ForkSettings(
-                max_parallel=max_parallel,
-                max_depth=max_depth,
-                output_cap_tokens=output_cap_tokens,
-                default_max_steps=max_steps,
-                disclosure=disclosure,
-                eager_tokens=eager_tokens,
-                on_answer=on_background_answer,
-                fail_on_skill_error=fail_on_skill_error,
-                compaction=compaction,
-                note=note,
-                questions=questions,
+                max_parallel=recipe.max_parallel,
+                max_depth=recipe.max_depth,
+                output_cap_tokens=recipe.output_cap_tokens,
+                default_max_steps=recipe.max_steps,
+                disclosure=recipe.disclosure,
+                eager_tokens=recipe.eager_tokens,
+                on_answer=recipe.on_background_answer,
+                fail_on_skill_error=recipe.fail_on_skill_error,
+                compaction=recipe.compaction,
+                note=recipe.note,
+                questions=recipe.questions,
             ),
             resolve=self.resolve,
             approve=approve,
         )
+
+    @classmethod
+    def made_from(
+        cls,
+        recipe: RunRecipe,
+        *,
+        approve: Approver | None = None,
+        answer: Answerer | None = None,
+        executor: RemoteExecutor | None = None,
+        trace: Trace | str | Path | None = None,
+    ) -> Orchestrator:
+        """The orchestrator `recipe` describes, with what stays in this process given again
+        (a Ray worker makes the run's this way: no folder scanned, no check made again)."""
+        orchestrator = cls.__new__(cls)
+        orchestrator._set_up(recipe, approve=approve, answer=answer, executor=executor, trace=trace)
+        return orchestrator
 
     @classmethod
     def from_job(cls, job: Job, *, user_skills: bool = False, **overrides: Any) -> Orchestrator:
@@ -310,10 +403,17 @@ class Orchestrator:
         checked = preflight(job, subagents, skills, settings["aliases"], settings["permissions"])
         checked.refuse(job)
         orchestrator = cls(settings.pop("model", job.model), **settings)
+        # The environment it was made with is the job's (`.env` values under this process's
+        # variables): read again where it is made again, never carried, unless given.
+        orchestrator.recipe = replace(
+            orchestrator.recipe,
+            job=job,
+            user_skills=user_skills,
+            environ=overrides.get("environ"),
+        )
         orchestrator.user_skills = user_skills
         orchestrator.job = job
         orchestrator.checked = checked
-        orchestrator.remake = (cls.from_job, (job,), {"user_skills": user_skills, **overrides})
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)
         return orchestrator
@@ -880,10 +980,6 @@ def executor_for(job: Job) -> RemoteExecutor | None:
     if spec.type == "local":
         return None
     return EXECUTORS.get(spec.type)(spec)
-
-
-# How to make an orchestrator again: a factory, its arguments and keywords.
-Remake = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 def run_job(

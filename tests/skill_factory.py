@@ -24,6 +24,22 @@ def needs_mcp_transcripts() -> None:
         pytest.skip(f"the shared corpus is not beside the repository ({MCP_TRANSCRIPTS})")
 
 
+SHOUT_TOOLS = """\
+from orchestrator import tool
+
+
+@tool
+def shout(text: str) -> str:
+    \"\"\"Say it loud.
+
+    Args:
+        text: what to say
+    \"\"\"
+    return text.upper() + "!"
+"""
+"""A skill's `tools.py` with one tool, `shout`."""
+
+
 def write_skill(
     root: Path,
     folder: str,

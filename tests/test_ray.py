@@ -189,6 +189,57 @@ def test_a_goal_forks_onto_ray_from_the_python_api(tmp_path: Path) -> None:
     assert {e["executor"] for e in starts} == {"ray"} and len(starts) == 6
 
 
+def test_a_catalog_given_whole_reaches_the_workers_as_the_driver_scanned_it(
+    tmp_path: Path,
+) -> None:
+    """A `SkillCatalog` object crosses as what its scan found (the run's `RunRecipe`): each
+    worker imports the skill's code itself, checked against the digest the driver took."""
+    from orchestrator.ray import RayExecutor
+    from orchestrator.skills import SkillCatalog
+
+    skill = tmp_path / "skills" / "loud"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: loud\ndescription: Says it loud.\n---\nShout.\n")
+    (skill / "tools.py").write_text(
+        "import os\nfrom orchestrator import tool\n\n\n@tool\n"
+        "def shout(text: str) -> str:\n"
+        '    """Say it loud.\n\n    Args:\n        text: what to say\n    """\n'
+        "    return f'{text.upper()}! from {os.getpid()}'\n"
+    )
+    tasks = [{"id": f"t{i}", "task": f"Shout {i}."} for i in range(2)]
+    script: dict[str, Any] = {
+        "planner": [
+            {"tool_calls": [{"name": "fork", "arguments": {"tasks": tasks}}]},
+            {"content": "joined"},
+        ],
+    }
+    for i in range(2):
+        script[f"planner/t{i}"] = [
+            {"tool_calls": [{"name": "load_skill", "arguments": {"name": "loud"}}]},
+            {"tool_calls": [{"name": "loud__shout", "arguments": {"text": f"part {i}"}}]},
+            {"content": f"shouted {i}"},
+        ]
+    (tmp_path / "s.yaml").write_text(json.dumps(script), encoding="utf-8")
+    catalog = SkillCatalog([tmp_path / "skills"])
+    catalog.load("loud")  # imported here first: what crosses is the scan, not this code
+    orch = Orchestrator(
+        f"scripted:{tmp_path / 's.yaml'}",
+        skills=catalog,
+        max_tokens=100_000,
+        executor=RayExecutor(workers=2),
+    )
+    result = orch.run_sync("go", trace=tmp_path / "r.jsonl")
+    assert result.status == "completed", result.error
+    assert [(c.id, c.status) for c in result.children] == [("t0", "completed"), ("t1", "completed")]
+    shouted = [
+        e["message"]["content"]
+        for e in trace_lines(tmp_path / "r.jsonl")
+        if e["type"] == "message" and e["message"]["role"] == "tool" and "!" in str(e["message"])
+    ]
+    assert sorted(text.split(" from ")[0] for text in shouted) == ["PART 0!", "PART 1!"]
+    assert all(int(text.split(" from ")[1]) != os.getpid() for text in shouted)
+
+
 def test_two_runs_of_one_orchestrator_on_ray_cancel_and_finish_independently(
     tmp_path: Path,
 ) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from skill_factory import SHOUT_TOOLS as TOOLS
 from trace_lines import trace_lines
 from trace_signing import resign
 
@@ -27,20 +28,6 @@ from orchestrator.models import ScriptedModel
 from orchestrator.security.signing import LineSigner
 from orchestrator.tasks import SubagentRegistry
 from orchestrator.trace.history import latest_trace
-
-TOOLS = """\
-from orchestrator import tool
-
-
-@tool
-def shout(text: str) -> str:
-    \"\"\"Say it loud.
-
-    Args:
-        text: what to say
-    \"\"\"
-    return text.upper() + "!"
-"""
 
 
 def call(tool: str, **arguments: Any) -> dict[str, Any]:

@@ -1,49 +1,38 @@
 """What a Ray worker builds a run's agents from: `WorkerRecipe`.
 
 Live objects stay where they are made: a model holds a connection, a catalog holds imported
-tool code, a trace holds a file. What crosses to a worker is how to make them again: the
-factory of the run's orchestrator (`Orchestrator` or `Orchestrator.from_job`) with its
-arguments (a job spec, model strings or settings, folders, permissions, limits), the job, and
-the trace's checkpoint when the run resumes. A worker makes the orchestrator once, then builds
-each task's agent as the driver would: a job step as `Orchestrator.step_agent` does, a forked
-task with `build_agent` on the parent's model (its settings travel in the task's `TaskOrigin`).
+tool code, a trace holds a file. What crosses to a worker is the run's `RunRecipe` (its
+settings resolved once on the driver: the skills its scan found, the sub-agent definitions,
+permissions, limits, aliases, the environment; orchestrator/recipe.py), with the job in it,
+and the trace's checkpoint when the run resumes. A worker makes the orchestrator from the
+recipe once (no folder scanned, no check made again), then builds each task's agent as the
+driver would: a job step as `Orchestrator.step_agent` does, a forked task with `build_agent`
+on the parent's model (its settings travel in the task's `TaskOrigin`).
 
-A callback for `ask` permissions does not cross (nobody answers on a worker): on a worker
-such calls are denied. Models passed as objects must pickle; a scripted model does, and so
-does a string, which each worker resolves itself (a scripted model's script is read there).
+What a person answers through (`approve`, `answer`) does not cross (nobody answers on a
+worker): there, calls the permissions mark `ask` and questions are settled by the run's
+`on_input`. Models passed as objects must pickle; a scripted model does, and so does a string,
+which each worker resolves itself (a scripted model's script is read there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..agent import AgentLoop, TokenBudget, ToolContext
 from ..jobs import Job, fast_forward
 from ..models import ModelSettings
-from ..planner import Orchestrator
+from ..planner import Orchestrator, RunRecipe
 from ..tasks import TaskOrigin, TaskRequest
 from ..trace import Checkpoint, Trace
-
-# What a run keeps to itself: the approval callback, where it runs, its open trace.
-LOCAL_ONLY = frozenset({"approve", "executor", "trace"})
 
 
 class WorkerRecipe:
     """How a worker makes the run's orchestrator and builds its tasks' agents."""
 
-    def __init__(
-        self,
-        make: Callable[..., Orchestrator],
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
-        job: Job | None = None,
-        checkpoint: Checkpoint | None = None,
-    ) -> None:
-        self.make = make
-        self.args = args
-        self.kwargs = {k: v for k, v in kwargs.items() if k not in LOCAL_ONLY}
-        self.job = job
+    def __init__(self, recipe: RunRecipe, checkpoint: Checkpoint | None = None) -> None:
+        self.recipe = recipe
         self.checkpoint = checkpoint
         self._made: Orchestrator | None = None
 
@@ -51,17 +40,20 @@ class WorkerRecipe:
     def of(
         cls, orchestrator: Orchestrator, job: Job | None, checkpoint: Checkpoint | None
     ) -> WorkerRecipe:
-        """What a worker makes `orchestrator` again from (its `remake`), to run `job`."""
-        make, args, kwargs = orchestrator.remake
-        return cls(make, args, kwargs, job, checkpoint)
+        """What a worker makes `orchestrator` again from, to run `job` (a goal: None)."""
+        return cls(replace(orchestrator.recipe, job=job), checkpoint)
+
+    @property
+    def job(self) -> Job | None:
+        return self.recipe.job
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_made": None}
+        return {"recipe": self.recipe, "checkpoint": self.checkpoint, "_made": None}
 
     def orchestrator(self) -> Orchestrator:
         """The run's orchestrator, made here once (forks local to this worker, no prompts)."""
         if self._made is None:
-            self._made = self.make(*self.args, **self.kwargs, executor=None)
+            self._made = Orchestrator.made_from(self.recipe)
             if self.checkpoint is not None:
                 fast_forward(self._made.model, self.checkpoint)
         return self._made

@@ -27,7 +27,6 @@ sources (`sources/`: its `tools.py`), read only on the skill's first load.
 from __future__ import annotations
 
 import bisect
-import copy
 import difflib
 import logging
 import math
@@ -68,6 +67,7 @@ FolderLike = PathLike | SkillFolder
 pre-approve."""
 DEFAULT_IMPORT_TIMEOUT = 30.0
 DEFAULT_INDEX_TOKENS = 2000
+_PROCESS_ONLY = ("_loaded", "_broken", "_lock", "_loading", "_search", "warned_workspaces")
 
 
 class SkillCatalog:
@@ -91,16 +91,34 @@ class SkillCatalog:
         self._builtin_root = builtin_skills_folder() if include_builtin else None
         self.skills: dict[str, SkillInfo] = {}
         self.warnings: list[SkillWarning] = []
+        self.import_timeout: float | None = DEFAULT_IMPORT_TIMEOUT
+        self._start_in_this_process()
+        for root in self.paths:
+            self._scan_root(root)
+
+    def _start_in_this_process(self) -> None:
+        """What a catalog keeps only in the process that uses it: the code it imported, the
+        skills whose code failed here, its locks, its search index, the warnings given."""
         self._loaded: dict[str, LoadedSkill] = {}
         self._broken: dict[str, str] = {}
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
-        self.import_timeout: float | None = DEFAULT_IMPORT_TIMEOUT
         self._search: SearchIndex | None = None
         self.warned_workspaces: set[Path] = set()
         """Workspaces already warned about this catalog's refused code (disclosure.py)."""
-        for root in self.paths:
-            self._scan_root(root)
+
+    def __getstate__(self) -> dict[str, object]:
+        """A catalog sent to another process (a Ray worker) carries what its scan found (the
+        skills, their pinned digests, the search path), never imported code: each skill's
+        code is imported there when loaded, checked against its digest as here."""
+        state = dict(self.__dict__)
+        for name in _PROCESS_ONLY:
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._start_in_this_process()
 
     def __len__(self) -> int:
         return len(self.skills)
@@ -123,7 +141,8 @@ class SkillCatalog:
     def subset(self, names: Iterable[str]) -> SkillCatalog:
         """A catalog of only the named skills (in this one's order), sharing what it loaded."""
         wanted = set(names)
-        view = copy.copy(self)
+        view = SkillCatalog.__new__(SkillCatalog)  # not copy.copy: that would drop what it loaded
+        view.__dict__.update(self.__dict__)
         view.skills = {n: info for n, info in self.skills.items() if n in wanted}
         view.warnings = []
         view._search = None
