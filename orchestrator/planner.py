@@ -120,7 +120,8 @@ then give the final answer: complete, and in the form the goal asks for."""
 class RunRecipe:
     """Everything a run of an orchestrator is made from, resolved and frozen (see the module's
     text): `Orchestrator.recipe`; `Orchestrator`'s arguments of the same names say what each
-    is. `Orchestrator.made_from(recipe)` makes the orchestrator it describes."""
+    is. `Orchestrator.made_from(recipe)` makes the orchestrator it describes. Frozen as a
+    record: its catalog and registry are the orchestrator's own objects, not copies."""
 
     model: ChatModel | ModelRef
     """The planner's model as given: a model object, a string or `ModelSettings`."""
@@ -156,6 +157,13 @@ class RunRecipe:
     """The job it was resolved for (`Orchestrator.from_job`), checked before it was made."""
     user_skills: bool = False
     """The home folders were searched for skills and sub-agents too (`from_job`)."""
+
+    def __post_init__(self) -> None:
+        if self.compaction not in COMPACTION_STRATEGIES:
+            raise ValueError(
+                f"compaction must be one of {', '.join(COMPACTION_STRATEGIES)}, "
+                f"got {self.compaction!r}"
+            )
 
     def environment(self) -> dict[str, str]:
         """The variables this process's models read for this run (`environ`)."""
@@ -228,10 +236,6 @@ class Orchestrator:
         on_input: OnInput = "wait",
         answer: Answerer | None = None,
     ) -> None:
-        if compaction not in COMPACTION_STRATEGIES:
-            raise ValueError(
-                f"compaction must be one of {', '.join(COMPACTION_STRATEGIES)}, got {compaction!r}"
-            )
         environment = dict(os.environ if environ is None else environ)  # as recipe.environment()
         catalog = _catalog(skills, builtin)
         registry = (
@@ -279,7 +283,7 @@ class Orchestrator:
     ) -> None:
         """Every setting from `recipe`; what stays in this process beside it."""
         self.recipe = recipe
-        """What this orchestrator was made from, resolved (orchestrator/recipe.py): what a
+        """What this orchestrator was made from, resolved (`RunRecipe`): what a
         Ray worker makes it again from."""
         self.executor = executor
         self.tools = list(recipe.tools)
@@ -403,13 +407,14 @@ class Orchestrator:
         checked = preflight(job, subagents, skills, settings["aliases"], settings["permissions"])
         checked.refuse(job)
         orchestrator = cls(settings.pop("model", job.model), **settings)
+        given_environ: Mapping[str, str] | None = overrides.get("environ")
         # The environment it was made with is the job's (`.env` values under this process's
         # variables): read again where it is made again, never carried, unless given.
         orchestrator.recipe = replace(
             orchestrator.recipe,
             job=job,
             user_skills=user_skills,
-            environ=overrides.get("environ"),
+            environ=None if given_environ is None else dict(given_environ),
         )
         orchestrator.user_skills = user_skills
         orchestrator.job = job

@@ -79,12 +79,13 @@ def test_code_changed_after_the_scan_is_not_imported_where_the_catalog_arrives(
     catalog = SkillCatalog([tmp_path / "skills"], include_builtin=False)
     catalog.load("loud")
     sent = pickle.dumps(catalog)
-    (folder / "tools.py").write_text(TOOLS + "\nimport os\nos.system('touch pwned')\n")
+    marker = tmp_path / "pwned"
+    (folder / "tools.py").write_text(TOOLS + f"\nopen({str(marker)!r}, 'w').close()\n")
 
     arrived = pickle.loads(sent)
     with pytest.raises(SkillError, match="changed after the skill catalog was scanned"):
         arrived.load("loud")
-    assert not (tmp_path / "pwned").exists()
+    assert not marker.exists()
     # The catalog it was sent from keeps the code it imported before.
     assert catalog.load("loud").tools[0].name == "loud__shout"
 
@@ -112,8 +113,8 @@ def test_an_orchestrator_made_from_the_recipe_is_the_one_resolved_not_the_folder
     with pytest.raises(dataclasses.FrozenInstanceError):
         driver.recipe.max_steps = 1  # type: ignore[misc]
 
-    # After the run was resolved the folders change: a skill appears, the step's skill goes,
-    # the spec on disk breaks. What was resolved is what another process runs.
+    # After the run was resolved the folders change: a skill appears, the spec on disk
+    # breaks. What was resolved is what another process runs.
     make_skill(tmp_path / "skills", "late")
     (tmp_path / "job.yaml").write_text("name: broken\nsteps: [oops]\n")
     sent = pickle.dumps(WorkerRecipe.of(driver, job, None))
@@ -160,3 +161,95 @@ def test_an_orchestrator_s_own_arguments_resolve_into_the_same_recipe(tmp_path: 
     assert made.catalog.names == ["loud"]
     assert made.fork.settings.max_parallel == 3
     assert made.new_budget().max_tokens == 5_000
+
+
+class Mine(Orchestrator):
+    """An orchestrator of one's own: its choices hold where a worker makes the run."""
+
+    def resolve(self, model: Any) -> Any:
+        return self.model
+
+
+JOB_SETTINGS = """\
+name: settled
+model: fast
+models:
+  fast: {name: "scripted:script.yaml", context_window: 9000}
+prices:
+  scripted: {input: 1.5, output: 2.5}
+budget: {max_tokens: 7000, max_cost_usd: 3, max_steps: 7, max_parallel: 2}
+disclosure: eager
+fail_on_skill_error: true
+compaction: summarize
+on_input: deny
+mcp_servers:
+  clock: {command: python, args: [clock.py]}
+agents:
+  far: {a2a: "http://127.0.0.1:9/", description: A remote agent., token_env: FAR_TOKEN}
+steps:
+  - {id: one, task: Go.}
+"""
+
+
+def test_what_a_job_sets_arrives_where_the_run_is_made_again(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(JOB_SETTINGS)
+    (tmp_path / "script.yaml").write_text("{}")
+    (tmp_path / ".env").write_text("FROM_DOTENV=dotenv-value\n")
+    job = load_job(tmp_path / "job.yaml")
+    driver = Mine.from_job(job, environ={"GIVEN": "yes"})
+    # A goal run (no job handed to the workers) still runs with the job's recipe.
+    worker = pickle.loads(pickle.dumps(WorkerRecipe.of(driver, None, None))).orchestrator()
+
+    assert type(worker) is Mine
+    assert worker.environ == {"GIVEN": "yes"}
+    assert worker.model.name == driver.model.name
+    assert worker.aliases.table["fast"].context_window == 9000
+    price = worker.prices.get("scripted")
+    assert price is not None and (price.input, price.output) == (1.5, 2.5)
+    assert (worker.max_tokens, worker.max_cost, worker.max_steps) == (7000, 3, 7)
+    assert worker.fork.settings.max_parallel == 2
+    assert (worker.disclosure, worker.fail_on_skill_error) == ("eager", True)
+    assert worker.fork.settings.compaction == "summarize"
+    assert worker.on_input == "deny"
+    assert "clock" in worker.catalog and worker.catalog.has_servers
+    far = worker.subagents.get("far")
+    assert far is not None and far.remote is not None and far.remote.token_env == "FAR_TOKEN"
+    assert worker.permissions == driver.permissions
+
+
+def test_without_environ_a_goal_run_made_again_reads_the_job_s_env_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "job.yaml").write_text(JOB_SETTINGS)
+    (tmp_path / "script.yaml").write_text("{}")
+    (tmp_path / ".env").write_text("FROM_DOTENV=dotenv-value\n")
+    driver = Orchestrator.from_job(load_job(tmp_path / "job.yaml"))
+    sent = pickle.dumps(WorkerRecipe.of(driver, None, None))
+    monkeypatch.setenv("WORKER_ONLY", "here")  # the process that makes it again
+    worker = pickle.loads(sent).orchestrator()
+    assert worker.environ["FROM_DOTENV"] == "dotenv-value"
+    assert worker.environ["WORKER_ONLY"] == "here"
+
+
+def test_the_package_s_own_skills_are_found_where_the_receiving_process_installed_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from orchestrator.skills import catalog as catalog_module
+    from orchestrator.skills.discovery import builtin_skills_folder
+
+    installed = builtin_skills_folder()
+    assert installed is not None
+    elsewhere = tmp_path / "other-install" / "skills"
+    shutil.copytree(installed, elsewhere)
+    # The sending process had the package installed elsewhere.
+    monkeypatch.setattr(catalog_module, "builtin_skills_folder", lambda: elsewhere)
+    sent = pickle.dumps(SkillCatalog([]))
+    monkeypatch.undo()
+    shutil.rmtree(tmp_path / "other-install")
+
+    arrived = pickle.loads(sent)
+    files = arrived.get("files")
+    assert files is not None and files.folder.is_relative_to(installed)
+    assert arrived.load("files").tools  # its code, from this install, checked as scanned

@@ -1,10 +1,10 @@
 """What a Ray worker builds a run's agents from: `WorkerRecipe`.
 
-Live objects stay where they are made: a model holds a connection, a catalog holds imported
-tool code, a trace holds a file. What crosses to a worker is the run's `RunRecipe` (its
+Live objects stay where they are made: a model holds a connection, a catalog the tool code
+it imported, a trace a file. What crosses to a worker is the run's `RunRecipe` (its
 settings resolved once on the driver: the skills its scan found, the sub-agent definitions,
-permissions, limits, aliases, the environment; orchestrator/recipe.py), with the job in it,
-and the trace's checkpoint when the run resumes. A worker makes the orchestrator from the
+permissions, limits, aliases; planner.py), the job being run, the orchestrator's class, and
+the trace's checkpoint when the run resumes. A worker makes the orchestrator from the
 recipe once (no folder scanned, no check made again), then builds each task's agent as the
 driver would: a job step as `Orchestrator.step_agent` does, a forked task with `build_agent`
 on the parent's model (its settings travel in the task's `TaskOrigin`).
@@ -17,7 +17,6 @@ which each worker resolves itself (a scripted model's script is read there).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..agent import AgentLoop, TokenBudget, ToolContext
@@ -29,11 +28,21 @@ from ..trace import Checkpoint, Trace
 
 
 class WorkerRecipe:
-    """How a worker makes the run's orchestrator and builds its tasks' agents."""
+    """How a worker makes the run's orchestrator and builds its tasks' agents: the run's
+    recipe, the orchestrator's class (a subclass's choices, such as how it resolves models,
+    hold on the workers too), the job being run (None for a goal) and the checkpoint."""
 
-    def __init__(self, recipe: RunRecipe, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(
+        self,
+        recipe: RunRecipe,
+        job: Job | None = None,
+        checkpoint: Checkpoint | None = None,
+        kind: type[Orchestrator] = Orchestrator,
+    ) -> None:
         self.recipe = recipe
+        self.job = job
         self.checkpoint = checkpoint
+        self.kind = kind
         self._made: Orchestrator | None = None
 
     @classmethod
@@ -41,19 +50,15 @@ class WorkerRecipe:
         cls, orchestrator: Orchestrator, job: Job | None, checkpoint: Checkpoint | None
     ) -> WorkerRecipe:
         """What a worker makes `orchestrator` again from, to run `job` (a goal: None)."""
-        return cls(replace(orchestrator.recipe, job=job), checkpoint)
-
-    @property
-    def job(self) -> Job | None:
-        return self.recipe.job
+        return cls(orchestrator.recipe, job, checkpoint, type(orchestrator))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"recipe": self.recipe, "checkpoint": self.checkpoint, "_made": None}
+        return {**self.__dict__, "_made": None}
 
     def orchestrator(self) -> Orchestrator:
         """The run's orchestrator, made here once (forks local to this worker, no prompts)."""
         if self._made is None:
-            self._made = Orchestrator.made_from(self.recipe)
+            self._made = self.kind.made_from(self.recipe)
             if self.checkpoint is not None:
                 fast_forward(self._made.model, self.checkpoint)
         return self._made

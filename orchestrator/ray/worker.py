@@ -89,9 +89,9 @@ class TaskWorker:
                 self.budget.flush()
         return result, self.trace.take() if isinstance(self.trace, RelayTrace) else None
 
-    def _environment(self) -> dict[str, str] | None:
-        job = self.recipe.job
-        return job.environment() if job is not None else None
+    def _environment(self) -> dict[str, str]:
+        """The run's variables in this process: what its MCP servers' settings expand from."""
+        return self.recipe.orchestrator().environ
 
     async def flush(self) -> None:
         """Report what this worker spent to the budget, give back the rest of its lease, and

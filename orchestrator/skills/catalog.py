@@ -119,6 +119,23 @@ class SkillCatalog:
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._start_in_this_process()
+        self._move_builtin_to(builtin_skills_folder())
+
+    def _move_builtin_to(self, root: Path | None) -> None:
+        """The package's own skills where this process installed it (another machine's
+        may be elsewhere); their code is still checked against the digests taken."""
+        sent = self._builtin_root
+        if sent is None or root is None or sent == root:
+            return
+        self._builtin_root = root
+        self.paths = [root if path == sent else path for path in self.paths]
+        for name, info in self.skills.items():
+            if info.builtin and info.folder.is_relative_to(sent):
+                self.skills[name] = replace(
+                    info,
+                    folder=root / info.folder.relative_to(sent),
+                    skill_file=root / info.skill_file.relative_to(sent),
+                )
 
     def __len__(self) -> int:
         return len(self.skills)
@@ -141,7 +158,7 @@ class SkillCatalog:
     def subset(self, names: Iterable[str]) -> SkillCatalog:
         """A catalog of only the named skills (in this one's order), sharing what it loaded."""
         wanted = set(names)
-        view = SkillCatalog.__new__(SkillCatalog)  # not copy.copy: that would drop what it loaded
+        view = type(self).__new__(type(self))  # not copy.copy: that drops what it loaded
         view.__dict__.update(self.__dict__)
         view.skills = {n: info for n, info in self.skills.items() if n in wanted}
         view.warnings = []
