@@ -236,7 +236,7 @@ class Orchestrator:
         on_input: OnInput = "wait",
         answer: Answerer | None = None,
     ) -> None:
-        environment = dict(os.environ if environ is None else environ)  # as recipe.environment()
+        environment = dict(os.environ if environ is None else environ)
         catalog = _catalog(skills, builtin)
         registry = (
             subagents
