@@ -61,7 +61,7 @@ from .jobs import (
     job_folders,
 )
 from .jobs.outputs import WorkspaceRecord
-from .jobs.preflight import Preflight, job_catalog, preflight
+from .jobs.preflight import Preflight, job_catalog, job_registry, preflight
 from .models import (
     ChatModel,
     ModelAliases,
@@ -372,10 +372,7 @@ class Orchestrator:
             "aliases": ModelAliases.standard(job.models),
             "environ": job.environment(),
             "skills": folders.skills,
-            # The spec's remote agents first, then the folders' definitions.
-            "subagents": SubagentRegistry(
-                job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
-            ),
+            "subagents": job_registry(job, folders.subagents),
             "max_tokens": job.budget.max_tokens,
             "max_cost": job.budget.max_cost_usd,
             "prices": job.price_overrides(),

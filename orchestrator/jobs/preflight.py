@@ -189,6 +189,12 @@ def job_catalog(job: Job, folders: Sequence[SkillFolder], *, builtin: bool = Tru
     return catalog
 
 
+def job_registry(job: Job, folders: Sequence[Path]) -> SubagentRegistry:
+    """The sub-agents a run of `job` sees: the spec's remote agents (`agents:`) first, then
+    the definitions in `folders` and the built-in ones."""
+    return SubagentRegistry(job.remote_agents(), folders=[*folders, *builtin_subagent_folders()])
+
+
 def job_base(job: Job) -> Path:
     """Where the relative paths of `job`'s `mcp_servers:` start: the spec's folder."""
     return job.source.parent if job.source is not None else Path.cwd()
@@ -199,9 +205,7 @@ def preflight_job(job: Job, *, user_skills: bool = False) -> Preflight:
     model is built, so no key is needed. The skills' warnings (their scan's, and a preloaded
     skill whose code failed to load) come first."""
     folders = job_folders(job, user=user_skills)
-    registry = SubagentRegistry(
-        job.remote_agents(), folders=[*folders.subagents, *builtin_subagent_folders()]
-    )
+    registry = job_registry(job, folders.subagents)
     catalog = job_catalog(job, folders.skills)
     found = preflight(job, registry, catalog, ModelAliases.standard(job.models))
     found.warnings[:0] = [str(w) for w in (*catalog.warnings, *registry.warnings)]
