@@ -73,7 +73,6 @@ from .models import (
     TextTap,
     output_cap,
     price_of,
-    priced_by,
 )
 from .models.prices import STANDARD_PRICES, Price, unpriced
 from .parts import Slot
@@ -295,10 +294,11 @@ class Orchestrator:
         self.prices = STANDARD_PRICES.over(recipe.prices)
         self.max_cost = recipe.max_cost
         self.aliases = recipe.aliases
-        self._models = ResolvedModels(
+        self._models = ResolvedModels.priced(
+            self.prices,
             aliases=self.aliases,
             environ=self.environ,
-            prepare=priced_by(self.prices, required=recipe.max_cost is not None),
+            capped=recipe.max_cost is not None,
         )
         model = recipe.model
         self.model: ChatModel = (

@@ -253,3 +253,24 @@ def test_the_package_s_own_skills_are_found_where_the_receiving_process_installe
     files = arrived.get("files")
     assert files is not None and files.folder.is_relative_to(installed)
     assert arrived.load("files").tools  # its code, from this install, checked as scanned
+
+
+def test_a_job_s_model_is_resolved_as_its_run_resolves_it_without_a_run(tmp_path: Path) -> None:
+    from orchestrator.errors import ConfigError
+    from orchestrator.models import price_of
+
+    (tmp_path / "job.yaml").write_text(JOB_SETTINGS)
+    (tmp_path / "script.yaml").write_text("{}")
+    job = load_job(tmp_path / "job.yaml")
+    alone = job.resolve_model()
+    in_a_run = Orchestrator.from_job(job).model
+    assert alone.name == in_a_run.name
+    assert price_of(alone) == price_of(in_a_run) and price_of(alone) is not None
+    assert alone.options.context_window == in_a_run.options.context_window == 9000
+
+    unpriced = JOB_SETTINGS.replace(
+        "  scripted: {input: 1.5, output: 2.5}\n", "  other: {input: 1, output: 1}\n"
+    )
+    (tmp_path / "job.yaml").write_text(unpriced)
+    with pytest.raises(ConfigError, match="has no price"):
+        load_job(tmp_path / "job.yaml").resolve_model()

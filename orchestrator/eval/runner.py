@@ -466,7 +466,7 @@ class EvalRunner:
         }
         skill = self.loaded.spec.until_triggered
         if skill is not None:
-            inner = replay if replay is not None else Orchestrator.from_job(job, **overrides).model
+            inner = replay if replay is not None else job.resolve_model()
             return Replayed.from_job(job, model=UntilTriggered(inner, skill), **overrides)
         if replay is not None:
             return Replayed.from_job(job, model=replay, **overrides)

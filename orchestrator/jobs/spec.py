@@ -44,8 +44,15 @@ from ..agent import (
     OutputMode,
 )
 from ..errors import ConfigError, PermissionDenied, Problem, SafetyWarning, SpecError
-from ..models import INHERIT, ModelAliases, ModelSettings, check_model
-from ..models.prices import Price, load_prices, parse_prices
+from ..models import (
+    INHERIT,
+    ChatModel,
+    ModelAliases,
+    ModelSettings,
+    ResolvedModels,
+    check_model,
+)
+from ..models.prices import STANDARD_PRICES, Price, load_prices, parse_prices
 from ..security import Permissions
 from ..security.inventory import DEFAULT_WORKSPACE, SCHEMA_FILE_SUFFIXES, reads
 from ..skills.disclosure import DEFAULT_DISCLOSURE, Disclosure
@@ -562,6 +569,16 @@ class Job(BaseModel):
     def dotenv(self) -> dict[str, str]:
         """Variables read from `.env` files for this job (never written to a trace)."""
         return dict(self._dotenv)
+
+    def resolve_model(self) -> ChatModel:
+        """The job's model as a run of it resolves it (its `models:` aliases, its `.env`
+        values, its prices; one without a price refused under a money cap), without a run."""
+        return ResolvedModels.priced(
+            STANDARD_PRICES.over(self.price_overrides()),
+            aliases=ModelAliases.standard(self.models),
+            environ=self.environment(),
+            capped=self.budget.max_cost_usd is not None,
+        ).get(self.model)
 
     def environment(self) -> dict[str, str]:
         """The variables models read: the `.env` files', under the real environment."""

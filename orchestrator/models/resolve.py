@@ -32,8 +32,8 @@ from pydantic import BaseModel, ValidationError
 from ..errors import ConfigError
 from ..security.inputs import YamlInputError, load_yaml
 from ..security.inventory import reads, user_config_folder
-from .base import DEFAULT_OUTPUT_MODES, ChatModel, OutputMode, unwrap
-from .prices import DEFAULT_PRICES
+from .base import DEFAULT_OUTPUT_MODES, ChatModel, OutputMode, priced_by, unwrap
+from .prices import DEFAULT_PRICES, PriceTable
 from .scripted import SCRIPTED_OUTPUT_MODES, ScriptedModel
 from .settings import (
     PRESETS,
@@ -365,6 +365,19 @@ class ResolvedModels:
         self.environ = environ
         self.prepare = prepare
         self._models: dict[str, ChatModel] = {}
+
+    @classmethod
+    def priced(
+        cls,
+        prices: PriceTable,
+        *,
+        aliases: ModelAliases,
+        environ: Mapping[str, str],
+        capped: bool,
+    ) -> ResolvedModels:
+        """A run's models: each priced from `prices` as it is built; under a money cap
+        (`capped`) a model with no price is refused (`unpriced`)."""
+        return cls(aliases=aliases, environ=environ, prepare=priced_by(prices, required=capped))
 
     def get(self, model: ModelRef | ChatModel) -> ChatModel:
         """The model for `model`, resolved on first use; a ChatModel passes through."""
