@@ -1458,7 +1458,9 @@ class AgentLoop(Generic[Deps, OutputT]):
             },
         )
         state.result = result.with_output(answer.value) if answer is not None else result
-        state.context.trace.emit(
+        if not trace.recording:  # the event's fields are made for a record only
+            return
+        trace.emit(
             RunEnd,
             agent=self.name,
             status=status,
