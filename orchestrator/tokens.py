@@ -76,6 +76,10 @@ class TokenCounter:
 
     def truncate(self, text: str, max_tokens: int) -> tuple[str, bool]:
         """The text cut to at most `max_tokens` tokens, and whether anything was cut."""
+        # A token is at least one byte: a text of no more bytes than that is whole without
+        # being encoded (a fan-out's short answers, each cut to its cap in the report).
+        if len(text) <= max_tokens and len(text.encode()) <= max_tokens:
+            return text, False
         tokens = self._encoding.encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text, False

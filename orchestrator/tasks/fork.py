@@ -75,7 +75,7 @@ from ..skills.disclosure import DEFAULT_DISCLOSURE, DEFAULT_EAGER_TOKENS, Disclo
 from ..skills.meta_tools import ForksSkills
 from ..tokens import TokenCounter, default_counter
 from .executor import RemoteForks, TaskRequest, TaskSpec, with_remote_agents
-from .scheduler import GraphError, GraphRun, LocalExecutor, Slots, lend, task_graph
+from .scheduler import GraphError, GraphRun, LocalExecutor, Slots, check_tasks, lend
 from .subagents import GENERAL, GENERAL_AGENT, Choices, SubagentDef, SubagentRegistry, merged
 
 if TYPE_CHECKING:
@@ -616,7 +616,7 @@ class ForkExtension(ForksSkills):
         problems: list[str] = []
         compiled: dict[str, OutputSpec[Any]] = {}
         try:
-            task_graph(tasks)
+            check_tasks(tasks)
         except GraphError as exc:
             problems.extend(f"- tasks[{p.index}]: {p.message}" for p in exc.problems)
         for index, spec in enumerate(tasks):

@@ -155,6 +155,17 @@ def task_graph(specs: Sequence[TaskSpec]) -> nx.DiGraph[str]:
     return build_graph(((s.id, s.depends_on) for s in specs), noun="task")
 
 
+def check_tasks(specs: Sequence[TaskSpec]) -> None:
+    """Raise GraphError as `task_graph` does, without building the graph of tasks none of
+    which depends on another (a plain fan-out: only their ids can clash)."""
+    if any(s.depends_on for s in specs):
+        task_graph(specs)
+        return
+    problems = _duplicates([(s.id, []) for s in specs], "task")
+    if problems:
+        raise GraphError(problems)
+
+
 class GraphRun:
     """One run of a task graph: schedules, records in the trace, collects results.
 

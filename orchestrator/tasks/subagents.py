@@ -102,11 +102,17 @@ def merged(*levels: Choices) -> Choices:
     """`levels`, most specific first, merged by the one rule: for a choice the first level
     that makes one; for a limit the smallest given."""
     chosen: dict[str, Any] = {}
-    for name, rule in RULES.items():
-        given = [value for level in levels if (value := getattr(level, name)) is not None]
-        if given:
-            chosen[name] = min(given) if rule == "narrow" else given[0]
+    for level in reversed(levels):  # the least specific first: a more specific one overrides
+        for name, value in vars(level).items():
+            if value is None:
+                continue
+            if name in _LIMITS and (above := chosen.get(name)) is not None:
+                value = min(value, above)
+            chosen[name] = value
     return Choices(**chosen)
+
+
+_LIMITS = frozenset(name for name, rule in RULES.items() if rule == "narrow")
 
 
 # --- Definitions ----------------------------------------------------------------------------
