@@ -286,8 +286,6 @@ class Orchestrator:
         Ray worker makes it again from."""
         self.executor = executor
         self.tools = list(recipe.tools)
-        self.job: Job | None = recipe.job
-        """The job this orchestrator was made for (`from_job`): what `run()` runs."""
         self.checked: Preflight | None = None
         """What `from_job` found checking that job: its warnings are among `warnings`."""
         self.environ = recipe.environment()
@@ -307,7 +305,6 @@ class Orchestrator:
         self.approve = approve
         self.on_input: OnInput = recipe.on_input
         self.answer = answer
-        self.user_skills = recipe.user_skills  # the home folders were searched too (from_job)
         self.catalog = recipe.catalog
         self.subagents = recipe.subagents
         self.max_tokens = recipe.max_tokens
@@ -339,6 +336,16 @@ class Orchestrator:
             resolve=self.resolve,
             approve=approve,
         )
+
+    @property
+    def job(self) -> Job | None:
+        """The job this orchestrator was made for (`from_job`): what `run_job()` runs."""
+        return self.recipe.job
+
+    @property
+    def user_skills(self) -> bool:
+        """The home folders were searched for skills and sub-agents too (`from_job`)."""
+        return self.recipe.user_skills
 
     @classmethod
     def made_from(
@@ -413,8 +420,6 @@ class Orchestrator:
             user_skills=user_skills,
             environ=None if given_environ is None else dict(given_environ),
         )
-        orchestrator.user_skills = user_skills
-        orchestrator.job = job
         orchestrator.checked = checked
         for step in job.plan:  # a step's model that cannot be resolved stops the job early
             orchestrator.resolve(step.model)

@@ -96,6 +96,7 @@ class Choices:
 
 RULES: dict[str, Rule] = {f.name: f.metadata["rule"] for f in fields(Choices)}
 """Each setting and how its levels merge (the table in docs/architecture.md)."""
+_LIMITS = frozenset(name for name, rule in RULES.items() if rule == "narrow")
 
 
 def merged(*levels: Choices) -> Choices:
@@ -110,9 +111,6 @@ def merged(*levels: Choices) -> Choices:
                 value = min(value, above)
             chosen[name] = value
     return Choices(**chosen)
-
-
-_LIMITS = frozenset(name for name, rule in RULES.items() if rule == "narrow")
 
 
 # --- Definitions ----------------------------------------------------------------------------
